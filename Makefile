@@ -1,0 +1,49 @@
+# Two entry points, each doing all of its own set-up (idempotent):
+#   make demo   - the main job on the bundled example corpus (real CLI, real bwrap)
+#   make test   - the whole test suite (unit, contract, integration)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+HARNESS_VERSION := 2.1.197
+HARNESS_PKG := @anthropic-ai/claude-code@$(HARNESS_VERSION)
+HARNESS_STAMP := .harness/.installed-$(HARNESS_VERSION)
+VENV_STAMP := $(VENV)/.installed
+
+.PHONY: demo test setup bwrap harness venv clean
+
+demo: setup
+	$(VENV)/bin/headwater-campaign demo $(DEMO_ARGS)
+
+test: setup
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+setup: bwrap venv harness
+
+bwrap:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else \
+	    echo "bubblewrap (bwrap) is missing: install it, e.g. 'sudo apt-get install bubblewrap'" >&2; exit 12; \
+	  fi; \
+	fi
+
+venv: $(VENV_STAMP)
+$(VENV_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+harness: $(HARNESS_STAMP)
+$(HARNESS_STAMP):
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: install Node.js and npm" >&2; exit 2; }
+	mkdir -p .harness
+	npm install --prefix .harness --no-save --no-audit --no-fund --loglevel=error $(HARNESS_PKG)
+	@v=$$(.harness/node_modules/.bin/claude --version); echo "harness: $$v"; \
+	  case "$$v" in $(HARNESS_VERSION)*) ;; *) echo "expected Claude Code $(HARNESS_VERSION), got $$v" >&2; exit 2;; esac
+	touch $@
+
+clean:
+	rm -rf $(VENV) .harness build dist *.egg-info

@@ -1,0 +1,1 @@
+"""campaign package (see docs/internals.md)."""

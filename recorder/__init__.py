@@ -1,0 +1,1 @@
+"""recorder package (see docs/internals.md)."""
