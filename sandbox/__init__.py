@@ -1,1 +1,27 @@
-"""sandbox package (see docs/internals.md)."""
+"""Confinement of one harness session under bubblewrap (RC-02, RC-03, RC-05).
+
+See docs/confinement.md and docs/internals.md. Knows nothing of stream-json.
+"""
+
+from __future__ import annotations
+
+from ._argv import HARNESS_MOUNT as HARNESS_MOUNT
+from ._argv import Confinement as Confinement
+from ._argv import bwrap_argv as bwrap_argv
+from ._config import CONFIG_ROOT as CONFIG_ROOT
+from ._config import Credentials as Credentials
+from ._config import host_credentials as host_credentials
+from ._config import session_config_dir as session_config_dir
+from ._config import sweep_config_root as sweep_config_root
+from ._env import session_environment as session_environment
+from ._env import setenv_payload as setenv_payload
+from ._errors import CredentialsMissing as CredentialsMissing
+from ._errors import PreflightFailed as PreflightFailed
+from ._errors import SandboxError as SandboxError
+from ._layout import HostLayout as HostLayout
+from ._layout import measure_host_layout as measure_host_layout
+from ._preflight import Check as Check
+from ._preflight import PreflightReport as PreflightReport
+from ._preflight import Verdict as Verdict
+from ._preflight import preflight as preflight
+from ._preflight import raise_for as raise_for

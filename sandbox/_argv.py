@@ -1,0 +1,155 @@
+"""The bubblewrap argv of one session: mounts (RC-02), namespaces, cleared environment (RC-03).
+
+Pure: nothing here reads a file or the environment, so tests compare lists.
+Flags checked against bubblewrap 0.8.0 (``bwrap --help``, bwrap(1)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Final, Literal
+
+from ._layout import TOP_LEVEL_DIRS, HostLayout
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+HARNESS_MOUNT: Final = "/opt/harness/claude"
+"""Where the harness executable appears inside the sandbox: a path of its own (RC-02)."""
+
+NAMESPACE_FLAGS: Final = (
+    # SIGKILL the sandbox when the spawning *thread* dies (DESIGN.md, RC-05 block, BC-17)
+    "--die-with-parent",
+    "--new-session",  # setsid(): the session cannot push keystrokes into our terminal (TIOCSTI)
+    "--unshare-user",
+    "--unshare-pid",  # pid 1 inside is bwrap itself, hence the empty environment and --args (RC-03)
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",  # skipped, not failed, on kernels without cgroup namespaces
+)
+"""Namespaces and process flags. The network namespace is shared (``network="host"``),
+the one exception RC-05 admits; there is no ``--unshare-net`` yet."""
+
+_SYSTEM_MOUNTS: Final = frozenset({"/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/opt"})
+"""Paths a session mount must never replace: binding a workspace here would hide the system."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Confinement:
+    """What one session may see (RC-02). Host facts arrive measured; nothing is read here.
+
+    Attributes:
+        workspace: Host path of the sealed workspace; bound read-write at the
+            same path, and the working directory of the command.
+        harness: Host path of the harness executable, already resolved by the
+            caller (``Path.resolve()``); bound read-only at ``harness_mount``.
+        harness_mount: Absolute path of the harness inside the sandbox.
+        log_dir: This session's own log directory, bound read-write at its path.
+        config_dir: This session's config directory (`session_config_dir`),
+            bound read-write at its path.
+        host_layout: How the host has /bin, /lib, /lib64, /sbin (`measure_host_layout`).
+        network: ``"host"``: the network namespace is shared (RC-05's one
+            admitted exception). Network confinement is not built yet.
+
+    Raises:
+        ValueError: a path is relative, contains ``..``, or is a system mount
+            point (``/``, ``/usr``, ``/etc``, ``/proc``, ``/dev``, ``/tmp``, ...);
+            or ``network`` is not ``"host"``.
+    """
+
+    workspace: Path
+    harness: Path
+    harness_mount: str = HARNESS_MOUNT
+    log_dir: Path
+    config_dir: Path
+    host_layout: HostLayout
+    network: Literal["host"] = "host"
+
+    def __post_init__(self) -> None:
+        reserved = _SYSTEM_MOUNTS | {link for link, _ in self.host_layout.symlinks}
+        reserved |= set(self.host_layout.directories)
+        for field_name in ("workspace", "harness", "harness_mount", "log_dir", "config_dir"):
+            _check_mount_path(field_name, str(getattr(self, field_name)), reserved)
+        if self.network != "host":
+            raise ValueError(
+                f"network must be 'host' (no other mode is built yet), got {self.network!r}"
+            )
+
+
+def _check_mount_path(field_name: str, path: str, reserved: frozenset[str] | set[str]) -> None:
+    pure = PurePosixPath(path)
+    if not pure.is_absolute():
+        raise ValueError(f"{field_name} must be an absolute path, got {path!r}")
+    if ".." in pure.parts:
+        raise ValueError(f"{field_name} must not contain '..', got {path!r}")
+    if str(pure) in reserved:
+        raise ValueError(f"{field_name} must not be the system mount point {str(pure)!r}")
+
+
+def bwrap_argv(
+    conf: Confinement, command: Sequence[str], *, bwrap: str = "bwrap", args_fd: int
+) -> list[str]:
+    """Return the argv that runs ``command`` under bubblewrap with exactly the RC-02 mounts.
+
+    Order matters and is fixed: namespace flags; ``/usr`` and ``/etc``
+    read-only; /bin, /lib, /lib64, /sbin as the host has them (``--symlink
+    TARGET LINK`` for a symlink, never a bind onto it; ``--ro-bind D D`` for a
+    real directory); private ``/proc``, ``/dev``, ``/tmp`` (before any bind
+    that may lie under /tmp, which would otherwise be hidden by the tmpfs);
+    the workspace, harness, log and config binds; ``--clearenv``; then
+    ``--args ARGS_FD``, which must come *after* ``--clearenv`` because bwrap
+    applies both while parsing and ``--clearenv`` would wipe the variables
+    (RC-03); ``--chdir`` the workspace; ``--``; the command.
+
+    No environment value, and so no secret, is on this argv: the caller writes
+    `setenv_payload` to a pipe and passes its read end as ``args_fd``. Start
+    bwrap with an empty environment: with ``--unshare-pid``, pid 1 inside the
+    sandbox is bwrap, whose ``/proc/1/cmdline`` and ``/proc/1/environ`` the
+    session can read (RC-03). bwrap reads the fd to EOF before it starts the
+    command, so close the write end after writing.
+
+    Args:
+        conf: The confinement of one session.
+        command: The command to run inside, ``command[0]`` an absolute path in
+            the sandbox (e.g. ``conf.harness_mount``).
+        bwrap: The bwrap executable (name or path), the first element.
+        args_fd: File descriptor number, as the child will see it, from which
+            bwrap reads the NUL-separated ``--setenv`` payload.
+
+    Returns:
+        A new list; the caller may extend nothing after it (bwrap stops
+        parsing its options at ``--``).
+
+    Raises:
+        ValueError: ``command`` is empty, ``command[0]`` is not absolute,
+            ``bwrap`` is empty, or ``args_fd`` is negative.
+    """
+    if not command or not PurePosixPath(command[0]).is_absolute():
+        raise ValueError(f"command[0] must be an absolute path, but got {list(command[:1])!r}")
+    if not bwrap:
+        raise ValueError("bwrap must name the bwrap executable, got an empty string")
+    if args_fd < 0:
+        raise ValueError(f"args_fd must be a file descriptor number >= 0, got {args_fd}")
+    workspace, log_dir, config_dir = str(conf.workspace), str(conf.log_dir), str(conf.config_dir)
+    argv = [bwrap, *NAMESPACE_FLAGS, "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    argv += _top_level_mounts(conf.host_layout)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--bind", workspace, workspace]
+    argv += ["--ro-bind", str(conf.harness), conf.harness_mount]
+    argv += ["--bind", log_dir, log_dir]
+    argv += ["--bind", config_dir, config_dir]
+    argv += ["--clearenv", "--args", str(args_fd)]
+    return [*argv, "--chdir", workspace, "--", *command]
+
+
+def _top_level_mounts(layout: HostLayout) -> list[str]:
+    """/bin, /lib, /lib64, /sbin as the host has them, in that order (RC-02, BC-16)."""
+    targets = dict(layout.symlinks)
+    mounts: list[str] = []
+    for name in TOP_LEVEL_DIRS:
+        if name in targets:
+            mounts += ["--symlink", targets[name], name]
+        elif name in layout.directories:
+            mounts += ["--ro-bind", name, name]
+    return mounts

@@ -1,0 +1,233 @@
+"""Host credentials and the per-session config directory they are copied into (RC-03).
+
+Lifecycle: `host_credentials` finds the credentials once per batch;
+`session_config_dir` creates an empty directory under `CONFIG_ROOT`, copies
+the credentials file in, yields it, and removes it when the session ends,
+however it ends; `sweep_config_root` removes what a killed runner left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from ._errors import CredentialsMissing
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+    from types import TracebackType
+
+    ExcInfo = tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
+
+CONFIG_ROOT: Final = Path("/var/tmp/headwater-campaign/cfg")
+"""One fixed root for all session config dirs, where a restarted runner finds left-overs."""
+
+CREDENTIALS_FILE_NAME: Final = ".credentials.json"
+"""The file Claude Code keeps its login in, under its config directory."""
+
+_DIR_MODE: Final = 0o700
+_FILE_MODE: Final = 0o600
+_ENTRY_NAME: Final = re.compile(r"^(?P<pid>[0-9]+)-")
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """What the session receives to reach the provider (RC-03). The key never shows in ``repr``.
+
+    Attributes:
+        credentials_file: Host path of a ``.credentials.json`` to copy into
+            the session's config directory, or None.
+        api_key_env: Name of the host variable the key came from, or None.
+        api_key: The key itself, or None; excluded from ``repr``/``str``.
+    """
+
+    credentials_file: Path | None
+    api_key_env: str | None
+    api_key: str | None = field(repr=False)
+
+
+def host_credentials(
+    *, api_key_env: str | None, environ: Mapping[str, str], host_config_dir: Path | None = None
+) -> Credentials:
+    """Find the host's credentials for the sessions (RC-03): reads ``environ`` and one stat.
+
+    Args:
+        api_key_env: Name of the variable holding an API key; when given, the
+            key is taken from it and no file is looked for.
+        environ: The runner's environment (pass ``os.environ``).
+        host_config_dir: The host's Claude config directory; default
+            ``$CLAUDE_CONFIG_DIR``, else ``$HOME/.claude``.
+
+    Returns:
+        Credentials with either ``api_key`` or ``credentials_file`` set.
+
+    Raises:
+        CredentialsMissing: the variable is unset or empty (named, its value
+            never shown), or ``.credentials.json`` is not a regular file.
+    """
+    if api_key_env is not None:
+        key = environ.get(api_key_env, "")
+        if not key:
+            raise CredentialsMissing(f"the variable {api_key_env} is not set or is empty")
+        return Credentials(credentials_file=None, api_key_env=api_key_env, api_key=key)
+    config_dir = host_config_dir or _default_host_config_dir(environ)
+    credentials_file = config_dir / CREDENTIALS_FILE_NAME
+    if not credentials_file.is_file():
+        raise CredentialsMissing(
+            f"{credentials_file} is not a file (log in with `claude`, or name an API key variable)"
+        )
+    return Credentials(credentials_file=credentials_file, api_key_env=None, api_key=None)
+
+
+def _default_host_config_dir(environ: Mapping[str, str]) -> Path:
+    if configured := environ.get("CLAUDE_CONFIG_DIR"):
+        return Path(configured)
+    home = environ.get("HOME")
+    return (Path(home) if home else Path.home()) / ".claude"
+
+
+@contextlib.contextmanager
+def session_config_dir(
+    credentials: Credentials, *, name: str, root: Path = CONFIG_ROOT
+) -> Iterator[Path]:
+    """Create one session's config directory, yield it, and always remove it (RC-03).
+
+    The directory is ``root/<pid>-<name>-<random>/``, mode 0700 (``root`` is
+    created 0700 when missing). It starts empty and receives a copy of
+    ``credentials.credentials_file`` as ``.credentials.json``, mode 0600,
+    when there is one; an API key goes through the environment instead.
+
+    **Cancellation:** removal runs in ``finally``, so it happens on normal
+    exit, on an exception and on cancellation (trio's ``Cancelled``,
+    ``KeyboardInterrupt``); a directory already gone is not an error.
+
+    Args:
+        credentials: From `host_credentials`.
+        name: A label for the directory, e.g. the session name; no ``/``.
+        root: Where the directories live; `CONFIG_ROOT` in production.
+
+    Yields:
+        The directory's absolute path.
+
+    Raises:
+        ValueError: ``name`` is empty or contains ``/`` or NUL.
+        CredentialsMissing: the credentials file vanished before the copy.
+        OSError: the directory could not be created or removed.
+    """
+    if not name or "/" in name or "\0" in name:
+        raise ValueError(f"name must be a non-empty label without '/' or NUL, got {name!r}")
+    _ensure_root(root)
+    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{name}-", dir=root)).absolute()
+    try:
+        os.chmod(path, _DIR_MODE)
+        if credentials.credentials_file is not None:
+            _copy_private(credentials.credentials_file, path / CREDENTIALS_FILE_NAME)
+        yield path
+    finally:
+        remove_tree(path)
+
+
+def _ensure_root(root: Path) -> None:
+    if root.is_dir():
+        return
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # another runner won the race
+        root.mkdir(mode=_DIR_MODE)
+        os.chmod(root, _DIR_MODE)  # mkdir's mode is filtered by the umask
+
+
+def _copy_private(source: Path, destination: Path) -> None:
+    """Copy ``source`` to a new file that is 0600 from its first byte."""
+    try:
+        data = source.read_bytes()
+    except FileNotFoundError as exc:
+        raise CredentialsMissing(f"{source} vanished before it could be copied") from exc
+    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
+    with os.fdopen(fd, "wb") as out:
+        os.fchmod(out.fileno(), _FILE_MODE)
+        out.write(data)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` and everything under it; a missing path is not an error.
+
+    Directories the session made unreadable or unwritable are given back
+    their owner's permissions and the removal is retried once.
+
+    Raises:
+        OSError: something could not be removed for another reason.
+    """
+    try:
+        shutil.rmtree(path, onerror=_ignore_missing)
+    except PermissionError:
+        _restore_owner_access(path)
+        shutil.rmtree(path, onerror=_ignore_missing)
+
+
+def _ignore_missing(function: Callable[..., object], failed: str, exc_info: ExcInfo) -> None:
+    """Rmtree error hook: an entry that is already gone is fine; anything else propagates."""
+    # ``onerror`` rather than ``onexc``: the project runs on Python 3.11 (``onexc`` is 3.12+).
+    exc = exc_info[1]
+    if isinstance(exc, FileNotFoundError):
+        return
+    if exc is not None:
+        raise exc
+
+
+def _restore_owner_access(directory: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if directory.is_symlink() or not directory.is_dir():
+            return
+        os.chmod(directory, stat.S_IRWXU)
+        for entry in directory.iterdir():
+            _restore_owner_access(entry)
+
+
+def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
+    """Remove the config directories of runners that are no longer alive (RC-03, faults target).
+
+    A directory ``<pid>-...`` whose pid is not a live process was left by a
+    killed runner, and may still hold a credentials copy. A live pid keeps
+    its directory (possibly a reused pid: keeping is the safe mistake).
+    Entries that do not start with ``<pid>-``, and symlinks, are left alone.
+
+    Args:
+        root: Where the directories live; `CONFIG_ROOT` in production.
+
+    Returns:
+        The removed directories, sorted; the caller prints them. A missing
+        ``root`` gives ``[]``.
+
+    Raises:
+        OSError: a directory could not be removed.
+    """
+    if not root.is_dir():
+        return []
+    removed: list[Path] = []
+    for entry in sorted(root.iterdir()):
+        match = _ENTRY_NAME.match(entry.name)
+        if match is None or entry.is_symlink() or not entry.is_dir():
+            continue
+        if not _pid_alive(int(match["pid"])):
+            remove_tree(entry)
+            removed.append(entry)
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by another user
+        return True
+    return True

@@ -1,0 +1,99 @@
+"""The session's environment (RC-03) and the ``--args FD`` payload that carries it to bwrap."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from ._config import Credentials
+
+SESSION_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+"""PATH inside the sandbox: only what the RC-02 mounts provide."""
+
+_FIXED: Final = (
+    ("PATH", SESSION_PATH),
+    ("LANG", "C.UTF-8"),
+    ("DISABLE_AUTOUPDATER", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+)
+"""Variables RC-03 sets to the same value in every session."""
+
+
+def session_environment(
+    *, config_dir: Path, log_dir: Path, provider_url: str | None, credentials: Credentials
+) -> dict[str, str]:
+    """Return exactly the variables RC-03 lets into the sandbox, and nothing else.
+
+    ``HOME`` and ``CLAUDE_CONFIG_DIR`` (both ``config_dir``), ``PATH``,
+    ``LANG=C.UTF-8``, ``DISABLE_AUTOUPDATER=1``, ``DISABLE_TELEMETRY=1``,
+    ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``HEADWATER_LOG_DIR``
+    (``log_dir``); ``ANTHROPIC_BASE_URL`` when ``provider_url`` is given;
+    ``ANTHROPIC_API_KEY`` when the credentials carry a key (a credentials
+    file travels in ``config_dir`` instead). Nothing is read from the
+    runner's own environment.
+
+    The result holds a secret: pass it only to `setenv_payload`, never to an
+    argv, a log or a ``repr``.
+
+    Args:
+        config_dir: The session's config directory, as mounted (same path inside).
+        log_dir: The session's log directory, as mounted.
+        provider_url: The Messages API base URL, or None for the harness's default.
+        credentials: From `host_credentials`.
+
+    Returns:
+        A new dict, name -> value.
+
+    Raises:
+        ValueError: ``config_dir`` or ``log_dir`` is relative, or
+            ``provider_url`` is the empty string (None means "not given").
+    """
+    for label, path in (("config_dir", config_dir), ("log_dir", log_dir)):
+        if not path.is_absolute():
+            raise ValueError(f"{label} must be an absolute path, got {str(path)!r}")
+    if provider_url == "":
+        raise ValueError("provider_url is empty; pass None to use the harness's default")
+    env = {"HOME": str(config_dir), "CLAUDE_CONFIG_DIR": str(config_dir), **dict(_FIXED)}
+    env["HEADWATER_LOG_DIR"] = str(log_dir)
+    if provider_url is not None:
+        env["ANTHROPIC_BASE_URL"] = provider_url
+    if credentials.api_key is not None:
+        env["ANTHROPIC_API_KEY"] = credentials.api_key
+    return env
+
+
+def setenv_payload(env: Mapping[str, str]) -> bytes:
+    r"""Encode ``env`` for bwrap's ``--args FD``: ``--setenv\0NAME\0VALUE\0`` each (RC-03).
+
+    bwrap reads the fd to EOF and splits it at NUL bytes into further
+    arguments (bwrap(1), ``--args``). The payload goes on a pipe, so no value
+    appears on bwrap's command line, where ``/proc/1/cmdline`` would show it
+    to the session. Text is encoded as UTF-8 (``surrogateescape``, as
+    ``os.fsencode`` does). An empty mapping gives ``b""``.
+
+    Args:
+        env: Name -> value, in the order to set them.
+
+    Returns:
+        The payload bytes.
+
+    Raises:
+        ValueError: a name is empty or contains ``=`` or NUL, or a value
+            contains NUL. The message names the variable, never its value.
+    """
+    parts: list[bytes] = []
+    for name, value in env.items():
+        if not name or "=" in name or "\0" in name:
+            raise ValueError(f"environment variable name {name!r} is empty or contains '=' or NUL")
+        if "\0" in value:
+            raise ValueError(f"the value of {name} contains a NUL byte")
+        parts += [b"--setenv", _encode(name), _encode(value)]
+    return b"".join(part + b"\0" for part in parts)
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")

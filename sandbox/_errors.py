@@ -1,0 +1,52 @@
+"""Errors raised by `sandbox`.
+
+* SandboxError
+  x PreflightFailed     - the host cannot confine a session (RC-05); nothing was started
+  x CredentialsMissing  - the credentials the caller named are absent (RC-03)
+
+Argument mistakes (a relative path, an empty command, a NUL in an environment
+value) are programming errors and raise `ValueError`, not a `SandboxError`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._preflight import PreflightReport
+
+
+class SandboxError(Exception):
+    """Base class for every error raised by `sandbox`."""
+
+
+class PreflightFailed(SandboxError):
+    """Raised by `raise_for` when preflight found the host unable to confine (RC-05).
+
+    Raised before any harness call and before any credential copy; the CLI
+    turns it into exit status 12. The whole report travels with it, so the
+    caller can print every check, not only the first problem.
+
+    Attributes:
+        report: The `PreflightReport` that was not ok.
+    """
+
+    def __init__(self, report: PreflightReport) -> None:
+        problems = report.problems or ("no check passed",)
+        super().__init__("confinement preflight failed: " + "; ".join(problems))
+        self.report = report
+
+
+class CredentialsMissing(SandboxError):
+    """Raised by `host_credentials` when the named credentials are absent (RC-03).
+
+    The message names the variable or the file that was looked for, never a
+    secret value.
+
+    Attributes:
+        detail: What was looked for and where, e.g. ``"ANTHROPIC_API_KEY is not set"``.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"credentials missing: {detail}")
+        self.detail = detail

@@ -1,0 +1,208 @@
+"""The bwrap argv: exactly the RC-02 mounts, the RC-03 environment route, loud validation."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sandbox import (
+    Confinement,
+    Credentials,
+    HostLayout,
+    bwrap_argv,
+    session_environment,
+)
+
+MERGED_USR = HostLayout(
+    symlinks=(
+        ("/bin", "usr/bin"),
+        ("/lib", "usr/lib"),
+        ("/lib64", "usr/lib64"),
+        ("/sbin", "usr/sbin"),
+    ),
+    directories=(),
+)
+CFG = "/var/tmp/headwater-campaign/cfg/4242-p1-r1-abc"
+SECRET = "sk-ant-test-7b1f0c55e2d94d1a"
+
+
+def _conf(**changes: object) -> Confinement:
+    fields: dict[str, object] = {
+        "workspace": Path("/srv/batch/sessions/present/p1/r1/workspace"),
+        "harness": Path("/opt/pinned/claude.exe"),
+        "log_dir": Path("/srv/batch/sessions/present/p1/r1/log"),
+        "config_dir": Path(CFG),
+        "host_layout": MERGED_USR,
+    }
+    fields.update(changes)
+    return Confinement(**fields)  # type: ignore[arg-type]
+
+
+def test_bwrap_argv_is_exactly_the_rc02_mount_plan_for_a_known_confinement() -> None:
+    """Written from RC-02/RC-03's text: every element, in order."""
+    ws = "/srv/batch/sessions/present/p1/r1/workspace"
+    log = "/srv/batch/sessions/present/p1/r1/log"
+    argv = bwrap_argv(
+        _conf(),
+        ["/opt/harness/claude", "-p", "-starts with a dash"],
+        bwrap="/usr/bin/bwrap",
+        args_fd=7,
+    )
+    # fmt: off
+    assert argv == [
+        "/usr/bin/bwrap",
+        "--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
+        "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--ro-bind", "/usr", "/usr",
+        "--ro-bind", "/etc", "/etc",
+        "--symlink", "usr/bin", "/bin",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/sbin", "/sbin",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--tmpfs", "/tmp",
+        "--bind", ws, ws,
+        "--ro-bind", "/opt/pinned/claude.exe", "/opt/harness/claude",
+        "--bind", log, log,
+        "--bind", CFG, CFG,
+        "--clearenv",
+        "--args", "7",
+        "--chdir", ws,
+        "--",
+        "/opt/harness/claude", "-p", "-starts with a dash",
+    ]
+    # fmt: on
+
+
+def test_bwrap_argv_default_executable_and_harness_mount() -> None:
+    argv = bwrap_argv(_conf(), ["/opt/harness/claude"], args_fd=3)
+    assert argv[0] == "bwrap"
+    assert argv[argv.index("/opt/pinned/claude.exe") + 1] == "/opt/harness/claude"
+
+
+def test_bwrap_argv_places_args_fd_after_clearenv() -> None:
+    """RC-03: --args before --clearenv would have the variables wiped by --clearenv."""
+    argv = bwrap_argv(_conf(), ["/usr/bin/env"], args_fd=5)
+    assert argv.count("--clearenv") == 1
+    assert argv.count("--args") == 1
+    assert argv.index("--clearenv") < argv.index("--args")
+    assert argv[argv.index("--args") + 1] == "5"
+    assert argv.index("--args") < argv.index("--")
+
+
+def test_bwrap_argv_carries_no_environment_value_and_no_secret() -> None:
+    """RC-03: the session can read bwrap's /proc/1/cmdline, so no value goes on it."""
+    conf = _conf()
+    env = session_environment(
+        config_dir=conf.config_dir,
+        log_dir=conf.log_dir,
+        provider_url="http://127.0.0.1:9/v1",
+        credentials=Credentials(credentials_file=None, api_key_env="HW_KEY", api_key=SECRET),
+    )
+    argv = bwrap_argv(conf, ["/opt/harness/claude"], args_fd=3)
+    assert "--setenv" not in argv
+    assert not any(SECRET in arg for arg in argv)
+    assert not any(f"{name}=" in arg for arg in argv for name in env)
+    # Values that are not also mount paths must not appear at all ("1" is too short to
+    # look for inside paths, so it is looked for as a whole element).
+    mount_paths = {str(conf.config_dir), str(conf.log_dir)}
+    for name, value in env.items():
+        if value not in mount_paths:
+            assert value not in argv, name
+            assert len(value) < 4 or not any(value in arg for arg in argv), name
+
+
+def test_bwrap_argv_unshares_no_network_with_network_host() -> None:
+    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    assert "--unshare-net" not in argv
+    assert "--unshare-all" not in argv
+    assert "--share-net" not in argv
+
+
+def test_bwrap_argv_mounts_nothing_else() -> None:
+    """RC-02: no host home, no batch dir, nothing beyond the listed destinations."""
+    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    dests = [argv[i + 2] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--symlink")]
+    dests += [argv[i + 1] for i, a in enumerate(argv) if a in ("--proc", "--dev", "--tmpfs")]
+    conf = _conf()
+    assert sorted(dests) == sorted(
+        [
+            "/usr",
+            "/etc",
+            "/bin",
+            "/lib",
+            "/lib64",
+            "/sbin",
+            "/proc",
+            "/dev",
+            "/tmp",
+            str(conf.workspace),
+            "/opt/harness/claude",
+            str(conf.log_dir),
+            str(conf.config_dir),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["claude"], ["./claude", "-p"], [""]],
+    ids=["empty", "bare-name", "relative", "empty-string"],
+)
+def test_bwrap_argv_rejects_empty_or_relative_command(command: list[str]) -> None:
+    with pytest.raises(ValueError, match="absolute"):
+        bwrap_argv(_conf(), command, args_fd=3)
+
+
+def test_bwrap_argv_rejects_negative_fd_and_empty_bwrap() -> None:
+    with pytest.raises(ValueError, match="args_fd"):
+        bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=-1)
+    with pytest.raises(ValueError, match="bwrap"):
+        bwrap_argv(_conf(), ["/usr/bin/true"], bwrap="", args_fd=3)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("workspace", Path("ws"), "absolute"),
+        ("log_dir", Path("log"), "absolute"),
+        ("config_dir", Path("cfg"), "absolute"),
+        ("harness", Path("claude.exe"), "absolute"),
+        ("harness_mount", "opt/claude", "absolute"),
+        ("workspace", Path("/srv/ws/../../root"), r"\.\."),
+        ("workspace", Path("/"), "system mount"),
+        ("workspace", Path("/usr"), "system mount"),
+        ("config_dir", Path("/tmp"), "system mount"),
+        ("log_dir", Path("/lib64"), "system mount"),
+    ],
+)
+def test_confinement_rejects_unusable_mount_paths(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _conf(**{field: value})
+
+
+def test_confinement_accepts_only_network_host() -> None:
+    with pytest.raises(ValueError, match="network"):
+        _conf(network="none")
+
+
+def test_confinement_is_frozen() -> None:
+    conf = _conf()
+    with pytest.raises(AttributeError):
+        conf.workspace = Path("/elsewhere")  # type: ignore[misc]
+
+
+@pytest.mark.bwrap
+def test_every_flag_of_the_argv_exists_in_the_installed_bwrap(bwrap: str) -> None:
+    """Each option we emit is listed by the installed bwrap's --help (checked on 0.8.0)."""
+    help_text = subprocess.run(
+        [bwrap, "--help"], capture_output=True, text=True, check=False, timeout=10
+    ).stdout
+    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    flags = {arg for arg in argv[1 : argv.index("--")] if arg.startswith("--")}
+    listed = {line.split()[0] for line in help_text.splitlines() if line.strip().startswith("--")}
+    assert flags <= listed, flags - listed
+    assert "[--] COMMAND" in help_text

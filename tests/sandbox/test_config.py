@@ -1,0 +1,219 @@
+"""Credentials and the per-session config directory (RC-03): in, used, always removed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sandbox import (
+    CONFIG_ROOT,
+    Credentials,
+    CredentialsMissing,
+    host_credentials,
+    session_config_dir,
+    sweep_config_root,
+)
+
+SECRET = "sk-ant-test-5e0f2b8d"
+CREDS_JSON = b'{"claudeAiOauth": {"accessToken": "fake-token"}}'
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+@pytest.fixture
+def creds_file(tmp_path: Path) -> Credentials:
+    host = tmp_path.parent / f"{tmp_path.name}-host-claude"
+    host.mkdir()
+    (host / ".credentials.json").write_bytes(CREDS_JSON)
+    return host_credentials(api_key_env=None, environ={}, host_config_dir=host)
+
+
+def test_config_root_is_one_fixed_path() -> None:
+    assert Path("/var/tmp/headwater-campaign/cfg") == CONFIG_ROOT
+
+
+def test_credentials_repr_never_shows_the_key() -> None:
+    creds = host_credentials(api_key_env="HW_KEY", environ={"HW_KEY": SECRET})
+    assert creds == Credentials(credentials_file=None, api_key_env="HW_KEY", api_key=SECRET)
+    assert SECRET not in repr(creds)
+    assert SECRET not in str(creds)
+
+
+@pytest.mark.parametrize("environ", [{}, {"HW_KEY": ""}], ids=["unset", "empty"])
+def test_host_credentials_missing_key_names_the_variable(environ: dict[str, str]) -> None:
+    with pytest.raises(CredentialsMissing, match="HW_KEY") as caught:
+        host_credentials(api_key_env="HW_KEY", environ={**environ, "OTHER": SECRET})
+    assert SECRET not in str(caught.value)
+
+
+def test_host_credentials_file_from_claude_config_dir_then_home(tmp_path: Path) -> None:
+    configured = tmp_path / "configured"
+    configured.mkdir()
+    (configured / ".credentials.json").write_bytes(CREDS_JSON)
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_bytes(CREDS_JSON)
+    from_env = host_credentials(
+        api_key_env=None, environ={"CLAUDE_CONFIG_DIR": str(configured), "HOME": str(home)}
+    )
+    assert from_env.credentials_file == configured / ".credentials.json"
+    from_home = host_credentials(api_key_env=None, environ={"HOME": str(home)})
+    assert from_home.credentials_file == home / ".claude" / ".credentials.json"
+    assert from_home.api_key is None
+
+
+def test_host_credentials_missing_file_names_it(tmp_path: Path) -> None:
+    with pytest.raises(CredentialsMissing, match=re.escape(str(tmp_path / ".credentials.json"))):
+        host_credentials(api_key_env=None, environ={}, host_config_dir=tmp_path)
+
+
+def test_session_config_dir_is_private_named_by_pid_and_holds_a_0600_copy(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    root = tmp_path / "var" / "cfg"  # missing: created 0700
+    with session_config_dir(creds_file, name="p1-r1", root=root) as path:
+        assert path.parent == root
+        assert path.is_absolute()
+        assert re.fullmatch(rf"{os.getpid()}-p1-r1-.+", path.name)
+        assert _mode(root) == 0o700
+        assert _mode(path) == 0o700
+        copy = path / ".credentials.json"
+        assert copy.read_bytes() == CREDS_JSON
+        assert _mode(copy) == 0o600
+        assert sorted(p.name for p in path.iterdir()) == [".credentials.json"]
+    assert not path.exists()
+
+
+def test_session_config_dir_with_api_key_starts_empty(tmp_path: Path) -> None:
+    creds = Credentials(credentials_file=None, api_key_env="HW_KEY", api_key=SECRET)
+    with session_config_dir(creds, name="s", root=tmp_path) as path:
+        assert list(path.iterdir()) == []
+
+
+def test_session_config_dirs_are_distinct(tmp_path: Path, creds_file: Credentials) -> None:
+    with (
+        session_config_dir(creds_file, name="s", root=tmp_path) as one,
+        session_config_dir(creds_file, name="s", root=tmp_path) as two,
+    ):
+        assert one != two
+
+
+def test_session_config_dir_is_removed_after_an_exception(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    seen: list[Path] = []
+
+    def session() -> None:
+        with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+            seen.append(path)
+            (path / "projects").mkdir()
+            (path / "projects" / "log.jsonl").write_text("{}\n")
+            raise RuntimeError("session blew up")
+
+    with pytest.raises(RuntimeError, match="session blew up"):
+        session()
+    assert seen
+    assert not seen[0].exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_session_config_dir_is_removed_after_keyboard_interrupt(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    with pytest.raises(KeyboardInterrupt), session_config_dir(creds_file, name="s", root=tmp_path):
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.anyio
+async def test_session_config_dir_is_removed_on_cancellation(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    seen: list[Path] = []
+    with anyio.move_on_after(0.05) as scope:
+        with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+            seen.append(path)
+            await anyio.sleep(10)
+    assert scope.cancelled_caught
+    assert not seen[0].exists()
+
+
+def test_session_config_dir_tolerates_a_dir_already_removed(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+        shutil.rmtree(path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_session_config_dir_removes_what_the_session_locked_down(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+        locked = path / "locked"
+        (locked / "inner").mkdir(parents=True)
+        (locked / "inner" / "f").write_text("x")
+        locked.chmod(0o500)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["", "a/b", "a\x00b"])
+def test_session_config_dir_rejects_bad_names(
+    tmp_path: Path, creds_file: Credentials, name: str
+) -> None:
+    with (
+        pytest.raises(ValueError, match="name"),
+        session_config_dir(creds_file, name=name, root=tmp_path),
+    ):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_session_config_dir_copy_failure_leaves_nothing(tmp_path: Path) -> None:
+    creds = Credentials(credentials_file=tmp_path / "gone.json", api_key_env=None, api_key=None)
+    root = tmp_path / "cfg"
+    with (
+        pytest.raises(CredentialsMissing, match=r"gone\.json"),
+        session_config_dir(creds, name="s", root=root),
+    ):
+        pass
+    assert list(root.iterdir()) == []
+
+
+def _dead_pid() -> int:
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return int(child.stdout)
+
+
+def test_sweep_removes_dirs_of_dead_pids_and_keeps_live_ones(tmp_path: Path) -> None:
+    dead = tmp_path / f"{_dead_pid()}-p1-r1-abcd"
+    dead.mkdir()
+    (dead / ".credentials.json").write_bytes(CREDS_JSON)
+    live = tmp_path / f"{os.getpid()}-p1-r2-efgh"
+    live.mkdir()
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    assert sweep_config_root(tmp_path) == [dead]
+    assert not dead.exists()
+    assert live.is_dir()
+    assert foreign.is_dir()
+
+
+def test_sweep_of_a_missing_root_is_empty(tmp_path: Path) -> None:
+    assert sweep_config_root(tmp_path / "missing") == []

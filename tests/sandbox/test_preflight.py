@@ -1,0 +1,304 @@
+"""Host preflight (RC-05): three answers, bwrap's own message, and never "ok" by default."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from sandbox import (
+    Check,
+    Confinement,
+    HostLayout,
+    PreflightFailed,
+    PreflightReport,
+    bwrap_argv,
+    measure_host_layout,
+    preflight,
+    raise_for,
+)
+from sandbox._preflight import userns_sysctls
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
+BC15 = FIXTURES / "BC-15_fake_bwrap.sh"
+MERGED_USR = HostLayout(
+    symlinks=(
+        ("/bin", "usr/bin"),
+        ("/lib", "usr/lib"),
+        ("/lib64", "usr/lib64"),
+        ("/sbin", "usr/sbin"),
+    ),
+    directories=(),
+)
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def _on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, body: str) -> Path:
+    """Put a fake `bwrap` first on PATH, as BC-15 does."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return _script(bindir / "bwrap", body)
+
+
+def _verdicts(report: PreflightReport) -> dict[str, str]:
+    return {check.name: check.verdict for check in report.checks}
+
+
+@pytest.mark.bwrap
+def test_preflight_is_ok_on_this_host(bwrap: str) -> None:
+    report = preflight(bwrap=bwrap)
+    assert _verdicts(report) == {"bwrap": "ok", "host-layout": "ok", "sandbox": "ok"}
+    assert report.ok
+    assert not report.broken
+    assert report.problems == ()
+    assert "bubblewrap" in report.checks[0].detail
+    raise_for(report)
+
+
+# The messages are BC-15_fake_bwrap.sh's, written out here from the fixture's text.
+@pytest.mark.parametrize(
+    ("mode", "message", "cause"),
+    [
+        ("uidmap", "bwrap: setting up uid map: Permission denied", "user namespaces are denied"),
+        (
+            "userns",
+            "bwrap: No permissions to creating new namespace, likely because the kernel "
+            "does not allow non-privileged user namespaces.",
+            "user namespaces are denied",
+        ),
+        (
+            "proc",
+            "bwrap: Can't mount proc on /newroot/proc: Operation not permitted",
+            "/proc cannot be mounted",
+        ),
+        (
+            "loopback",
+            "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted",
+            "network namespace",
+        ),
+    ],
+)
+def test_preflight_reports_broken_with_bwraps_own_message_and_the_likely_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, message: str, cause: str
+) -> None:
+    """BC-15: bwrap answers --version but cannot start a sandbox on this 'host'."""
+    _on_path(
+        monkeypatch,
+        tmp_path,
+        f'[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}\n'
+        f"BC15_MODE={mode} exec /bin/sh {BC15}\n",
+    )
+    report = preflight(harness=Path("/usr/bin/true"), layout=MERGED_USR)
+    assert _verdicts(report) == {
+        "bwrap": "ok",
+        "host-layout": "ok",
+        "sandbox": "broken",
+        "harness": "unverified",
+    }
+    assert report.broken
+    assert not report.ok
+    sandbox = report.checks[2]
+    assert message in sandbox.detail
+    assert cause in sandbox.detail
+    assert sandbox.fix
+    with pytest.raises(PreflightFailed, match=message.split(": ", 1)[1][:30]) as caught:
+        raise_for(report)
+    assert caught.value.report is report
+
+
+def test_preflight_with_the_bc15_fixture_itself_as_bwrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _on_path(monkeypatch, tmp_path, f"exec /bin/sh {BC15}\n")  # fails even --version
+    report = preflight(layout=MERGED_USR)
+    assert _verdicts(report) == {"bwrap": "broken", "host-layout": "ok", "sandbox": "broken"}
+    assert "setting up uid map: Permission denied" in report.checks[2].detail
+
+
+def test_preflight_without_bwrap_is_broken_and_the_sandbox_unverified() -> None:
+    report = preflight(bwrap="/nonexistent/bwrap", harness=Path("/usr/bin/true"))
+    assert _verdicts(report) == {
+        "bwrap": "broken",
+        "host-layout": "ok",
+        "sandbox": "unverified",
+        "harness": "unverified",
+    }
+    assert "bubblewrap" in report.checks[0].fix
+    with pytest.raises(PreflightFailed):
+        raise_for(report)
+
+
+def test_preflight_that_times_out_is_unverified_never_ok(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hung bwrap (and a grandchild holding its pipes) is killed and reported unverified."""
+    _on_path(monkeypatch, tmp_path, "sleep 30\n")
+    started = time.monotonic()
+    report = preflight(layout=MERGED_USR, timeout_s=0.3)
+    assert time.monotonic() - started < 10
+    assert _verdicts(report) == {
+        "bwrap": "unverified",
+        "host-layout": "ok",
+        "sandbox": "unverified",
+    }
+    assert not report.ok
+    assert not report.broken
+    assert report.unverified
+    with pytest.raises(PreflightFailed):
+        raise_for(report)
+    raise_for(report, allow_unverified=True)
+
+
+def test_preflight_sandbox_timeout_is_unverified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _on_path(
+        monkeypatch,
+        tmp_path,
+        '[ "$1" = --version ] && { echo "bubblewrap 0.8.0"; exit 0; }\nsleep 30\n',
+    )
+    report = preflight(layout=MERGED_USR, harness=Path("/usr/bin/true"), timeout_s=0.3)
+    assert _verdicts(report) == {
+        "bwrap": "ok",
+        "host-layout": "ok",
+        "sandbox": "unverified",
+        "harness": "unverified",
+    }
+
+
+def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe uses the same mount plan as a session: bwrap_argv, given layout, --args FD."""
+    record = tmp_path / "argv"
+    payload = tmp_path / "payload"
+    _on_path(
+        monkeypatch,
+        tmp_path,
+        f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
+for a in "$@"; do printf '%s\\n' "$a"; done > {record}
+fd=$(awk 'prev == "--args" {{ print; exit }} {{ prev = $0 }}' {record})
+cat /dev/fd/"$fd" > {payload}
+""",
+    )
+    layout = HostLayout(symlinks=(("/lib64", "usr/lib64"),), directories=("/bin", "/lib"))
+    report = preflight(layout=layout)
+    assert report.ok, report.problems
+    argv = record.read_text().splitlines()
+    # Rebuild the confinement from the recorded paths, then ask bwrap_argv for the whole list.
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
+    harness = argv[argv.index("/opt/harness/claude") - 1]
+    conf = Confinement(
+        workspace=Path(binds[0]),
+        harness=Path(harness),
+        log_dir=Path(binds[1]),
+        config_dir=Path(binds[2]),
+        host_layout=layout,
+    )
+    fd = int(argv[argv.index("--args") + 1])
+    command = argv[argv.index("--") + 1 :]
+    assert command in (["/usr/bin/true"], ["/bin/true"])
+    assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd)[1:]
+    assert argv[argv.index("--symlink") :][:3] == ["--symlink", "usr/lib64", "/lib64"]
+    assert argv[argv.index("/bin") - 1 :][:3] == ["--ro-bind", "/bin", "/bin"]
+    sent = payload.read_bytes()
+    assert sent.startswith(b"--setenv\x00HOME\x00")
+    assert b"ANTHROPIC_API_KEY" not in sent
+
+
+@pytest.mark.bwrap
+def test_preflight_names_a_failing_mount_when_the_layout_is_wrong_for_the_host(bwrap: str) -> None:
+    """BC-16 case 1: on a merged-/usr host, mounting only /usr leaves no ELF loader at /lib64."""
+    if not measure_host_layout().symlinks:
+        pytest.skip("this host is not merged-/usr; the wrong layout would not fail here")
+    report = preflight(bwrap=bwrap, layout=HostLayout(symlinks=(), directories=()))
+    assert _verdicts(report) == {"bwrap": "ok", "host-layout": "ok", "sandbox": "broken"}
+    assert "execvp" in report.checks[2].detail
+    assert "/lib64" in report.checks[2].detail
+
+
+def test_preflight_layout_with_a_symlink_out_of_usr_is_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _on_path(monkeypatch, tmp_path, 'echo "bubblewrap 0.8.0"\n')
+    report = preflight(layout=HostLayout(symlinks=(("/bin", "/opt/bin"),), directories=()))
+    layout = report.checks[1]
+    assert (layout.name, layout.verdict) == ("host-layout", "broken")
+    assert "/bin" in layout.detail
+    assert report.broken
+
+
+@pytest.mark.bwrap
+def test_preflight_runs_the_harness_version_inside_the_sandbox(bwrap: str, tmp_path: Path) -> None:
+    """The stand-in prints a version only when it runs from the harness mount, confined."""
+    harness = _script(
+        tmp_path / "stand-in",
+        '[ "$0" = /opt/harness/claude ] && [ ! -e /root ] '
+        '&& { echo "9.9.9 (Stand-in)"; exit 0; }\nexit 3\n',
+    )
+    report = preflight(bwrap=bwrap, harness=harness)
+    assert _verdicts(report)["harness"] == "ok", report.problems
+    assert report.harness_version == "9.9.9 (Stand-in)"
+
+
+@pytest.mark.bwrap
+def test_preflight_reports_a_failing_harness_with_its_message(bwrap: str, tmp_path: Path) -> None:
+    harness = _script(tmp_path / "stand-in", 'echo "cannot start: missing runtime" >&2\nexit 1\n')
+    report = preflight(bwrap=bwrap, harness=harness)
+    assert _verdicts(report)["harness"] == "broken"
+    assert "cannot start: missing runtime" in report.checks[-1].detail
+    assert report.harness_version is None
+
+
+def test_preflight_missing_harness_is_broken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _on_path(monkeypatch, tmp_path, 'echo "bubblewrap 0.8.0"\n')
+    report = preflight(layout=MERGED_USR, harness=tmp_path / "no-such-claude")
+    assert _verdicts(report)["harness"] == "broken"
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_preflight_runs_the_pinned_cli_inside_the_sandbox(bwrap: str, harness: Path) -> None:
+    report = preflight(bwrap=bwrap, harness=harness)
+    assert report.ok, report.problems
+    assert report.harness_version is not None
+    assert report.harness_version.startswith("2.1.197")
+
+
+def test_userns_sysctls_names_the_settings_that_deny(tmp_path: Path) -> None:
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "user").mkdir()
+    (tmp_path / "kernel" / "unprivileged_userns_clone").write_text("0\n")
+    (tmp_path / "user" / "max_user_namespaces").write_text("15000\n")
+    (tmp_path / "kernel" / "apparmor_restrict_unprivileged_userns").write_text("1\n")
+    assert userns_sysctls(tmp_path) == [
+        "kernel.unprivileged_userns_clone=0",
+        "kernel.apparmor_restrict_unprivileged_userns=1",
+    ]
+    assert userns_sysctls(tmp_path / "absent") == []
+
+
+def test_report_answers_and_problems() -> None:
+    ok = Check("bwrap", "ok", "bubblewrap 0.8.0")
+    unverified = Check("sandbox", "unverified", "timed out")
+    broken = Check("harness", "broken", "exit 1", "reinstall")
+    assert PreflightReport((ok,)).ok
+    assert not PreflightReport(()).ok
+    mixed = PreflightReport((ok, unverified, broken))
+    assert (mixed.ok, mixed.broken, mixed.unverified) == (False, True, True)
+    assert mixed.problems == (
+        "sandbox: unverified: timed out",
+        "harness: broken: exit 1 (fix: reinstall)",
+    )
+    with pytest.raises(PreflightFailed, match="harness: broken: exit 1"):
+        raise_for(mixed, allow_unverified=True)
