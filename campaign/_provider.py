@@ -1,0 +1,627 @@
+"""A scripted Anthropic Messages API on loopback, for the demo and the tests.
+
+The real Claude Code CLI honours ``ANTHROPIC_BASE_URL``; pointed at a
+`ScriptedProvider`, it plays scripted model turns while executing real tools
+in a real workspace and printing real stream-json.
+
+Why stdlib ``ThreadingHTTPServer`` in a daemon thread, not an anyio server:
+it is a well-kept part of the standard library that speaks enough HTTP/1.1
+for the CLI's client, it serves sync tests and the async supervisor alike
+(nothing here touches an event loop), and a slow or stalled client holds
+only its own handler thread. Every response closes its connection
+(``Connection: close``), so no idle keep-alive thread outlives a request.
+
+How a request is answered (stateless: no per-connection state):
+
+* The script is the first one whose ``match`` occurs in the text of the
+  request's first ``user`` message: its text blocks joined by ``\\n``, with
+  ``<system-reminder>`` spans (CLAUDE.md, date, skills) removed, so a
+  workspace's own files can never select a script. For a subagent's request
+  that text is the Agent ``prompt``.
+* The turn index is the number of ``assistant`` messages in the request.
+* ``"stream": true`` gets Server-Sent Events shaped like the Messages API;
+  a request without it (the CLI's fallback after a broken stream) gets the
+  same turn as one JSON message.
+* No script matches, or the index is past the script's last turn: a final
+  text turn ``no script for this request`` (stop reason ``end_turn``) and
+  `ScriptedProvider.unmatched` counts it. A 500 would only make the CLI
+  retry the same request three times and then print a synthetic error; a
+  text turn ends the session at once, and the count lets a test fail loudly.
+
+Fault steps in a script's ``turns`` (``{"fault": "http", "status": 529}``,
+``{"fault": "cut"}``, each with ``times``, default 1) do not take a turn
+index: they apply, in order, to the requests for the next real turn, counted
+per CLI session (the ``X-Claude-Code-Session-Id`` header) so that concurrent
+sessions of one script each see them. A ``cut`` resets the connection after
+the first events of the stream (or before any answer to a non-streaming
+request).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import struct
+import sys
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Annotated, Any, Final, Literal, Self, TypeAlias
+from urllib.parse import urlsplit
+
+import anyio
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
+
+NO_SCRIPT_TEXT: Final = "no script for this request"
+"""The final text served to a request that no script covers."""
+FALLBACK_MODEL: Final = "claude-scripted"
+"""Served model when neither the turn, the script nor the request names one."""
+SESSION_HEADER: Final = "X-Claude-Code-Session-Id"
+"""The CLI's per-session header (STREAM_JSON_FACTS 10); keys fault counters."""
+DELTA_PIECES: Final = 3
+"""Text and tool input JSON are streamed in this many deltas, as a real stream splits them."""
+HANDLER_TIMEOUT_S: Final = 60.0
+"""Socket timeout per connection: a stalled client frees its thread after this long."""
+POLL_INTERVAL_S: Final = 0.05
+"""How often the serving loop checks for `ScriptedProvider.stop`; stopping waits about this long."""
+STOP_JOIN_S: Final = 5.0
+"""Bound on joining the server thread in `ScriptedProvider.stop`."""
+CUT_AFTER_EVENTS: Final = 2
+"""A ``cut`` fault resets the connection after this many SSE events."""
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_ERROR_TYPES: Final = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextBlock(_Strict):
+    """A text block of a scripted turn."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ThinkingBlock(_Strict):
+    """A thinking block; streamed as ``thinking_delta`` then ``signature_delta``."""
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: str = "c2NyaXB0ZWQ="
+
+
+class ToolUseBlock(_Strict):
+    """A tool call; ``input`` is streamed as ``input_json_delta`` pieces.
+
+    Use workspace-relative paths in ``input``: every session has its own
+    workspace, and the CLI resolves relative paths against its cwd.
+    """
+
+    type: Literal["tool_use"]
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    input: dict[str, Any]
+
+
+Block: TypeAlias = Annotated[TextBlock | ThinkingBlock | ToolUseBlock, Field(discriminator="type")]
+
+
+class Usage(_Strict):
+    """Token counts reported for a turn; the CLI prices them locally."""
+
+    input_tokens: int = Field(default=100, ge=0)
+    output_tokens: int = Field(default=20, ge=0)
+    cache_read_input_tokens: int = Field(default=0, ge=0)
+    cache_creation_input_tokens: int = Field(default=0, ge=0)
+
+
+class Turn(_Strict):
+    """One model message, answered to the request whose assistant count is its index."""
+
+    blocks: list[Block] = Field(min_length=1)
+    model: str | None = None
+    """Served model for this turn; default: the script's, else the request's."""
+    usage: Usage = Usage()
+
+
+class HttpFault(_Strict):
+    """Answer ``times`` requests for the next turn with an HTTP error status."""
+
+    fault: Literal["http"]
+    status: Literal[429, 500, 529]
+    times: int = Field(default=1, ge=1)
+
+
+class CutFault(_Strict):
+    """Reset the connection of ``times`` requests for the next turn."""
+
+    fault: Literal["cut"]
+    times: int = Field(default=1, ge=1)
+
+
+Fault: TypeAlias = HttpFault | CutFault
+
+
+def _step_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("fault", "turn"))
+    return "turn" if isinstance(value, Turn) else str(getattr(value, "fault", "turn"))
+
+
+Step: TypeAlias = Annotated[
+    Annotated[Turn, Tag("turn")]
+    | Annotated[HttpFault, Tag("http")]
+    | Annotated[CutFault, Tag("cut")],
+    Discriminator(_step_kind),
+]
+
+
+class Script(_Strict):
+    """The scripted conversation of one probe (or one subagent prompt)."""
+
+    match: str = Field(min_length=1)
+    """A phrase of the task text (or Agent prompt) that selects this script."""
+    model: str | None = None
+    """Default served model (``message.model``) of this script's turns."""
+    turns: list[Step] = Field(min_length=1)
+    name: str = ""
+    """Key of `ScriptedProvider.requests`; `load_scripts` sets the file's stem."""
+
+    def playbook(self) -> list[tuple[tuple[Fault, ...], Turn]]:
+        """Each real turn with the fault steps that precede it, by turn index."""
+        played: list[tuple[tuple[Fault, ...], Turn]] = []
+        pending: list[Fault] = []
+        for step in self.turns:
+            if isinstance(step, Turn):
+                played.append((tuple(pending), step))
+                pending = []
+            else:
+                pending.append(step)
+        if pending:
+            raise ValueError("fault steps after the last turn apply to no turn")
+        return played
+
+    @model_validator(mode="after")
+    def _faults_precede_a_turn(self) -> Self:
+        self.playbook()
+        return self
+
+
+class ScriptError(ValueError):
+    """Raised by `load_scripts` for a script file that cannot be read or validated."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"bad script {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _substitute(value: Any, home: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{home}", home)
+    if isinstance(value, list):
+        return [_substitute(item, home) for item in value]
+    if isinstance(value, dict):
+        return {key: _substitute(item, home) for key, item in value.items()}
+    return value
+
+
+def load_scripts(directory: Path, *, home: str | None = None) -> list[Script]:
+    """Read every ``*.json`` script of ``directory``, sorted by file name.
+
+    Args:
+        directory: Where the scripts are (not recursive).
+        home: Replaces the template ``{home}`` in every string of a script;
+            default: the runner's ``$HOME``. Nothing else is templated.
+
+    Raises:
+        ScriptError: a file is not JSON or breaks the script model (the
+            message names the file), or the directory holds no script.
+    """
+    home = home if home is not None else os.environ.get("HOME", str(Path.home()))
+    paths = sorted(directory.glob("*.json"))
+    if not paths:
+        raise ScriptError(directory, "no *.json scripts there")
+    scripts: list[Script] = []
+    for path in paths:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(raw, dict):
+                raw.setdefault("name", path.stem)
+            script = Script.model_validate(_substitute(raw, home))
+        except (OSError, ValueError) as exc:  # JSONDecodeError and ValidationError are ValueErrors
+            reason = str(exc) if not isinstance(exc, ValidationError) else _short(exc)
+            raise ScriptError(path, reason) from exc
+        scripts.append(script)
+    return scripts
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
+def first_user_text(body: Mapping[str, Any]) -> str:
+    """The first ``user`` message's text blocks joined by ``\\n``, system reminders removed."""
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                texts = [content]
+            else:
+                texts = [
+                    str(block.get("text", ""))
+                    for block in content or ()
+                    if isinstance(block, dict) and block.get("type") == "text"
+                ]
+            return _REMINDER.sub("", "\n".join(texts))
+    return ""
+
+
+def turn_index(body: Mapping[str, Any]) -> int:
+    """The number of ``assistant`` messages in the request: the stateless turn key."""
+    messages = body.get("messages") or ()
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+
+
+def _usage(usage: Usage, *, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+    }
+
+
+def _stop_reason(turn: Turn) -> str:
+    return "tool_use" if any(isinstance(b, ToolUseBlock) for b in turn.blocks) else "end_turn"
+
+
+def _pieces(text: str) -> list[str]:
+    size = max(1, math.ceil(len(text) / DELTA_PIECES))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _block_events(
+    index: int, block: TextBlock | ThinkingBlock | ToolUseBlock
+) -> list[dict[str, Any]]:
+    start: dict[str, Any]
+    deltas: list[dict[str, Any]]
+    if isinstance(block, TextBlock):
+        start = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block.text)]
+    elif isinstance(block, ThinkingBlock):
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block.thinking)]
+        deltas.append({"type": "signature_delta", "signature": block.signature})
+    else:
+        start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+        partial = json.dumps(block.input, ensure_ascii=False)
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(partial)]
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def stream_events(turn: Turn, *, model: str, message_id: str) -> list[dict[str, Any]]:
+    """The SSE payloads of one streamed turn, in order (each has its ``type``)."""
+    start: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _usage(turn.usage, output_tokens=1),
+    }
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}, {"type": "ping"}]
+    for index, block in enumerate(turn.blocks):
+        events.extend(_block_events(index, block))
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": _stop_reason(turn), "stop_sequence": None},
+            "usage": _usage(turn.usage, output_tokens=turn.usage.output_tokens),
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def whole_message(turn: Turn, *, model: str, message_id: str) -> dict[str, Any]:
+    """The non-streaming answer: the same turn as one Messages API message."""
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [block.model_dump() for block in turn.blocks],
+        "stop_reason": _stop_reason(turn),
+        "stop_sequence": None,
+        "usage": _usage(turn.usage, output_tokens=turn.usage.output_tokens),
+    }
+
+
+_NO_SCRIPT_TURN: Final = Turn(blocks=[TextBlock(type="text", text=NO_SCRIPT_TEXT)])
+
+
+class _Reply:
+    """What one request gets: a turn with its served model, or a fault."""
+
+    __slots__ = ("fault", "model", "turn")
+
+    def __init__(self, turn: Turn, model: str, fault: Fault | None = None) -> None:
+        self.turn = turn
+        self.model = model
+        self.fault = fault
+
+
+class ScriptedProvider:
+    """A loopback Anthropic Messages API that plays scripted turns (see the module doc).
+
+    Use it as a context manager from sync code (``with``) or async code
+    (``async with``; stopping runs in a worker thread, shielded from
+    cancellation), or call `start` and `stop`. Nothing is logged to stdout
+    or stderr; handler errors are counted in `errors`.
+
+    Args:
+        scripts: The scripts, tried in this order; names must be unique
+            (an unnamed script is called ``script<N>``, its position).
+        host: Address to bind; loopback unless a sandbox must reach it elsewhere.
+        port: TCP port; 0 picks a free one (read it from `url`).
+
+    Raises:
+        ValueError: two scripts share a name.
+    """
+
+    def __init__(
+        self, scripts: Sequence[Script], *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        named = [
+            s if s.name else s.model_copy(update={"name": f"script{i}"})
+            for i, s in enumerate(scripts)
+        ]
+        names = [s.name for s in named]
+        if len(set(names)) != len(names):
+            raise ValueError(f"script names are not unique: {sorted(names)}")
+        self._scripts = tuple(named)
+        self._playbooks = {s.name: s.playbook() for s in named}
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._requests: dict[str, int] = dict.fromkeys(names, 0)
+        self._unmatched = 0
+        self._errors = 0
+        self._fault_hits: dict[tuple[str, str, int], int] = {}
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the running server (for ``ANTHROPIC_BASE_URL``)."""
+        if self._server is None:
+            raise RuntimeError("the provider is not running")
+        host, port = self._server.server_address[:2]
+        return f"http://{host if isinstance(host, str) else host.decode()}:{port}"
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Requests seen per script name, faults and past-the-end requests included (a copy)."""
+        with self._lock:
+            return dict(self._requests)
+
+    @property
+    def unmatched(self) -> int:
+        """Requests answered with ``no script for this request``."""
+        with self._lock:
+            return self._unmatched
+
+    @property
+    def errors(self) -> int:
+        """Requests whose handling raised (bad body, client gone mid-answer)."""
+        with self._lock:
+            return self._errors
+
+    def start(self) -> str:
+        """Bind, serve from a daemon thread, and return `url`. Idempotent."""
+        if self._server is None:
+            server = _Server((self._host, self._port), _Handler)
+            server.provider = self
+            self._server = server
+            self._thread = threading.Thread(
+                target=server.serve_forever,
+                args=(POLL_INTERVAL_S,),
+                name=f"scripted-provider:{self.url}",
+                daemon=True,
+            )
+            self._thread.start()
+        return self.url
+
+    def stop(self) -> None:
+        """Stop accepting requests and join the server thread (at most `STOP_JOIN_S`).
+
+        Responses already in flight finish in their own daemon threads, each
+        bounded by `HANDLER_TIMEOUT_S`. Idempotent.
+        """
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is None or thread is None:
+            return
+        server.shutdown()
+        server.server_close()
+        thread.join(STOP_JOIN_S)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.stop)
+
+    def __repr__(self) -> str:
+        where = self.url if self._server is not None else "stopped"
+        return f"<ScriptedProvider {where} scripts={len(self._scripts)} unmatched={self.unmatched}>"
+
+    def _count_error(self) -> None:
+        with self._lock:
+            self._errors += 1
+
+    def _decide(self, body: Mapping[str, Any], *, session: str) -> _Reply:
+        """Pick the reply to one request; counts it. Thread-safe."""
+        text = first_user_text(body)
+        index = turn_index(body)
+        requested = body.get("model")
+        fallback = requested if isinstance(requested, str) and requested else FALLBACK_MODEL
+        script = next((s for s in self._scripts if s.match in text), None)
+        with self._lock:
+            if script is not None:
+                self._requests[script.name] += 1
+            playbook = self._playbooks[script.name] if script is not None else []
+            if script is None or index >= len(playbook):
+                self._unmatched += 1
+                return _Reply(_NO_SCRIPT_TURN, fallback)
+            faults, turn = playbook[index]
+            key = (session, script.name, index)
+            hits = self._fault_hits.get(key, 0)
+            self._fault_hits[key] = hits + 1
+        model = turn.model or script.model or fallback
+        for fault in faults:
+            if hits < fault.times:
+                return _Reply(turn, model, fault)
+            hits -= fault.times
+        return _Reply(turn, model)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Handlers are bounded by their socket timeout; stop() must not wait on them.
+    block_on_close = False
+    provider: ScriptedProvider
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Count a client gone away quietly; anything else is a bug and keeps its traceback."""
+        self.provider._count_error()
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = HANDLER_TIMEOUT_S
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the base class's per-request stderr line."""
+
+    def do_GET(self) -> None:
+        self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
+
+    def do_POST(self) -> None:
+        provider = self.server.provider
+        if urlsplit(self.path).path != "/v1/messages":
+            self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length)) if length > 0 else None
+        except (ValueError, OSError):
+            body = None
+        if not isinstance(body, dict):
+            provider._count_error()
+            self._send_json(400, _error_body("invalid_request_error", "body is not a JSON object"))
+            return
+        reply = provider._decide(body, session=self.headers.get(SESSION_HEADER, ""))
+        streaming = body.get("stream") is True
+        message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        try:
+            if isinstance(reply.fault, HttpFault):
+                status = reply.fault.status
+                self._send_json(status, _error_body(_ERROR_TYPES[status], f"scripted {status}"))
+            elif isinstance(reply.fault, CutFault):
+                self._cut(reply, message_id) if streaming else self._reset()
+            elif streaming:
+                self._send_stream(
+                    stream_events(reply.turn, model=reply.model, message_id=message_id)
+                )
+            else:
+                self._send_json(
+                    200, whole_message(reply.turn, model=reply.model, message_id=message_id)
+                )
+        except OSError:  # the CLI went away mid-answer (it was killed, or it timed out)
+            provider._count_error()
+            self.close_connection = True
+
+    def _head(self, status: int, content_type: str, extra: Mapping[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
+        self.send_header("Connection", "close")
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+
+    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self._head(status, "application/json", {"Content-Length": str(len(data))})
+        self.wfile.write(data)
+
+    def _send_stream(
+        self, events: Sequence[Mapping[str, Any]], *, cut_after: int | None = None
+    ) -> None:
+        self._head(
+            200, "text/event-stream", {"Cache-Control": "no-cache", "Transfer-Encoding": "chunked"}
+        )
+        for n, event in enumerate(events):
+            if n == cut_after:
+                self._reset()
+                return
+            frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _cut(self, reply: _Reply, message_id: str) -> None:
+        events = stream_events(reply.turn, model=reply.model, message_id=message_id)
+        self._send_stream(events, cut_after=CUT_AFTER_EVENTS)
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset (the client sees ECONNRESET, not an end)."""
+        # SO_LINGER on with a zero timeout makes close() send RST (socket(7)).
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # close() waits for the makefile() objects to go; detach() frees the fd now,
+        # and later writes by the base class fail as OSError on the detached socket.
+        os.close(self.connection.detach())
+        self.close_connection = True
+
+
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
