@@ -1,0 +1,75 @@
+"""``check-transcript``: the contract check of one file, with three answers.
+
+* ``clean`` (exit 0): the file parses as a transcript under the contract.
+* ``refused`` (exit 1): the file breaks the contract (`TranscriptRefused`).
+* ``unverified`` (exit 4): the file could not be read (missing, no
+  permission, a directory, not UTF-8). Never reported as a pass.
+
+DESIGN.md "Exit statuses": ``check-transcript``: 0 clean, 1 refused, 4
+could not verify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final, Literal
+
+from ._transcript import TranscriptRefused, parse_transcript
+
+__all__ = ["EXIT_STATUS", "CheckResult", "Verdict", "check_transcript_file"]
+
+Verdict = Literal["clean", "refused", "unverified"]
+
+EXIT_STATUS: Final[Mapping[Verdict, int]] = MappingProxyType(
+    {"clean": 0, "refused": 1, "unverified": 4}
+)
+"""Process exit status per verdict (DESIGN.md "Exit statuses")."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The check's answer for one file.
+
+    Attributes:
+        verdict: ``clean``, ``refused`` or ``unverified``.
+        reasons: Empty when clean; else one line per reason, a refusal as
+            ``"<rule>: <detail>"``, an unreadable file as ``"cannot read ..."``.
+    """
+
+    verdict: Verdict
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        """0 clean, 1 refused, 4 unverified."""
+        return EXIT_STATUS[self.verdict]
+
+
+def check_transcript_file(path: Path) -> CheckResult:
+    """Check the transcript at ``path`` against the contract (RC-10..RC-16).
+
+    Args:
+        path: The transcript file (``transcripts/<arm>.md``).
+
+    Returns:
+        ``clean`` when `parse_transcript` accepts the text, ``refused`` with
+        the rule and detail when it refuses, ``unverified`` when the bytes
+        cannot be read or are not UTF-8. This function raises nothing for
+        those three cases.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return CheckResult("unverified", [f"cannot read {path}: {exc.strerror or exc}"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return CheckResult("unverified", [f"cannot read {path} as UTF-8: {exc}"])
+    try:
+        parse_transcript(text)
+    except TranscriptRefused as exc:
+        return CheckResult("refused", [str(exc)])
+    return CheckResult("clean", [])

@@ -1,0 +1,161 @@
+"""The realized cost of an arm, in whole US cents (DESIGN.md RC-14).
+
+``cost_cents = ceiling(100 x sum(total_cost_usd))`` over the last ``result``
+line of every attempt of every session of the arm, whatever its final state.
+Three rules make the figure exact and reproducible:
+
+* USD amounts are `decimal.Decimal` parsed from the JSON *text*
+  (`load_json_decimal`), never through ``float``: ``0.1 + 0.2`` is 0.3 here.
+* The sum comes first and the ceiling once, after it: three attempts of
+  $0.0033333 are 1 cent, not 3.
+* An attempt with unknown cost (no result line) adds nothing and makes the
+  figure a lower bound; the prose then names those attempts.
+
+Errors:
+
+* CostUnreadable (ValueError) - a ``total_cost_usd`` value that is not a
+  finite, non-negative JSON number. The caller decides whether that attempt
+  counts as unknown; it is never silently zero.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal, localcontext
+from typing import Any, Final
+
+__all__ = ["CostFigure", "CostUnreadable", "cost_cents", "decimal_cost", "load_json_decimal"]
+
+_SUM_PRECISION: Final = 200
+"""Decimal digits kept while summing: far above any real cost, so the sum is exact."""
+_CENTS_PER_USD: Final = Decimal(100)
+_JSON_NUMBER: Final = re.compile(r"\A-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+
+
+class CostUnreadable(ValueError):
+    """A ``total_cost_usd`` value is not a finite, non-negative number of USD."""
+
+    def __init__(self, value: object, reason: str) -> None:
+        super().__init__(f"total_cost_usd {value!r} unreadable: {reason}")
+        self.value = value
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class CostFigure:
+    """An arm's cost for the identity's ``cost_cents`` and the prose.
+
+    Attributes:
+        cents: Whole US cents, ``ceiling(100 x sum)`` of the known USD costs.
+        unknown: Number of attempts whose cost is unknown (added nothing).
+        lower_bound: True exactly when ``unknown > 0``: the real cost may be higher.
+    """
+
+    cents: int
+    unknown: int
+    lower_bound: bool
+
+    def __post_init__(self) -> None:
+        if self.cents < 0 or self.unknown < 0 or self.lower_bound != (self.unknown > 0):
+            raise ValueError(f"inconsistent cost figure: {self!r}")
+
+
+def cost_cents(costs: Iterable[Decimal | None]) -> CostFigure:
+    """Sum USD costs exactly, then take one ceiling of 100 x the sum (RC-14).
+
+    Args:
+        costs: One entry per attempt: its ``total_cost_usd`` in USD as a
+            `Decimal`, or ``None`` when unknown (no result line was read).
+
+    Returns:
+        The figure in whole cents, with the count of unknown attempts.
+
+    Raises:
+        TypeError: an entry is not a `Decimal` or ``None`` (a ``float`` has
+            already lost the JSON text; parse with `load_json_decimal`).
+        CostUnreadable: an entry is negative, NaN or infinite.
+    """
+    total = Decimal(0)
+    unknown = 0
+    with localcontext() as ctx:
+        ctx.prec = _SUM_PRECISION
+        for cost in costs:
+            if cost is None:
+                unknown += 1
+                continue
+            total += _checked(cost)
+        cents = int((total * _CENTS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
+    return CostFigure(cents=cents, unknown=unknown, lower_bound=unknown > 0)
+
+
+def _checked(cost: object) -> Decimal:
+    if not isinstance(cost, Decimal):
+        raise TypeError(f"cost must be Decimal or None, not {type(cost).__name__}: {cost!r}")
+    if not cost.is_finite() or cost < 0:
+        raise CostUnreadable(cost, "not a finite, non-negative amount")
+    return cost
+
+
+def decimal_cost(raw: object) -> Decimal | None:
+    """Turn a ``total_cost_usd`` value into exact USD, or ``None`` when absent.
+
+    Args:
+        raw: The value from a line parsed by `load_json_decimal` (a `Decimal`
+            or ``int``), the ledger's decimal string (e.g. ``"0.0123"``, JSON
+            number grammar), or ``None`` for "no cost known".
+
+    Returns:
+        The amount in USD as a `Decimal`, or ``None``.
+
+    Raises:
+        CostUnreadable: a float, bool, malformed string, negative or
+            non-finite amount, or any other type.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, (bool, float)):
+        raise CostUnreadable(
+            raw, f"{type(raw).__name__}; parse the JSON text with load_json_decimal"
+        )
+    if isinstance(raw, int):
+        raw = Decimal(raw)
+    elif isinstance(raw, str):
+        if not _JSON_NUMBER.match(raw):
+            raise CostUnreadable(raw, "not a JSON number")
+        raw = Decimal(raw)
+    if not isinstance(raw, Decimal):
+        raise CostUnreadable(raw, f"unexpected type {type(raw).__name__}")
+    try:
+        return _checked(raw)
+    except TypeError as exc:  # pragma: no cover - excluded above
+        raise CostUnreadable(raw, str(exc)) from exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def load_json_decimal(line: bytes) -> dict[str, Any]:
+    """Parse one JSON object line with every non-integer number as a `Decimal`.
+
+    Use this for harness ``result`` lines so ``total_cost_usd`` keeps the
+    digits the harness printed (``0.1`` stays ``Decimal("0.1")``).
+
+    Args:
+        line: One line of stream-json, UTF-8, with or without its newline.
+
+    Returns:
+        The object; floats are `Decimal`, integers ``int``.
+
+    Raises:
+        ValueError: not UTF-8, not JSON, ``NaN``/``Infinity``, or not an
+            object (``json.JSONDecodeError`` and ``UnicodeDecodeError`` are
+            `ValueError` subclasses).
+    """
+    value = json.loads(line.decode("utf-8"), parse_float=Decimal, parse_constant=_no_constant)
+    if not isinstance(value, dict):
+        raise ValueError(f"not a JSON object: {type(value).__name__}")
+    return value
