@@ -1,0 +1,218 @@
+"""From an `Observation` of a recorded session to its `Event` (DESIGN.md RC-10..RC-13, RC-15).
+
+This is the one place that reads files of the workspace after the session
+(RC-01): the bytes of a Read file the session created, and each produced
+artifact inside the workspace. It never opens a path outside the workspace:
+paths are resolved with `resolve_in_workspace` first, which follows symlinks
+only while they stay inside, so a workspace symlink pointing outside is outside.
+
+``cites`` (RC-11): a corpus id occurs "on word boundaries" when the character
+before it and the character after it are not identifier characters, i.e.
+letters or digits (Unicode, `str.isalnum`), ``_`` or ``-``; the start and end
+of the file are boundaries. So ``HW-DR-0052`` is cited by ``(HW-DR-0052)``,
+``HW-DR-0052.`` and ``docs/HW-DR-0052.md``, and not by ``HW-DR-00521``,
+``XHW-DR-0052`` or ``HW-DR-0052-draft``. Files are decoded as UTF-8 with
+replacement and scanned in chunks, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import posixpath
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from recorder._answer import extract_answer
+from recorder._digest import digest_file
+from recorder._paths import resolve_in_workspace
+from recorder._transcript import Artifact, Call, Event
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping, Sequence
+
+    from recorder._transform import Observation, ObservedCall
+
+SCAN_CHUNK_BYTES: Final = 1 << 16
+"""Bytes read per step when looking for citations (bounded memory, any file size)."""
+ID_PUNCTUATION: Final = frozenset("_-")
+"""Characters that, besides letters and digits, continue an identifier."""
+
+
+def build_event(
+    obs: Observation,
+    *,
+    probe: str,
+    session: str,
+    workspace: Path,
+    manifest: Mapping[str, str],
+    declared_answers: Sequence[str],
+    corpus_ids: Collection[str],
+    produced_extra: Sequence[str] = (),
+) -> Event:
+    """Build the event of one recorded session.
+
+    Args:
+        obs: the transform's observation; its state must be ``recorded``.
+        probe: the probe's corpus id.
+        session: the session's name, distinct within the probe (e.g. ``r1``).
+        workspace: the session's workspace (same path on the host and in the sandbox).
+        manifest: workspace-relative POSIX path -> ``sha256:`` digest of every
+            file as sealed, before the harness started (RC-09).
+        declared_answers: the probe's ``answers:`` (RC-13).
+        corpus_ids: every ``id:`` of the corpus, probes included (RC-11 ``cites``).
+        produced_extra: the driver's ``--produced`` paths, relative to the
+            workspace unless absolute (RC-11).
+
+    Returns:
+        An `Event` with ``calls`` and ``produced`` always present (``[]`` when
+        none were seen: the session was watched, RC-12) and ``answer`` always
+        present (``null`` when the rule finds none). No ``findings``: no checker.
+
+    Raises:
+        ValueError: ``obs.state`` is not ``recorded`` (only recorded sessions
+            become events; DESIGN.md session states).
+    """
+    if obs.state != "recorded":
+        raise ValueError(f"only a recorded session becomes an event, not {obs.state!r}")
+    return Event(
+        probe=probe,
+        session=session,
+        calls=[_call(call, workspace, manifest) for call in obs.calls],
+        produced=produced_artifacts([*obs.produced_paths, *produced_extra],
+                                    workspace=workspace, corpus_ids=corpus_ids),
+        answer=extract_answer(obs.final_text, declared_answers),
+    )
+
+
+def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str]) -> str | None:
+    """RC-10's ``result`` of one call; None when its tool_result never arrived.
+
+    A successful Read of a file inside the workspace: the manifest's digest
+    when the file was sealed there (partial reads too), else the digest of
+    its bytes after the session (a file the session created). Everything else
+    (a failed Read, a path outside, a Read of a file gone after the session,
+    any other tool): the digest of the tool_result text.
+    """
+    if call.result_digest is None:
+        return None
+    if call.read_path is None or call.result_is_error:
+        return call.result_digest
+    resolved, inside = resolve_in_workspace(call.read_path, workspace)
+    if not inside:
+        return call.result_digest
+    relative = posixpath.relpath(resolved, posixpath.normpath(str(workspace)))
+    if relative in manifest:
+        return manifest[relative]
+    if _is_regular_file(resolved):
+        try:
+            return digest_file(Path(resolved))
+        except OSError:
+            pass
+    return call.result_digest
+
+
+def produced_artifacts(paths: Iterable[str], *, workspace: Path,
+                       corpus_ids: Collection[str]) -> list[Artifact]:
+    """RC-11's ``produced``: one artifact per distinct resolved path, first-named order.
+
+    Inside the workspace: ``path`` relative to it, plus ``result`` and
+    ``cites`` when it is a regular file after the session. Outside: ``path``
+    (absolute, resolved) only; the file is never opened.
+    """
+    root = posixpath.normpath(str(workspace))
+    artifacts: dict[str, Artifact] = {}
+    for named in paths:
+        resolved, inside = resolve_in_workspace(named, workspace)
+        if resolved in artifacts:
+            continue
+        if not inside:
+            artifacts[resolved] = Artifact(path=resolved)
+            continue
+        relative = posixpath.relpath(resolved, root)
+        if _is_regular_file(resolved):
+            try:
+                artifacts[resolved] = Artifact(
+                    path=relative,
+                    result=digest_file(Path(resolved)),
+                    cites=cites_in_file(Path(resolved), corpus_ids),
+                )
+                continue
+            except OSError:
+                pass
+        artifacts[resolved] = Artifact(path=relative)
+    return list(artifacts.values())
+
+
+def cites_in_file(path: Path, corpus_ids: Collection[str]) -> list[str]:
+    """The sorted, unique ``corpus_ids`` that occur in the file on word boundaries.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    remaining = {ident for ident in corpus_ids if ident}
+    if not remaining:
+        return []
+    keep = max(len(ident) for ident in remaining) + 1
+    found: set[str] = set()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    carry, dropped = "", 0
+    with path.open("rb") as fp:
+        while True:
+            chunk = fp.read(SCAN_CHUNK_BYTES)
+            final = not chunk
+            window = carry + decoder.decode(chunk, final=final)
+            found |= _scan(window, remaining - found, at_start=dropped == 0, at_end=final)
+            if final or found == remaining:
+                return sorted(found)
+            carry = window[-keep:]
+            dropped += len(window) - len(carry)
+
+
+def cites_in_text(text: str, corpus_ids: Collection[str]) -> list[str]:
+    """`cites_in_file` over a string (the whole text is one window)."""
+    return sorted(_scan(text, {i for i in corpus_ids if i}, at_start=True, at_end=True))
+
+
+def _scan(window: str, idents: set[str], *, at_start: bool, at_end: bool) -> set[str]:
+    """Ids occurring in ``window`` on word boundaries.
+
+    A window is the previous window's last ``max(len(id)) + 1`` characters
+    plus new text, so every occurrence is decided in a window holding the
+    character before it and the character after it: one at index 0 of a
+    later window, or one touching a window's end before EOF, is skipped here
+    and decided in a window that has both neighbours.
+    """
+    found = set()
+    size = len(window)
+    for ident in idents:
+        start = window.find(ident)
+        while start != -1:
+            end = start + len(ident)
+            decidable = (start > 0 or at_start) and (end < size or at_end)
+            if (decidable and (start == 0 or not _continues_id(window[start - 1]))
+                    and (end == size or not _continues_id(window[end]))):
+                found.add(ident)
+                break
+            start = window.find(ident, start + 1)
+    return found
+
+
+def _continues_id(char: str) -> bool:
+    return char.isalnum() or char in ID_PUNCTUATION
+
+
+def _is_regular_file(path: str) -> bool:
+    """A regular file, not followed through a symlink (resolution left none inside)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str]) -> Call:
+    result = read_result(call, workspace=workspace, manifest=manifest)
+    if result is None:
+        return Call(tool=call.tool, argument=call.argument)  # no result key: never arrived
+    return Call(tool=call.tool, argument=call.argument, result=result)

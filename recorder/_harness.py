@@ -1,0 +1,132 @@
+"""Tolerant reading of the harness's stream-json lines (Claude Code 2.1.197 and later).
+
+Every harness release adds fields, so nothing here rejects an unknown key or an
+unknown line type: the line is parsed as a JSON object and classified by its
+``type`` (and, for ``system`` lines, ``subtype``). What a line must contain for a
+*rule* is checked by the rule's own module (RC-07 in `recorder._initcheck`, the
+rest in `recorder._transform`). Field facts: tests/fixtures/captures/STREAM_JSON_FACTS.md.
+
+Numbers with a fraction or exponent are parsed as `decimal.Decimal`, so
+``total_cost_usd`` is exactly the JSON text (RC-14); integers stay `int`.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, Final, Literal, TypeAlias
+
+LineKind: TypeAlias = Literal["init", "system", "assistant", "user", "result", "other"]
+"""The classes of harness line the transform treats differently."""
+
+SYNTHETIC_MODEL: Final = "<synthetic>"
+"""``message.model`` of the assistant line the CLI makes up for an API error."""
+
+PRE_INIT_SUBTYPES: Final = frozenset({"hook_started", "hook_response"})
+"""``system`` subtypes allowed before the first init line (SessionStart hooks; RC-07)."""
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """Parse one stdout line (without its newline) as a JSON object.
+
+    Args:
+        line: the raw bytes of one complete line, UTF-8 (json also accepts
+            UTF-16/32 with a BOM, as `json.loads` does for bytes).
+
+    Returns:
+        The object with floats as `Decimal`, or None when the line is not a
+        JSON object (not JSON, invalid UTF-8, or JSON of another type such as
+        a list or a number): the caller counts it as an anomaly (RC-07).
+    """
+    try:
+        value = json.loads(line, parse_float=Decimal)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def line_kind(obj: dict[str, Any]) -> LineKind:
+    """Classify a parsed line; unknown types (``stream_event``, ...) are "other"."""
+    kind = obj.get("type")
+    if kind == "system":
+        return "init" if obj.get("subtype") == "init" else "system"
+    if kind == "assistant":
+        return "assistant"
+    if kind == "user":
+        return "user"
+    if kind == "result":
+        return "result"
+    return "other"
+
+
+def system_subtype(obj: dict[str, Any]) -> str | None:
+    """The ``subtype`` of a ``system`` line, None for other lines or a non-string subtype."""
+    subtype = obj.get("subtype")
+    return subtype if obj.get("type") == "system" and isinstance(subtype, str) else None
+
+
+def is_allowed_before_init(obj: dict[str, Any]) -> bool:
+    """True for the JSON lines RC-07 admits before the first init line (hook events)."""
+    return system_subtype(obj) in PRE_INIT_SUBTYPES
+
+
+def message_of(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``message`` object of an assistant or user line, None when absent or not an object."""
+    message = obj.get("message")
+    return message if isinstance(message, dict) else None
+
+
+def content_blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object blocks of ``message.content`` (a string content yields no blocks)."""
+    message = message_of(obj)
+    content = message.get("content") if message is not None else None
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict)]
+
+
+def is_main_thread(obj: dict[str, Any]) -> bool:
+    """True when ``parent_tool_use_id`` is null or absent (not inside a subagent)."""
+    return obj.get("parent_tool_use_id") is None
+
+
+def assistant_model(obj: dict[str, Any]) -> str | None:
+    """``message.model`` of an assistant line (the served model), None when absent."""
+    message = message_of(obj)
+    model = message.get("model") if message is not None else None
+    return model if isinstance(model, str) else None
+
+
+def is_synthetic(obj: dict[str, Any]) -> bool:
+    """True for the CLI's made-up error message (``message.model == "<synthetic>"``)."""
+    return assistant_model(obj) == SYNTHETIC_MODEL
+
+
+def tool_result_text(block: dict[str, Any]) -> str:
+    r"""The text of a ``tool_result`` block, the input of its digest (RC-10).
+
+    A string ``content`` is the text itself; a list is the ``text`` of its text
+    blocks joined by ``"\n"`` (image and other blocks carry no text); anything
+    else, or no content, is the empty string.
+    """
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def decimal_or_none(value: object) -> Decimal | None:
+    """A JSON number as `Decimal` (bools and other types are None: unknown)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, int):
+        return Decimal(value)
+    return None

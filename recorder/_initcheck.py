@@ -1,0 +1,255 @@
+"""The init-line check (DESIGN.md RC-07, stricter than the spec).
+
+`check_init` reads one ``system``/``init`` line and returns the reasons it
+refuses the session ([] = accept). It polices five fields and fails closed: a
+policed field that is missing, or has a shape this module does not know,
+refuses. Every other key is ignored, because every harness release adds some.
+
+Shapes understood (2.1.197 prints the first of each; the others come from
+older and newer releases, tests/fixtures/bug_inputs/BC-08_*):
+
+- ``permissionMode``: a string, equal to the mode the driver asked for
+  (an allow-list of one, not "anything but bypassPermissions").
+- ``plugins``: a list of ``{"name", "path", "source"?}`` objects or of
+  ``"name@marketplace"`` strings. Builtin means what the CLI prints for its
+  own plugins: ``path == "builtin"`` and ``source`` (when given) ending in
+  ``@builtin``; the string form ending in ``@builtin``. (Read off the 2.1.197
+  binary: builtin plugins get ``path: "builtin"``, ``source: "<name>@builtin"``;
+  ``--plugin-dir`` gives ``"<name>@inline"`` with its real path.)
+- ``mcp_servers``: a list of ``{"name": str, "status": str}``; every name must
+  be declared by the workspace's ``.mcp.json``, whatever its status.
+- ``skills``: a list of strings; none may carry a plugin namespace
+  (``plugin:skill``) or be the name of a host skill directory.
+- ``memory_paths``: an object of string paths, or a list of string paths
+  (older shape; ``[]`` = none); every path inside the config directory.
+
+A declared MCP server reported ``failed`` is not a refusal here: it makes the
+session ``env-fault`` (`failed_declared_mcp_servers`, DESIGN.md session states).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+BUILTIN_PLUGIN_PATH: Final = "builtin"
+"""The ``path`` the CLI prints for a plugin compiled into it (2.1.197: ``GWe="builtin"``)."""
+BUILTIN_SOURCE_SUFFIX: Final = "@builtin"
+"""The marketplace part of a builtin plugin's id, ``<name>@builtin``."""
+PLUGIN_NAMESPACE_SEPARATOR: Final = ":"
+"""Skills of a plugin are listed as ``<plugin>:<skill>``."""
+FAILED_STATUS: Final = "failed"
+"""The ``mcp_servers[].status`` of a server that did not start."""
+
+
+class McpConfigError(ValueError):
+    """The workspace's ``.mcp.json`` exists but cannot be read as a server declaration."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; RC-07 needs the declared MCP servers")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class InitPolicy:
+    """What an init line may show (RC-07)."""
+
+    permission_mode: str
+    """The mode the driver asked for (``dontAsk``, RC-04)."""
+    declared_mcp_servers: frozenset[str]
+    """Server names the workspace's ``.mcp.json`` declares (`declared_mcp_servers_of`)."""
+    host_skill_names: frozenset[str]
+    """Directory names under the host's skill directories (`host_skill_names`)."""
+    config_dir: str
+    """The session's config directory as the session sees it (absolute POSIX path)."""
+
+
+def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    """Return every reason RC-07 refuses this init line; [] accepts it.
+
+    Args:
+        init: one parsed ``{"type": "system", "subtype": "init", ...}`` line.
+        policy: what the driver asked for and what the workspace declares.
+
+    Returns:
+        Human reasons, each starting ``"RC-07: "``, in field order.
+    """
+    reasons: list[str] = []
+    reasons += _check_permission_mode(init, policy)
+    reasons += _check_plugins(init)
+    reasons += _check_mcp_servers(init, policy)
+    reasons += _check_skills(init, policy)
+    reasons += _check_memory_paths(init, policy)
+    return reasons
+
+
+def failed_declared_mcp_servers(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    """Names of declared MCP servers this init line reports ``failed`` (env-fault).
+
+    Undeclared servers and unknown shapes are `check_init`'s business, not this one's.
+    """
+    servers = init.get("mcp_servers")
+    if not isinstance(servers, list):
+        return []
+    return [
+        server["name"]
+        for server in servers
+        if isinstance(server, dict)
+        and server.get("status") == FAILED_STATUS
+        and server.get("name") in policy.declared_mcp_servers
+    ]
+
+
+def declared_mcp_servers_of(workspace: Path) -> frozenset[str]:
+    """The MCP server names the workspace's ``.mcp.json`` declares.
+
+    Args:
+        workspace: the sealed workspace on the host.
+
+    Returns:
+        The keys of ``mcpServers``; empty when the file is absent or has no
+        ``mcpServers`` key (then any server the init line shows refuses).
+
+    Raises:
+        McpConfigError: the file is not UTF-8 JSON, is not an object, or its
+            ``mcpServers`` is not an object. Refusing to guess keeps RC-07 closed.
+    """
+    path = workspace / ".mcp.json"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return frozenset()
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise McpConfigError(path, f"not UTF-8 JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise McpConfigError(path, f"top level is {type(value).__name__}, not an object")
+    servers = value.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise McpConfigError(path, f"mcpServers is {type(servers).__name__}, not an object")
+    return frozenset(servers)
+
+
+def host_skill_names(dirs: Iterable[Path]) -> frozenset[str]:
+    """Names of the skill directories under each of ``dirs`` (absent dirs contribute none).
+
+    Args:
+        dirs: the host's skill directories, e.g. ``$CLAUDE_CONFIG_DIR/skills``
+            and ``~/.claude/skills`` of the runner's user (RC-07).
+    """
+    names: set[str] = set()
+    for directory in dirs:
+        if directory.is_dir():
+            names.update(entry.name for entry in directory.iterdir() if entry.is_dir())
+    return frozenset(names)
+
+
+def _missing_or_shape(field: str, init: dict[str, Any]) -> str:
+    if field not in init:
+        return f"RC-07: init line has no {field} (a policed field; fail closed)"
+    shape = type(init[field]).__name__
+    return f"RC-07: init {field} has an unknown shape ({shape}; fail closed)"
+
+
+def _check_permission_mode(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    mode = init.get("permissionMode")
+    if not isinstance(mode, str):
+        return [_missing_or_shape("permissionMode", init)]
+    if mode != policy.permission_mode:
+        return [f"RC-07: permissionMode {mode}, asked for {policy.permission_mode}"]
+    return []
+
+
+def _check_plugins(init: dict[str, Any]) -> list[str]:
+    plugins = init.get("plugins")
+    if not isinstance(plugins, list):
+        return [_missing_or_shape("plugins", init)]
+    reasons = []
+    for plugin in plugins:
+        if isinstance(plugin, str):
+            if not plugin.endswith(BUILTIN_SOURCE_SUFFIX):
+                reasons.append(f"RC-07: plugin {plugin} is not builtin")
+        elif isinstance(plugin, dict) and isinstance(plugin.get("path"), str):
+            source = plugin.get("source")
+            builtin = plugin["path"] == BUILTIN_PLUGIN_PATH and (
+                source is None
+                or (isinstance(source, str) and source.endswith(BUILTIN_SOURCE_SUFFIX))
+            )
+            if not builtin:
+                reasons.append(
+                    f"RC-07: plugin {plugin.get('name')!r} at {plugin['path']} is not builtin"
+                )
+        else:
+            reasons.append(f"RC-07: a plugin entry has an unknown shape ({plugin!r:.80})")
+    return reasons
+
+
+def _check_mcp_servers(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    servers = init.get("mcp_servers")
+    if not isinstance(servers, list):
+        return [_missing_or_shape("mcp_servers", init)]
+    reasons = []
+    for server in servers:
+        if not (
+            isinstance(server, dict)
+            and isinstance(server.get("name"), str)
+            and isinstance(server.get("status"), str)
+        ):
+            reasons.append(f"RC-07: an MCP server entry has an unknown shape ({server!r:.80})")
+        elif server["name"] not in policy.declared_mcp_servers:
+            reasons.append(
+                f"RC-07: MCP server {server['name']} ({server['status']}) "
+                "is not declared by the workspace's .mcp.json"
+            )
+    return reasons
+
+
+def _check_skills(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    skills = init.get("skills")
+    if not isinstance(skills, list):
+        return [_missing_or_shape("skills", init)]
+    reasons = []
+    for skill in skills:
+        if not isinstance(skill, str):
+            reasons.append(f"RC-07: a skill entry has an unknown shape ({skill!r:.80})")
+        elif PLUGIN_NAMESPACE_SEPARATOR in skill:
+            reasons.append(f"RC-07: skill {skill} carries a plugin namespace")
+        elif skill in policy.host_skill_names:
+            reasons.append(f"RC-07: skill {skill} is the name of a host skill directory")
+    return reasons
+
+
+def _check_memory_paths(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    memory = init.get("memory_paths")
+    if isinstance(memory, dict):
+        items = [(str(key), value) for key, value in memory.items()]
+    elif isinstance(memory, list):
+        items = [(str(index), value) for index, value in enumerate(memory)]
+    else:
+        return [_missing_or_shape("memory_paths", init)]
+    reasons = []
+    for key, path in items:
+        if not isinstance(path, str):
+            reasons.append(f"RC-07: memory_paths[{key}] has an unknown shape ({path!r:.80})")
+        elif not _inside(path, policy.config_dir):
+            reasons.append(
+                f"RC-07: memory path {key}={path} is outside the config dir {policy.config_dir}"
+            )
+    return reasons
+
+
+def _inside(path: str, directory: str) -> bool:
+    """True when absolute ``path`` is ``directory`` or under it, ``..`` resolved lexically."""
+    if not posixpath.isabs(path):
+        return False
+    norm_path = posixpath.normpath(path)
+    norm_dir = posixpath.normpath(directory)
+    return norm_path == norm_dir or norm_path.startswith(norm_dir.rstrip("/") + "/")

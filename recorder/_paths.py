@@ -1,0 +1,163 @@
+"""Paths a session named outside its workspace (DESIGN.md RC-08), and in-workspace resolution.
+
+The workspace is bound at the same path inside and outside the sandbox (RC-02),
+so a path the session names can be resolved on the host copy. Resolution:
+
+1. A relative path is joined to the workspace (the session's cwd).
+2. ``..`` and ``.`` are collapsed lexically (`posixpath.normpath`), before any
+   symlink is looked at (stated by RC-08; the kernel would differ for
+   ``link/..``).
+3. Symlinks are followed only while the path is inside the workspace: each
+   component under the workspace is ``lstat``-ed on the host, a link's target
+   replaces it, and the result is normalised again. As soon as the path leaves
+   the workspace nothing more is touched: the transform never looks at a host
+   path outside the workspace (RC-11). A chain longer than
+   `MAX_SYMLINK_HOPS` counts as outside (it names nothing the session could open).
+
+Exempt from the count: ``/dev/null`` and ``/tmp`` with everything under it,
+which the sandbox makes private (RC-02).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shlex
+import stat
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+MAX_SYMLINK_HOPS: Final = 40
+"""Links followed before giving up; Linux's own limit (ELOOP, path_resolution(7))."""
+PATH_KEYS: Final = ("file_path", "notebook_path", "path")
+"""Tool-input keys that name a path (Read, Write, Edit, NotebookEdit, Grep, Glob, ...)."""
+PATTERN_TOOLS: Final = frozenset({"Glob"})
+"""Tools whose ``pattern`` is itself a path pattern (counted when it looks like a path)."""
+EXEMPT_EXACT: Final = frozenset({"/dev/null"})
+EXEMPT_TREE: Final = "/tmp"
+"""Private to the sandbox (RC-02 mounts a fresh tmpfs there)."""
+
+
+def resolve_in_workspace(path: str, workspace: Path) -> tuple[str, bool]:
+    """Resolve ``path`` as the session would, following symlinks only inside the workspace.
+
+    Args:
+        path: a path the session named; relative paths are against the workspace.
+        workspace: the workspace, an absolute path that is the same on the host.
+
+    Returns:
+        ``(resolved, inside)``: the normalised absolute path after the
+        workspace's symlinks, and whether it lies in the workspace (the
+        workspace itself counts as inside). A ``~`` path is returned as given
+        and is outside (``~`` is the config directory, RC-03).
+    """
+    if path.startswith("~"):
+        return path, False
+    root = posixpath.normpath(str(workspace))
+    current = posixpath.normpath(posixpath.join(root, path))
+    for _ in range(MAX_SYMLINK_HOPS + 1):
+        if not _within(current, root):
+            return current, False
+        followed = _follow_first_link(current, root)
+        if followed is None:
+            return current, True
+        current = followed
+    return current, False
+
+
+def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path) -> set[str]:
+    """The distinct paths one tool call names that resolve outside the workspace (RC-08).
+
+    Args:
+        tool: the tool's name as the stream gives it.
+        tool_input: the tool_use ``input`` object.
+        workspace: the workspace (same path inside and outside the sandbox).
+
+    Returns:
+        Resolved paths (``~`` words as written). For Bash, the shell words of
+        ``command`` that start with ``/`` or ``~`` or contain ``..`` (split
+        with `shlex`, falling back to white space on bad quoting; redirection
+        operators split off). For other tools, the top-level string values of
+        ``file_path``, ``notebook_path`` and ``path``, and a Glob ``pattern``
+        that looks like a path. ``/dev/null`` and ``/tmp/...`` are exempt.
+    """
+    if tool == "Bash":
+        command = tool_input.get("command")
+        candidates = _bash_path_words(command) if isinstance(command, str) else []
+    else:
+        candidates = [v for k in PATH_KEYS if isinstance(v := tool_input.get(k), str) and v]
+        pattern = tool_input.get("pattern")
+        if tool in PATTERN_TOOLS and isinstance(pattern, str) and _looks_like_path(pattern):
+            candidates.append(pattern)
+    found: set[str] = set()
+    for candidate in candidates:
+        resolved, inside = resolve_in_workspace(candidate, workspace)
+        if not inside and not _exempt(resolved):
+            found.add(resolved)
+    return found
+
+
+def relative_if_inside(path: str, workspace: Path) -> str:
+    """``path`` relative to the workspace when it is lexically inside, else as given (RC-10).
+
+    Symlinks are not followed: this is the name the session used, for ``argument``.
+    """
+    if path.startswith("~"):
+        return path
+    root = posixpath.normpath(str(workspace))
+    absolute = posixpath.normpath(posixpath.join(root, path))
+    if _within(absolute, root):
+        return posixpath.relpath(absolute, root)
+    return path
+
+
+def _within(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+def _follow_first_link(path: str, root: str) -> str | None:
+    """Replace the first symlink component under ``root`` by its target; None if there is none."""
+    relative = posixpath.relpath(path, root)
+    if relative == ".":
+        return None
+    parts = relative.split("/")
+    probe = root
+    for index, part in enumerate(parts):
+        probe = posixpath.join(probe, part)
+        try:
+            mode = os.lstat(probe).st_mode
+        except OSError:
+            return None  # does not exist (yet): nothing further to follow
+        if stat.S_ISLNK(mode):
+            target = os.readlink(probe)
+            base = posixpath.join(posixpath.dirname(probe), target)
+            return posixpath.normpath(posixpath.join(base, *parts[index + 1 :]))
+    return None
+
+
+def _exempt(resolved: str) -> bool:
+    return resolved in EXEMPT_EXACT or _within(resolved, EXEMPT_TREE)
+
+
+def _looks_like_path(word: str) -> bool:
+    return word.startswith(("/", "~")) or ".." in word
+
+
+def _bash_path_words(command: str) -> list[str]:
+    return [word for word in _shell_words(command) if _looks_like_path(word)]
+
+
+def _shell_words(command: str) -> list[str]:
+    """Shell words of ``command``; operators like ``>`` and ``;`` are split off.
+
+    Bad quoting (an unclosed quote) falls back to splitting at white space, so
+    a malformed command still has its paths counted.
+    """
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return command.split()

@@ -1,0 +1,204 @@
+"""RC-07, the init-line check: BC-08's shape drift, and one test per policed field."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recorder._initcheck import (
+    InitPolicy,
+    McpConfigError,
+    check_init,
+    declared_mcp_servers_of,
+    failed_declared_mcp_servers,
+    host_skill_names,
+)
+
+BUG_INPUTS = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
+VARIANTS = [json.loads(line)
+            for line in (BUG_INPUTS / "BC-08_variants.jsonl").read_text().splitlines()
+            if line.strip()]
+EXPECTED = {k: v for k, v in json.loads((BUG_INPUTS / "BC-08_expected.json").read_text()).items()
+            if not k.startswith("_")}
+# The shared fixture (bug_inputs/README.md): workspace /ws, config dir /cfg, dontAsk,
+# and a .mcp.json (BC-08_mcp.json) that declares only `docs`.
+BC08_POLICY = InitPolicy(
+    permission_mode="dontAsk",
+    declared_mcp_servers=frozenset(
+        json.loads((BUG_INPUTS / "BC-08_mcp.json").read_text())["mcpServers"]),
+    host_skill_names=frozenset(),
+    config_dir="/cfg",
+)
+
+
+def test_bc08_fixture_is_complete() -> None:
+    assert BC08_POLICY.declared_mcp_servers == frozenset({"docs"})
+    assert sorted(v["_variant"] for v in VARIANTS) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v["_variant"] for v in VARIANTS])
+def test_check_init_bc08_variants(variant: dict[str, Any]) -> None:
+    verdict = EXPECTED[variant["_variant"]]["verdict"]
+    reasons = check_init(variant, BC08_POLICY)
+    failed = failed_declared_mcp_servers(variant, BC08_POLICY)
+    if verdict == "refuse":
+        assert reasons, EXPECTED[variant["_variant"]]["why"]
+        assert all(r.startswith("RC-07: ") for r in reasons)
+    elif verdict == "accept":
+        assert reasons == []
+        assert failed == []
+    else:
+        assert verdict == "accept_with_env_fault"
+        assert reasons == []
+        assert failed == ["docs"]
+
+
+# A clean 2.1.197 init line (captures/a_read_answer.jsonl, trimmed) for the unit tests.
+CLEAN: dict[str, Any] = {
+    "type": "system", "subtype": "init", "cwd": "/workspace", "tools": ["Read"],
+    "mcp_servers": [], "model": "claude-opus-4-8[1m]", "permissionMode": "dontAsk",
+    "skills": ["deep-research", "verify"], "plugins": [],
+    "memory_paths": {"auto": "/home/agent/projects/-workspace/memory/"},
+    "claude_code_version": "2.1.197",
+}
+POLICY = InitPolicy("dontAsk", frozenset({"echo"}), frozenset({"my-host-skill"}), "/home/agent")
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    init = copy.deepcopy(CLEAN)
+    for key, value in changes.items():
+        if value is _ABSENT:
+            del init[key]
+        else:
+            init[key] = value
+    return init
+
+
+_ABSENT = object()
+
+
+def test_check_init_clean_line_accepts() -> None:
+    assert check_init(CLEAN, POLICY) == []
+
+
+@pytest.mark.parametrize(
+    "mode", ["bypassPermissions", "default", "acceptEdits", "plan", "auto", "DONTASK"])
+def test_check_init_permission_mode_allow_list(mode: str) -> None:
+    assert check_init(_with(permissionMode=mode), POLICY) == [
+        f"RC-07: permissionMode {mode}, asked for dontAsk"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "refused"),
+    [
+        ([{"name": "x", "path": "builtin", "source": "x@builtin"}], False),
+        ([{"name": "x", "path": "builtin"}], False),
+        (["x@builtin"], False),
+        # --plugin-dir: the real 2.1.197 shape (captures/g_config.jsonl)
+        ([{"name": "demo-plugin", "path": "/opt/plugins/demo-plugin",
+           "source": "demo-plugin@inline"}], True),
+        # a real path that claims a builtin source is not builtin
+        ([{"name": "x", "path": "/cfg/plugins/x", "source": "x@builtin"}], True),
+        ([{"name": "x", "path": "builtin", "source": "x@market"}], True),
+        (["x@market"], True),
+        ([{"name": "x"}], True),  # no path: unknown shape
+        ([42], True),
+    ],
+)
+def test_check_init_plugins_must_be_builtin(plugins: list[Any], refused: bool) -> None:
+    assert bool(check_init(_with(plugins=plugins), POLICY)) is refused
+
+
+@pytest.mark.parametrize(
+    ("servers", "refused"),
+    [
+        ([{"name": "echo", "status": "connected"}], False),
+        ([{"name": "echo", "status": "failed"}], False),  # env-fault, not a refusal
+        ([{"name": "other", "status": "connected"}], True),
+        ([{"name": "other", "status": "failed"}], True),
+        (["echo"], True),
+        ([{"name": "echo"}], True),
+    ],
+)
+def test_check_init_mcp_servers_must_be_declared(servers: list[Any], refused: bool) -> None:
+    assert bool(check_init(_with(mcp_servers=servers), POLICY)) is refused
+
+
+def test_failed_declared_mcp_servers_names_only_declared_failed() -> None:
+    init = _with(mcp_servers=[{"name": "echo", "status": "failed"},
+                              {"name": "other", "status": "failed"},
+                              {"name": "ok", "status": "connected"}])
+    assert failed_declared_mcp_servers(init, POLICY) == ["echo"]
+
+
+@pytest.mark.parametrize(
+    ("skills", "refused"),
+    [
+        (["hello", "verify"], False),
+        (["demo-plugin:plug-skill"], True),  # plugin namespace (captures/g_config.jsonl)
+        (["my-host-skill"], True),  # a host skill directory's name
+        ([{"name": "hello"}], True),
+    ],
+)
+def test_check_init_skills(skills: list[Any], refused: bool) -> None:
+    assert bool(check_init(_with(skills=skills), POLICY)) is refused
+
+
+@pytest.mark.parametrize(
+    ("memory", "refused"),
+    [
+        ({"auto": "/home/agent/projects/-workspace/memory/"}, False),
+        ({}, False),
+        ([], False),
+        (["/home/agent/m"], False),
+        ({"auto": "/home/agent"}, False),
+        ({"team": "/home/hostuser/team/"}, True),
+        ({"auto": "/home/agent/../hostuser/m"}, True),  # .. resolved lexically
+        ({"auto": "/home/agentx/m"}, True),  # a sibling with a common prefix
+        ({"auto": "projects/m"}, True),  # relative: not provably inside
+        ({"auto": ["/home/agent/m"]}, True),
+        ("/home/agent/m", True),  # unknown shape, even though inside
+        (None, True),
+    ],
+)
+def test_check_init_memory_paths(memory: Any, refused: bool) -> None:
+    assert bool(check_init(_with(memory_paths=memory), POLICY)) is refused
+
+
+@pytest.mark.parametrize(
+    "field", ["permissionMode", "plugins", "mcp_servers", "skills", "memory_paths"])
+def test_check_init_missing_policed_field_refuses(field: str) -> None:
+    reasons = check_init(_with(**{field: _ABSENT}), POLICY)
+    assert reasons == [f"RC-07: init line has no {field} (a policed field; fail closed)"]
+
+
+def test_check_init_ignores_unknown_fields() -> None:
+    assert check_init(_with(capabilities=["x"], new_thing={"a": 1}), POLICY) == []
+
+
+def test_declared_mcp_servers_of(tmp_path: Path) -> None:
+    assert declared_mcp_servers_of(tmp_path) == frozenset()  # absent
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"echo": {}, "broken": {}}}')
+    assert declared_mcp_servers_of(tmp_path) == frozenset({"echo", "broken"})
+    (tmp_path / ".mcp.json").write_text("{}")
+    assert declared_mcp_servers_of(tmp_path) == frozenset()
+
+
+@pytest.mark.parametrize("text", ['{"mcpServers": ', "[]", '{"mcpServers": []}', "\xff"])
+def test_declared_mcp_servers_of_unparsable_raises(tmp_path: Path, text: str) -> None:
+    (tmp_path / ".mcp.json").write_bytes(text.encode("latin-1"))
+    with pytest.raises(McpConfigError, match=r"\.mcp\.json"):
+        declared_mcp_servers_of(tmp_path)
+
+
+def test_host_skill_names(tmp_path: Path) -> None:
+    first, second = tmp_path / "cfg-skills", tmp_path / "home-skills"
+    (first / "alpha").mkdir(parents=True)
+    (second / "beta").mkdir(parents=True)
+    (second / "not-a-skill.md").write_text("x")
+    assert host_skill_names([first, second, tmp_path / "absent"]) == frozenset({"alpha", "beta"})

@@ -1,0 +1,109 @@
+"""RC-08: paths named outside the workspace; in-workspace symlink resolution."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from recorder._paths import outside_paths, relative_if_inside, resolve_in_workspace
+
+WS = Path("/workspace")  # not on this host: no symlink to follow, pure lexical
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "expected"),
+    [
+        ("Read", {"file_path": "/workspace/docs/x.md"}, set()),
+        ("Read", {"file_path": "docs/x.md"}, set()),  # relative: against the workspace
+        ("Read", {"file_path": "/etc/hostname"}, {"/etc/hostname"}),
+        ("Read", {"file_path": "/workspace/../etc/passwd"}, {"/etc/passwd"}),  # .. lexically
+        ("Read", {"file_path": "../sibling/x"}, {"/sibling/x"}),
+        ("Write", {"file_path": "/workspaceX/a"}, {"/workspaceX/a"}),  # prefix is not inside
+        ("Edit", {"file_path": "~/.bashrc"}, {"~/.bashrc"}),
+        ("NotebookEdit", {"notebook_path": "/opt/nb.ipynb"}, {"/opt/nb.ipynb"}),
+        ("Grep", {"pattern": "TODO", "path": "/workspace"}, set()),
+        ("Grep", {"pattern": "TODO", "path": "/usr/share"}, {"/usr/share"}),
+        ("Glob", {"pattern": "**/*.md"}, set()),
+        ("Glob", {"pattern": "/etc/*.conf"}, {"/etc/*.conf"}),
+        ("Glob", {"pattern": "*.md", "path": "/home"}, {"/home"}),
+        ("Read", {"file_path": "/tmp/scratch.txt"}, set()),  # /tmp is private: exempt
+        ("Write", {"file_path": "/dev/null"}, set()),
+        ("Write", {"file_path": "/tmpfoo"}, {"/tmpfoo"}),  # not under /tmp
+        ("mcp__x__y", {"path": "/srv/data"}, {"/srv/data"}),
+        ("Agent", {"description": "Read /etc", "prompt": "read /etc/passwd"}, set()),
+    ],
+)
+def test_outside_paths_tools(tool: str, tool_input: dict[str, object], expected: set[str]) -> None:
+    assert outside_paths(tool, tool_input, workspace=WS) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cat docs/x.md", set()),
+        ("cat /etc/passwd", {"/etc/passwd"}),
+        ("ls ~", {"~"}),
+        ("cat ~/.claude/settings.json", {"~/.claude/settings.json"}),
+        ("cat ../other/x.md", {"/other/x.md"}),
+        ("cat docs/../docs/x.md", set()),  # contains .. but resolves inside
+        ("grep -r x /workspace/docs 2>/dev/null", set()),
+        ("echo hi >/tmp/out", set()),  # redirection split off, /tmp exempt
+        ("echo hi>/etc/x", {"/etc/x"}),
+        ("cat /etc/a /etc/a /etc/b", {"/etc/a", "/etc/b"}),  # distinct
+        ("cat 'unclosed /etc/shadow", {"/etc/shadow"}),  # bad quoting tolerated
+        ("cat \"/etc/with space\"", {"/etc/with space"}),
+        ("git clone https://example.invalid/repo", set()),
+        ("cd docs && ls ..", {"/"}),  # words resolve against the workspace, not a cd
+    ],
+)
+def test_outside_paths_bash_words(command: str, expected: set[str]) -> None:
+    assert outside_paths("Bash", {"command": command}, workspace=WS) == expected
+
+
+def test_outside_paths_bash_dotdot_word_of_root() -> None:
+    assert outside_paths("Bash", {"command": "ls .."}, workspace=WS) == {"/"}
+
+
+def test_outside_paths_symlink_inside_workspace_pointing_out(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "real.md").write_text("x")
+    (ws / "docs" / "inner").symlink_to("real.md")
+    (ws / "escape").symlink_to("/etc")  # not under /tmp, which is exempt (tmp_path is there)
+    (ws / "abs-in").symlink_to(ws / "docs")
+    assert outside_paths("Read", {"file_path": str(ws / "docs" / "inner")}, workspace=ws) == set()
+    assert outside_paths("Read", {"file_path": "abs-in/real.md"}, workspace=ws) == set()
+    assert outside_paths("Read", {"file_path": "escape/secret"}, workspace=ws) == {"/etc/secret"}
+    # a link to a host path under /tmp: private to the sandbox, exempt like /tmp itself
+    (ws / "to-tmp").symlink_to(tmp_path)
+    assert outside_paths("Read", {"file_path": "to-tmp/x"}, workspace=ws) == set()
+    # .. is collapsed lexically first: escape/../x is x, inside
+    assert outside_paths("Bash", {"command": "cat escape/../x"}, workspace=ws) == set()
+
+
+def test_resolve_in_workspace_never_looks_outside(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "link").symlink_to(ws / "inside")  # a host link back in must not be followed
+    (ws / "out").symlink_to(host / "link")
+    resolved, inside = resolve_in_workspace("out", ws)
+    assert (resolved, inside) == (str(host / "link"), False)
+
+
+def test_resolve_in_workspace_symlink_loop_counts_as_outside(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink("b", ws / "a")
+    os.symlink("a", ws / "b")
+    assert resolve_in_workspace("a", ws)[1] is False
+
+
+def test_relative_if_inside() -> None:
+    assert relative_if_inside("/workspace/docs/x.md", WS) == "docs/x.md"
+    assert relative_if_inside("docs/./x.md", WS) == "docs/x.md"
+    assert relative_if_inside("/etc/hostname", WS) == "/etc/hostname"
+    assert relative_if_inside("../x", WS) == "../x"

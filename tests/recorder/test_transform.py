@@ -1,0 +1,571 @@
+"""The transform: pairing, final message, anomalies, init lines, states, arguments (RC-07..RC-13).
+
+Streams here are built line by line so each rule is tested alone; the real
+captures are in test_captures.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import tracemalloc
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import recorder._event as event_module
+from recorder._digest import digest_bytes, digest_file, digest_text
+from recorder._event import build_event, cites_in_file, cites_in_text
+from recorder._harness import parse_line, tool_result_text
+from recorder._initcheck import InitPolicy
+from recorder._states import COST_KNOWN, RETRYABLE, STATES, harness_error_retryable
+from recorder._transform import (
+    ANOMALIES_KEPT,
+    Observation,
+    ObservedCall,
+    StreamObserver,
+    call_argument,
+    canonical_json,
+)
+
+WS = Path("/workspace")
+POLICY = InitPolicy("dontAsk", frozenset({"docs"}), frozenset(), "/home/agent")
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj).encode()
+
+
+def init(**changes: Any) -> bytes:
+    line = {"type": "system", "subtype": "init", "cwd": "/workspace", "mcp_servers": [],
+            "permissionMode": "dontAsk", "skills": [], "plugins": [],
+            "memory_paths": {"auto": "/home/agent/projects/-workspace/memory/"},
+            "claude_code_version": "2.1.197"}
+    line.update(changes)
+    return _line(line)
+
+
+def asst(block: dict[str, Any], *, msg: str = "msg_1", model: str = "served-1",
+         parent: str | None = None) -> bytes:
+    return _line({"type": "assistant", "parent_tool_use_id": parent,
+                  "message": {"id": msg, "model": model, "content": [block]}})
+
+
+def text(value: str, **kw: Any) -> bytes:
+    return asst({"type": "text", "text": value}, **kw)
+
+
+def tool_use(tid: str, name: str, tool_input: dict[str, Any], **kw: Any) -> bytes:
+    return asst({"type": "tool_use", "id": tid, "name": name, "input": tool_input}, **kw)
+
+
+def tool_result(tid: str, content: Any, *, is_error: bool | None = None,
+                parent: str | None = None) -> bytes:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tid, "content": content}
+    if is_error is not None:
+        block["is_error"] = is_error
+    return _line({"type": "user", "parent_tool_use_id": parent,
+                  "message": {"role": "user", "content": [block]}})
+
+
+def result(*, is_error: bool = False, cost: str = "0.01", subtype: str = "success",
+           status: int | None = None, text_: str | None = "done") -> bytes:
+    raw = json.dumps({"type": "result", "subtype": subtype, "is_error": is_error,
+                      "api_error_status": status, "num_turns": 2, "result": text_,
+                      "total_cost_usd": "COST"})
+    return raw.replace('"COST"', cost).encode()
+
+
+def observe(*lines: bytes, end: str = "exited", exit_status: int | None = 0,
+            tail: bytes | None = None, policy: InitPolicy = POLICY) -> Observation:
+    observer = StreamObserver(policy=policy, workspace=WS)
+    for line in lines:
+        observer.feed(line)
+    return observer.finish(end=end, exit_status=exit_status, tail=tail)  # type: ignore[arg-type]
+
+
+# --- harness lines -----------------------------------------------------------------------------
+
+def test_parse_line_tolerant_and_exact() -> None:
+    assert parse_line(b'{"total_cost_usd": 0.011000000000000003}') == {
+        "total_cost_usd": Decimal("0.011000000000000003")}
+    assert parse_line(b"not json") is None
+    assert parse_line(b"[1, 2]") is None  # JSON, but not an object
+    assert parse_line(b'"str"') is None
+    assert parse_line(b"\xff\xfe{") is None
+
+
+def test_tool_result_text_joins_text_blocks_with_newline() -> None:
+    blocks = [{"type": "text", "text": "a"}, {"type": "image", "source": {}},
+              {"type": "text", "text": "b"}]
+    assert tool_result_text({"content": blocks}) == "a\nb"
+    assert tool_result_text({"content": "plain"}) == "plain"
+    assert tool_result_text({}) == ""
+
+
+# --- calls (RC-10) -----------------------------------------------------------------------------
+
+def test_calls_pair_results_by_id_not_adjacency() -> None:
+    obs = observe(
+        init(),
+        tool_use("t0", "Bash", {"command": "ls"}),
+        tool_use("t1", "Bash", {"command": "pwd"}),
+        tool_use("t2", "Bash", {"command": "id"}),
+        tool_result("t2", "r2"), tool_result("t0", "r0"), tool_result("t1", "r1"),
+        text("ok", msg="m2"), result(),
+    )
+    assert [(c.argument, c.result_digest) for c in obs.calls] == [
+        ("ls", digest_text("r0")), ("pwd", digest_text("r1")), ("id", digest_text("r2"))]
+
+
+def test_calls_result_missing_and_orphan() -> None:
+    obs = observe(
+        init(),
+        tool_use("t0", "Read", {"file_path": "/workspace/a.md"}),
+        tool_result("nobody", "stray"),
+        text("ok", msg="m2"), result(),
+    )
+    assert len(obs.calls) == 1
+    assert obs.calls[0].result_digest is None  # never arrived: no result
+    assert obs.orphan_results == 1
+
+
+def test_calls_include_subagent_calls_in_tool_use_order() -> None:
+    obs = observe(
+        init(),
+        tool_use("A", "Agent", {"description": "Read x", "prompt": "p"}),
+        tool_use("s1", "Read", {"file_path": "/workspace/x.md"}, msg="sub", parent="A"),
+        tool_result("s1", "body", parent="A"),
+        tool_result("A", [{"type": "text", "text": "sub said"},
+                          {"type": "text", "text": "agentId: 1"}]),
+        text("main", msg="m3"), result(),
+    )
+    assert [(c.tool, c.argument, c.in_subagent) for c in obs.calls] == [
+        ("Agent", "Read x", False), ("Read", "x.md", True)]
+    assert obs.calls[0].result_digest == digest_text("sub said\nagentId: 1")
+
+
+def test_calls_failed_result_is_marked() -> None:
+    obs = observe(init(), tool_use("t", "Read", {"file_path": "nope.md"}),
+                  tool_result("t", "File does not exist.", is_error=True),
+                  text("x", msg="m2"), result())
+    call = obs.calls[0]
+    assert (call.result_is_error, call.read_path, call.is_read) == (True, "nope.md", True)
+
+
+def test_calls_keep_no_result_bytes() -> None:
+    """Memory: a 4 MiB tool_result leaves a digest, not its bytes."""
+    big = "a" * (4 << 20)
+    observer = StreamObserver(policy=POLICY, workspace=WS)
+    observer.feed(init())
+    observer.feed(tool_use("t", "Bash", {"command": "yes"}))
+    line = tool_result("t", big)
+    del big
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    observer.feed(line)
+    del line
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert after - before < 64 << 10
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "expected"),
+    [
+        ("Read", {"file_path": "/workspace/docs/x.md", "offset": 2}, "docs/x.md"),
+        ("Read", {"file_path": "/etc/hostname"}, "/etc/hostname"),
+        ("Write", {"file_path": "/workspace/new.txt", "content": "x"}, "new.txt"),
+        ("Edit", {"file_path": "src/app.py", "old_string": "a", "new_string": "b"}, "src/app.py"),
+        ("NotebookEdit", {"notebook_path": "/workspace/nb.ipynb", "new_source": "x"}, "nb.ipynb"),
+        ("Bash", {"command": "cat > f <<'EOF'\nx\nEOF", "description": "d"},
+         "cat > f <<'EOF'\nx\nEOF"),
+        ("Grep", {"pattern": "TODO", "path": "/workspace", "-n": True}, "TODO in /workspace"),
+        ("Grep", {"pattern": "TODO"}, "TODO"),
+        ("Glob", {"pattern": "**/*.md", "path": "docs"}, "**/*.md"),
+        ("Agent", {"description": "Read x", "prompt": "long"}, "Read x"),
+        ("Task", {"description": "Read x", "prompt": "long"}, "Read x"),
+        ("Skill", {"skill": "demo-plugin:plug-skill"}, "demo-plugin:plug-skill"),
+        ("mcp__echo__echo", {"text": "ping", "a": "é"}, '{"a":"é","text":"ping"}'),
+        ("MultiEdit", {"file_path": "/workspace/n.txt", "edits": []},
+         '{"edits":[],"file_path":"/workspace/n.txt"}'),
+        ("Read", {"path": "no file_path"}, '{"path":"no file_path"}'),  # missing key: canonical
+    ],
+)
+def test_call_argument_table(tool: str, tool_input: dict[str, Any], expected: str) -> None:
+    assert call_argument(tool, tool_input, workspace=WS) == expected
+
+
+def test_canonical_json_keeps_decimal_numbers() -> None:
+    assert canonical_json(parse_line(b'{"b": 1.5, "a": [2]}')) == '{"a":[2],"b":1.5}'
+
+
+# --- produced (RC-11) --------------------------------------------------------------------------
+
+def test_produced_paths_from_write_tools_whatever_their_result() -> None:
+    obs = observe(
+        init(),
+        tool_use("w", "Write", {"file_path": "/workspace/a.txt", "content": "x"}),
+        tool_result("w", "denied", is_error=True),
+        tool_use("e", "Edit", {"file_path": "/workspace/a.txt", "old_string": "",
+                               "new_string": ""}),
+        tool_use("m", "MultiEdit", {"file_path": "/workspace/b.txt", "edits": []}),
+        tool_use("n", "NotebookEdit", {"notebook_path": "/workspace/nb.ipynb", "new_source": ""}),
+        tool_use("s", "Write", {"file_path": "/workspace/sub.txt", "content": ""},
+                 msg="s", parent="e"),
+        tool_use("r", "Read", {"file_path": "/workspace/c.txt"}),
+        text("x", msg="m2"), result(),
+    )
+    assert obs.produced_paths == ("/workspace/a.txt", "/workspace/b.txt", "/workspace/nb.ipynb",
+                                  "/workspace/sub.txt")
+
+
+# --- final message, served model, cost (RC-13, RC-14) ------------------------------------------
+
+def test_final_text_groups_blocks_by_message_id() -> None:
+    obs = observe(
+        init(),
+        text("Reason", msg="m1"), text("ing.\n", msg="m1"),
+        tool_use("t", "Bash", {"command": "ls"}, msg="m1"),
+        tool_result("t", "x"),
+        text("I checked.", msg="m2"), text("\nyes", msg="m2"),
+        result(),
+    )
+    assert obs.final_text == "I checked.\nyes"
+
+
+def test_final_text_skips_synthetic_and_subagent_lines() -> None:
+    obs = observe(
+        init(),
+        text("real answer", msg="m1", model="served-2"),
+        text("sub text", msg="s1", model="sub-model", parent="A"),
+        text("API Error: Overloaded", msg="uuid-1", model="<synthetic>"),
+        result(is_error=False),
+    )
+    assert obs.final_text == "real answer"
+    assert obs.served_model == "served-2"
+
+
+def test_final_text_is_before_the_last_result_line() -> None:
+    # captures/c_bash: result, background task, a second init, a new turn, a second result.
+    obs = observe(init(), text("first", msg="m1"), result(cost="0.008"),
+                  init(), text("second", msg="m2"), result(cost="0.009"))
+    assert obs.final_text == "second"
+    assert obs.cost_usd == Decimal("0.009")  # the last result line of the attempt
+
+
+def test_final_text_none_when_final_message_has_no_text() -> None:
+    obs = observe(init(), text("earlier", msg="m1"),
+                  tool_use("t", "Read", {"file_path": "x"}, msg="m2"), result())
+    assert obs.final_text is None
+
+
+def test_cost_is_exact_decimal() -> None:
+    obs = observe(init(), text("x"), result(cost="0.011000000000000003"))
+    assert obs.cost_usd == Decimal("0.011000000000000003")
+    assert observe(init(), text("x"), result(cost="0")).cost_usd == Decimal(0)
+
+
+# --- init lines and anomalies (RC-07) ----------------------------------------------------------
+
+def test_every_init_line_is_checked() -> None:
+    obs = observe(init(), text("x"), result(), init(permissionMode="bypassPermissions"),
+                  text("y", msg="m2"), result())
+    assert obs.state == "refused-init"
+    assert obs.reason == "RC-07: permissionMode bypassPermissions, asked for dontAsk"
+
+
+def test_no_init_line_refuses() -> None:
+    obs = observe(text("x"), exit_status=1)
+    assert obs.state == "refused-init"
+    assert "RC-07: no init line" in obs.reason
+    empty = observe(exit_status=1)
+    assert (empty.state, empty.reason, empty.cost_usd) == (
+        "refused-init", "RC-07: no init line", None)
+
+
+def test_hook_events_before_init_are_allowed() -> None:
+    hook = _line({"type": "system", "subtype": "hook_started", "hook_id": "h"})
+    response = _line({"type": "system", "subtype": "hook_response", "hook_id": "h"})
+    assert observe(hook, response, init(), text("x"), result()).state == "recorded"
+
+
+@pytest.mark.parametrize(
+    "early",
+    [{"type": "assistant", "message": {"id": "m", "content": []}},
+     {"type": "system", "subtype": "status"},
+     {"type": "stream_event", "event": {}}],
+    ids=["assistant", "system-status", "stream_event"],
+)
+def test_other_json_before_init_refuses(early: dict[str, Any]) -> None:
+    obs = observe(_line(early), init(), text("x"), result())
+    assert obs.state == "refused-init"
+    assert obs.reason.startswith("RC-07: line 1 before the init line")
+
+
+def test_non_json_lines_are_anomalies_never_refusals() -> None:
+    obs = observe(b"Now using node v20", init(),
+                  tool_use("t", "Read", {"file_path": "a"}), b"[log] debug {",
+                  tool_result("t", "x"),
+                  text("yes", msg="m2"), result())
+    assert obs.state == "recorded"
+    assert obs.anomaly_count == 2
+    assert [(a.line_number, a.excerpt) for a in obs.anomalies] == [
+        (1, "Now using node v20"), (4, "[log] debug {")]
+    assert obs.calls[0].result_digest == digest_text("x")
+    assert obs.final_text == "yes"
+
+
+def test_anomalies_kept_are_bounded_and_truncated() -> None:
+    noise = [b"x" * 10_000] * (ANOMALIES_KEPT + 5)
+    obs = observe(init(), *noise, text("x"), result())
+    assert obs.anomaly_count == ANOMALIES_KEPT + 5
+    assert len(obs.anomalies) == ANOMALIES_KEPT
+    assert all(len(a.excerpt) < 1000 and a.size_bytes == 10_000 for a in obs.anomalies)
+
+
+def test_declared_mcp_failed_is_env_fault() -> None:
+    obs = observe(init(mcp_servers=[{"name": "docs", "status": "failed"}]), text("x"), result())
+    assert (obs.state, obs.retryable, obs.failed_mcp_servers) == ("env-fault", True, ("docs",))
+
+
+# --- states (DESIGN.md table) ------------------------------------------------------------------
+
+def test_state_recorded() -> None:
+    obs = observe(init(), text("x"), result())
+    assert (obs.state, obs.retryable) == ("recorded", False)
+
+
+@pytest.mark.parametrize(
+    ("end", "state"),
+    [("line-too-long", "line-too-long"), ("timed-out", "timed-out"), ("watchdog", "timed-out")],
+)
+def test_state_from_driver_end_wins(end: str, state: str) -> None:
+    obs = observe(init(permissionMode="plan"), text("x"), result(), end=end, exit_status=-9)
+    assert obs.state == state
+    assert obs.refusals  # still reported
+
+
+def test_state_truncated_tail() -> None:
+    obs = observe(init(), text("x"), tail=b'{"type":"res')
+    assert (obs.state, obs.retryable, obs.cost_usd) == ("truncated", True, None)
+
+
+def test_state_killed_vs_no_result() -> None:
+    assert observe(init(), text("x"), exit_status=-9).state == "killed"
+    assert observe(init(), text("x"), exit_status=0).state == "no-result"
+    assert observe(init(), text("x"), exit_status=143).state == "no-result"
+
+
+def test_state_is_error_wins_over_subtype_and_exit_code() -> None:
+    # BC-10a: subtype success with is_error true; BC-10b: error_during_execution, exit 0.
+    a = observe(init(), text("API Error: Rate limit reached"),
+                result(is_error=True, cost="0", text_="API Error: Rate limit reached"))
+    b = observe(init(), result(is_error=True, subtype="error_during_execution", text_=""),
+                exit_status=0)
+    assert (a.state, b.state) == ("harness-error", "harness-error")
+    assert (a.retryable, b.retryable) == (True, False)
+
+
+@pytest.mark.parametrize(
+    ("status", "text_", "retryable"),
+    [
+        (429, "API Error: Request rejected (429) · Rate limited", True),
+        (500, "API Error: 500 Internal server error.", True),
+        (503, "", True),
+        (529, "", True),
+        (None, "API Error: Repeated 529 Overloaded errors. The API is at capacity", True),
+        (None, "API Error: Unable to connect to API (ECONNRESET)", True),
+        (400, "Prompt is too long", False),
+        (401, "Invalid API key · Fix external API key", False),
+        (None, None, False),  # error_max_turns: no result text
+        (None, "", False),  # error_during_execution
+        (None, "I checked 500 lines", False),  # a number alone is not a provider error
+    ],
+)
+def test_harness_error_retryable(status: int | None, text_: str | None, retryable: bool) -> None:
+    assert harness_error_retryable(status, text_) is retryable
+
+
+def test_states_table_is_complete() -> None:
+    assert set(RETRYABLE) == set(STATES) == set(COST_KNOWN)
+    assert len(STATES) == 11
+    assert [s for s in STATES if not COST_KNOWN[s]] == [
+        "no-result", "truncated", "timed-out", "killed", "line-too-long"]
+    assert [s for s in STATES if RETRYABLE[s]] == [
+        "env-fault", "no-result", "truncated", "timed-out", "killed"]
+
+
+# --- outside paths (RC-08) per call and per session --------------------------------------------
+
+def test_outside_paths_collected_per_call() -> None:
+    obs = observe(
+        init(),
+        tool_use("a", "Read", {"file_path": "/etc/hostname"}),
+        tool_use("b", "Bash", {"command": "cat /etc/hostname ~/.x"}),
+        text("x", msg="m2"), result(),
+    )
+    assert obs.calls[0].outside_paths == {"/etc/hostname"}
+    assert obs.outside_paths == {"/etc/hostname", "~/.x"}
+
+
+# --- the event (RC-10..RC-12, recorder/_event.py) ----------------------------------------------
+
+def _call(tool: str, argument: str, *, digest: str | None = "sha256:" + "a" * 64,
+          read_path: str | None = None, is_error: bool = False) -> ObservedCall:
+    return ObservedCall(tool=tool, argument=argument, tool_use_id="t", result_digest=digest,
+                        result_is_error=is_error, read_path=read_path,
+                        outside_paths=frozenset(), in_subagent=False)
+
+
+def _obs(calls: tuple[ObservedCall, ...] = (), produced: tuple[str, ...] = (),
+         final_text: str | None = None, state: str = "recorded") -> Observation:
+    return Observation(state=state,  # type: ignore[arg-type]
+                       reason="", calls=calls, produced_paths=produced,
+                       final_text=final_text, served_model=None, cost_usd=None,
+                       claude_code_version=None, anomalies=(), anomaly_count=0,
+                       outside_paths=frozenset(), retryable=False, api_error_status=None)
+
+
+TEXT_DIGEST = "sha256:" + "a" * 64
+SEALED = "sha256:" + "5" * 64
+
+
+def test_event_read_results(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "sealed.md").write_text("changed after sealing")
+    (ws / "made.md").write_text("created by the session")
+    (ws / "link-out").symlink_to("/etc")
+    calls = (
+        _call("Read", "docs/sealed.md", read_path=str(ws / "docs" / "sealed.md")),  # manifest
+        _call("Read", "docs/sealed.md", read_path="docs/sealed.md", is_error=True),  # failed
+        _call("Read", "made.md", read_path="made.md"),  # created: bytes after the session
+        _call("Read", "/etc/hostname", read_path="/etc/hostname"),  # outside
+        _call("Read", "link-out/hostname", read_path="link-out/hostname"),  # outside via link
+        _call("Read", "gone.md", read_path="gone.md"),  # neither sealed nor present now
+        _call("Bash", "cat docs/sealed.md"),  # other tool
+        _call("Read", "docs/sealed.md", digest=None, read_path="docs/sealed.md"),  # no result
+    )
+    event = build_event(_obs(calls), probe="p", session="r1", workspace=ws,
+                        manifest={"docs/sealed.md": SEALED}, declared_answers=[], corpus_ids=[])
+    got = [c.result if "result" in c.model_fields_set else "ABSENT" for c in event.calls or []]
+    assert got == [SEALED, TEXT_DIGEST, digest_bytes(b"created by the session"), TEXT_DIGEST,
+                   TEXT_DIGEST, TEXT_DIGEST, TEXT_DIGEST, "ABSENT"]
+
+
+def test_event_three_states_watched_and_empty() -> None:
+    event = build_event(_obs(), probe="p", session="r1", workspace=Path("/workspace"),
+                        manifest={}, declared_answers=["yes"], corpus_ids=[])
+    assert event.model_dump(exclude_unset=True) == {
+        "probe": "p", "session": "r1", "calls": [], "produced": [], "answer": None}
+
+
+def test_event_only_for_recorded() -> None:
+    with pytest.raises(ValueError, match="not 'no-result'"):
+        build_event(_obs(state="no-result"), probe="p", session="r1", workspace=Path("/w"),
+                    manifest={}, declared_answers=[], corpus_ids=[])
+
+
+def test_event_answer_from_final_text() -> None:
+    event = build_event(_obs(final_text="Checked.\nHW-DR-0052 current"), probe="p", session="r1",
+                        workspace=Path("/w"), manifest={}, declared_answers=["current HW-DR-0052"],
+                        corpus_ids=[])
+    assert event.answer == "current HW-DR-0052"
+
+
+def test_event_produced_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "out.md").write_text("See HW-DR-0052 and (HW-DR-0051), not HW-DR-00521 or XHW-DR-0053.")
+    (ws / "escape").symlink_to("/etc")
+    opened: list[str] = []
+    real_open = Path.open
+
+    def spy_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", spy_open)
+    obs = _obs(produced=(str(ws / "out.md"), str(ws / "missing.md"), "/etc/passwd",
+                         str(ws / "escape" / "hosts")))
+    event = build_event(obs, probe="p", session="r1", workspace=ws, manifest={},
+                        declared_answers=[], produced_extra=["out.md", "/var/x", "extra.txt"],
+                        corpus_ids=["HW-DR-0051", "HW-DR-0052", "HW-DR-0053", "HW-DR-0521"])
+    dumped = [a.model_dump(exclude_unset=True) for a in event.produced or []]
+    assert dumped == [
+        {"path": "out.md", "result": digest_file(ws / "out.md"),
+         "cites": ["HW-DR-0051", "HW-DR-0052"]},
+        {"path": "missing.md"},
+        {"path": "/etc/passwd"},
+        {"path": "/etc/hosts"},  # a workspace symlink pointing outside is outside
+        {"path": "/var/x"},
+        {"path": "extra.txt"},
+    ]
+    assert all(p.startswith(str(ws)) for p in opened)  # never a host file outside
+
+
+@pytest.mark.parametrize(
+    ("text", "cited"),
+    [
+        ("HW-DR-0052", True), ("x HW-DR-0052.", True), ("docs/HW-DR-0052.md", True),
+        ("`HW-DR-0052`", True), ("é HW-DR-0052\n", True),
+        ("HW-DR-00521", False), ("XHW-DR-0052", False), ("HW-DR-0052-draft", False),
+        ("_HW-DR-0052", False), ("éHW-DR-0052", False), ("HW-DR-0052é", False),
+    ],
+)
+def test_cites_word_boundaries(text: str, cited: bool) -> None:
+    assert cites_in_text(text, ["HW-DR-0052"]) == (["HW-DR-0052"] if cited else [])
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 11, 64])
+def test_cites_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       chunk: int) -> None:
+    monkeypatch.setattr(event_module, "SCAN_CHUNK_BYTES", chunk)
+    path = tmp_path / "a.md"
+    body = "é HW-DR-00521 A-1 xA-2 HW-DR-0052, B-7é B-8\n"
+    path.write_text(body)
+    ids = ["HW-DR-0052", "HW-DR-00521", "A-1", "A-2", "B-7", "B-8", "B-9"]
+    assert cites_in_file(path, ids) == cites_in_text(body, ids) == [
+        "A-1", "B-8", "HW-DR-0052", "HW-DR-00521"]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b'{"type":"assistant","message":"not an object"}',
+        b'{"type":"assistant","message":{"content":"text, not blocks"}}',
+        b'{"type":"assistant","message":{"content":[1,null,{"type":"tool_use"}]}}',
+        b'{"type":"assistant","message":{"content":[{"type":"tool_use","id":["x"],"name":"Bash",'
+        b'"input":null}]}}',
+        b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":{"a":1}}]}}',
+        b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t",'
+        b'"content":[{"text":5}]}]}}',
+        b'{"type":"result","is_error":"no","total_cost_usd":"0.1","api_error_status":true}',
+        b'{"type":"system","subtype":"init","mcp_servers":{}}',
+        b'{"type":42}',
+        b"{}",
+        b"",
+        b"1e999999",
+    ],
+)
+def test_feed_tolerates_odd_shapes(odd: bytes) -> None:
+    """Every release adds shapes: nothing a line holds may raise (STYLE.md 5, tolerant parsing)."""
+    observer = StreamObserver(policy=POLICY, workspace=WS)
+    observer.feed(init())
+    observer.feed(tool_use("t", "Bash", {"command": "ls"}))
+    observer.feed(odd)
+    observer.feed(text("x", msg="m2"))
+    observation = observer.finish(end="exited", exit_status=0, tail=None)
+    assert observation.state in {"recorded", "harness-error", "refused-init", "no-result"}
+
+
+def test_result_line_fails_closed() -> None:
+    # is_error must be exactly false to record; a non-number cost is unknown, not zero.
+    obs = observe(init(), text("x"), _line({"type": "result", "is_error": "false",
+                                            "total_cost_usd": "0.1"}))
+    assert (obs.state, obs.cost_usd) == ("harness-error", None)
