@@ -1,0 +1,141 @@
+"""Errors raised by the campaign package for bad input (DESIGN.md, exit status 2).
+
+* CampaignError                 - base class; ``exit_status`` 2 (usage or bad input)
+  x CorpusError                 - a corpus file breaks the layout the planner reads
+  x UnknownProbe                - a probe id that is not on the shelf ``docs/probes/``
+  x PlanError                   - a plan cannot be composed or a plan file cannot be read
+    x UnknownTier               - a tier that ``probe.yml`` does not declare
+    x TreeMismatch              - ``--plan FILE`` names another corpus tree
+  x SealError                   - a workspace cannot be sealed
+    x SealRefused               - RC-09 refuses the workspace (``refused-seal``)
+    x WorkspaceNotEmpty         - the seal's output directory is not new or empty
+  x ArmError                    - an arm cannot be applied to a workspace
+    x ArmUnsupported            - an arm of the vocabulary this build does not implement
+
+Every message names the input (a file, a probe, a tier) and the rule it breaks;
+the same facts are kept as attributes so callers never parse a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+
+class CampaignError(Exception):
+    """Base class for every error raised by `campaign` for bad input.
+
+    ``exit_status`` is the CLI's status for the error (DESIGN.md: 2 for usage
+    or bad input). ``record`` maps `SealRefused` to 12 itself.
+    """
+
+    exit_status: ClassVar[int] = 2
+
+
+class CorpusError(CampaignError):
+    """A corpus file breaks the layout the built-in planner reads.
+
+    Raised by `load_corpus`; never for a seal refusal (that is `SealRefused`).
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"corpus file {path}: {problem}")
+        self.path = path
+        """The corpus-relative path (or the corpus root) the problem is in."""
+        self.problem = problem
+        """What is wrong, naming the rule."""
+
+
+class UnknownProbe(CampaignError):
+    """A probe id that is not on the corpus's shelf ``docs/probes/``."""
+
+    def __init__(self, probe_id: str, known: Iterable[str]) -> None:
+        self.probe_id = probe_id
+        self.known = tuple(sorted(known))
+        super().__init__(
+            f"probe {probe_id!r} is not on the shelf docs/probes/ "
+            f"(known: {', '.join(self.known) or 'none'})"
+        )
+
+
+class PlanError(CampaignError):
+    """A plan cannot be composed, or a plan file cannot be read (exit 2)."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"plan {source}: {problem}")
+        self.source = source
+        """The plan file, or ``tier <name>`` when composing."""
+        self.problem = problem
+
+
+class UnknownTier(PlanError):
+    """A tier that ``.headwater/probe.yml`` does not declare."""
+
+    def __init__(self, tier: str, known: Iterable[str]) -> None:
+        self.tier = tier
+        self.known = tuple(sorted(known))
+        super().__init__(
+            f"tier {tier!r}",
+            ".headwater/probe.yml declares no such tier "
+            f"(known: {', '.join(self.known) or 'none'})",
+        )
+
+
+class TreeMismatch(PlanError):
+    """``--plan FILE`` was composed over another corpus tree (DESIGN.md, "Digests")."""
+
+    def __init__(self, plan_file: str, plan_tree: str, corpus_tree: str) -> None:
+        self.plan_tree = plan_tree
+        self.corpus_tree = corpus_tree
+        super().__init__(
+            plan_file,
+            f"tree {plan_tree} differs from the corpus tree {corpus_tree}; "
+            "the corpus changed since the plan was composed",
+        )
+
+
+class SealError(CampaignError):
+    """Base class for errors of `seal_workspace`."""
+
+
+class SealRefused(SealError):
+    """RC-09 refuses the workspace of ``probe_id``: no session may run in it.
+
+    Raised for a declared fold that states a declared answer (before anything
+    is copied) and by the verification pass (the workspace is then left as
+    built, for inspection). A session that was refused is ``refused-seal``.
+    """
+
+    def __init__(self, probe_id: str, path: str, line: int | None, reason: str) -> None:
+        self.probe_id = probe_id
+        self.path = path
+        """Workspace- (= corpus-) relative POSIX path of the offending file."""
+        self.line = line
+        """1-based line of the offending text, or None when the whole file is at fault."""
+        self.reason = reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"seal of {probe_id} refused (RC-09): {where}: {reason}")
+
+
+class WorkspaceNotEmpty(SealError):
+    """The output directory of a seal exists and is not an empty directory."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"workspace {path} exists and is not an empty directory")
+
+
+class ArmError(CampaignError):
+    """An arm cannot be applied (unknown arm, or a layer file it cannot read)."""
+
+    def __init__(self, arm: str, reason: str) -> None:
+        self.arm = arm
+        self.reason = reason
+        super().__init__(f"arm {arm!r}: {reason}")
+
+
+class ArmUnsupported(ArmError):
+    """An arm of the RC-14 vocabulary that this build does not implement yet."""
+
+    def __init__(self, arm: str) -> None:
+        super().__init__(arm, "is in the RC-14 vocabulary but not implemented in this build")

@@ -1,0 +1,265 @@
+"""The plan: six identity members, the probes with their tasks, the read set, the count.
+
+Digest rules (DESIGN.md, "Digests"; the file shape is in docs/plan.md):
+
+* ``tree`` - `tree_digest` over every regular file of the corpus except ``.git/``.
+* ``lock`` - the lock file's digest; without one, probe.yml's (``lock_source`` says so).
+* ``selection`` - sha256 of the sorted selected probe ids joined by ``\\n``.
+* ``read_set`` - `tree_digest` over the selected probe files and what they examine.
+* ``seed`` - the caller's. ``harness`` - ``headwater-campaign <version>``.
+
+The built-in planner selects every probe on the shelf; the tier selects arms
+and repetitions. A plan file (``--plan``) may select fewer probes.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Iterable
+from io import StringIO
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from recorder._digest import digest_text, tree_digest
+
+from ._arms import Arm
+from ._corpus import Corpus, Tier, TierConfig, describe_validation
+from ._errors import PlanError, TreeMismatch, UnknownTier
+
+DISTRIBUTION: Final = "headwater-campaign"
+UNKNOWN_VERSION: Final = "0+unknown"
+"""The version when the distribution is not installed (a bare checkout on sys.path)."""
+
+Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class FileDigest(_Closed):
+    """One corpus file by path and content."""
+
+    path: str
+    """Corpus-relative POSIX path."""
+    digest: Digest
+
+
+class PlanProbe(_Closed):
+    """One selected probe, as the plan prints it."""
+
+    id: str
+    title: str
+    path: str
+    digest: Digest
+    task: str
+    """The ``## Task`` body, word for word: the whole first turn (RC-04)."""
+    answers: tuple[str, ...]
+    examines: tuple[FileDigest, ...]
+
+
+class Plan(_Closed):
+    """A composed plan. Dumped by `dump_plan`, read back by `load_plan_file`."""
+
+    tree: Digest
+    lock: Digest
+    selection: Digest
+    read_set: Digest
+    seed: int = Field(strict=True)
+    harness: str
+    """``headwater-campaign <version>``: the planner's version, never Claude Code's."""
+    tier: Tier
+    arms: tuple[Arm, ...] = Field(min_length=1)
+    repetitions: int = Field(ge=1, strict=True)
+    session_count: int = Field(ge=1, strict=True)
+    """probes x arms x repetitions, printed before anything is spent."""
+    model: str
+    tools: tuple[str, ...]
+    lock_source: str
+    """The lock file's corpus path, or ``probe.yml (no lock file)``."""
+    probes: tuple[PlanProbe, ...] = Field(min_length=1)
+    read_set_files: tuple[FileDigest, ...]
+    """The files ``read_set`` covers, sorted by path bytes."""
+
+    @model_validator(mode="after")
+    def _count(self) -> Plan:
+        expected = len(self.probes) * len(self.arms) * self.repetitions
+        if self.session_count != expected:
+            raise ValueError(f"session_count {self.session_count} is not probes x arms x "
+                             f"repetitions = {expected}")
+        return self
+
+
+def harness_version() -> str:
+    """``headwater-campaign <version>`` from the installed distribution's metadata."""
+    try:
+        version = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = UNKNOWN_VERSION
+    return f"{DISTRIBUTION} {version}"
+
+
+def selection_digest(probe_ids: Iterable[str]) -> str:
+    """sha256 of the sorted probe ids joined by ``\\n`` (no trailing newline)."""
+    return digest_text("\n".join(sorted(probe_ids)))
+
+
+def _files(corpus: Corpus, paths: Iterable[str]) -> tuple[FileDigest, ...]:
+    ordered = sorted(set(paths), key=lambda p: p.encode("utf-8"))
+    return tuple(FileDigest(path=p, digest=corpus.files[p]) for p in ordered)
+
+
+def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
+           repetitions: int, seed: int, harness: str, model: str,
+           tools: tuple[str, ...]) -> Plan:
+    chosen = [corpus.probes[i] for i in sorted(ids)]
+    read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
+    probes = [
+        PlanProbe(id=p.id, title=p.title, path=p.path, digest=p.digest, task=p.task,
+                  answers=p.answers,
+                  examines=tuple(FileDigest(path=e, digest=corpus.files[e]) for e in p.examines))
+        for p in chosen
+    ]
+    return Plan.model_validate({
+        "tree": corpus.tree, "lock": corpus.lock, "selection": selection_digest(ids),
+        "read_set": tree_digest({f.path: f.digest for f in read}), "seed": seed,
+        "harness": harness, "tier": tier, "arms": arms, "repetitions": repetitions,
+        "session_count": len(probes) * len(arms) * repetitions, "model": model,
+        "tools": tools, "lock_source": corpus.lock_source, "probes": probes,
+        "read_set_files": read,
+    })
+
+
+def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
+    """Compose the plan of ``tier``: every probe of the shelf, the tier's arms and repetitions.
+
+    Raises:
+        UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
+        PlanError: the shelf holds no probe.
+    """
+    declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}
+    if tier not in declared:
+        raise UnknownTier(tier, declared)
+    if not corpus.probes:
+        raise PlanError(f"tier {tier!r}", "the shelf docs/probes/ holds no probe; nothing to run")
+    chosen = declared[tier]
+    return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
+                  repetitions=chosen.repetitions, seed=seed, harness=harness_version(),
+                  model=corpus.config.model, tools=corpus.config.tools)
+
+
+def _yaml_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _yaml_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_yaml_value(v) for v in value]
+    if isinstance(value, str) and _literal_safe(value):
+        return LiteralScalarString(value)
+    return value
+
+
+def _literal_safe(text: str) -> bool:
+    """A multi-line string that a block scalar carries byte for byte (no ``\\r``, no controls)."""
+    return "\n" in text and all(c in "\n\t" or c.isprintable() for c in text)
+
+
+def dump_plan(plan: Plan, fmt: Literal["text", "yaml", "json"]) -> str:
+    """Render ``plan``: ``text`` for people; ``yaml`` and ``json`` are what `load_plan_file` reads.
+
+    Raises:
+        ValueError: ``fmt`` is not one of the three.
+    """
+    data = plan.model_dump(mode="json")
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "yaml":
+        yaml = YAML()
+        yaml.default_flow_style = False
+        yaml.width = 4096
+        out = StringIO()
+        yaml.dump(_yaml_value(data), out)
+        return out.getvalue()
+    if fmt == "text":
+        return _text(plan)
+    raise ValueError(f"format must be text, yaml or json, not {fmt!r}")
+
+
+def _text(plan: Plan) -> str:
+    lines = [
+        f"plan: tier {plan.tier}, {len(plan.probes)} probes, arms {', '.join(plan.arms)}",
+        f"sessions: {len(plan.probes)} probes x {len(plan.arms)} arms x {plan.repetitions} "
+        f"repetitions = {plan.session_count}",
+        "",
+        "identity:",
+        f"  tree       {plan.tree}",
+        f"  lock       {plan.lock}  ({plan.lock_source})",
+        f"  selection  {plan.selection}",
+        f"  read_set   {plan.read_set}",
+        f"  seed       {plan.seed}",
+        f"  harness    {plan.harness}",
+        f"model: {plan.model}",
+        f"tools: {', '.join(plan.tools) or '(none)'}",
+    ]
+    for probe in plan.probes:
+        lines += ["", f"probe {probe.id}: {probe.title}", f"  {probe.digest} {probe.path}",
+                  f"  answers: {' | '.join(probe.answers) or '(none declared)'}", "  task:"]
+        lines += [f"    {line}".rstrip() for line in probe.task.split("\n")]
+        lines += ["  examines:"] + [f"    {e.digest} {e.path}" for e in probe.examines]
+    lines += ["", f"read set ({len(plan.read_set_files)} documents):"]
+    lines += [f"  {f.digest} {f.path}" for f in plan.read_set_files]
+    return "\n".join(lines) + "\n"
+
+
+def _parse(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanError(str(path), f"cannot read: {exc}") from exc
+    try:
+        if path.suffix == ".json" or text.lstrip().startswith("{"):
+            return json.loads(text)
+        return YAML(typ="safe", pure=True).load(text)
+    except (json.JSONDecodeError, YAMLError) as exc:
+        raise PlanError(str(path), f"not valid YAML or JSON: {' '.join(str(exc).split())}") from exc
+
+
+def load_plan_file(path: Path, corpus: Corpus) -> Plan:
+    """Read a plan file (the yaml or json of `dump_plan`) and recompose it over ``corpus``.
+
+    The file fixes the selection (its probe ids), tier, arms, repetitions,
+    seed, harness, model and tools. Tasks, answers, titles and digests are
+    read from the corpus, so the result is what `compose_plan` would give
+    for that selection.
+
+    Raises:
+        PlanError: unreadable; not YAML/JSON; a key outside the closed set
+            or missing; a probe not on the shelf or listed twice; ``lock``,
+            ``selection`` or ``read_set`` not what the corpus composes.
+        TreeMismatch: the file's ``tree`` differs from the corpus's (exit 2).
+    """
+    where = str(path)
+    try:
+        given = Plan.model_validate(_parse(path))
+    except ValidationError as exc:
+        raise PlanError(where, describe_validation(exc)) from exc
+    if given.tree != corpus.tree:
+        raise TreeMismatch(where, given.tree, corpus.tree)
+    ids = [p.id for p in given.probes]
+    if len(set(ids)) != len(ids):
+        raise PlanError(where, "a probe is listed twice")
+    missing = [i for i in ids if i not in corpus.probes]
+    if missing:
+        raise PlanError(where, f"probe {missing[0]!r} is not on the shelf docs/probes/")
+    plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
+                  seed=given.seed, harness=given.harness, model=given.model, tools=given.tools)
+    for member in ("lock", "selection", "read_set"):
+        if getattr(given, member) != getattr(plan, member):
+            raise PlanError(where, f"{member} {getattr(given, member)} differs from the "
+                                   f"{getattr(plan, member)} this corpus composes")
+    return plan
