@@ -1,0 +1,63 @@
+"""Errors raised by the recorder.
+
+* RecorderError            - base class of every error the recorder raises
+  x LineTooLong            - a harness stdout line exceeded the reader's cap (recorder._lines)
+  x HarnessSpawnFailed     - the harness (bwrap) could not be executed (recorder._driver)
+
+Other recorder modules add their own subclasses here; callers above the
+recorder catch these types, never ``OSError``.
+"""
+
+from __future__ import annotations
+
+
+class RecorderError(Exception):
+    """Base class for every error raised by `recorder`."""
+
+
+class LineTooLong(RecorderError):
+    """A stdout line of the harness exceeded the line cap (BC-03).
+
+    Raised by `recorder._lines.LineReader` before it buffers past the cap;
+    `recorder._driver.drive_harness` turns it into ``end="line-too-long"``
+    and keeps it in the result. The session is never resumed past the line:
+    a silent skip would hide a call.
+
+    Attributes:
+        line_number: 1-based number of the offending line in the stream.
+        size_bytes: Bytes of that line seen so far (without the newline). When
+            ``complete`` is False the line had not ended yet: it is at least
+            this long.
+        limit_bytes: The cap that was exceeded.
+        complete: True when the line's newline had been seen (exact size).
+    """
+
+    def __init__(
+        self, *, line_number: int, size_bytes: int, limit_bytes: int, complete: bool
+    ) -> None:
+        size = f"{size_bytes} bytes" if complete else f"at least {size_bytes} bytes"
+        super().__init__(
+            f"stdout line {line_number} is {size}, over the line cap of {limit_bytes} bytes"
+        )
+        self.line_number = line_number
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+        self.complete = complete
+
+
+class HarnessSpawnFailed(RecorderError):
+    """The harness command could not be started (not found, not executable).
+
+    Raised by `recorder._driver.drive_harness` before any child exists, so
+    nothing was spent. A child that starts and then fails is data in
+    `DriveResult`, not this error.
+
+    Attributes:
+        executable: ``argv[0]`` of the command that failed.
+        reason: The operating system's explanation.
+    """
+
+    def __init__(self, executable: str, reason: str) -> None:
+        super().__init__(f"cannot start the harness {executable!r}: {reason}")
+        self.executable = executable
+        self.reason = reason

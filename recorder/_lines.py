@@ -1,0 +1,148 @@
+"""Pull-based, bounded framing of the harness's stdout into lines.
+
+Rule sources: BC-03 (line cap) and DESIGN.md "Targets: memory" (pull-based).
+
+Lines are framed on the byte 0x0A only and stay bytes: a chunk is never
+decoded, so a multi-byte UTF-8 character split across reads, or a U+2028
+inside a JSON string, survives; the consumer decodes whole lines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, final
+
+from ._errors import LineTooLong
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from typing import Self
+
+__all__ = ["MAX_LINE_BYTES", "READ_CHUNK_BYTES", "LineReader", "LineTooLong"]
+
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""Cap on one stdout line, in bytes, newline excluded.
+
+Real stream-json lines pass 1 MiB when a tool returns an image or a large
+file (the line holds the content twice: BC-03 is 1.4 MB), so the cap sits
+far above them; it exists so a runaway child cannot take unbounded memory.
+Raise it only with a measured line that needs it.
+"""
+
+READ_CHUNK_BYTES: Final = 64 * 1024
+"""Bytes asked for per read: one Linux pipe buffer, so one read empties a full pipe."""
+
+_NEWLINE: Final = b"\n"
+
+
+@final
+class LineReader:
+    """Pull newline-terminated lines from a byte source, one at a time.
+
+    ``async for line in reader`` yields each line without its newline byte.
+    ``receive`` is called only when the consumer asks for a line that is not
+    buffered yet, so a slow consumer leaves the bytes in the pipe and the
+    writer blocks (backpressure). A final fragment without a newline is not a
+    line: after exhaustion it is in `tail` (a cut stream, the state
+    ``truncated``).
+
+    Memory: at most one chunk returned by ``receive`` plus the current line,
+    and the current line never grows past ``max_line_bytes``.
+    ``bytes_received - bytes_delivered`` is exactly what is held.
+
+    Backend-neutral (trio and asyncio): it awaits only ``receive``.
+    **Cancellation:** a cancelled ``receive`` propagates; bytes already held
+    stay held, so iteration may continue afterwards.
+
+    Raises (from iteration):
+        LineTooLong: a line would exceed ``max_line_bytes``; raised before the
+            bytes past the cap are appended, with the 1-based line number.
+            Iteration stops for good afterwards.
+        Whatever ``receive`` raises, unchanged.
+    """
+
+    def __init__(
+        self,
+        receive: Callable[[], Awaitable[bytes]],
+        *,
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
+        """Wrap ``receive``, which returns the next chunk of bytes, ``b""`` at end of stream."""
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be at least 1, but got {max_line_bytes}")
+        self._receive = receive
+        self._max_line_bytes = max_line_bytes
+        self._chunk = b""
+        self._pos = 0
+        self._partial = bytearray()
+        self._eof = False
+        self._failed = False
+        self.tail: bytes | None = None
+        """After exhaustion: the final fragment that had no newline; None if none."""
+        self.bytes_received = 0
+        """Bytes returned by ``receive`` so far."""
+        self.bytes_delivered = 0
+        """Bytes handed on as lines, each counted with the newline that ended it."""
+        self.lines = 0
+        """Lines yielded so far."""
+
+    @property
+    def pending(self) -> bytes:
+        """The bytes held now and not yet delivered: the start of a line not yet ended."""
+        return bytes(self._partial) + self._chunk[self._pos :]
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._failed:
+            raise StopAsyncIteration
+        while True:
+            line = self._take_line()
+            if line is not None:
+                return line
+            if self._eof:
+                raise StopAsyncIteration
+            chunk = await self._receive()
+            self.bytes_received += len(chunk)
+            if chunk:
+                self._chunk, self._pos = chunk, 0
+            else:
+                self._finish()
+
+    def _take_line(self) -> bytes | None:
+        """Return the next complete line from what is held, or None (partial kept)."""
+        chunk, pos = self._chunk, self._pos
+        if pos >= len(chunk):
+            return None
+        end = chunk.find(_NEWLINE, pos)
+        if end < 0:
+            self._check_size(len(self._partial) + len(chunk) - pos, complete=False)
+            self._partial += chunk[pos:] if pos else chunk
+            self._chunk, self._pos = b"", 0
+            return None
+        self._check_size(len(self._partial) + end - pos, complete=True)
+        if self._partial:
+            self._partial += chunk[pos:end]
+            line = bytes(self._partial)
+            self._partial.clear()
+        else:
+            line = chunk[pos:end]
+        self._pos = end + 1
+        self.bytes_delivered += len(line) + 1
+        self.lines += 1
+        return line
+
+    def _check_size(self, size_bytes: int, *, complete: bool) -> None:
+        if size_bytes > self._max_line_bytes:
+            self._failed = True
+            raise LineTooLong(
+                line_number=self.lines + 1,
+                size_bytes=size_bytes,
+                limit_bytes=self._max_line_bytes,
+                complete=complete,
+            )
+
+    def _finish(self) -> None:
+        self._eof = True
+        self.tail = bytes(self._partial) if self._partial else None
+        self._partial = bytearray()

@@ -1,0 +1,441 @@
+"""drive_harness: exit facts, limits, bounded drains, reaping, no leaks, BC-13, BC-17."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import pytest
+
+from recorder import _driver
+from recorder._driver import DriveResult, drive_harness
+from recorder._errors import HarnessSpawnFailed, RecorderError
+from recorder._lines import MAX_LINE_BYTES
+from tests.conftest import FIXTURES, python_child
+from tests.standin import STANDIN_PYTHON, write_standin
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+pytestmark = pytest.mark.anyio
+
+BUG_INPUTS = FIXTURES / "bug_inputs"
+STREAM = b'{"type":"system","subtype":"init"}\n{"type":"assistant","n":1}\n{"type":"result"}\n'
+BOTH_BACKENDS = pytest.mark.parametrize("anyio_backend", ["trio", "asyncio"])
+
+
+async def drive(
+    argv: Sequence[str],
+    tmp_path: Path,
+    *,
+    deadline_s: float = 60,
+    **overrides: Any,  # noqa: ANN401 - passed through to drive_harness
+) -> tuple[DriveResult, list[bytes]]:
+    """Drive ``argv`` with test defaults; a hang fails at ``deadline_s``, never stalls."""
+    seen: list[bytes] = []
+    params: dict[str, Any] = {
+        "args_payload": None,
+        "on_line": seen.append,
+        "stderr_tail": tmp_path / "stderr.tail",
+        "wall_limit_s": 30.0,
+        "watchdog_s": 30.0,
+        "grace_s": 1.0,
+    }
+    params.update(overrides)
+    with anyio.fail_after(deadline_s):
+        result = await drive_harness(lambda fd: list(argv), **params)
+    return result, seen
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def pids_running(path: Path) -> list[int]:
+    """Live processes whose command line names ``path``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(path).encode() in cmdline and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@BOTH_BACKENDS
+async def test_drive_normal_exit(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=STREAM)
+    result, seen = await drive([str(standin)], tmp_path)
+    assert seen == STREAM.split(b"\n")[:-1]
+    assert (result.exit_status, result.end, result.tail) == (0, "exited", None)
+    assert (result.lines, result.stdout_bytes, result.stderr_bytes) == (3, len(STREAM), 0)
+    assert result.line_too_long is None
+    assert (tmp_path / "stderr.tail").read_bytes() == b""
+
+
+async def test_drive_reports_a_nonzero_exit_and_stderr(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=STREAM, exit_code=3, stderr=b"boom\n")
+    result, seen = await drive([str(standin)], tmp_path)
+    assert (result.exit_status, result.end, len(seen)) == (3, "exited", 3)
+    assert (tmp_path / "stderr.tail").read_bytes() == b"boom\n"
+    assert result.stderr_bytes == 5
+
+
+async def test_drive_reports_death_by_signal_as_negative_status(tmp_path: Path) -> None:
+    code = "import os, signal; print('{}'); os.kill(os.getpid(), signal.SIGKILL)"
+    result, seen = await drive(python_child(code), tmp_path)
+    assert (result.exit_status, result.end, seen) == (-signal.SIGKILL, "exited", [b"{}"])
+
+
+async def test_drive_keeps_a_cut_last_line_as_tail(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=b'{"a":1}\n{"type":"resu')
+    result, seen = await drive([str(standin)], tmp_path)
+    assert seen == [b'{"a":1}']
+    assert (result.tail, result.lines, result.end) == (b'{"type":"resu', 1, "exited")
+
+
+async def test_drive_stops_a_child_at_the_wall_limit(tmp_path: Path) -> None:
+    code = "import time\nwhile True:\n    print('{}', flush=True); time.sleep(0.1)"
+    started = time.monotonic()
+    result, seen = await drive(python_child(code), tmp_path, wall_limit_s=1.0, grace_s=1.0)
+    elapsed = time.monotonic() - started
+    assert (result.end, result.exit_status) == ("timed-out", -signal.SIGTERM)
+    assert len(seen) >= 5
+    assert 1.0 <= elapsed < 2.5
+
+
+@BOTH_BACKENDS
+async def test_drive_watchdog_fires_when_stdout_is_silent(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=b'{"type":"system"}\n', sleep_s=60)
+    started = time.monotonic()
+    result, seen = await drive([str(standin)], tmp_path, watchdog_s=0.5)
+    assert (result.end, result.exit_status) == ("watchdog", -signal.SIGTERM)
+    assert seen == [b'{"type":"system"}']
+    assert time.monotonic() - started < 3
+
+
+async def test_drive_watchdog_does_not_count_time_spent_in_on_line(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=STREAM)
+    seen: list[bytes] = []
+
+    def slow(line: bytes) -> None:
+        time.sleep(0.4)  # the consumer is busy; the child is not silent
+        seen.append(line)
+
+    result, _ = await drive([str(standin)], tmp_path, watchdog_s=0.3, on_line=slow)
+    assert (result.end, result.exit_status, len(seen)) == ("exited", 0, 3)
+
+
+async def test_drive_bounds_the_drain_when_a_descendant_holds_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_driver, "DRAIN_AFTER_EXIT_S", 1.0)
+    standin = write_standin(tmp_path / "standin", stdout=STREAM, exit_code=5, hold_stdout_s=60)
+    started = time.monotonic()
+    result, seen = await drive([str(standin)], tmp_path)
+    elapsed = time.monotonic() - started
+    assert (result.end, result.exit_status, result.tail) == ("exited", 5, None)
+    assert seen == STREAM.split(b"\n")[:-1]
+    assert 1.0 <= elapsed < 4
+    assert pids_running(standin) == []  # the descendant went with the session
+
+
+async def test_drive_reads_all_the_child_wrote_before_exit_however_slow_on_line_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drain limit bounds waiting for a descendant's bytes, never the child's own.
+
+    The child grows its stdout pipe to 1 MiB (fcntl F_SETPIPE_SZ), writes
+    400 lines (~420 KB, several reads) and exits at once; a descendant keeps
+    the pipe open. Reading them all takes longer than the drain limit.
+    """
+    monkeypatch.setattr(_driver, "DRAIN_AFTER_EXIT_S", 0.3)
+    code = (
+        "import fcntl, os, time\n"
+        "fcntl.fcntl(1, fcntl.F_SETPIPE_SZ, 1 << 20)\n"
+        "data = b''.join(b'{\"n\":%d,\"pad\":\"%s\"}\\n' % (i, b'x' * 1024) for i in range(400))\n"
+        "view = memoryview(data)\n"
+        "while view:\n"
+        "    view = view[os.write(1, view):]\n"
+        "if os.fork() == 0:\n"
+        "    os.close(2); time.sleep(60); os._exit(0)\n"
+    )
+    seen: list[bytes] = []
+
+    def slow(line: bytes) -> None:
+        time.sleep(0.003)  # 400 lines: 1.2 s of work, well past the drain limit
+        seen.append(line)
+
+    result, _ = await drive(python_child(code), tmp_path, on_line=slow)
+    assert [json.loads(line)["n"] for line in seen] == list(range(400))
+    assert (result.end, result.exit_status, result.tail) == ("exited", 0, None)
+
+
+async def test_drive_drains_a_stderr_flood_before_any_stdout_bc13(tmp_path: Path) -> None:
+    """BC-13: 256 KiB of stderr before the first stdout byte must not deadlock."""
+    script = BUG_INPUTS / "BC-13_fake_claude.sh"
+    reference = await anyio.run_process(["/bin/sh", str(script)])
+    assert len(reference.stderr) > 256 * 1024
+    result, seen = await drive(["/bin/sh", str(script)], tmp_path, deadline_s=20)
+    assert (result.exit_status, result.end) == (0, "exited")
+    assert seen == reference.stdout.split(b"\n")[:-1]
+    assert json.loads(seen[-1])["type"] == "result"
+    assert result.stderr_bytes == len(reference.stderr)
+    assert (tmp_path / "stderr.tail").read_bytes() == reference.stderr[-64 * 1024 :]
+
+
+async def test_drive_keeps_the_last_64_kib_of_stderr(tmp_path: Path) -> None:
+    expected = b"".join(b"%07d\n" % i for i in range(25_000))  # 200,000 bytes, all distinct
+    code = (
+        "import sys\n"
+        "data = b''.join(b'%07d\\n' % i for i in range(25_000))\n"
+        "for i in range(0, len(data), 3000):\n"
+        "    sys.stderr.buffer.write(data[i:i + 3000]); sys.stderr.flush()\n"
+        "print('{}')"
+    )
+    result, seen = await drive(python_child(code), tmp_path)
+    tail = (tmp_path / "stderr.tail").read_bytes()
+    assert _driver.STDERR_TAIL_BYTES == 64 * 1024
+    assert tail == expected[-64 * 1024 :]
+    assert (result.stderr_bytes, seen, result.exit_status) == (len(expected), [b"{}"], 0)
+
+
+@BOTH_BACKENDS
+async def test_drive_cancellation_reaps_a_child_that_ignores_sigterm(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print(os.getpid(), flush=True)\n"
+        "time.sleep(60)"
+    )
+    seen: list[bytes] = []
+    started = time.monotonic()
+    with anyio.fail_after(10), anyio.move_on_after(1.0) as scope:
+        await drive_harness(
+            lambda fd: python_child(code),
+            args_payload=None,
+            on_line=seen.append,
+            stderr_tail=tmp_path / "stderr.tail",
+            wall_limit_s=30,
+            watchdog_s=30,
+            grace_s=0.5,
+        )
+    elapsed = time.monotonic() - started
+    assert scope.cancelled_caught
+    pid = int(seen[0])
+    assert not alive(pid)
+    assert 1.5 <= elapsed < 3.5  # SIGTERM, 0.5 s of grace ignored, then SIGKILL
+
+
+async def test_drive_reaps_then_reraises_an_on_line_error(tmp_path: Path) -> None:
+    code = "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)"
+    pids: list[int] = []
+
+    class ConsumerBug(Exception):
+        pass
+
+    def on_line(line: bytes) -> None:
+        pids.append(int(line))
+        raise ConsumerBug("transform failed")
+
+    with pytest.raises(ConsumerBug):
+        await drive(python_child(code), tmp_path, on_line=on_line, deadline_s=10)
+    assert not alive(pids[0])
+
+
+async def test_drive_ends_line_too_long_and_keeps_the_error(tmp_path: Path) -> None:
+    code = (
+        "import sys, time\n"
+        "out = sys.stdout.buffer\n"
+        "out.write(b'{}\\n')\n"
+        f"out.write(b'x' * {MAX_LINE_BYTES + 1} + b'\\n'); out.flush()\n"
+        "time.sleep(60)"
+    )
+    result, seen = await drive(python_child(code), tmp_path, deadline_s=20)
+    assert (result.end, seen, result.tail) == ("line-too-long", [b"{}"], None)
+    assert result.line_too_long is not None
+    assert result.line_too_long.line_number == 2
+    assert result.line_too_long.size_bytes > MAX_LINE_BYTES
+    assert result.exit_status is not None
+
+
+async def test_drive_reads_bc03_whole_through_a_standin(tmp_path: Path) -> None:
+    data = (BUG_INPUTS / "BC-03.jsonl").read_bytes()
+    standin = write_standin(tmp_path / "standin", stdout=data)
+    result, seen = await drive([str(standin)], tmp_path)
+    assert seen == data.split(b"\n")[:-1]
+    assert max(len(line) for line in seen) > 1_000_000
+    assert (result.exit_status, result.stdout_bytes) == (0, len(data))
+
+
+async def test_drive_passes_the_args_payload_on_an_fd(tmp_path: Path) -> None:
+    payload = b"--setenv\0ANTHROPIC_API_KEY\0sk-secret\0" * 100
+    code = (
+        "import os, sys\n"
+        "fd = int(sys.argv[1]); chunks = []\n"
+        "while chunk := os.read(fd, 4096):\n"
+        "    chunks.append(chunk)\n"
+        "print(b''.join(chunks).hex())"
+    )
+    fds: list[int | None] = []
+
+    def argv_for(fd: int | None) -> list[str]:
+        fds.append(fd)
+        return [*python_child(code), str(fd)]
+
+    seen: list[bytes] = []
+    with anyio.fail_after(20):
+        result = await drive_harness(
+            argv_for,
+            args_payload=payload,
+            on_line=seen.append,
+            stderr_tail=tmp_path / "stderr.tail",
+            wall_limit_s=10,
+            watchdog_s=10,
+        )
+    assert result.exit_status == 0
+    assert seen == [payload.hex().encode()]
+    assert fds[0] is not None
+    assert fds[0] > 2
+
+
+async def test_drive_calls_argv_for_with_none_without_payload(tmp_path: Path) -> None:
+    fds: list[int | None] = []
+
+    def argv_for(fd: int | None) -> list[str]:
+        fds.append(fd)
+        return ["/usr/bin/true"]
+
+    await drive_harness(
+        argv_for,
+        args_payload=None,
+        on_line=lambda line: None,
+        stderr_tail=tmp_path / "t",
+        wall_limit_s=10,
+        watchdog_s=10,
+    )
+    assert fds == [None]
+
+
+async def test_drive_rejects_a_payload_over_60_kib_before_spawning(tmp_path: Path) -> None:
+    def argv_for(fd: int | None) -> list[str]:
+        raise AssertionError("must not be called")
+
+    with pytest.raises(ValueError, match="61441 bytes"):
+        await drive_harness(
+            argv_for,
+            args_payload=b"x" * (60 * 1024 + 1),
+            on_line=lambda line: None,
+            stderr_tail=tmp_path / "t",
+            wall_limit_s=10,
+            watchdog_s=10,
+        )
+
+
+@pytest.mark.parametrize("kind", ["missing", "not-executable"])
+async def test_drive_translates_spawn_failures(tmp_path: Path, kind: str) -> None:
+    exe = tmp_path / "claude"
+    if kind == "not-executable":
+        exe.write_text("#!/bin/sh\n")
+        exe.chmod(0o644)
+    with pytest.raises(HarnessSpawnFailed) as caught:
+        await drive([str(exe)], tmp_path)
+    assert isinstance(caught.value, RecorderError)
+    assert caught.value.executable == str(exe)
+    assert str(exe) in str(caught.value)
+
+
+async def test_drive_gives_the_child_exactly_env(tmp_path: Path) -> None:
+    _, seen = await drive(["/usr/bin/env"], tmp_path)
+    assert seen == []  # bwrap starts with an empty environment (RC-03)
+    _, seen = await drive(["/usr/bin/env"], tmp_path, env={"LANG": "C.UTF-8"})
+    assert seen == [b"LANG=C.UTF-8"]
+
+
+async def test_drive_leaks_no_fd(tmp_path: Path) -> None:
+    before = open_fds()
+    standin = write_standin(tmp_path / "standin", stdout=STREAM)
+    await drive([str(standin)], tmp_path)
+    await drive([str(standin)], tmp_path, args_payload=b"a\0b\0")
+    await drive(python_child("import time; time.sleep(60)"), tmp_path, wall_limit_s=0.3)
+    with anyio.move_on_after(0.3):
+        await drive(python_child("import time; time.sleep(60)"), tmp_path)
+    with pytest.raises(HarnessSpawnFailed):
+        await drive([str(tmp_path / "missing")], tmp_path, args_payload=b"x")
+    assert open_fds() == before
+
+
+def bwrap_argv(bwrap: str, standin: Path) -> list[str]:
+    """A minimal RC-02-shaped sandbox for a stand-in: /usr read-only, host symlinks recreated."""
+    argv = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-user",
+        "--unshare-pid",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for top in ("/bin", "/lib", "/lib64", "/sbin"):
+        path = Path(top)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            argv += ["--ro-bind", top, top]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--ro-bind", str(standin), "/opt/harness/standin"]
+    return [*argv, STANDIN_PYTHON, "/opt/harness/standin"]
+
+
+@pytest.mark.bwrap
+@pytest.mark.timeout(90)
+async def test_drive_bwrap_session_longer_than_10s_ends_with_its_own_status_bc17(
+    bwrap: str, tmp_path: Path
+) -> None:
+    """BC-17: --die-with-parent follows the spawning thread; a 25 s session must not die at 10 s.
+
+    Spawning from trio's worker thread (anyio.open_process, to_thread) kills
+    bwrap with -9 when that thread exits after 10 s idle.
+    """
+    standin = write_standin(
+        tmp_path / "standin",
+        stdout=b'{"type":"system","subtype":"init"}\n',
+        exit_code=7,
+        sleep_s=25,
+    )
+    started = time.monotonic()
+    result, seen = await drive(
+        bwrap_argv(bwrap, standin), tmp_path, deadline_s=80, wall_limit_s=70, watchdog_s=70
+    )
+    assert (result.exit_status, result.end, len(seen)) == (7, "exited", 1)
+    assert time.monotonic() - started >= 25
+
+
+async def test_drive_works_without_pidfd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels without pidfd_open(2): the exit is polled; limits and reaping still hold."""
+    monkeypatch.setattr(_driver, "_open_pidfd", lambda pid: None)
+    standin = write_standin(tmp_path / "standin", stdout=STREAM, exit_code=4)
+    result, seen = await drive([str(standin)], tmp_path)
+    assert (result.exit_status, result.end, len(seen)) == (4, "exited", 3)
+    result, _ = await drive(python_child("import time; time.sleep(60)"), tmp_path, watchdog_s=0.3)
+    assert (result.end, result.exit_status) == ("watchdog", -signal.SIGTERM)
