@@ -1,1 +1,2 @@
 """campaign package (see docs/internals.md)."""
+__version__ = "0.1.0"

@@ -1,0 +1,154 @@
+"""The batch directory: where it goes, what it must not be, and its layout.
+
+Layout (DESIGN.md, "Batch directory")::
+
+    <batch>/plan.yaml  config.yaml  ledger.jsonl
+    <batch>/transcripts/<arm>.md
+    <batch>/sessions/<arm>/<probe>/<session>/{workspace/, manifest.json, log/, stderr.tail}
+
+RC-06: the batch directory is outside ``$HOME`` (both resolved, symlinks
+followed); under it the run is refused with exit 2 before anything is spent.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from ._errors import CampaignError
+
+FALLBACK_ROOT: Final = Path("/var/tmp/headwater-campaign/batches")
+"""Default batch root when the checkout's ``batches/`` resolves under ``$HOME``."""
+
+
+class BatchDirRefused(CampaignError):
+    """Raised when a batch directory may not be used (exit status 2).
+
+    Attributes:
+        path: the directory as given.
+        rule: the rule that refuses it ("RC-06" or "not empty").
+    """
+
+    def __init__(self, path: Path, rule: str, detail: str) -> None:
+        super().__init__(f"batch directory {path}: {detail} ({rule})")
+        self.path = path
+        self.rule = rule
+        self.detail = detail
+
+
+def _home(environ: os._Environ[str] | dict[str, str] | None = None) -> Path | None:
+    env = os.environ if environ is None else environ
+    home = env.get("HOME")
+    return Path(home).resolve() if home else None
+
+
+def is_under_home(path: Path, *, home: Path | None) -> bool:
+    """True when ``path`` (resolved, symlinks followed) is ``home`` or inside it (RC-06)."""
+    if home is None:
+        return False
+    resolved = path.expanduser().resolve()
+    return resolved == home or home in resolved.parents
+
+
+def default_root(*, home: Path | None = None) -> Path:
+    """The default batch root (DESIGN.md): ``batches/`` of the checkout, else /var/tmp.
+
+    The checkout's ``batches/`` is used when it exists (an editable install or
+    a source tree) and resolves outside ``$HOME``.
+    """
+    home = _home() if home is None else home
+    checkout = Path(__file__).resolve().parent.parent / "batches"
+    if checkout.is_dir() and not is_under_home(checkout, home=home):
+        return checkout
+    return FALLBACK_ROOT
+
+
+def new_batch_name(command: str, *, now: _dt.datetime | None = None) -> str:
+    """``<command>-<UTC yyyymmddThhmmssZ>``, the default batch directory name."""
+    now = now or _dt.datetime.now(_dt.UTC)
+    return f"{command}-{now.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def prepare_batch_dir(
+    batch_dir: Path | None, *, command: str, home: Path | None = None, must_be_new: bool = True
+) -> Path:
+    """Resolve, check and create the batch directory; nothing is spent before this passes.
+
+    Args:
+        batch_dir: ``--batch-dir`` as given, or None for the default root.
+        command: the command name, for the default directory's name.
+        home: ``$HOME`` resolved (tests pass their own); None reads the environment.
+        must_be_new: False for ``record``, which adds to an existing batch.
+
+    Returns:
+        The resolved directory, created (mode 0755) and, when ``must_be_new``, empty.
+
+    Raises:
+        BatchDirRefused: under ``$HOME`` (RC-06), or not empty for a new batch
+            (the message points at ``resume``).
+    """
+    home = _home() if home is None else home
+    if batch_dir is None:
+        root = default_root(home=home)
+        batch_dir = root / new_batch_name(command)
+    resolved = batch_dir.expanduser().resolve()
+    if is_under_home(resolved, home=home):
+        raise BatchDirRefused(
+            batch_dir,
+            "RC-06",
+            f"resolves to {resolved}, inside $HOME ({home}); a session's batch must live "
+            "outside the home directory. Pass --batch-dir under /var/tmp or another path",
+        )
+    if must_be_new and resolved.exists():
+        if not resolved.is_dir():
+            raise BatchDirRefused(batch_dir, "usage", "exists and is not a directory")
+        if any(resolved.iterdir()):
+            raise BatchDirRefused(
+                batch_dir,
+                "usage",
+                "exists and is not empty; to finish an interrupted batch use "
+                f"`headwater-campaign resume {resolved}`, or pass a new --batch-dir",
+            )
+    resolved.mkdir(parents=True, exist_ok=True)
+    return resolved
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPaths:
+    """Where one session's files live inside the batch (DESIGN.md layout)."""
+
+    root: Path
+    """``<batch>/sessions/<arm>/<probe>/<session>``."""
+
+    @property
+    def workspace(self) -> Path:
+        """The sealed workspace, bound read-write at its own path."""
+        return self.root / "workspace"
+
+    @property
+    def manifest(self) -> Path:
+        """``manifest.json``: workspace path -> sha256 as sealed."""
+        return self.root / "manifest.json"
+
+    @property
+    def log_dir(self) -> Path:
+        """The session's own log directory (``HEADWATER_LOG_DIR``)."""
+        return self.root / "log"
+
+    @property
+    def stderr_tail(self) -> Path:
+        """Last 64 KiB of the harness's stderr."""
+        return self.root / "stderr.tail"
+
+
+def session_paths(batch: Path, *, arm: str, probe: str, session: str) -> SessionPaths:
+    """The paths of one session of ``batch``."""
+    return SessionPaths(batch / "sessions" / arm / probe / session)
+
+
+def transcript_path(batch: Path, arm: str) -> Path:
+    """``<batch>/transcripts/<arm>.md``."""
+    return batch / "transcripts" / f"{arm}.md"

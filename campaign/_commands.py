@@ -1,0 +1,422 @@
+"""The commands behind the CLI: each takes the parsed arguments and returns an exit status.
+
+Library code below this layer never prints; these functions are the edge
+that turns errors into messages and statuses (DESIGN.md, exit statuses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.resources
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+from rich.console import Console
+from ruamel.yaml import YAML
+
+from recorder._check import check_transcript_file
+from recorder._command import PERMISSION_MODE
+from sandbox._config import Credentials, host_credentials, sweep_config_root
+from sandbox._errors import CredentialsMissing
+from sandbox._layout import measure_host_layout
+from sandbox._preflight import preflight
+
+from ._batch import BatchDirRefused, default_root, is_under_home, prepare_batch_dir
+from ._corpus import Corpus, load_corpus
+from ._errors import CampaignError
+from ._ledger import Ledger, final_records
+from ._plan import Plan, compose_plan, dump_plan, load_plan_file
+from ._progress import Progress, arms_table
+from ._render import render_arm, summary_counts
+from ._seal import seal_workspace
+from ._session import BatchContext, SessionSpec, run_session
+from ._supervisor import run_batch, session_specs
+
+PUBLIC_API_URL: Final = "https://api.anthropic.com"
+"""The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
+DEMO_API_KEY: Final = "sk-headwater-demo-scripted-provider"
+"""The demo's key: the scripted provider on loopback accepts anything; not a secret."""
+HARNESS_VERSION_TIMEOUT_S: Final = 30.0
+"""Bound on ``harness --version`` on the host (config.yaml records it)."""
+
+
+class UsageError(Exception):
+    """Bad input or usage: the CLI prints the message and exits 2."""
+
+
+def _checkout() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def default_harness() -> Path:
+    """The pinned CLI that `make` installs under ``.harness/`` of the checkout (or of the cwd)."""
+    for base in (_checkout(), Path.cwd()):
+        candidate = base / ".harness" / "node_modules" / ".bin" / "claude"
+        if candidate.exists():
+            return candidate
+    return _checkout() / ".harness" / "node_modules" / ".bin" / "claude"
+
+
+def _resolve_harness(path: Path | None) -> Path:
+    harness = (path or default_harness()).expanduser()
+    if not harness.exists():
+        hint = "run `make harness`" if path is None else "check --harness"
+        raise UsageError(f"harness {harness} does not exist ({hint})")
+    resolved = harness.resolve()
+    if not os.access(resolved, os.X_OK):
+        raise UsageError(f"harness {resolved} is not executable")
+    return resolved
+
+
+def _load_corpus(root: Path) -> Corpus:
+    try:
+        return load_corpus(root.expanduser().resolve())
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _compose(corpus: Corpus, args: argparse.Namespace) -> Plan:
+    try:
+        if getattr(args, "plan", None):
+            plan = load_plan_file(args.plan, corpus)
+        else:
+            plan = compose_plan(corpus, tier=args.tier, seed=args.seed)
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+    if getattr(args, "model", None):
+        plan = plan.model_copy(update={"model": args.model})
+    return plan
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input)."""
+    corpus = _load_corpus(args.corpus)
+    plan = _compose(corpus, args)
+    sys.stdout.write(dump_plan(plan, args.format))
+    return 0
+
+
+def _harness_version(harness: Path) -> str:
+    try:
+        out = subprocess.run([str(harness), "--version"], capture_output=True, text=True,
+                             timeout=HARNESS_VERSION_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"},
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    return out.stdout.strip() or f"unknown (exit {out.returncode})"
+
+
+def _write_yaml(path: Path, data: Any) -> None:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    with path.open("w", encoding="utf-8") as fp:
+        yaml.dump(data, fp)
+
+
+def _preflight_or_exit(bwrap: str, harness: Path, err: Console) -> bool:
+    report = preflight(bwrap=bwrap, harness=harness)
+    if report.ok:
+        return True
+    err.print("[bold red]confinement preflight failed; nothing was started or spent (RC-05):[/]")
+    for check in report.checks:
+        if check.verdict != "ok":
+            err.print(f"  {check.name}: {check.verdict}: {check.detail}", markup=False)
+            if check.fix:
+                err.print(f"    fix: {check.fix}", markup=False)
+    return False
+
+
+async def _with_signals(body: Any) -> int | None:
+    """Run ``body()`` and stop it on SIGINT/SIGTERM; return the signal number or None."""
+    stopped: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for signum in signals:
+                    stopped.append(int(signum))
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch)
+        await body()
+        tg.cancel_scope.cancel()
+    return stopped[0] if stopped else None
+
+
+def _execute_batch(
+    *, command: str, corpus: Corpus, plan: Plan, args: argparse.Namespace,
+    credentials: Credentials, provider_url: str | None, harness: Path,
+    extra_config: dict[str, Any] | None = None,
+) -> int:
+    err = Console(stderr=True)
+    try:
+        batch = prepare_batch_dir(args.batch_dir, command=command)
+    except BatchDirRefused as exc:
+        raise UsageError(str(exc)) from exc
+    if not _preflight_or_exit(args.bwrap, harness, err):
+        return 12
+    for left in sweep_config_root():
+        err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False)
+    _write_yaml(batch / "plan.yaml", _plan_data(plan))
+    _write_yaml(batch / "config.yaml", {
+        "command": command,
+        "corpus": str(corpus.root),
+        "tier": plan.tier,
+        "seed": plan.seed,
+        "model": plan.model,
+        "arms": {arm: {"permission_mode": PERMISSION_MODE, "allowed_tools": list(plan.tools),
+                       "disallowed_tools": ["WebSearch", "WebFetch"],
+                       "setting_sources": "project,local"} for arm in plan.arms},
+        "harness": {"path": str(harness), "version": _harness_version(harness)},
+        "runner": plan.harness,
+        "provider_url": provider_url or PUBLIC_API_URL,
+        "network": "host",
+        "concurrency": args.concurrency,
+        "session_timeout_s": getattr(args, "session_timeout", 1800.0),
+        "watchdog_s": getattr(args, "watchdog", 600.0),
+        **(extra_config or {}),
+    })
+    ctx = BatchContext(
+        batch=batch, corpus=corpus, plan=plan, harness=harness, bwrap=args.bwrap,
+        credentials=credentials, provider_url=provider_url, layout=measure_host_layout(),
+        session_timeout_s=getattr(args, "session_timeout", 1800.0),
+        watchdog_s=getattr(args, "watchdog", 600.0),
+        host_skill_dirs=_host_skill_dirs(),
+        discard_workspaces=getattr(args, "discard_workspaces", False),
+    )
+    planned = {arm: len(plan.probes) * plan.repetitions for arm in plan.arms}
+    err.print(f"batch: {batch}\n{plan.session_count} sessions "
+              f"({len(plan.probes)} probes x {len(plan.arms)} arms x {plan.repetitions} "
+              f"repetitions), concurrency {args.concurrency}", markup=False, highlight=False)
+    with Progress(planned) as progress:
+        signum = anyio.run(
+            _with_signals,
+            lambda: run_batch(ctx, session_specs(plan), concurrency=args.concurrency,
+                              progress=progress),
+            backend="trio",
+        )
+    _print_summary(batch)
+    print(f"batch: {batch}")
+    if signum is not None:
+        err.print(f"stopped by signal {signum}; the batch is resumable", markup=False)
+        return 128 + signum
+    return 0
+
+
+def _host_skill_dirs() -> tuple[Path, ...]:
+    dirs = [Path.home() / ".claude" / "skills"]
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        dirs.append(Path(os.environ["CLAUDE_CONFIG_DIR"]) / "skills")
+    return tuple(dirs)
+
+
+def _plan_data(plan: Plan) -> Any:
+    yaml = YAML(typ="safe", pure=True)
+    return yaml.load(dump_plan(plan, "yaml"))
+
+
+def _print_summary(batch: Path) -> None:
+    from ._progress import ArmCounts
+
+    arms: dict[str, ArmCounts] = {}
+    for arm, row in summary_counts(batch / "ledger.jsonl").items():
+        arms[arm] = ArmCounts(planned=row["sessions"], recorded=row["recorded"],
+                              refused=row["refused"], failed=row["failed"],
+                              cost_usd=row["cost_usd"])
+    Console(highlight=False).print(arms_table(arms, title="sessions per arm"))
+    for arm in sorted(arms):
+        print(f"transcript: {batch / 'transcripts' / (arm + '.md')}")
+
+
+def _provider_url(args: argparse.Namespace) -> str:
+    return args.provider_url or os.environ.get("ANTHROPIC_BASE_URL") or PUBLIC_API_URL
+
+
+def _credentials(args: argparse.Namespace) -> Credentials:
+    try:
+        return host_credentials(api_key_env=args.api_key_env, environ=os.environ)
+    except CredentialsMissing as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``run``: a batch against a real provider with the host's credentials."""
+    corpus = _load_corpus(args.corpus)
+    plan = _compose(corpus, args)
+    harness = _resolve_harness(args.harness)
+    credentials = _credentials(args)
+    return _execute_batch(command="run", corpus=corpus, plan=plan, args=args,
+                          credentials=credentials, provider_url=_provider_url(args),
+                          harness=harness)
+
+
+@contextlib.contextmanager
+def example_paths() -> Iterator[tuple[Path, Path]]:
+    """The bundled example corpus and the demo's provider scripts, as real paths."""
+    root = importlib.resources.files("campaign") / "example"
+    with importlib.resources.as_file(root) as path:
+        yield Path(path) / "corpus", Path(path) / "scripts"
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``: the example corpus, tier campaign, scripted provider, real CLI, real bwrap."""
+    from ._provider import ScriptedProvider, load_scripts
+
+    harness = _resolve_harness(args.harness)
+    args.session_timeout = 300.0
+    args.watchdog = 120.0
+    args.discard_workspaces = False
+    with example_paths() as (corpus_root, scripts_dir):
+        corpus = _load_corpus(corpus_root)
+        plan = _compose(corpus, argparse.Namespace(tier="campaign", seed=0, plan=None, model=None))
+        credentials = Credentials(credentials_file=None, api_key_env=None, api_key=DEMO_API_KEY)
+        with ScriptedProvider(load_scripts(scripts_dir)) as provider:
+            return _execute_batch(
+                command="demo", corpus=corpus, plan=plan, args=args, credentials=credentials,
+                provider_url=provider.url, harness=harness,
+                extra_config={"provider": "scripted (loopback), campaign/example/scripts"},
+            )
+
+
+def _next_record_name(batch: Path, *, arm: str, probe: str) -> str:
+    highest = 0
+    for key in final_records(batch / "ledger.jsonl", arm=arm):
+        if key.probe == probe and key.session.startswith("r") and key.session[1:].isdigit():
+            highest = max(highest, int(key.session[1:]))
+    return f"r{highest + 1}"
+
+
+_MEMBERS: Final = ("tree", "lock", "selection", "read_set", "seed", "harness", "tier", "model")
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """``record``: one session, added to the batch's transcript of its arm.
+
+    Exit: 0 recorded; 12 refused (RC-07, RC-09); 1 any other final state; 2
+    bad input or a batch whose plan members, tier, model or harness differ.
+    """
+    corpus = _load_corpus(args.corpus)
+    plan = _compose(corpus, args)
+    if args.probe not in corpus.probes:
+        raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
+    harness = _resolve_harness(args.harness)
+    credentials = _credentials(args)
+    try:
+        batch = prepare_batch_dir(args.batch_dir, command="record", must_be_new=False)
+    except BatchDirRefused as exc:
+        raise UsageError(str(exc)) from exc
+    plan_file = batch / "plan.yaml"
+    if plan_file.exists():
+        existing = YAML(typ="safe", pure=True).load(plan_file.read_text(encoding="utf-8"))
+        mine = _plan_data(plan)
+        differ = [m for m in _MEMBERS if existing.get(m) != mine.get(m)]
+        if differ:
+            raise UsageError(f"batch {batch} was planned with other {', '.join(differ)}; "
+                             "record into a new --batch-dir")
+    else:
+        _write_yaml(plan_file, _plan_data(plan))
+    err = Console(stderr=True)
+    if not _preflight_or_exit(args.bwrap, harness, err):
+        return 12
+    sweep_config_root()
+    session = _next_record_name(batch, arm=args.arm, probe=args.probe)
+    ctx = BatchContext(
+        batch=batch, corpus=corpus, plan=plan, harness=harness, bwrap=args.bwrap,
+        credentials=credentials, provider_url=_provider_url(args), layout=measure_host_layout(),
+        session_timeout_s=args.session_timeout, watchdog_s=args.watchdog,
+        host_skill_dirs=_host_skill_dirs(), produced_extra=tuple(args.produced),
+    )
+    spec = SessionSpec(probe=args.probe, arm=args.arm, repetition=0, session=session)
+
+    async def one() -> Any:
+        with Ledger(batch / "ledger.jsonl") as ledger:
+            try:
+                return await run_session(spec, ctx, ledger)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    render_arm(batch, plan, arm=args.arm)
+
+    outcome = anyio.run(one, backend="trio")
+    print(f"{args.probe} {session}: {outcome.state}"
+          + ("" if outcome.state == "recorded" else f" ({outcome.reason})"))
+    print(f"transcript: {batch / 'transcripts' / (args.arm + '.md')}")
+    print(f"batch: {batch}")
+    if outcome.state == "recorded":
+        return 0
+    if outcome.state in ("refused-init", "refused-seal", "refused-confinement"):
+        return 12
+    return 1
+
+
+def cmd_seal(args: argparse.Namespace) -> int:
+    """``seal``: one sealed workspace; ``--explain`` lists every removal and why."""
+    corpus = _load_corpus(args.corpus)
+    if args.probe not in corpus.probes:
+        raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
+    try:
+        result = seal_workspace(corpus, probe_id=args.probe, arm=args.arm, out=args.out)
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.explain:
+        for removal in result.removals:
+            where = f":{removal.line}" if getattr(removal, "line", None) else ""
+            print(f"removed {removal.path}{where}: {removal.reason}")
+    print(f"sealed {len(result.manifest)} files into {args.out.resolve()} "
+          f"({len(result.removals)} removals)")
+    return 0
+
+
+def cmd_check_transcript(args: argparse.Namespace) -> int:
+    """``check-transcript``: 0 clean, 1 refused, 4 could not verify (never a pass for the third)."""
+    result = check_transcript_file(args.file)
+    label = {"clean": "verified clean", "refused": "verified broken (refused)",
+             "unverified": "could not verify"}[result.verdict]
+    print(f"{args.file}: {label}")
+    for reason in result.reasons:
+        print(f"  {reason}")
+    return {"clean": 0, "refused": 1, "unverified": 4}[result.verdict]
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``doctor``: host preflight with three answers; 0 all ok, 12 any broken, else 4."""
+    harness: Path | None
+    try:
+        harness = _resolve_harness(args.harness)
+    except UsageError:
+        harness = None
+    report = preflight(bwrap=args.bwrap, harness=harness)
+    rows: list[tuple[str, str, str, str]] = [
+        (c.name, c.verdict, c.detail, c.fix or "") for c in report.checks
+    ]
+    if harness is None:
+        rows.append(("harness", "broken", f"{default_harness()} missing", "run `make harness`"))
+    try:
+        host_credentials(api_key_env=args.api_key_env, environ=os.environ)
+        rows.append(("credentials", "ok", "present (not printed)", ""))
+    except CredentialsMissing as exc:
+        rows.append(("credentials", "broken", str(exc),
+                     "log in with Claude Code on the host, or pass --api-key-env NAME"))
+    root = default_root()
+    under = is_under_home(root, home=Path(os.environ["HOME"]).resolve() if "HOME" in os.environ
+                          else None)
+    rows.append(("batch root", "broken" if under else "ok", str(root),
+                 "pass --batch-dir outside $HOME" if under else ""))
+    for name, verdict, detail, fix in rows:
+        mark = {"ok": "ok", "broken": "BROKEN", "unverified": "COULD NOT VERIFY"}[verdict]
+        print(f"{mark:>16}  {name}: {detail}")
+        if fix and verdict != "ok":
+            print(f"{'':>16}  fix: {fix}")
+    verdicts = [r[1] for r in rows]
+    if "broken" in verdicts:
+        return 12
+    return 4 if "unverified" in verdicts else 0
+
+

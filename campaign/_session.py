@@ -1,0 +1,225 @@
+"""One attempt of one session: seal, confine, drive, observe, record.
+
+This is where the three packages meet. Every attempt ends in exactly one
+state of DESIGN.md's table and leaves two ledger lines ("started", then
+"final"); only a ``recorded`` attempt carries an event. Nothing observed is
+lost: a refusal, a fault or a cancellation still writes its final line (a
+cancelled attempt is written as ``killed`` before the cancellation goes on).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from recorder._command import PERMISSION_MODE, harness_command
+from recorder._driver import drive_harness
+from recorder._event import build_event
+from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
+from recorder._transform import StreamObserver
+from sandbox._argv import Confinement, bwrap_argv
+from sandbox._config import Credentials, session_config_dir
+from sandbox._env import session_environment, setenv_payload
+from sandbox._layout import HostLayout
+
+from ._batch import session_paths
+from ._corpus import Corpus
+from ._errors import SealRefused
+from ._ledger import Ledger, utc_now
+from ._plan import Plan
+from ._seal import seal_workspace
+
+HARNESS_MOUNT: Final = "/opt/harness/claude"
+"""Where the harness binary is bound read-only inside the sandbox (RC-02)."""
+WATCHDOG_S: Final = 600.0
+"""No-output watchdog default (DESIGN.md, defaults)."""
+SESSION_TIMEOUT_S: Final = 1800.0
+"""Per-session wall limit default (DESIGN.md, ``--session-timeout``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """One session to run: a probe, an arm, a repetition, and its name in the batch."""
+
+    probe: str
+    arm: str
+    repetition: int
+    session: str
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchContext:
+    """What every session of a batch shares (read-only while the batch runs)."""
+
+    batch: Path
+    corpus: Corpus
+    plan: Plan
+    harness: Path
+    """Host path of the harness executable (resolved, bound read-only at HARNESS_MOUNT)."""
+    bwrap: str
+    credentials: Credentials
+    provider_url: str | None
+    layout: HostLayout
+    session_timeout_s: float = SESSION_TIMEOUT_S
+    watchdog_s: float = WATCHDOG_S
+    host_skill_dirs: tuple[Path, ...] = ()
+    produced_extra: tuple[str, ...] = ()
+    discard_workspaces: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOutcome:
+    """The final state of one attempt, as written to the ledger."""
+
+    spec: SessionSpec
+    state: str
+    reason: str
+    cost_usd: Decimal | None
+    outside_paths: int
+    record: dict[str, Any] = field(repr=False)
+
+
+def _final_record(spec: SessionSpec, started: str, **facts: Any) -> dict[str, Any]:
+    return {
+        "kind": "final",
+        "arm": spec.arm,
+        "probe": spec.probe,
+        "session": spec.session,
+        "repetition": spec.repetition,
+        "attempt": spec.attempt,
+        "started_at": started,
+        "at": utc_now(),
+        **facts,
+    }
+
+
+async def run_session(spec: SessionSpec, ctx: BatchContext, ledger: Ledger) -> SessionOutcome:
+    """Run one attempt of ``spec`` and write its two ledger lines.
+
+    **Cancellation:** the harness is reaped by the driver, the credentials
+    copy is removed, the attempt is written as ``killed`` (reason
+    "cancelled"), and the cancellation propagates.
+
+    Returns:
+        The outcome. A non-recorded state is data, not an exception.
+
+    Raises:
+        Only unexpected errors (bugs); refusals and faults become states.
+    """
+    paths = session_paths(ctx.batch, arm=spec.arm, probe=spec.probe, session=spec.session)
+    started = utc_now()
+    ledger.append(
+        {"kind": "started", "arm": spec.arm, "probe": spec.probe, "session": spec.session,
+         "repetition": spec.repetition, "attempt": spec.attempt, "at": started}
+    )
+    if paths.root.exists():  # a rerun of an attempt that did not finish
+        shutil.rmtree(paths.root)
+    paths.root.mkdir(parents=True)
+    paths.log_dir.mkdir()
+    try:
+        sealed = await anyio.to_thread.run_sync(
+            lambda: seal_workspace(ctx.corpus, probe_id=spec.probe, arm=spec.arm, out=paths.workspace)
+        )
+    except SealRefused as exc:
+        return _finish(spec, ledger, _final_record(
+            spec, started, state="refused-seal", reason=f"RC-09: {exc}", cost_usd=None,
+            cost_known=True, outside_paths=0, anomalies=0, retryable=False,
+            served_model=None, claude_code_version=None,
+        ))
+    paths.manifest.write_text(json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n")
+    try:
+        record = await _drive(spec, ctx, paths, sealed.manifest, started)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            _finish(spec, ledger, _final_record(
+                spec, started, state="killed", reason="cancelled: the runner stopped mid-session",
+                cost_usd=None, cost_known=False, outside_paths=0, anomalies=0, retryable=True,
+                served_model=None, claude_code_version=None,
+            ))
+        raise
+    if ctx.discard_workspaces:
+        shutil.rmtree(paths.workspace, ignore_errors=True)
+    return _finish(spec, ledger, record)
+
+
+def _finish(spec: SessionSpec, ledger: Ledger, record: dict[str, Any]) -> SessionOutcome:
+    ledger.append(record)
+    cost = record.get("cost_usd")
+    return SessionOutcome(
+        spec=spec,
+        state=str(record["state"]),
+        reason=str(record.get("reason", "")),
+        cost_usd=Decimal(cost) if cost is not None else None,
+        outside_paths=int(record.get("outside_paths", 0)),
+        record=record,
+    )
+
+
+async def _drive(
+    spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str
+) -> dict[str, Any]:
+    probe = ctx.corpus.probes[spec.probe]
+    with session_config_dir(ctx.credentials, name=f"{spec.arm}-{spec.probe}-{spec.session}") as cfg:
+        policy = InitPolicy(
+            permission_mode=PERMISSION_MODE,
+            declared_mcp_servers=declared_mcp_servers_of(paths.workspace),
+            host_skill_names=host_skill_names([*ctx.host_skill_dirs, cfg / "skills"]),
+            config_dir=str(cfg),
+        )
+        observer = StreamObserver(policy=policy, workspace=paths.workspace)
+        env = session_environment(
+            config_dir=cfg, log_dir=paths.log_dir, provider_url=ctx.provider_url,
+            credentials=ctx.credentials,
+        )
+        conf = Confinement(
+            workspace=paths.workspace, harness=ctx.harness, harness_mount=HARNESS_MOUNT,
+            log_dir=paths.log_dir, config_dir=cfg, host_layout=ctx.layout,
+        )
+        command = harness_command(
+            harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
+            allowed_tools=ctx.plan.tools,
+        )
+
+        def argv_for(fd: int | None) -> Sequence[str]:
+            assert fd is not None
+            return bwrap_argv(conf, command, bwrap=ctx.bwrap, args_fd=fd)
+
+        result = await drive_harness(
+            argv_for, args_payload=setenv_payload(env), on_line=observer.feed,
+            stderr_tail=paths.stderr_tail, wall_limit_s=ctx.session_timeout_s,
+            watchdog_s=ctx.watchdog_s,
+        )
+    obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail)
+    facts: dict[str, Any] = {
+        "state": obs.state,
+        "reason": obs.reason,
+        "cost_usd": str(obs.cost_usd) if obs.cost_usd is not None else None,
+        "cost_known": obs.cost_usd is not None,
+        "outside_paths": len(obs.outside_paths),
+        "anomalies": obs.anomaly_count,
+        "retryable": obs.retryable,
+        "served_model": obs.served_model,
+        "claude_code_version": obs.claude_code_version,
+        "exit_status": result.exit_status,
+        "end": result.end,
+        "duration_s": round(result.duration_s, 3),
+        "lines": result.lines,
+    }
+    if obs.state == "recorded":
+        event = await anyio.to_thread.run_sync(
+            lambda: build_event(
+                obs, probe=spec.probe, session=spec.session, workspace=paths.workspace,
+                manifest=manifest, declared_answers=probe.answers, corpus_ids=ctx.corpus.ids,
+                produced_extra=ctx.produced_extra,
+            )
+        )
+        facts["event"] = event.model_dump(mode="json", exclude_unset=True)
+    return _final_record(spec, started, **facts)

@@ -1,0 +1,76 @@
+"""Batch directory rules (DESIGN.md "Batch directory", RC-06)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from campaign._batch import (
+    BatchDirRefused,
+    is_under_home,
+    new_batch_name,
+    prepare_batch_dir,
+    session_paths,
+)
+
+
+def test_batch_dir_under_home_refused_rc06(tmp_path: Path) -> None:
+    # RC-06: a batch directory inside $HOME is refused before anything is spent.
+    home = tmp_path / "home"
+    home.mkdir()
+    with pytest.raises(BatchDirRefused) as info:
+        prepare_batch_dir(home / "b1", command="run", home=home)
+    assert info.value.rule == "RC-06"
+    assert not (home / "b1").exists()
+
+
+def test_batch_dir_symlink_into_home_refused_rc06(tmp_path: Path) -> None:
+    # RC-06 resolves symlinks: a path outside $HOME that links into it is inside.
+    home = tmp_path / "home"
+    (home / "real").mkdir(parents=True)
+    link = tmp_path / "elsewhere"
+    link.symlink_to(home / "real")
+    with pytest.raises(BatchDirRefused):
+        prepare_batch_dir(link / "b", command="run", home=home)
+
+
+def test_batch_dir_home_itself_refused(tmp_path: Path) -> None:
+    assert is_under_home(tmp_path, home=tmp_path.resolve())
+
+
+def test_batch_dir_outside_home_created(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    out = prepare_batch_dir(tmp_path / "batches" / "b", command="run", home=home)
+    assert out.is_dir() and out == (tmp_path / "batches" / "b").resolve()
+
+
+def test_batch_dir_not_empty_refused_points_at_resume(tmp_path: Path) -> None:
+    # DESIGN: --batch-dir must not exist or be empty; otherwise exit 2 and point at resume.
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "ledger.jsonl").write_text("")
+    with pytest.raises(BatchDirRefused) as info:
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")
+    assert "resume" in str(info.value)
+
+
+def test_batch_dir_empty_existing_accepted(tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    b.mkdir()
+    assert prepare_batch_dir(b, command="run", home=tmp_path / "home") == b.resolve()
+
+
+def test_default_batch_name_is_command_and_utc_stamp() -> None:
+    when = dt.datetime(2026, 11, 30, 1, 2, 3, tzinfo=dt.UTC)
+    assert new_batch_name("demo", now=when) == "demo-20261130T010203Z"
+
+
+def test_session_paths_layout(tmp_path: Path) -> None:
+    p = session_paths(tmp_path, arm="absent", probe="HW-PRB-0001", session="s2")
+    assert p.workspace == tmp_path / "sessions/absent/HW-PRB-0001/s2/workspace"
+    assert p.manifest.name == "manifest.json"
+    assert p.log_dir.name == "log"
+    assert p.stderr_tail.name == "stderr.tail"

@@ -1,0 +1,177 @@
+"""The main job end to end: `demo` with the real CLI under real bwrap (issue: main job).
+
+Expected values come from the probes' declared answers, the demo scripts'
+final lines and the rules (RC-10, RC-11, RC-13, RC-08), never from the
+runner's own output. The contract check used here is independent of the
+recorder's reader (tests/contract_check.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests import contract_check
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.slow]
+
+PROBES = ("HW-PRB-0001", "HW-PRB-0002", "HW-PRB-0003", "HW-PRB-0004")
+# RC-13 over the scripts' final messages: 0001 ends "HW-DR-0052 current" (the
+# set rule recovers the declared "current HW-DR-0052"); 0002 ends in a
+# sentence (null); 0003 ends "2"; 0004 ends "gridline".
+EXPECTED_ANSWER: dict[str, str | None] = {
+    "HW-PRB-0001": "current HW-DR-0052",
+    "HW-PRB-0002": None,
+    "HW-PRB-0003": "2",
+    "HW-PRB-0004": "gridline",
+}
+
+
+def _sha(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def demo_batch(tmp_path_factory: pytest.TempPathFactory, bwrap: str, harness: Path) -> Path:
+    batch = tmp_path_factory.mktemp("demo") / "batch"
+    proc = subprocess.run(
+        [sys.executable, "-m", "campaign", "demo", "--batch-dir", str(batch),
+         "--harness", str(harness)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, f"demo exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last == f"batch: {batch.resolve()}", proc.stdout
+    return batch.resolve()
+
+
+def _events(batch: Path, arm: str) -> list[dict[str, Any]]:
+    _, events, _ = contract_check.parse((batch / "transcripts" / f"{arm}.md").read_text())
+    return list(events)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("arm", ["present", "absent"])
+def test_demo_transcript_passes_independent_contract_check(demo_batch: Path, arm: str) -> None:
+    text = (demo_batch / "transcripts" / f"{arm}.md").read_text()
+    assert contract_check.violations(text) == []
+    identity, events, rows = contract_check.parse(text)
+    assert identity["arm"] == arm and identity["tier"] == "campaign"
+    assert identity["cost_cents"] > 0
+    # campaign tier: 4 probes x 2 repetitions per arm, all recorded in the demo.
+    assert sorted((e["probe"], e["session"]) for e in events) == sorted(
+        (p, s) for p in PROBES for s in ("s1", "s2")
+    )
+    assert {r[2] for r in rows} == {"recorded"} and len(rows) == 8
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("arm", ["present", "absent"])
+def test_demo_answers_follow_rc13(demo_batch: Path, arm: str) -> None:
+    for event in _events(demo_batch, arm):
+        assert "answer" in event, event
+        assert event["answer"] == EXPECTED_ANSWER[event["probe"]], event
+
+
+@pytest.mark.timeout(600)
+def test_demo_read_results_equal_manifest_digests(demo_batch: Path) -> None:
+    # RC-10: a Read of a file in the sealed workspace has that file's manifest digest.
+    checked = 0
+    for arm in ("present", "absent"):
+        for event in _events(demo_batch, arm):
+            root = demo_batch / "sessions" / arm / event["probe"] / event["session"]
+            manifest = json.loads((root / "manifest.json").read_text())
+            for call in event["calls"]:
+                if call["tool"] == "Read" and call["argument"] in manifest:
+                    assert call["result"] == manifest[call["argument"]], call
+                    checked += 1
+    assert checked >= 16  # 0001 reads two documents, 0002 one, 0003 two, 0004 one: x2 x2
+
+
+@pytest.mark.timeout(600)
+def test_demo_produced_result_is_digest_of_file_left(demo_batch: Path) -> None:
+    # RC-11: produced result = sha256 of the file after the session, in its workspace.
+    seen = 0
+    for arm in ("present", "absent"):
+        for event in _events(demo_batch, arm):
+            root = demo_batch / "sessions" / arm / event["probe"] / event["session"]
+            for art in event.get("produced", []):
+                assert art["result"] == _sha(root / "workspace" / art["path"])
+                assert "findings" not in art  # no checker configured: no key (RC-12)
+                seen += 1
+            if event["probe"] == "HW-PRB-0003":
+                assert [a["path"] for a in event["produced"]] == ["notes/summary.md"]
+                assert event["produced"][0]["cites"] == ["HW-DR-0040", "HW-DR-0044"]
+    assert seen == 4
+
+
+@pytest.mark.timeout(600)
+def test_demo_outside_read_fails_in_sandbox_and_is_counted(demo_batch: Path) -> None:
+    home = Path(os.environ["HOME"]).resolve()
+    for arm in ("present", "absent"):
+        _, events, rows = contract_check.parse((demo_batch / "transcripts" / f"{arm}.md").read_text())
+        outside = {(r[0], r[1]): int(r[3]) for r in rows}
+        for event in events:
+            if event["probe"] != "HW-PRB-0004":
+                continue
+            # RC-08: the named host path counts; RC-10: its argument is the path named.
+            assert outside[(event["probe"], event["session"])] >= 1
+            read = [c for c in event["calls"] if c["argument"] == f"{home}/.bashrc"]
+            assert len(read) == 1
+            root = demo_batch / "sessions" / arm / event["probe"] / event["session"]
+            assert not (root / "workspace" / ".bashrc").exists()
+
+
+@pytest.mark.timeout(600)
+def test_demo_no_byte_of_home_files_in_batch(demo_batch: Path) -> None:
+    # Nothing the session could not read may appear: take every small file under
+    # $HOME's top level and look for its distinctive lines in transcripts and artifacts.
+    home = Path(os.environ["HOME"]).resolve()
+    needles: list[bytes] = []
+    for f in home.iterdir():
+        if f.is_file() and 0 < f.stat().st_size < 1 << 16:
+            needles += [ln for ln in f.read_bytes().splitlines() if len(ln.strip()) >= 24]
+    texts = [p.read_bytes() for p in (demo_batch / "transcripts").glob("*.md")]
+    texts += [p.read_bytes() for p in demo_batch.glob("sessions/*/*/*/workspace/notes/*")]
+    for needle in needles:
+        assert not any(needle in t for t in texts), needle[:40]
+
+
+@pytest.mark.timeout(600)
+def test_demo_batch_layout(demo_batch: Path) -> None:
+    yaml = YAML(typ="safe", pure=True)
+    plan = yaml.load(io.StringIO((demo_batch / "plan.yaml").read_text()))
+    assert plan["session_count"] == 16
+    config = (demo_batch / "config.yaml").read_text()
+    assert "sk-" not in config  # no secrets in config.yaml
+    ledger = [json.loads(x) for x in (demo_batch / "ledger.jsonl").read_text().splitlines()]
+    assert sum(r["kind"] == "final" for r in ledger) == 16
+    s = demo_batch / "sessions" / "present" / "HW-PRB-0001" / "s1"
+    for name in ("workspace", "manifest.json", "log", "stderr.tail"):
+        assert (s / name).exists(), name
+    # The present arm keeps the hook, which writes one line per tool call.
+    assert (s / "log" / "hook.log").read_text().count("\n") >= 3
+    assert not (demo_batch / "sessions" / "absent" / "HW-PRB-0001" / "s1" / "log" / "hook.log").exists()
+
+
+def test_cli_refuses_batch_dir_under_home(tmp_path: Path) -> None:
+    # RC-06: exit 2 with a clear message before any session starts.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "campaign", "demo", "--batch-dir", str(home / "b")],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "RC-06" in proc.stderr and "$HOME" in proc.stderr
+    assert not (home / "b").exists()
