@@ -127,9 +127,10 @@ def _preflight_or_exit(bwrap: str, harness: Path, err: Console) -> bool:
     err.print("[bold red]confinement preflight failed; nothing was started or spent (RC-05):[/]")
     for check in report.checks:
         if check.verdict != "ok":
-            err.print(f"  {check.name}: {check.verdict}: {check.detail}", markup=False)
+            err.print(f"  {check.name}: {check.verdict}: {check.detail}", markup=False,
+                      soft_wrap=True)
             if check.fix:
-                err.print(f"    fix: {check.fix}", markup=False)
+                err.print(f"    fix: {check.fix}", markup=False, soft_wrap=True)
     return False
 
 
