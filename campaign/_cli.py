@@ -62,7 +62,8 @@ def _harness_args(p: argparse.ArgumentParser) -> None:
 def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-dir", type=Path, metavar="DIR",
                    help="the batch directory (must not exist or be empty; never under $HOME). "
-                        "Default: batches/ of the checkout, else /var/tmp/headwater-campaign/batches")
+                        "Default: batches/ of the checkout, else "
+                        "/var/tmp/headwater-campaign/batches")
     p.add_argument("--concurrency", type=int, default=2, metavar="N",
                    help="sessions at once (default 2)")
     p.add_argument("--session-timeout", type=float, default=1800.0, metavar="S",
@@ -94,11 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a batch against a real provider")
     _corpus_args(p)
     p.add_argument("--tier", default="campaign", help="tier from probe.yml (default campaign)")
-    p.add_argument("--plan", type=Path, metavar="FILE", help="a plan from `plan --format yaml|json`")
+    p.add_argument("--plan", type=Path, metavar="FILE",
+                   help="a plan from `plan --format yaml|json`")
     p.add_argument("--seed", type=int, default=0, help="the rotation seed (default 0)")
     p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
     p.add_argument("--provider-url", metavar="URL",
-                   help="the Messages API base URL (default $ANTHROPIC_BASE_URL, else the public API)")
+                   help="the Messages API base URL (default $ANTHROPIC_BASE_URL, "
+                        "else the public API)")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="take the API key from this variable instead of the host's "
                         ".credentials.json")

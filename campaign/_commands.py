@@ -193,7 +193,7 @@ def _execute_batch(
         host_skill_dirs=_host_skill_dirs(),
         discard_workspaces=getattr(args, "discard_workspaces", False),
     )
-    planned = {arm: len(plan.probes) * plan.repetitions for arm in plan.arms}
+    planned: dict[str, int] = {arm: len(plan.probes) * plan.repetitions for arm in plan.arms}
     err.print(f"batch: {batch}\n{plan.session_count} sessions "
               f"({len(plan.probes)} probes x {len(plan.arms)} arms x {plan.repetitions} "
               f"repetitions), concurrency {args.concurrency}", markup=False, highlight=False)
@@ -342,8 +342,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             try:
                 return await run_session(spec, ctx, ledger)
             finally:
-                with anyio.CancelScope(shield=True):
-                    render_arm(batch, plan, arm=args.arm)
+                render_arm(batch, plan, arm=args.arm)  # synchronous: runs whole when cancelled
 
     outcome = anyio.run(one, backend="trio")
     print(f"{args.probe} {session}: {outcome.state}"

@@ -7,6 +7,7 @@ stdout keeps only the command's own result (the last line ``batch: PATH``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TextIO
@@ -48,7 +49,7 @@ def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table
 class Progress:
     """Live per-arm progress; plain one-line-per-session output off a terminal."""
 
-    def __init__(self, planned: dict[str, int], *, stream: TextIO | None = None) -> None:
+    def __init__(self, planned: Mapping[str, int], *, stream: TextIO | None = None) -> None:
         self.arms = {arm: ArmCounts(planned=n) for arm, n in planned.items()}
         self._console = Console(file=stream, stderr=stream is None)
         self._live: Live | None = None

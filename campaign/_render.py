@@ -31,7 +31,9 @@ from ._plan import Plan
 
 def _first_start(ledger: Path, arm: str) -> str | None:
     starts = [
-        str(r["at"]) for r in read_ledger(ledger) if r.get("kind") == "started" and r.get("arm") == arm
+        str(r["at"])
+        for r in read_ledger(ledger)
+        if r.get("kind") == "started" and r.get("arm") == arm
     ]
     return min(starts) if starts else None
 
@@ -61,7 +63,8 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
     for key in sorted(finals, key=_order):
         attempts = finals[key]
         for rec in attempts:
-            if rec.get("cost_known", rec.get("cost_usd") is not None) and rec.get("cost_usd") is not None:
+            known = rec.get("cost_known", True)
+            if known and rec.get("cost_usd") is not None:
                 costs.append(decimal_cost(rec["cost_usd"]))
             elif rec.get("state") not in ("refused-seal", "refused-confinement"):
                 costs.append(None)
@@ -94,7 +97,7 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
         cost_cents=cost.cents,
     )
     prose = prose_for(
-        arm=arm,
+        arm=identity.arm,
         tier=plan.tier,
         allowed_tools=list(plan.tools),
         network=network,

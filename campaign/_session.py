@@ -126,7 +126,9 @@ async def run_session(spec: SessionSpec, ctx: BatchContext, ledger: Ledger) -> S
     paths.log_dir.mkdir()
     try:
         sealed = await anyio.to_thread.run_sync(
-            lambda: seal_workspace(ctx.corpus, probe_id=spec.probe, arm=spec.arm, out=paths.workspace)
+            lambda: seal_workspace(
+                ctx.corpus, probe_id=spec.probe, arm=spec.arm, out=paths.workspace
+            )
         )
     except SealRefused as exc:
         return _finish(spec, ledger, _final_record(
@@ -138,12 +140,12 @@ async def run_session(spec: SessionSpec, ctx: BatchContext, ledger: Ledger) -> S
     try:
         record = await _drive(spec, ctx, paths, sealed.manifest, started)
     except BaseException:
-        with anyio.CancelScope(shield=True):
-            _finish(spec, ledger, _final_record(
-                spec, started, state="killed", reason="cancelled: the runner stopped mid-session",
-                cost_usd=None, cost_known=False, outside_paths=0, anomalies=0, retryable=True,
-                served_model=None, claude_code_version=None,
-            ))
+        # Synchronous (no checkpoint): written whole even while cancelled.
+        _finish(spec, ledger, _final_record(
+            spec, started, state="killed", reason="cancelled: the runner stopped mid-session",
+            cost_usd=None, cost_known=False, outside_paths=0, anomalies=0, retryable=True,
+            served_model=None, claude_code_version=None,
+        ))
         raise
     if ctx.discard_workspaces:
         shutil.rmtree(paths.workspace, ignore_errors=True)

@@ -80,7 +80,7 @@ async def run_batch(
                     for spec in specs:
                         await send.send(spec)
         finally:
-            with anyio.CancelScope(shield=True):
-                for arm in ctx.plan.arms:
-                    render(arm)
+            # Synchronous (no checkpoint), so it runs whole even while cancelled.
+            for arm in ctx.plan.arms:
+                render(arm)
 

@@ -48,6 +48,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.representer import SafeRepresenter
 
 from ._digest import is_digest
+from ._states import SessionState
 
 if TYPE_CHECKING:
     from ._cost import CostFigure
@@ -110,19 +111,6 @@ Tier = Literal["regression", "campaign", "documentation"]
 """RC-14: the closed vocabulary of ``tier``."""
 Arm = Literal["present", "absent", "no-hook", "no-skills", "no-claude-md", "mcp"]
 """RC-14: the closed vocabulary of ``arm``."""
-SessionState = Literal[
-    "recorded",
-    "refused-init",
-    "refused-seal",
-    "refused-confinement",
-    "env-fault",
-    "harness-error",
-    "no-result",
-    "truncated",
-    "timed-out",
-    "killed",
-    "line-too-long",
-]
 """DESIGN.md "Session states": every attempt ends in exactly one of these."""
 
 _RFC3339_UTC: Final = re.compile(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z\Z")
