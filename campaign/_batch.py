@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import pwd
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -40,9 +41,19 @@ class BatchDirRefused(CampaignError):
 
 
 def _home(environ: os._Environ[str] | dict[str, str] | None = None) -> Path | None:
+    """``$HOME`` resolved; when unset or empty, the runner's home from the passwd database.
+
+    RC-06 must hold even when the caller cleared ``HOME``: an unset variable
+    does not move the user's home directory.
+    """
     env = os.environ if environ is None else environ
     home = env.get("HOME")
-    return Path(home).resolve() if home else None
+    if not home:
+        try:
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:
+            return None
+    return Path(home).resolve()
 
 
 def is_under_home(path: Path, *, home: Path | None) -> bool:

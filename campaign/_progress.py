@@ -40,7 +40,8 @@ def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table
     for col in ("arm", "done", "recorded", "refused", "failed", "cost (USD)"):
         table.add_column(col, justify="left" if col == "arm" else "right")
     for arm, c in arms.items():
-        cost = f"{c.cost_usd:.4f}" + (" +?" if c.cost_unknown else "")
+        # An attempt of unknown cost makes the figure a lower bound: say so, never a bare 0.
+        cost = f">= {c.cost_usd:.4f}" if c.cost_unknown else f"{c.cost_usd:.4f}"
         table.add_row(arm, f"{c.done}/{c.planned}", str(c.recorded), str(c.refused),
                       str(c.failed), cost)
     return table
@@ -84,7 +85,9 @@ class Progress:
             self._live.update(arms_table(self.arms))
         else:
             why = "" if state == "recorded" else f" ({reason})"
+            done = sum(a.done for a in self.arms.values())
+            planned = sum(a.planned for a in self.arms.values())
             self._console.print(
-                f"[{c.done}/{c.planned}] {arm} {probe} {session}: {state}{why}",
+                f"[{done}/{planned}] {arm} {probe} {session}: {state}{why}",
                 markup=False, highlight=False, soft_wrap=True,
             )

@@ -409,6 +409,7 @@ class ScriptedProvider:
         self._requests: dict[str, int] = dict.fromkeys(names, 0)
         self._unmatched = 0
         self._errors = 0
+        self._tool_results: dict[str, tuple[bool, str]] = {}
         self._fault_hits: dict[tuple[str, str, int], int] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -495,8 +496,36 @@ class ScriptedProvider:
         with self._lock:
             self._errors += 1
 
+    @property
+    def tool_results(self) -> dict[str, tuple[bool, str]]:
+        """What the client sent back per tool_use id: ``(is_error, text)`` (a copy).
+
+        The text is the tool_result's string content, or its text blocks
+        joined by ``\n``. Tests use it to see, from the provider's side, what a
+        tool call returned inside the sandbox (e.g. that a host read failed).
+        """
+        with self._lock:
+            return dict(self._tool_results)
+
+    def _note_tool_results(self, body: Mapping[str, Any]) -> None:
+        for message in body.get("messages") or ():
+            if not isinstance(message, Mapping) or message.get("role") != "user":
+                continue
+            content = message.get("content")
+            for block in content if isinstance(content, list) else ():
+                if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                    inner = block.get("content")
+                    if isinstance(inner, list):
+                        inner = "\n".join(
+                            str(b.get("text", "")) for b in inner if isinstance(b, Mapping)
+                        )
+                    with self._lock:
+                        self._tool_results[str(block.get("tool_use_id"))] = (
+                            bool(block.get("is_error", False)), str(inner or ""))
+
     def _decide(self, body: Mapping[str, Any], *, session: str) -> _Reply:
         """Pick the reply to one request; counts it. Thread-safe."""
+        self._note_tool_results(body)
         text = first_user_text(body)
         index = turn_index(body)
         requested = body.get("model")

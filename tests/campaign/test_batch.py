@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,13 @@ def test_session_paths_layout(tmp_path: Path) -> None:
     assert p.manifest.name == "manifest.json"
     assert p.log_dir.name == "log"
     assert p.stderr_tail.name == "stderr.tail"
+
+
+def test_home_unset_falls_back_to_passwd_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    # RC-06 must hold with HOME cleared: the home directory has not moved.
+    import pwd
+
+    from campaign._batch import _home
+
+    monkeypatch.delenv("HOME", raising=False)
+    assert _home() == Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()

@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from campaign._commands import example_paths
+from campaign._provider import ScriptedProvider, load_scripts
 from tests import contract_check
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.slow]
@@ -83,18 +85,22 @@ def test_demo_answers_follow_rc13(demo_batch: Path, arm: str) -> None:
 
 
 @pytest.mark.timeout(600)
-def test_demo_read_results_equal_manifest_digests(demo_batch: Path) -> None:
-    # RC-10: a Read of a file in the sealed workspace has that file's manifest digest.
-    checked = 0
-    for arm in ("present", "absent"):
-        for event in _events(demo_batch, arm):
-            root = demo_batch / "sessions" / arm / event["probe"] / event["session"]
-            manifest = json.loads((root / "manifest.json").read_text())
-            for call in event["calls"]:
-                if call["tool"] == "Read" and call["argument"] in manifest:
-                    assert call["result"] == manifest[call["argument"]], call
-                    checked += 1
-    assert checked >= 16  # 0001 reads two documents, 0002 one, 0003 two, 0004 one: x2 x2
+def test_demo_read_results_equal_manifest_and_corpus_digests(demo_batch: Path) -> None:
+    # RC-10: a Read of a file in the sealed workspace has that file's manifest
+    # digest; for a document the seal leaves whole, that is the digest of the
+    # corpus's own bytes (the plan's digest form), computed here with hashlib.
+    with example_paths() as (corpus, _):
+        checked = 0
+        for arm in ("present", "absent"):
+            for event in _events(demo_batch, arm):
+                root = demo_batch / "sessions" / arm / event["probe"] / event["session"]
+                manifest = json.loads((root / "manifest.json").read_text())
+                for call in event["calls"]:
+                    if call["tool"] == "Read" and call["argument"] in manifest:
+                        assert call["result"] == manifest[call["argument"]], call
+                        assert call["result"] == _sha(corpus / call["argument"]), call
+                        checked += 1
+    assert checked == 24  # per arm and repetition: 0001 reads 2, 0002 1, 0003 2, 0004 1
 
 
 @pytest.mark.timeout(600)
@@ -131,19 +137,37 @@ def test_demo_outside_read_fails_in_sandbox_and_is_counted(demo_batch: Path) -> 
             assert not (root / "workspace" / ".bashrc").exists()
 
 
+_HOME_SKIP = {".pyenv", ".cache", ".npm", ".cargo", ".rustup", ".local", "node_modules"}
+
+
+def _home_needles(home: Path) -> list[bytes]:
+    """Distinctive lines of the host's files under $HOME (depth <= 2, < 64 KiB each)."""
+    needles: list[bytes] = []
+    for top in home.iterdir():
+        if top.name in _HOME_SKIP:
+            continue
+        files = [top] if top.is_file() else list(top.iterdir()) if top.is_dir() else []
+        for f in files:
+            try:
+                if f.is_file() and not f.is_symlink() and 0 < f.stat().st_size < 1 << 16:
+                    needles += [ln.strip() for ln in f.read_bytes().splitlines()
+                                if len(ln.strip()) >= 16]
+            except OSError:
+                continue
+    return needles
+
+
 @pytest.mark.timeout(600)
 def test_demo_no_byte_of_home_files_in_batch(demo_batch: Path) -> None:
-    # Nothing the session could not read may appear: take every small file under
-    # $HOME's top level and look for its distinctive lines in transcripts and artifacts.
+    # Nothing of the host's home may reach the batch: every file of the batch
+    # (transcripts, ledger, config, manifests, stderr tails, logs, workspaces)
+    # is searched for every distinctive line of the files under $HOME.
     home = Path(os.environ["HOME"]).resolve()
-    needles: list[bytes] = []
-    for f in home.iterdir():
-        if f.is_file() and 0 < f.stat().st_size < 1 << 16:
-            needles += [ln for ln in f.read_bytes().splitlines() if len(ln.strip()) >= 24]
-    texts = [p.read_bytes() for p in (demo_batch / "transcripts").glob("*.md")]
-    texts += [p.read_bytes() for p in demo_batch.glob("sessions/*/*/*/workspace/notes/*")]
+    needles = _home_needles(home)
+    assert needles, "no needle found under $HOME: the check would prove nothing"
+    blobs = [p.read_bytes() for p in demo_batch.rglob("*") if p.is_file()]
     for needle in needles:
-        assert not any(needle in t for t in texts), needle[:40]
+        assert not any(needle in blob for blob in blobs), needle[:40]
 
 
 @pytest.mark.timeout(600)
@@ -175,3 +199,28 @@ def test_cli_refuses_batch_dir_under_home(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "RC-06" in proc.stderr and "$HOME" in proc.stderr
     assert not (home / "b").exists()
+
+
+@pytest.mark.timeout(300)
+def test_outside_read_fails_inside_the_sandbox(tmp_path: Path, bwrap: str, harness: Path) -> None:
+    # The provider sees what the Read of {home}/.bashrc returned inside the
+    # sandbox: an error, and none of the file's bytes ($HOME is not mounted).
+    home = Path(os.environ["HOME"]).resolve()
+    with example_paths() as (corpus, scripts), ScriptedProvider(load_scripts(scripts)) as provider:
+        proc = subprocess.run(
+            [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus),
+             "--probe", "HW-PRB-0004", "--arm", "present", "--batch-dir", str(tmp_path / "b"),
+             "--provider-url", provider.url, "--api-key-env", "HW_DEMO_KEY",
+             "--harness", str(harness)],
+            capture_output=True, text=True, timeout=240, check=False,
+            env={**os.environ, "HW_DEMO_KEY": "sk-test"},
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        is_error, text = provider.tool_results["toolu_hw4_outside"]
+    assert is_error, text
+    assert "does not exist" in text.lower() or "no such file" in text.lower(), text
+    bashrc = home / ".bashrc"
+    if bashrc.exists():
+        for line in bashrc.read_bytes().splitlines():
+            if len(line.strip()) >= 16:
+                assert line.strip().decode(errors="replace") not in text
