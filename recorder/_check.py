@@ -3,7 +3,8 @@
 * ``clean`` (exit 0): the file parses as a transcript under the contract.
 * ``refused`` (exit 1): the file breaks the contract (`TranscriptRefused`).
 * ``unverified`` (exit 4): the file could not be read (missing, no
-  permission, a directory, not UTF-8). Never reported as a pass.
+  permission, a directory). Never reported as a pass. Bytes that were read
+  whole but are not UTF-8, or carry CRLF line endings, are verified broken.
 
 DESIGN.md "Exit statuses": ``check-transcript``: 0 clean, 1 refused, 4
 could not verify.
@@ -57,8 +58,8 @@ def check_transcript_file(path: Path) -> CheckResult:
     Returns:
         ``clean`` when `parse_transcript` accepts the text, ``refused`` with
         the rule and detail when it refuses, ``unverified`` when the bytes
-        cannot be read or are not UTF-8. This function raises nothing for
-        those three cases.
+        cannot be read (non-UTF-8 or CRLF bytes are ``refused``, RC-16).
+        This function raises nothing for those three cases.
     """
     try:
         data = Path(path).read_bytes()
@@ -67,7 +68,14 @@ def check_transcript_file(path: Path) -> CheckResult:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return CheckResult("unverified", [f"cannot read {path} as UTF-8: {exc}"])
+        # The bytes were read whole, so this is verified: the file is not the
+        # UTF-8 Markdown RC-16 defines.
+        return CheckResult("refused", [f"RC-16: {path} is not UTF-8 text: {exc}"])
+    if "\r" in text:
+        line = text[: text.index("\r")].count("\n") + 1
+        return CheckResult(
+            "refused", [f"RC-16: {path} has a carriage return (CRLF line ending) on line {line}; "
+                        "a transcript's lines end with \\n only"])
     try:
         parse_transcript(text)
     except TranscriptRefused as exc:

@@ -73,12 +73,21 @@ def test_directory_is_unverified(tmp_path: Path) -> None:
     assert check_transcript_file(tmp_path).verdict == "unverified"
 
 
-def test_not_utf8_is_unverified(tmp_path: Path) -> None:
+def test_not_utf8_is_refused(tmp_path: Path) -> None:
+    # Read whole, the bytes are verified not to be the UTF-8 Markdown of RC-16.
     path = tmp_path / "present.md"
     path.write_bytes(b"prose \xff\xfe\n## Run identity\n")
     result = check_transcript_file(path)
-    assert result.verdict == "unverified"
+    assert result.verdict == "refused" and result.exit_status == 1
     assert "UTF-8" in result.reasons[0]
+
+
+def test_crlf_is_refused_with_a_clear_reason(tmp_path: Path) -> None:
+    path = tmp_path / "present.md"
+    path.write_bytes(b"prose\r\n## Run identity\r\n")
+    result = check_transcript_file(path)
+    assert result.verdict == "refused"
+    assert "CRLF" in result.reasons[0] and "line 1" in result.reasons[0]
 
 
 def test_permission_denied_is_unverified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
