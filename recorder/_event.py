@@ -50,6 +50,7 @@ def build_event(
     declared_answers: Sequence[str],
     corpus_ids: Collection[str],
     produced_extra: Sequence[str] = (),
+    findings: Mapping[str, Sequence[str]] | None = None,
 ) -> Event:
     """Build the event of one recorded session.
 
@@ -64,11 +65,16 @@ def build_event(
         corpus_ids: every ``id:`` of the corpus, probes included (RC-11 ``cites``).
         produced_extra: the driver's ``--produced`` paths, relative to the
             workspace unless absolute (RC-11).
+        findings: what the configured checker reported (workspace-relative
+            path -> rules; `recorder._findings.run_checker`), or None when no
+            checker ran or it failed (RC-11, RC-12).
 
     Returns:
         An `Event` with ``calls`` and ``produced`` always present (``[]`` when
         none were seen: the session was watched, RC-12) and ``answer`` always
-        present (``null`` when the rule finds none). No ``findings``: no checker.
+        present (``null`` when the rule finds none). Each produced file inside
+        the workspace carries ``findings`` (``[]``: checked, none reported)
+        when ``findings`` is a mapping, and no such key when it is None.
 
     Raises:
         ValueError: ``obs.state`` is not ``recorded`` (only recorded sessions
@@ -79,11 +85,18 @@ def build_event(
     return Event(
         probe=probe,
         session=session,
-        calls=[_call(call, workspace, manifest) for call in obs.calls],
+        calls=observed_calls(obs.calls, workspace=workspace, manifest=manifest),
         produced=produced_artifacts([*obs.produced_paths, *produced_extra],
-                                    workspace=workspace, corpus_ids=corpus_ids),
+                                    workspace=workspace, corpus_ids=corpus_ids,
+                                    findings=findings),
         answer=extract_answer(obs.final_text, declared_answers),
     )
+
+
+def observed_calls(calls: Iterable[ObservedCall], *, workspace: Path,
+                   manifest: Mapping[str, str]) -> list[Call]:
+    """RC-10's ``calls`` of these observed calls, in order (also kept for non-recorded sessions)."""
+    return [_call(call, workspace, manifest) for call in calls]
 
 
 def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str]) -> str | None:
@@ -114,12 +127,14 @@ def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, s
 
 
 def produced_artifacts(paths: Iterable[str], *, workspace: Path,
-                       corpus_ids: Collection[str]) -> list[Artifact]:
+                       corpus_ids: Collection[str],
+                       findings: Mapping[str, Sequence[str]] | None = None) -> list[Artifact]:
     """RC-11's ``produced``: one artifact per distinct resolved path, first-named order.
 
-    Inside the workspace: ``path`` relative to it, plus ``result`` and
-    ``cites`` when it is a regular file after the session. Outside: ``path``
-    (absolute, resolved) only; the file is never opened.
+    Inside the workspace: ``path`` relative to it, plus ``result``, ``cites``
+    and (when ``findings`` is a mapping: a checker ran) ``findings`` when it
+    is a regular file after the session. Outside: ``path`` (absolute,
+    resolved) only; the file is never opened, and no checker looked at it.
     """
     root = posixpath.normpath(str(workspace))
     artifacts: dict[str, Artifact] = {}
@@ -133,10 +148,13 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
         relative = posixpath.relpath(resolved, root)
         if _is_regular_file(resolved):
             try:
+                found = {} if findings is None else {  # [] = checked, none reported
+                    "findings": sorted(set(findings.get(relative, ())))}
                 artifacts[resolved] = Artifact(
                     path=relative,
                     result=digest_file(Path(resolved)),
                     cites=cites_in_file(Path(resolved), corpus_ids),
+                    **found,
                 )
                 continue
             except OSError:

@@ -46,6 +46,8 @@ PLUGIN_NAMESPACE_SEPARATOR: Final = ":"
 """Skills of a plugin are listed as ``<plugin>:<skill>``."""
 FAILED_STATUS: Final = "failed"
 """The ``mcp_servers[].status`` of a server that did not start."""
+VALUE_REPR_CHARS: Final = 120
+"""Characters of a refused value quoted in a reason: enough to recognise it, never a flood."""
 
 
 class McpConfigError(ValueError):
@@ -79,7 +81,9 @@ def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
         policy: what the driver asked for and what the workspace declares.
 
     Returns:
-        Human reasons, each starting ``"RC-07: "``, in field order.
+        Human reasons in field order, each naming the rule, the field and
+        the value: ``"RC-07: <field> = <value repr>: <why>"`` (`refusal`), or
+        ``"RC-07: <field> is missing from the init line: ..."``.
     """
     reasons: list[str] = []
     reasons += _check_permission_mode(init, policy)
@@ -152,11 +156,25 @@ def host_skill_names(dirs: Iterable[Path]) -> frozenset[str]:
     return frozenset(names)
 
 
+def refusal(field: str, value: object, why: str) -> str:
+    """One RC-07 refusal, naming the rule, the field and the value (issue 3 item 5).
+
+    ``refusal("permissionMode", "plan", "...")`` ->
+    ``"RC-07: permissionMode = 'plan': ..."``. The value is its ``repr``,
+    cut at `VALUE_REPR_CHARS` characters, so a quote or a newline in it
+    cannot be mistaken for the message around it.
+    """
+    shown = repr(value)
+    if len(shown) > VALUE_REPR_CHARS:
+        shown = shown[: VALUE_REPR_CHARS - 3] + "..."
+    return f"RC-07: {field} = {shown}: {why}"
+
+
 def _missing_or_shape(field: str, init: dict[str, Any]) -> str:
     if field not in init:
-        return f"RC-07: init line has no {field} (a policed field; fail closed)"
+        return f"RC-07: {field} is missing from the init line: a policed field (fail closed)"
     shape = type(init[field]).__name__
-    return f"RC-07: init {field} has an unknown shape ({shape}; fail closed)"
+    return refusal(field, init[field], f"unknown shape ({shape}; fail closed)")
 
 
 def _check_permission_mode(init: dict[str, Any], policy: InitPolicy) -> list[str]:
@@ -164,7 +182,8 @@ def _check_permission_mode(init: dict[str, Any], policy: InitPolicy) -> list[str
     if not isinstance(mode, str):
         return [_missing_or_shape("permissionMode", init)]
     if mode != policy.permission_mode:
-        return [f"RC-07: permissionMode {mode}, asked for {policy.permission_mode}"]
+        return [refusal("permissionMode", mode,
+                        f"the driver asked for {policy.permission_mode!r} (an allow-list of one)")]
     return []
 
 
@@ -173,10 +192,12 @@ def _check_plugins(init: dict[str, Any]) -> list[str]:
     if not isinstance(plugins, list):
         return [_missing_or_shape("plugins", init)]
     reasons = []
-    for plugin in plugins:
+    for index, plugin in enumerate(plugins):
+        field = f"plugins[{index}]"
         if isinstance(plugin, str):
             if not plugin.endswith(BUILTIN_SOURCE_SUFFIX):
-                reasons.append(f"RC-07: plugin {plugin} is not builtin")
+                why = f"not builtin (not *{BUILTIN_SOURCE_SUFFIX})"
+                reasons.append(refusal(field, plugin, why))
         elif isinstance(plugin, dict) and isinstance(plugin.get("path"), str):
             source = plugin.get("source")
             builtin = plugin["path"] == BUILTIN_PLUGIN_PATH and (
@@ -184,11 +205,10 @@ def _check_plugins(init: dict[str, Any]) -> list[str]:
                 or (isinstance(source, str) and source.endswith(BUILTIN_SOURCE_SUFFIX))
             )
             if not builtin:
-                reasons.append(
-                    f"RC-07: plugin {plugin.get('name')!r} at {plugin['path']} is not builtin"
-                )
+                reasons.append(refusal(f"{field}.path", plugin["path"],
+                                       f"plugin {plugin.get('name')!r} is not builtin"))
         else:
-            reasons.append(f"RC-07: a plugin entry has an unknown shape ({plugin!r:.80})")
+            reasons.append(refusal(field, plugin, "unknown shape (fail closed)"))
     return reasons
 
 
@@ -197,18 +217,17 @@ def _check_mcp_servers(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     if not isinstance(servers, list):
         return [_missing_or_shape("mcp_servers", init)]
     reasons = []
-    for server in servers:
+    for index, server in enumerate(servers):
         if not (
             isinstance(server, dict)
             and isinstance(server.get("name"), str)
             and isinstance(server.get("status"), str)
         ):
-            reasons.append(f"RC-07: an MCP server entry has an unknown shape ({server!r:.80})")
+            reasons.append(refusal(f"mcp_servers[{index}]", server, "unknown shape (fail closed)"))
         elif server["name"] not in policy.declared_mcp_servers:
-            reasons.append(
-                f"RC-07: MCP server {server['name']} ({server['status']}) "
-                "is not declared by the workspace's .mcp.json"
-            )
+            reasons.append(refusal(
+                f"mcp_servers[{index}].name", server["name"],
+                f"not declared by the workspace's .mcp.json (status {server['status']!r})"))
     return reasons
 
 
@@ -217,32 +236,32 @@ def _check_skills(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     if not isinstance(skills, list):
         return [_missing_or_shape("skills", init)]
     reasons = []
-    for skill in skills:
+    for index, skill in enumerate(skills):
+        field = f"skills[{index}]"
         if not isinstance(skill, str):
-            reasons.append(f"RC-07: a skill entry has an unknown shape ({skill!r:.80})")
+            reasons.append(refusal(field, skill, "unknown shape (fail closed)"))
         elif PLUGIN_NAMESPACE_SEPARATOR in skill:
-            reasons.append(f"RC-07: skill {skill} carries a plugin namespace")
+            reasons.append(refusal(field, skill, "carries a plugin namespace (plugin:skill)"))
         elif skill in policy.host_skill_names:
-            reasons.append(f"RC-07: skill {skill} is the name of a host skill directory")
+            reasons.append(refusal(field, skill, "is the name of a host skill directory"))
     return reasons
 
 
 def _check_memory_paths(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     memory = init.get("memory_paths")
     if isinstance(memory, dict):
-        items = [(str(key), value) for key, value in memory.items()]
+        items = [(f"memory_paths.{key}", value) for key, value in memory.items()]
     elif isinstance(memory, list):
-        items = [(str(index), value) for index, value in enumerate(memory)]
+        items = [(f"memory_paths[{index}]", value) for index, value in enumerate(memory)]
     else:
         return [_missing_or_shape("memory_paths", init)]
     reasons = []
-    for key, path in items:
+    for field, path in items:
         if not isinstance(path, str):
-            reasons.append(f"RC-07: memory_paths[{key}] has an unknown shape ({path!r:.80})")
+            reasons.append(refusal(field, path, "unknown shape (fail closed)"))
         elif not _inside(path, policy.config_dir):
-            reasons.append(
-                f"RC-07: memory path {key}={path} is outside the config dir {policy.config_dir}"
-            )
+            reasons.append(refusal(field, path,
+                                   f"outside the session's config directory {policy.config_dir}"))
     return reasons
 
 

@@ -691,7 +691,12 @@ def served_version_of(values: Iterable[str], *, fallback: str | None = None) -> 
 
 
 _NETWORK_PROSE: Final = {
-    "host": "the session shared the host network, so a Bash call could reach the public internet",
+    "host": "the session shared the host network, so a Bash call could reach the public internet "
+    "(the channel was open)",
+    "confined": "each session ran in its own network namespace (bwrap --unshare-net, loopback "
+    "only, no resolver) whose only way out was an egress proxy outside the sandbox, reached over "
+    "a Unix socket, that allowed the provider's host and port and nothing else",
+    "mixed": "the sessions ran under different network modes, listed below",
 }
 _CONTRACT: Final = (
     "Contract: every session ran headless Claude Code (`claude -p`, stream-json read from its "
@@ -736,7 +741,8 @@ def prose_for(
     Args:
         arm: The arm; tier: the tier (RC-14 vocabularies).
         allowed_tools: The one ``--allowedTools`` list every session got (RC-04).
-        network: The network mode (``"host"`` is the admitted exception, RC-05).
+        network: The network mode: ``"confined"``, ``"host"`` (the admitted
+            exception, RC-05: the prose says the channel was open) or ``"mixed"``.
         claude_code_versions: ``claude_code_version`` of each init line (repeats fine).
         served_versions: served ``message.model`` -> number of recorded sessions.
         cost: The arm's figure from `recorder._cost.cost_cents`.

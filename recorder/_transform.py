@@ -6,6 +6,9 @@ tool_result text (taken when the result arrives; the text is dropped), and its
 outside paths; the current final-message candidate; the last result line's
 few fields. Raw lines are never kept, so memory grows with the number of calls,
 not with the bytes of the stream (RC-01: the stdout pipe is the only input).
+RC-10's argument table is `recorder._arguments`; the frozen results
+(`Observation`, `ObservedCall`, `OrphanResult`, `Anomaly`) are
+`recorder._observation`, re-exported here.
 
 `StreamObserver.finish` decides the session state from the table in DESIGN.md.
 Order of precedence (the first that applies):
@@ -23,13 +26,16 @@ Order of precedence (the first that applies):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from recorder._arguments import WRITE_TOOLS
+from recorder._arguments import call_argument as call_argument
+from recorder._arguments import canonical_json as canonical_json
 from recorder._digest import digest_text
 from recorder._harness import (
+    PRE_INIT_SUBTYPES,
     assistant_model,
     content_blocks,
     decimal_or_none,
@@ -42,7 +48,11 @@ from recorder._harness import (
     tool_result_text,
 )
 from recorder._initcheck import InitPolicy, check_init, failed_declared_mcp_servers
-from recorder._paths import outside_paths, relative_if_inside
+from recorder._observation import Anomaly as Anomaly
+from recorder._observation import Observation as Observation
+from recorder._observation import ObservedCall as ObservedCall
+from recorder._observation import OrphanResult as OrphanResult
+from recorder._paths import outside_paths
 from recorder._states import RETRYABLE, SessionState, harness_error_retryable
 
 if TYPE_CHECKING:
@@ -57,94 +67,6 @@ ANOMALY_EXCERPT_BYTES: Final = 240
 """Bytes of each kept anomaly: enough to recognise a banner or a debug line."""
 REASON_TEXT_CHARS: Final = 200
 """Characters of a result text quoted in a harness-error reason."""
-PATH_ARGUMENT_KEYS: Final = {"Read": "file_path", "Write": "file_path", "Edit": "file_path",
-                             "NotebookEdit": "notebook_path"}
-"""RC-10: tools whose argument is a path, written workspace-relative when inside."""
-PLAIN_ARGUMENT_KEYS: Final = {"Bash": "command", "Glob": "pattern", "Agent": "description",
-                              "Task": "description", "Skill": "skill"}
-"""RC-10: tools whose argument is one input value, verbatim."""
-WRITE_TOOLS: Final = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path",
-                      "NotebookEdit": "notebook_path"}
-"""RC-11: tools whose path is produced, whatever their result."""
-
-
-@dataclass(frozen=True, slots=True)
-class Anomaly:
-    """A stdout line that is not a JSON object (RC-07): kept aside, never merged."""
-
-    line_number: int
-    """1-based line number in the stream."""
-    size_bytes: int
-    """Length of the whole line."""
-    excerpt: str
-    """Its first `ANOMALY_EXCERPT_BYTES` bytes, decoded with replacement."""
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedCall:
-    """One tool_use as seen on the stream, paired with its tool_result by id (RC-10)."""
-
-    tool: str
-    """The tool's name exactly as the stream gives it."""
-    argument: str
-    """RC-10's argument (see `call_argument`)."""
-    tool_use_id: str | None
-    """The tool_use ``id`` (None when the line had none: it can never be paired)."""
-    result_digest: str | None
-    """``sha256:`` of the tool_result text; None when no result arrived."""
-    result_is_error: bool
-    """The tool_result had ``is_error: true`` (a failed Read keeps its text digest)."""
-    read_path: str | None
-    """For a Read, its ``file_path`` as given (for the manifest lookup); else None."""
-    outside_paths: frozenset[str]
-    """RC-08 paths this call named outside the workspace."""
-    in_subagent: bool
-    """``parent_tool_use_id`` was set: the call ran inside a subagent."""
-
-    @property
-    def is_read(self) -> bool:
-        """True for a Read call with a path."""
-        return self.read_path is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """What one attempt of a session showed on its stdout, and the state it ends in."""
-
-    state: SessionState
-    reason: str
-    """Human reason naming the rule, e.g. ``"RC-07: permissionMode bypassPermissions, ..."``."""
-    calls: tuple[ObservedCall, ...]
-    """Tool calls in tool_use order, subagent calls included."""
-    produced_paths: tuple[str, ...]
-    """Paths named by Edit/Write/MultiEdit/NotebookEdit, as given, first-seen order, unique."""
-    final_text: str | None
-    """RC-13's final message (text blocks joined with ""), None when it had no text block."""
-    served_model: str | None
-    """``message.model`` of the last main-thread non-synthetic assistant line."""
-    cost_usd: Decimal | None
-    """``total_cost_usd`` of the last result line, exact; None = unknown (no result line)."""
-    claude_code_version: str | None
-    """``claude_code_version`` of the first init line."""
-    anomalies: tuple[Anomaly, ...]
-    """The first `ANOMALIES_KEPT` non-JSON lines."""
-    anomaly_count: int
-    """Every non-JSON line, kept or not."""
-    outside_paths: frozenset[str]
-    """RC-08: distinct outside paths over all calls."""
-    retryable: bool
-    api_error_status: int | None
-    """The last result line's ``api_error_status`` (None when null, absent or no result)."""
-    refusals: tuple[str, ...] = ()
-    """Every RC-07 reason seen (the state may still be decided earlier, e.g. timed-out)."""
-    failed_mcp_servers: tuple[str, ...] = ()
-    """Declared MCP servers an init line reported ``failed``."""
-    result_subtype: str | None = None
-    num_turns: int | None = None
-    orphan_results: int = 0
-    """tool_results that matched no earlier tool_use by id, or one already answered."""
-    lines: int = 0
-    """Complete lines fed."""
 
 
 @dataclass(slots=True)
@@ -181,39 +103,6 @@ class _Message:
         return "".join(self.texts) if self.texts else None
 
 
-def call_argument(tool: str, tool_input: object, *, workspace: Path) -> str:
-    """RC-10's ``argument`` for one tool_use.
-
-    Read/Write/Edit ``file_path`` and NotebookEdit ``notebook_path`` (relative
-    to the workspace when lexically inside it), Bash ``command`` verbatim, Grep
-    ``pattern`` plus `` in <path>`` when a path is given, Glob ``pattern``,
-    Agent/Task ``description``, Skill ``skill``. Anything else, and any of
-    these whose key is missing or not a string: the canonical JSON of the
-    input (sorted keys, no spaces, non-ASCII kept).
-    """
-    if isinstance(tool_input, dict):
-        if (key := PATH_ARGUMENT_KEYS.get(tool)) and isinstance(value := tool_input.get(key), str):
-            return relative_if_inside(value, workspace)
-        if (key := PLAIN_ARGUMENT_KEYS.get(tool)) and isinstance(value := tool_input.get(key), str):
-            return value
-        if tool == "Grep" and isinstance(pattern := tool_input.get("pattern"), str):
-            path = tool_input.get("path")
-            return f"{pattern} in {path}" if isinstance(path, str) and path else pattern
-    return canonical_json(tool_input)
-
-
-def canonical_json(value: object) -> str:
-    """JSON with sorted keys, ``(",", ":")`` separators, non-ASCII kept; Decimals as numbers."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=_json_default)
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, Decimal):
-        return float(value)
-    raise TypeError(f"not JSON: {type(value).__name__}")
-
-
 class StreamObserver:
     """Watches one attempt's stdout, line by line, and reports an `Observation`.
 
@@ -233,11 +122,12 @@ class StreamObserver:
         self._anomaly_count = 0
         self._calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
-        self._orphans = 0
+        self._orphans: list[OrphanResult] = []
         self._produced: dict[str, None] = {}
         self._message: _Message | None = None
         self._served_model: str | None = None
         self._result: _Result | None = None
+        self._too_long: str | None = None
 
     def __repr__(self) -> str:
         return (f"<StreamObserver lines={self._lines} inits={self._inits} "
@@ -255,8 +145,9 @@ class StreamObserver:
             self._init(obj)
         elif self._inits == 0:
             if not is_allowed_before_init(obj):
-                self._refuse(f"RC-07: line {self._lines} before the init line is "
-                             f"{_describe(obj)}, not a hook event")
+                allowed = ", ".join(f"system/{sub}" for sub in sorted(PRE_INIT_SUBTYPES))
+                self._refuse(f"RC-07: line {self._lines} before the init line: type = "
+                             f"{_describe(obj)!r}: only {allowed} may precede the init line")
         elif kind == "assistant":
             self._assistant(obj)
         elif kind == "user":
@@ -264,16 +155,21 @@ class StreamObserver:
         elif kind == "result":
             self._result_line(obj)
 
-    def finish(self, *, end: End, exit_status: int | None, tail: bytes | None) -> Observation:
+    def finish(self, *, end: End, exit_status: int | None, tail: bytes | None,
+               too_long: str | None = None) -> Observation:
         """Decide the state (module docstring) and return everything observed.
 
         Args:
             end: how the driver saw the stream end.
             exit_status: the harness's exit status; negative = killed by that signal.
             tail: a final fragment with no newline (the stream was cut), else None.
+            too_long: for ``end="line-too-long"``, the reader's message naming the
+                line number and its size (`recorder._errors.LineTooLong`).
         """
+        self._too_long = too_long
         if self._inits == 0:
-            self._refuse("RC-07: no init line")
+            self._refuse("RC-07: no init line (type 'system', subtype 'init') on stdout: "
+                         "what the session loaded is unknown")
         state, reason = self._decide(end, exit_status, tail)
         result = self._result
         retryable = (harness_error_retryable(result.api_error_status, result.text)
@@ -296,15 +192,15 @@ class StreamObserver:
             failed_mcp_servers=tuple(self._failed_mcp),
             result_subtype=result.subtype if result is not None else None,
             num_turns=result.num_turns if result is not None else None,
-            orphan_results=self._orphans,
+            orphan_results=tuple(self._orphans),
             lines=self._lines,
         )
 
     def _decide(self, end: End, exit_status: int | None,
                 tail: bytes | None) -> tuple[SessionState, str]:
         if end == "line-too-long":
-            return "line-too-long", (f"line-too-long: line {self._lines + 1} exceeded "
-                                     "the reader's line cap")
+            return "line-too-long", "line-too-long: " + (
+                self._too_long or f"line {self._lines + 1} exceeded the reader's line cap")
         if end == "timed-out":
             return "timed-out", "timed-out: the session's wall-clock limit fired"
         if end == "watchdog":
@@ -314,8 +210,9 @@ class StreamObserver:
         if self._refusals:
             return "refused-init", "; ".join(self._refusals)
         if self._failed_mcp:
-            names = ", ".join(self._failed_mcp)
-            return "env-fault", f"env-fault: declared MCP server(s) {names} reported failed"
+            names = ", ".join(repr(name) for name in self._failed_mcp)
+            return "env-fault", (f"env-fault: mcp_servers name = {names}: declared by the "
+                                 "workspace's .mcp.json, status 'failed'")
         result = self._result
         if result is None:
             if exit_status is not None and exit_status < 0:
@@ -398,10 +295,16 @@ class StreamObserver:
                 continue
             tool_use_id = block.get("tool_use_id")
             call = self._by_id.get(tool_use_id) if isinstance(tool_use_id, str) else None
+            digest = digest_text(tool_result_text(block))
             if call is None or call.result_digest is not None:
-                self._orphans += 1
+                self._orphans.append(OrphanResult(
+                    line_number=self._lines,
+                    tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None,
+                    result_digest=digest,
+                    repeated=call is not None,
+                ))
                 continue
-            call.result_digest = digest_text(tool_result_text(block))
+            call.result_digest = digest
             call.result_is_error = block.get("is_error") is True
 
     def _result_line(self, obj: dict[str, Any]) -> None:

@@ -27,6 +27,10 @@ OUT = base64.b64decode({out!r})
 ERR = base64.b64decode({err!r})
 CHUNKS, SLEEP_S, HOLD_S, CODE = {chunks!r}, {sleep_s!r}, {hold_s!r}, {code!r}
 
+if sys.argv[1:] == ["--version"]:  # preflight asks, as of the real CLI: answer at once
+    print("0.0.0 (headwater stand-in)")
+    sys.exit(0)
+
 
 def write_all(fd, data):
     view = memoryview(data)
@@ -63,7 +67,9 @@ def write_standin(
     When run, it writes ``stdout`` in `STDOUT_CHUNKS` pieces (each written
     whole, 10 ms apart), then, if ``hold_stdout_s`` > 0, forks a descendant
     that holds stdout open for that many seconds; then it sleeps ``sleep_s``
-    seconds, writes ``stderr`` and exits with ``exit_code``.
+    seconds, writes ``stderr`` and exits with ``exit_code``. Run with the one
+    argument ``--version`` (the runner's preflight), it prints a version line
+    and exits 0 at once, whatever it was told to sleep or hold.
     """
     text = _TEMPLATE.format(
         python=STANDIN_PYTHON,

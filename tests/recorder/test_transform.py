@@ -15,16 +15,14 @@ from typing import Any
 
 import pytest
 
-import recorder._event as event_module
-from recorder._digest import digest_bytes, digest_file, digest_text
-from recorder._event import build_event, cites_in_file, cites_in_text
+from recorder._digest import digest_text
 from recorder._harness import parse_line, tool_result_text
 from recorder._initcheck import InitPolicy
 from recorder._states import COST_KNOWN, RETRYABLE, STATES, harness_error_retryable
 from recorder._transform import (
     ANOMALIES_KEPT,
     Observation,
-    ObservedCall,
+    OrphanResult,
     StreamObserver,
     call_argument,
     canonical_json,
@@ -129,7 +127,55 @@ def test_calls_result_missing_and_orphan() -> None:
     )
     assert len(obs.calls) == 1
     assert obs.calls[0].result_digest is None  # never arrived: no result
-    assert obs.orphan_results == 1
+    assert obs.orphan_results == (OrphanResult(3, "nobody", digest_text("stray"), False),)
+
+
+def test_rc10_pairing_by_id_across_interleaved_subagent_lines() -> None:
+    """RC-10: calls in tool_use order, subagent calls included, each paired with its result by
+    ``tool_use_id``, never by adjacency: a main Agent and a main Bash run in parallel, the
+    subagent's two Reads interleave with them, and every result arrives in completion order."""
+    obs = observe(
+        init(),
+        tool_use("A", "Agent", {"description": "look", "prompt": "p"}, msg="m1"),
+        tool_use("B", "Bash", {"command": "sleep 1; echo main"}, msg="m1"),
+        tool_use("s1", "Read", {"file_path": "a.md"}, msg="sub1", parent="A"),
+        tool_use("s2", "Read", {"file_path": "b.md"}, msg="sub1", parent="A"),
+        tool_result("s2", "B-BODY", parent="A"),
+        tool_result("B", "main"),
+        tool_result("s1", "A-BODY", parent="A"),
+        tool_result("A", "agent said"),
+        text("done", msg="m2"), result(),
+    )
+    assert [(c.tool, c.argument, c.in_subagent, c.result_digest) for c in obs.calls] == [
+        ("Agent", "look", False, digest_text("agent said")),
+        ("Bash", "sleep 1; echo main", False, digest_text("main")),
+        ("Read", "a.md", True, digest_text("A-BODY")),
+        ("Read", "b.md", True, digest_text("B-BODY")),
+    ]
+    assert obs.orphan_results == ()
+
+
+def test_rc10_orphan_result_and_unanswered_tool_use_are_both_kept() -> None:
+    """RC-10: a tool_use whose result never arrives stays a call with no result; a result with
+    no earlier tool_use (or a second result for one already answered) is never dropped: it is
+    kept as an orphan with its line, id and digest (the ledger and the prose carry it)."""
+    obs = observe(
+        init(),
+        tool_result("early", "before its tool_use"),  # line 2
+        tool_use("t0", "Bash", {"command": "ls"}),
+        tool_use("t1", "Bash", {"command": "sleep 99"}),
+        tool_result("t0", "first"),
+        tool_result("t0", "again"),  # line 6: t0 already answered
+        tool_use("early", "Read", {"file_path": "x.md"}),
+        text("ok", msg="m2"), result(),
+    )
+    assert [(c.argument, c.result_digest) for c in obs.calls] == [
+        ("ls", digest_text("first")), ("sleep 99", None), ("x.md", None)]
+    assert obs.orphan_results == (
+        OrphanResult(2, "early", digest_text("before its tool_use"), False),
+        OrphanResult(6, "t0", digest_text("again"), True),
+    )
+    assert obs.state == "recorded"
 
 
 def test_calls_include_subagent_calls_in_tool_use_order() -> None:
@@ -276,7 +322,8 @@ def test_every_init_line_is_checked() -> None:
     obs = observe(init(), text("x"), result(), init(permissionMode="bypassPermissions"),
                   text("y", msg="m2"), result())
     assert obs.state == "refused-init"
-    assert obs.reason == "RC-07: permissionMode bypassPermissions, asked for dontAsk"
+    assert obs.reason == ("RC-07: permissionMode = 'bypassPermissions': the driver asked for "
+                          "'dontAsk' (an allow-list of one)")
 
 
 def test_no_init_line_refuses() -> None:
@@ -285,7 +332,8 @@ def test_no_init_line_refuses() -> None:
     assert "RC-07: no init line" in obs.reason
     empty = observe(exit_status=1)
     assert (empty.state, empty.reason, empty.cost_usd) == (
-        "refused-init", "RC-07: no init line", None)
+        "refused-init", "RC-07: no init line (type 'system', subtype 'init') on stdout: what "
+        "the session loaded is unknown", None)
 
 
 def test_hook_events_before_init_are_allowed() -> None:
@@ -411,127 +459,6 @@ def test_outside_paths_collected_per_call() -> None:
     )
     assert obs.calls[0].outside_paths == {"/etc/hostname"}
     assert obs.outside_paths == {"/etc/hostname", "~/.x"}
-
-
-# --- the event (RC-10..RC-12, recorder/_event.py) ----------------------------------------------
-
-def _call(tool: str, argument: str, *, digest: str | None = "sha256:" + "a" * 64,
-          read_path: str | None = None, is_error: bool = False) -> ObservedCall:
-    return ObservedCall(tool=tool, argument=argument, tool_use_id="t", result_digest=digest,
-                        result_is_error=is_error, read_path=read_path,
-                        outside_paths=frozenset(), in_subagent=False)
-
-
-def _obs(calls: tuple[ObservedCall, ...] = (), produced: tuple[str, ...] = (),
-         final_text: str | None = None, state: str = "recorded") -> Observation:
-    return Observation(state=state,  # type: ignore[arg-type]
-                       reason="", calls=calls, produced_paths=produced,
-                       final_text=final_text, served_model=None, cost_usd=None,
-                       claude_code_version=None, anomalies=(), anomaly_count=0,
-                       outside_paths=frozenset(), retryable=False, api_error_status=None)
-
-
-TEXT_DIGEST = "sha256:" + "a" * 64
-SEALED = "sha256:" + "5" * 64
-
-
-def test_event_read_results(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    (ws / "docs").mkdir(parents=True)
-    (ws / "docs" / "sealed.md").write_text("changed after sealing")
-    (ws / "made.md").write_text("created by the session")
-    (ws / "link-out").symlink_to("/etc")
-    calls = (
-        _call("Read", "docs/sealed.md", read_path=str(ws / "docs" / "sealed.md")),  # manifest
-        _call("Read", "docs/sealed.md", read_path="docs/sealed.md", is_error=True),  # failed
-        _call("Read", "made.md", read_path="made.md"),  # created: bytes after the session
-        _call("Read", "/etc/hostname", read_path="/etc/hostname"),  # outside
-        _call("Read", "link-out/hostname", read_path="link-out/hostname"),  # outside via link
-        _call("Read", "gone.md", read_path="gone.md"),  # neither sealed nor present now
-        _call("Bash", "cat docs/sealed.md"),  # other tool
-        _call("Read", "docs/sealed.md", digest=None, read_path="docs/sealed.md"),  # no result
-    )
-    event = build_event(_obs(calls), probe="p", session="r1", workspace=ws,
-                        manifest={"docs/sealed.md": SEALED}, declared_answers=[], corpus_ids=[])
-    got = [c.result if "result" in c.model_fields_set else "ABSENT" for c in event.calls or []]
-    assert got == [SEALED, TEXT_DIGEST, digest_bytes(b"created by the session"), TEXT_DIGEST,
-                   TEXT_DIGEST, TEXT_DIGEST, TEXT_DIGEST, "ABSENT"]
-
-
-def test_event_three_states_watched_and_empty() -> None:
-    event = build_event(_obs(), probe="p", session="r1", workspace=Path("/workspace"),
-                        manifest={}, declared_answers=["yes"], corpus_ids=[])
-    assert event.model_dump(exclude_unset=True) == {
-        "probe": "p", "session": "r1", "calls": [], "produced": [], "answer": None}
-
-
-def test_event_only_for_recorded() -> None:
-    with pytest.raises(ValueError, match="not 'no-result'"):
-        build_event(_obs(state="no-result"), probe="p", session="r1", workspace=Path("/w"),
-                    manifest={}, declared_answers=[], corpus_ids=[])
-
-
-def test_event_answer_from_final_text() -> None:
-    event = build_event(_obs(final_text="Checked.\nHW-DR-0052 current"), probe="p", session="r1",
-                        workspace=Path("/w"), manifest={}, declared_answers=["current HW-DR-0052"],
-                        corpus_ids=[])
-    assert event.answer == "current HW-DR-0052"
-
-
-def test_event_produced_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "out.md").write_text("See HW-DR-0052 and (HW-DR-0051), not HW-DR-00521 or XHW-DR-0053.")
-    (ws / "escape").symlink_to("/etc")
-    opened: list[str] = []
-    real_open = Path.open
-
-    def spy_open(self: Path, *args: Any, **kwargs: Any) -> Any:
-        opened.append(str(self))
-        return real_open(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "open", spy_open)
-    obs = _obs(produced=(str(ws / "out.md"), str(ws / "missing.md"), "/etc/passwd",
-                         str(ws / "escape" / "hosts")))
-    event = build_event(obs, probe="p", session="r1", workspace=ws, manifest={},
-                        declared_answers=[], produced_extra=["out.md", "/var/x", "extra.txt"],
-                        corpus_ids=["HW-DR-0051", "HW-DR-0052", "HW-DR-0053", "HW-DR-0521"])
-    dumped = [a.model_dump(exclude_unset=True) for a in event.produced or []]
-    assert dumped == [
-        {"path": "out.md", "result": digest_file(ws / "out.md"),
-         "cites": ["HW-DR-0051", "HW-DR-0052"]},
-        {"path": "missing.md"},
-        {"path": "/etc/passwd"},
-        {"path": "/etc/hosts"},  # a workspace symlink pointing outside is outside
-        {"path": "/var/x"},
-        {"path": "extra.txt"},
-    ]
-    assert all(p.startswith(str(ws)) for p in opened)  # never a host file outside
-
-
-@pytest.mark.parametrize(
-    ("text", "cited"),
-    [
-        ("HW-DR-0052", True), ("x HW-DR-0052.", True), ("docs/HW-DR-0052.md", True),
-        ("`HW-DR-0052`", True), ("é HW-DR-0052\n", True),
-        ("HW-DR-00521", False), ("XHW-DR-0052", False), ("HW-DR-0052-draft", False),
-        ("_HW-DR-0052", False), ("éHW-DR-0052", False), ("HW-DR-0052é", False),
-    ],
-)
-def test_cites_word_boundaries(text: str, cited: bool) -> None:
-    assert cites_in_text(text, ["HW-DR-0052"]) == (["HW-DR-0052"] if cited else [])
-
-
-@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 11, 64])
-def test_cites_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       chunk: int) -> None:
-    monkeypatch.setattr(event_module, "SCAN_CHUNK_BYTES", chunk)
-    path = tmp_path / "a.md"
-    body = "é HW-DR-00521 A-1 xA-2 HW-DR-0052, B-7é B-8\n"
-    path.write_text(body)
-    ids = ["HW-DR-0052", "HW-DR-00521", "A-1", "A-2", "B-7", "B-8", "B-9"]
-    assert cites_in_file(path, ids) == cites_in_text(body, ids) == [
-        "A-1", "B-8", "HW-DR-0052", "HW-DR-00521"]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,248 @@
+"""RC-11 ``findings``: run the corpus's configured checker over a session's workspace.
+
+The interface (docs/recorder.md, "Findings"):
+
+- ``checker:`` in ``.headwater/probe.yml`` is a command line, split like a
+  shell would (`shlex.split`, no shell runs). Its first word names one
+  executable file: a path relative to the corpus root (``.headwater/check.py``:
+  the seal removes ``.headwater/``, so the session never sees the checker) or
+  an absolute host path. Further words are its arguments; the workspace path
+  is appended as the last one.
+- It runs after the session, once, as the session's user (a root runner's
+  sessions run as ``headwater-session``, `sandbox._privileges`), under bwrap
+  with the session's own mounts
+  (`sandbox._argv.bwrap_argv`, RC-02), then the workspace remounted
+  read-only and the network unshared (`harden_checker_argv`): it sees
+  ``/usr``, ``/etc``, the workspace and itself (bound read-only at
+  `CHECKER_MOUNT`), and no host home, batch directory, corpus or other
+  session. It must be a self-contained file run by an interpreter under
+  ``/usr`` (``#!/usr/bin/python3``, ``#!/bin/sh``). Its environment is
+  ``PATH``, ``LANG=C.UTF-8`` and ``HOME`` (an empty scratch directory); its
+  working directory is the workspace; stdin is ``/dev/null``; it has no
+  network (``--unshare-net``: a loopback interface only).
+- It prints one JSON object per line on stdout, ``{"path": P, "rule": R}``:
+  ``P`` a path relative to the workspace (or absolute inside it), ``R`` the
+  rule that reported over that file (a non-empty string). Blank lines are
+  ignored, and so are other keys of the object. Exit status 0 means "checked";
+  reporting findings is not a failure.
+- Anything else is a failed check and never a pass: a missing or
+  non-executable checker, a non-zero exit or a signal, a timeout, a line that
+  is not such an object, a path outside the workspace. Then no artifact gets a
+  ``findings`` key (RC-12: not checked), and the outcome carries a note that
+  the session's ledger line and the transcript's prose repeat.
+
+With no ``checker:`` there is no call here at all, and no ``findings`` key.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
+
+from recorder._driver import drive_harness
+from recorder._errors import HarnessSpawnFailed
+from sandbox._argv import Confinement, bwrap_argv
+from sandbox._env import SESSION_PATH, setenv_payload
+from sandbox._errors import SessionUserUnusable
+from sandbox._privileges import drop_argv, hand_over
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from sandbox._layout import HostLayout
+    from sandbox._privileges import SessionUser
+
+CHECKER_MOUNT: Final = "/opt/headwater/checker"
+"""Where the checker executable appears inside its sandbox: a path of its own."""
+CHECKER_WALL_LIMIT_S: Final = 300.0
+"""Seconds a checker may run in all; a checker over a workspace is not a session."""
+CHECKER_WATCHDOG_S: Final = 120.0
+"""Seconds of stdout silence after which the checker is stopped."""
+NOTE_TEXT_CHARS: Final = 200
+"""Characters of an offending checker line quoted in a note."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckerOutcome:
+    """The result of one checker run (RC-11, RC-12).
+
+    Exactly one of the two fields is set: ``findings`` when the check ran to
+    a clean exit, ``note`` when it did not (then nothing counts as checked).
+    """
+
+    findings: Mapping[str, tuple[str, ...]] | None
+    """Workspace-relative POSIX path -> the sorted, unique rules reported over it."""
+    note: str | None = None
+    """Why there is no verdict; None when the check ran."""
+
+    @classmethod
+    def failed(cls, note: str) -> CheckerOutcome:
+        """A check that did not run to a verdict."""
+        return cls(findings=None, note=f"findings checker failed: {note}")
+
+
+class FindingsParser:
+    """Collects ``{"path", "rule"}`` lines; the first bad line ends collection with a reason."""
+
+    def __init__(self, workspace: Path) -> None:
+        self._root = posixpath.normpath(str(workspace))
+        self._lines = 0
+        self.by_path: dict[str, set[str]] = {}
+        self.error: str | None = None
+
+    def feed(self, line: bytes) -> None:
+        """Take one stdout line of the checker (without its newline)."""
+        self._lines += 1
+        if self.error is not None or not line.strip():
+            return
+        try:
+            value = json.loads(line)
+        except ValueError:
+            value = None
+        path = value.get("path") if isinstance(value, dict) else None
+        rule = value.get("rule") if isinstance(value, dict) else None
+        if not (isinstance(path, str) and path and isinstance(rule, str) and rule):
+            shown = line[:NOTE_TEXT_CHARS].decode("utf-8", errors="replace")
+            self.error = f'line {self._lines} is not {{"path": ..., "rule": ...}}: {shown!r}'
+            return
+        absolute = posixpath.normpath(posixpath.join(self._root, path))
+        if not absolute.startswith(self._root + "/"):
+            self.error = f"line {self._lines} names {path!r}, outside the workspace"
+            return
+        self.by_path.setdefault(posixpath.relpath(absolute, self._root), set()).add(rule)
+
+    def findings(self) -> Mapping[str, tuple[str, ...]]:
+        """Path -> sorted unique rules (call only when `error` is None)."""
+        return MappingProxyType({p: tuple(sorted(r)) for p, r in sorted(self.by_path.items())})
+
+
+def resolve_checker(checker: str, *, corpus_root: Path) -> tuple[Path, list[str]]:
+    """Split ``checker`` into the host path of its executable and its arguments.
+
+    Raises:
+        ValueError: the command is empty or badly quoted, or its first word is
+            not an executable regular file (relative words are taken from the
+            corpus root).
+    """
+    try:
+        words = shlex.split(checker)
+    except ValueError as exc:
+        raise ValueError(f"checker {checker!r} cannot be split into words: {exc}") from exc
+    if not words:
+        raise ValueError("checker is an empty command")
+    executable = Path(words[0])
+    if not executable.is_absolute():
+        executable = corpus_root / executable
+    executable = executable.resolve()
+    if not executable.is_file():
+        raise ValueError(f"checker executable {executable} is not a file")
+    if not executable.stat().st_mode & 0o111:
+        raise ValueError(f"checker executable {executable} is not executable")
+    return executable, words[1:]
+
+
+async def run_checker(
+    checker: str,
+    *,
+    corpus_root: Path,
+    workspace: Path,
+    bwrap: str,
+    layout: HostLayout,
+    stderr_tail: Path,
+    user: SessionUser | None = None,
+    wall_limit_s: float = CHECKER_WALL_LIMIT_S,
+    watchdog_s: float = CHECKER_WATCHDOG_S,
+) -> CheckerOutcome:
+    """Run the configured checker over ``workspace`` under bwrap (module docstring).
+
+    **Cancellation:** the checker is reaped by the driver and the scratch
+    directory removed; the cancellation propagates.
+
+    Args:
+        checker: ``ProbeConfig.checker``, the command line.
+        corpus_root: Where a relative executable is found.
+        workspace: The session's workspace after the session (host path).
+        bwrap: The bwrap executable.
+        layout: The host's /bin, /lib, /lib64, /sbin (`measure_host_layout`).
+        stderr_tail: File that receives the last 64 KiB of the checker's stderr.
+        user: The session user a root runner's sessions run as (`sandbox._privileges`):
+            the checker runs as that user too, never as root; None runs it as the runner.
+        wall_limit_s: Seconds in all; watchdog_s: seconds of stdout silence.
+
+    Returns:
+        The findings, or a failed outcome with a note. A failing checker is
+        data here, not an exception; only a bug raises.
+    """
+    try:
+        executable, args = resolve_checker(checker, corpus_root=corpus_root)
+    except (ValueError, OSError) as exc:
+        return CheckerOutcome.failed(str(exc))
+    parser = FindingsParser(workspace)
+    with tempfile.TemporaryDirectory(prefix="headwater-checker-") as scratch:
+        home, log_dir = Path(scratch) / "home", Path(scratch) / "log"
+        home.mkdir()
+        log_dir.mkdir()
+        try:  # as for a session: the user owns the scratch dirs and can reach the checker
+            hand_over(user, own=[home, log_dir], reach=[executable])
+            prefix = drop_argv(user)
+        except SessionUserUnusable as exc:
+            return CheckerOutcome.failed(str(exc))
+        conf = Confinement(workspace=workspace, harness=executable, harness_mount=CHECKER_MOUNT,
+                           log_dir=log_dir, config_dir=home, host_layout=layout)
+        env = {"PATH": SESSION_PATH, "LANG": "C.UTF-8", "HOME": str(home)}
+
+        def argv_for(fd: int | None) -> list[str]:
+            assert fd is not None
+            return [*prefix, *harden_checker_argv(
+                bwrap_argv(conf, [CHECKER_MOUNT, *args, str(workspace)], bwrap=bwrap, args_fd=fd),
+                workspace)]
+
+        try:
+            result = await drive_harness(
+                argv_for, args_payload=setenv_payload(env), on_line=parser.feed,
+                stderr_tail=stderr_tail, wall_limit_s=wall_limit_s, watchdog_s=watchdog_s,
+            )
+        except HarnessSpawnFailed as exc:
+            return CheckerOutcome.failed(str(exc))
+    if result.tail is not None:
+        parser.feed(result.tail)
+    if result.end != "exited":
+        return CheckerOutcome.failed(f"stopped ({result.end}) after {result.duration_s:.1f} s")
+    if result.exit_status != 0:
+        return CheckerOutcome.failed(f"exit status {result.exit_status} (its stderr's tail: "
+                                     f"{stderr_tail.name} of the session)")
+    if parser.error is not None:
+        return CheckerOutcome.failed(parser.error)
+    return CheckerOutcome(findings=parser.findings())
+
+
+def harden_checker_argv(argv: Iterable[str], workspace: Path) -> list[str]:
+    """``argv`` with no network and a read-only workspace for the checker (bwrap(1)).
+
+    Adds ``--unshare-net`` after the bwrap executable (only a loopback
+    interface inside: a checker has nothing to fetch) unless it is there, and
+    ``--remount-ro WORKSPACE`` right after the workspace's bind: the checker
+    reads the workspace and must not change it, because the event's digests
+    describe what the session left. Binds apply in argv order, so the remount
+    lands on the bind just made.
+
+    Raises:
+        ValueError: ``argv`` has no ``--bind WORKSPACE WORKSPACE``.
+    """
+    out = list(argv)
+    path = str(workspace)
+    for index in range(len(out) - 2):
+        if out[index : index + 3] == ["--bind", path, path]:
+            out[index + 3 : index + 3] = ["--remount-ro", path]
+            break
+    else:
+        raise ValueError(f"no --bind of the workspace {path} in the checker's argv")
+    if "--unshare-net" not in out[: out.index("--")]:
+        out.insert(1, "--unshare-net")
+    return out
