@@ -18,6 +18,7 @@ from ._env import setenv_payload as setenv_payload
 from ._errors import CredentialsMissing as CredentialsMissing
 from ._errors import PreflightFailed as PreflightFailed
 from ._errors import SandboxError as SandboxError
+from ._errors import SessionUserUnusable as SessionUserUnusable
 from ._layout import HostLayout as HostLayout
 from ._layout import measure_host_layout as measure_host_layout
 from ._preflight import Check as Check
@@ -25,3 +26,9 @@ from ._preflight import PreflightReport as PreflightReport
 from ._preflight import Verdict as Verdict
 from ._preflight import preflight as preflight
 from ._preflight import raise_for as raise_for
+from ._privileges import SESSION_USER as SESSION_USER
+from ._privileges import SessionUser as SessionUser
+from ._privileges import drop_argv as drop_argv
+from ._privileges import ensure_session_user as ensure_session_user
+from ._privileges import hand_over as hand_over
+from ._privileges import session_user as session_user

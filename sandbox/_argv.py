@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
 HARNESS_MOUNT: Final = "/opt/harness/claude"
 """Where the harness executable appears inside the sandbox: a path of its own (RC-02)."""
+EGRESS_MOUNT: Final = "/run/headwater/egress.sock"
+"""Where the egress proxy's Unix socket appears inside a confined sandbox (RC-02)."""
+NetworkMode = Literal["confined", "host"]
+"""``confined``: a private network namespace whose only way out is the egress socket;
+``host``: the host's network, shared (RC-05's one admitted exception)."""
 
 NAMESPACE_FLAGS: Final = (
     # SIGKILL the sandbox when the spawning *thread* dies (DESIGN.md, RC-05 block, BC-17)
@@ -28,8 +33,8 @@ NAMESPACE_FLAGS: Final = (
     "--unshare-uts",
     "--unshare-cgroup-try",  # skipped, not failed, on kernels without cgroup namespaces
 )
-"""Namespaces and process flags. The network namespace is shared (``network="host"``),
-the one exception RC-05 admits; there is no ``--unshare-net`` yet."""
+"""Namespaces and process flags. ``--unshare-net`` is added for ``network="confined"``;
+with ``network="host"`` the network namespace is shared, the one exception RC-05 admits."""
 
 _SYSTEM_MOUNTS: Final = frozenset({"/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/opt"})
 """Paths a session mount must never replace: binding a workspace here would hide the system."""
@@ -49,13 +54,20 @@ class Confinement:
         config_dir: This session's config directory (`session_config_dir`),
             bound read-write at its path.
         host_layout: How the host has /bin, /lib, /lib64, /sbin (`measure_host_layout`).
-        network: ``"host"``: the network namespace is shared (RC-05's one
-            admitted exception). Network confinement is not built yet.
+        network: ``"confined"``: ``--unshare-net`` (only a loopback interface
+            inside) and ``egress_socket`` bound read-only at `EGRESS_MOUNT`;
+            the caller runs the bridge (`sandbox._network.bridge_command`).
+            ``"host"``: the network namespace is shared (RC-05's one
+            admitted exception).
+        egress_socket: Host path of the session's egress proxy socket
+            (`sandbox._egress.open_egress_proxy`); required with
+            ``"confined"``, refused with ``"host"``.
 
     Raises:
         ValueError: a path is relative, contains ``..``, or is a system mount
             point (``/``, ``/usr``, ``/etc``, ``/proc``, ``/dev``, ``/tmp``, ...);
-            or ``network`` is not ``"host"``.
+            or ``network`` is not ``"confined"`` or ``"host"``, or
+            ``egress_socket`` is missing with ``"confined"`` or given with ``"host"``.
     """
 
     workspace: Path
@@ -64,17 +76,20 @@ class Confinement:
     log_dir: Path
     config_dir: Path
     host_layout: HostLayout
-    network: Literal["host"] = "host"
+    network: NetworkMode = "host"
+    egress_socket: Path | None = None
 
     def __post_init__(self) -> None:
         reserved = _SYSTEM_MOUNTS | {link for link, _ in self.host_layout.symlinks}
         reserved |= set(self.host_layout.directories)
         for field_name in ("workspace", "harness", "harness_mount", "log_dir", "config_dir"):
             _check_mount_path(field_name, str(getattr(self, field_name)), reserved)
-        if self.network != "host":
-            raise ValueError(
-                f"network must be 'host' (no other mode is built yet), got {self.network!r}"
-            )
+        if self.network not in ("confined", "host"):
+            raise ValueError(f"network must be 'confined' or 'host', got {self.network!r}")
+        if (self.network == "confined") != (self.egress_socket is not None):
+            raise ValueError("network 'confined' needs an egress_socket, and only it takes one")
+        if self.egress_socket is not None:
+            _check_mount_path("egress_socket", str(self.egress_socket), reserved)
 
 
 def _check_mount_path(field_name: str, path: str, reserved: frozenset[str] | set[str]) -> None:
@@ -97,7 +112,9 @@ def bwrap_argv(
     TARGET LINK`` for a symlink, never a bind onto it; ``--ro-bind D D`` for a
     real directory); private ``/proc``, ``/dev``, ``/tmp`` (before any bind
     that may lie under /tmp, which would otherwise be hidden by the tmpfs);
-    the workspace, harness, log and config binds; ``--clearenv``; then
+    the workspace, harness, log and config binds; with ``network="confined"``,
+    ``--unshare-net`` among the namespace flags and the egress socket bound
+    read-only at `EGRESS_MOUNT` after the config bind; ``--clearenv``; then
     ``--args ARGS_FD``, which must come *after* ``--clearenv`` because bwrap
     applies both while parsing and ``--clearenv`` would wipe the variables
     (RC-03); ``--chdir`` the workspace; ``--``; the command.
@@ -132,13 +149,16 @@ def bwrap_argv(
     if args_fd < 0:
         raise ValueError(f"args_fd must be a file descriptor number >= 0, got {args_fd}")
     workspace, log_dir, config_dir = str(conf.workspace), str(conf.log_dir), str(conf.config_dir)
-    argv = [bwrap, *NAMESPACE_FLAGS, "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    argv = [bwrap, *NAMESPACE_FLAGS, *(["--unshare-net"] if conf.network == "confined" else [])]
+    argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     argv += _top_level_mounts(conf.host_layout)
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     argv += ["--bind", workspace, workspace]
     argv += ["--ro-bind", str(conf.harness), conf.harness_mount]
     argv += ["--bind", log_dir, log_dir]
     argv += ["--bind", config_dir, config_dir]
+    if conf.egress_socket is not None:
+        argv += ["--ro-bind", str(conf.egress_socket), EGRESS_MOUNT]
     argv += ["--clearenv", "--args", str(args_fd)]
     return [*argv, "--chdir", workspace, "--", *command]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ._errors import CredentialsMissing
+from ._privileges import SessionUser, hand_over_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 
 CONFIG_ROOT: Final = Path("/var/tmp/headwater-campaign/cfg")
 """One fixed root for all session config dirs, where a restarted runner finds left-overs."""
+CONFIG_ROOT_MODE: Final = 0o711
+"""Search without listing: the session user of a root runner must reach its own directory
+(mode 0700, its own) under the root's; nobody can list the names under it."""
 
 CREDENTIALS_FILE_NAME: Final = ".credentials.json"
 """The file Claude Code keeps its login in, under its config directory."""
@@ -95,14 +99,21 @@ def _default_host_config_dir(environ: Mapping[str, str]) -> Path:
 
 @contextlib.contextmanager
 def session_config_dir(
-    credentials: Credentials, *, name: str, root: Path = CONFIG_ROOT
+    credentials: Credentials,
+    *,
+    name: str,
+    root: Path = CONFIG_ROOT,
+    owner: SessionUser | None = None,
 ) -> Iterator[Path]:
     """Create one session's config directory, yield it, and always remove it (RC-03).
 
     The directory is ``root/<pid>-<name>-<random>/``, mode 0700 (``root`` is
-    created 0700 when missing). It starts empty and receives a copy of
-    ``credentials.credentials_file`` as ``.credentials.json``, mode 0600,
-    when there is one; an API key goes through the environment instead.
+    created with mode `CONFIG_ROOT_MODE`, 0711, when missing). It starts empty
+    and receives a copy of ``credentials.credentials_file`` as
+    ``.credentials.json``, mode 0600, when there is one; an API key goes
+    through the environment instead. With ``owner`` (a root runner's session
+    user, `session_user`), the directory and the copy are chowned to it,
+    still 0700 and 0600: the session runs as that user.
 
     **Cancellation:** removal runs in ``finally``, so it happens on normal
     exit, on an exception and on cancellation (trio's ``Cancelled``,
@@ -112,6 +123,7 @@ def session_config_dir(
         credentials: From `host_credentials`.
         name: A label for the directory, e.g. the session name; no ``/``.
         root: Where the directories live; `CONFIG_ROOT` in production.
+        owner: Who the session runs as, or None for the runner itself.
 
     Yields:
         The directory's absolute path.
@@ -129,18 +141,23 @@ def session_config_dir(
         os.chmod(path, _DIR_MODE)
         if credentials.credentials_file is not None:
             _copy_private(credentials.credentials_file, path / CREDENTIALS_FILE_NAME)
+            hand_over_file(path / CREDENTIALS_FILE_NAME, owner)
+        if owner is not None:
+            os.lchown(path, owner.uid, owner.gid)
         yield path
     finally:
         remove_tree(path)
 
 
 def _ensure_root(root: Path) -> None:
-    if root.is_dir():
-        return
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):  # another runner won the race
-        root.mkdir(mode=_DIR_MODE)
-        os.chmod(root, _DIR_MODE)  # mkdir's mode is filtered by the umask
+    if not root.is_dir():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another runner won the race
+            root.mkdir(mode=CONFIG_ROOT_MODE)
+    st = root.stat()
+    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != CONFIG_ROOT_MODE:
+        # mkdir's mode is filtered by the umask, and roots made before the drop were 0700.
+        os.chmod(root, CONFIG_ROOT_MODE)
 
 
 def _copy_private(source: Path, destination: Path) -> None:
@@ -196,7 +213,9 @@ def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
     A directory ``<pid>-...`` whose pid is not a live process was left by a
     killed runner, and may still hold a credentials copy. A live pid keeps
     its directory (possibly a reused pid: keeping is the safe mistake).
-    Entries that do not start with ``<pid>-``, and symlinks, are left alone.
+    Entries that do not start with ``<pid>-``, and symlinks, are left alone;
+    so is a directory this runner may not remove (a root runner's left-over
+    seen by a non-root runner: the next root runner removes it).
 
     Args:
         root: Where the directories live; `CONFIG_ROOT` in production.
@@ -216,7 +235,10 @@ def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
         if match is None or entry.is_symlink() or not entry.is_dir():
             continue
         if not _pid_alive(int(match["pid"])):
-            remove_tree(entry)
+            try:
+                remove_tree(entry)
+            except PermissionError:
+                continue
             removed.append(entry)
     return removed
 

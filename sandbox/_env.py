@@ -24,7 +24,12 @@ _FIXED: Final = (
 
 
 def session_environment(
-    *, config_dir: Path, log_dir: Path, provider_url: str | None, credentials: Credentials
+    *,
+    config_dir: Path,
+    log_dir: Path,
+    provider_url: str | None,
+    credentials: Credentials,
+    egress_proxy: str | None = None,
 ) -> dict[str, str]:
     """Return exactly the variables RC-03 lets into the sandbox, and nothing else.
 
@@ -33,8 +38,12 @@ def session_environment(
     ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``HEADWATER_LOG_DIR``
     (``log_dir``); ``ANTHROPIC_BASE_URL`` when ``provider_url`` is given;
     ``ANTHROPIC_API_KEY`` when the credentials carry a key (a credentials
-    file travels in ``config_dir`` instead). Nothing is read from the
-    runner's own environment.
+    file travels in ``config_dir`` instead); with network confinement,
+    ``HTTPS_PROXY``, ``HTTP_PROXY``, ``https_proxy`` and ``http_proxy`` (all
+    ``egress_proxy``: the harness honours the upper-case pair, curl reads
+    ``http_proxy`` only in lower case), so clients inside go through the
+    egress proxy, where a denied target is counted and named. Nothing is
+    read from the runner's own environment.
 
     The result holds a secret: pass it only to `setenv_payload`, never to an
     argv, a log or a ``repr``.
@@ -44,13 +53,16 @@ def session_environment(
         log_dir: The session's log directory, as mounted.
         provider_url: The Messages API base URL, or None for the harness's default.
         credentials: From `host_credentials`.
+        egress_proxy: The bridge's URL inside the sandbox
+            (`sandbox._network.BRIDGE_URL`), or None with ``--network host``.
 
     Returns:
         A new dict, name -> value.
 
     Raises:
         ValueError: ``config_dir`` or ``log_dir`` is relative, or
-            ``provider_url`` is the empty string (None means "not given").
+            ``provider_url`` or ``egress_proxy`` is the empty string (None
+            means "not given").
     """
     for label, path in (("config_dir", config_dir), ("log_dir", log_dir)):
         if not path.is_absolute():
@@ -63,6 +75,11 @@ def session_environment(
         env["ANTHROPIC_BASE_URL"] = provider_url
     if credentials.api_key is not None:
         env["ANTHROPIC_API_KEY"] = credentials.api_key
+    if egress_proxy == "":
+        raise ValueError("egress_proxy is empty; pass None with --network host")
+    if egress_proxy is not None:
+        for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+            env[name] = egress_proxy
     return env
 
 

@@ -3,6 +3,7 @@
 * SandboxError
   x PreflightFailed     - the host cannot confine a session (RC-05); nothing was started
   x CredentialsMissing  - the credentials the caller named are absent (RC-03)
+  x SessionUserUnusable - a root runner cannot drop to the session user (issue 5, no root inside)
 
 Argument mistakes (a relative path, an empty command, a NUL in an environment
 value) are programming errors and raise `ValueError`, not a `SandboxError`.
@@ -50,3 +51,20 @@ class CredentialsMissing(SandboxError):
     def __init__(self, detail: str) -> None:
         super().__init__(f"credentials missing: {detail}")
         self.detail = detail
+
+
+class SessionUserUnusable(SandboxError):
+    """Raised when a root runner cannot run its sessions as the unprivileged session user.
+
+    Raised before bwrap starts, so nothing ran as root inside a sandbox; the
+    preflight reports it as a broken check, a session as ``refused-confinement``.
+
+    Attributes:
+        detail: What is wrong, e.g. ``"the user headwater-session does not exist"``.
+        fix: What to do about it.
+    """
+
+    def __init__(self, detail: str, fix: str) -> None:
+        super().__init__(f"cannot drop privileges for the session: {detail} (fix: {fix})")
+        self.detail = detail
+        self.fix = fix

@@ -17,6 +17,7 @@ from sandbox import (
     CONFIG_ROOT,
     Credentials,
     CredentialsMissing,
+    SessionUser,
     host_credentials,
     session_config_dir,
     sweep_config_root,
@@ -80,12 +81,12 @@ def test_host_credentials_missing_file_names_it(tmp_path: Path) -> None:
 def test_session_config_dir_is_private_named_by_pid_and_holds_a_0600_copy(
     tmp_path: Path, creds_file: Credentials
 ) -> None:
-    root = tmp_path / "var" / "cfg"  # missing: created 0700
+    root = tmp_path / "var" / "cfg"  # missing: created 0711 (search, no listing)
     with session_config_dir(creds_file, name="p1-r1", root=root) as path:
         assert path.parent == root
         assert path.is_absolute()
         assert re.fullmatch(rf"{os.getpid()}-p1-r1-.+", path.name)
-        assert _mode(root) == 0o700
+        assert _mode(root) == 0o711
         assert _mode(path) == 0o700
         copy = path / ".credentials.json"
         assert copy.read_bytes() == CREDS_JSON
@@ -217,3 +218,39 @@ def test_sweep_removes_dirs_of_dead_pids_and_keeps_live_ones(tmp_path: Path) -> 
 
 def test_sweep_of_a_missing_root_is_empty(tmp_path: Path) -> None:
     assert sweep_config_root(tmp_path / "missing") == []
+
+
+def test_an_older_0700_root_becomes_0711(tmp_path: Path) -> None:
+    root = tmp_path / "cfg"
+    root.mkdir(mode=0o700)
+    root.chmod(0o700)
+    with session_config_dir(Credentials(None, None, "k"), name="s", root=root):
+        assert _mode(root) == 0o711
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_session_config_dir_with_an_owner_hands_dir_and_copy_to_it(
+    tmp_path: Path, creds_file: Credentials
+) -> None:
+    """A root runner's session user owns its config dir (0700) and credentials copy (0600)."""
+    owner = SessionUser("someone", 54321, 54322)
+    with session_config_dir(creds_file, name="s", root=tmp_path / "cfg", owner=owner) as path:
+        copy = path / ".credentials.json"
+        assert (path.stat().st_uid, path.stat().st_gid, _mode(path)) == (54321, 54322, 0o700)
+        assert (copy.stat().st_uid, copy.stat().st_gid, _mode(copy)) == (54321, 54322, 0o600)
+    assert not path.exists()
+
+
+def test_sweep_keeps_what_it_may_not_remove(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-root runner meets a root runner's left-over: skipped, not a crash."""
+    dead = tmp_path / f"{_dead_pid()}-p1-r1-abcd"
+    dead.mkdir()
+
+    def denied(path: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("sandbox._config.remove_tree", denied)
+    assert sweep_config_root(tmp_path) == []
+    assert dead.is_dir()

@@ -1,8 +1,14 @@
-"""Host preflight (RC-05): three answers, bwrap's own message, and never "ok" by default."""
+"""Host preflight (RC-05): three answers, bwrap's own message, and never "ok" by default.
+
+Tests that are about one check call `preflight(euid=None)` (no session-user
+check, probes as the invoking user); the session-user tests pass an euid.
+"""
 
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import time
 from pathlib import Path
 
@@ -19,7 +25,9 @@ from sandbox import (
     preflight,
     raise_for,
 )
+from sandbox._checks import userns_causes
 from sandbox._preflight import userns_sysctls
+from sandbox._privileges import SESSION_USER
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
 BC15 = FIXTURES / "BC-15_fake_bwrap.sh"
@@ -52,14 +60,34 @@ def _verdicts(report: PreflightReport) -> dict[str, str]:
     return {check.name: check.verdict for check in report.checks}
 
 
+def _fails_the_full_sandbox_only(mode: str) -> str:
+    """A fake bwrap: answers --version, passes the bare userns probe, fails a session argv."""
+    return (
+        f'[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}\n'
+        f'case "$*" in *--proc*) BC15_MODE={mode} exec /bin/sh {BC15};; esac\nexit 0\n'
+    )
+
+
+ALL_OK = {
+    "bwrap": "ok",
+    "host-layout": "ok",
+    "session-user": "ok",
+    "user-namespaces": "ok",
+    "sandbox": "ok",
+}
+
+
 @pytest.mark.bwrap
 def test_preflight_is_ok_on_this_host(bwrap: str) -> None:
     report = preflight(bwrap=bwrap)
-    assert _verdicts(report) == {"bwrap": "ok", "host-layout": "ok", "sandbox": "ok"}
+    assert _verdicts(report) == ALL_OK
     assert report.ok
     assert not report.broken
     assert report.problems == ()
     assert "bubblewrap" in report.checks[0].detail
+    if os.geteuid() == 0:
+        assert f"sessions run as {SESSION_USER}" in report.checks[2].detail
+        assert f"as {SESSION_USER}" in report.checks[3].detail
     raise_for(report)
 
 
@@ -89,23 +117,31 @@ def test_preflight_is_ok_on_this_host(bwrap: str) -> None:
 def test_preflight_reports_broken_with_bwraps_own_message_and_the_likely_cause(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, message: str, cause: str
 ) -> None:
-    """BC-15: bwrap answers --version but cannot start a sandbox on this 'host'."""
+    """BC-15: bwrap answers --version but cannot start a sandbox on this 'host'.
+
+    Namespace denials fail the bare user-namespace probe already; /proc and
+    loopback failures only the session's full argv.
+    """
+    userns = mode in ("uidmap", "userns")
     _on_path(
         monkeypatch,
         tmp_path,
         f'[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}\n'
-        f"BC15_MODE={mode} exec /bin/sh {BC15}\n",
+        f"BC15_MODE={mode} exec /bin/sh {BC15}\n"
+        if userns
+        else _fails_the_full_sandbox_only(mode),
     )
-    report = preflight(harness=Path("/usr/bin/true"), layout=MERGED_USR)
+    report = preflight(harness=Path("/usr/bin/true"), layout=MERGED_USR, euid=None)
     assert _verdicts(report) == {
         "bwrap": "ok",
         "host-layout": "ok",
-        "sandbox": "broken",
+        "user-namespaces": "broken" if userns else "ok",
+        "sandbox": "unverified" if userns else "broken",
         "harness": "unverified",
     }
     assert report.broken
     assert not report.ok
-    sandbox = report.checks[2]
+    sandbox = report.checks[2 if userns else 3]
     assert message in sandbox.detail
     assert cause in sandbox.detail
     assert sandbox.fix
@@ -118,16 +154,22 @@ def test_preflight_with_the_bc15_fixture_itself_as_bwrap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _on_path(monkeypatch, tmp_path, f"exec /bin/sh {BC15}\n")  # fails even --version
-    report = preflight(layout=MERGED_USR)
-    assert _verdicts(report) == {"bwrap": "broken", "host-layout": "ok", "sandbox": "broken"}
+    report = preflight(layout=MERGED_USR, euid=None)
+    assert _verdicts(report) == {
+        "bwrap": "broken",
+        "host-layout": "ok",
+        "user-namespaces": "broken",
+        "sandbox": "unverified",
+    }
     assert "setting up uid map: Permission denied" in report.checks[2].detail
 
 
 def test_preflight_without_bwrap_is_broken_and_the_sandbox_unverified() -> None:
-    report = preflight(bwrap="/nonexistent/bwrap", harness=Path("/usr/bin/true"))
+    report = preflight(bwrap="/nonexistent/bwrap", harness=Path("/usr/bin/true"), euid=None)
     assert _verdicts(report) == {
         "bwrap": "broken",
         "host-layout": "ok",
+        "user-namespaces": "unverified",
         "sandbox": "unverified",
         "harness": "unverified",
     }
@@ -142,11 +184,12 @@ def test_preflight_that_times_out_is_unverified_never_ok(
     """A hung bwrap (and a grandchild holding its pipes) is killed and reported unverified."""
     _on_path(monkeypatch, tmp_path, "sleep 30\n")
     started = time.monotonic()
-    report = preflight(layout=MERGED_USR, timeout_s=0.3)
+    report = preflight(layout=MERGED_USR, timeout_s=0.3, euid=None)
     assert time.monotonic() - started < 10
     assert _verdicts(report) == {
         "bwrap": "unverified",
         "host-layout": "ok",
+        "user-namespaces": "unverified",
         "sandbox": "unverified",
     }
     assert not report.ok
@@ -163,12 +206,14 @@ def test_preflight_sandbox_timeout_is_unverified(
     _on_path(
         monkeypatch,
         tmp_path,
-        '[ "$1" = --version ] && { echo "bubblewrap 0.8.0"; exit 0; }\nsleep 30\n',
+        '[ "$1" = --version ] && { echo "bubblewrap 0.8.0"; exit 0; }\n'
+        'case "$*" in *--proc*) sleep 30;; esac\n',
     )
-    report = preflight(layout=MERGED_USR, harness=Path("/usr/bin/true"), timeout_s=0.3)
+    report = preflight(layout=MERGED_USR, harness=Path("/usr/bin/true"), timeout_s=0.3, euid=None)
     assert _verdicts(report) == {
         "bwrap": "ok",
         "host-layout": "ok",
+        "user-namespaces": "ok",
         "sandbox": "unverified",
         "harness": "unverified",
     }
@@ -184,13 +229,14 @@ def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
         monkeypatch,
         tmp_path,
         f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
+case "$*" in *--proc*) ;; *) exit 0;; esac
 for a in "$@"; do printf '%s\\n' "$a"; done > {record}
 fd=$(awk 'prev == "--args" {{ print; exit }} {{ prev = $0 }}' {record})
 cat /dev/fd/"$fd" > {payload}
 """,
     )
     layout = HostLayout(symlinks=(("/lib64", "usr/lib64"),), directories=("/bin", "/lib"))
-    report = preflight(layout=layout)
+    report = preflight(layout=layout, euid=None)
     assert report.ok, report.problems
     argv = record.read_text().splitlines()
     # Rebuild the confinement from the recorded paths, then ask bwrap_argv for the whole list.
@@ -219,17 +265,23 @@ def test_preflight_names_a_failing_mount_when_the_layout_is_wrong_for_the_host(b
     """BC-16 case 1: on a merged-/usr host, mounting only /usr leaves no ELF loader at /lib64."""
     if not measure_host_layout().symlinks:
         pytest.skip("this host is not merged-/usr; the wrong layout would not fail here")
-    report = preflight(bwrap=bwrap, layout=HostLayout(symlinks=(), directories=()))
-    assert _verdicts(report) == {"bwrap": "ok", "host-layout": "ok", "sandbox": "broken"}
-    assert "execvp" in report.checks[2].detail
-    assert "/lib64" in report.checks[2].detail
+    report = preflight(bwrap=bwrap, layout=HostLayout(symlinks=(), directories=()), euid=None)
+    assert _verdicts(report) == {
+        "bwrap": "ok",
+        "host-layout": "ok",
+        "user-namespaces": "ok",
+        "sandbox": "broken",
+    }
+    assert "execvp" in report.checks[3].detail
+    assert "/lib64" in report.checks[3].detail
 
 
 def test_preflight_layout_with_a_symlink_out_of_usr_is_broken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _on_path(monkeypatch, tmp_path, 'echo "bubblewrap 0.8.0"\n')
-    report = preflight(layout=HostLayout(symlinks=(("/bin", "/opt/bin"),), directories=()))
+    outside = HostLayout(symlinks=(("/bin", "/opt/bin"),), directories=())
+    report = preflight(layout=outside, euid=None)
     layout = report.checks[1]
     assert (layout.name, layout.verdict) == ("host-layout", "broken")
     assert "/bin" in layout.detail
@@ -262,7 +314,7 @@ def test_preflight_missing_harness_is_broken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _on_path(monkeypatch, tmp_path, 'echo "bubblewrap 0.8.0"\n')
-    report = preflight(layout=MERGED_USR, harness=tmp_path / "no-such-claude")
+    report = preflight(layout=MERGED_USR, harness=tmp_path / "no-such-claude", euid=None)
     assert _verdicts(report)["harness"] == "broken"
 
 
@@ -302,3 +354,117 @@ def test_report_answers_and_problems() -> None:
     )
     with pytest.raises(PreflightFailed, match="harness: broken: exit 1"):
         raise_for(mixed, allow_unverified=True)
+
+
+def test_userns_causes_name_the_sysctl_or_apparmor(tmp_path: Path) -> None:
+    (tmp_path / "kernel").mkdir()
+    (tmp_path / "kernel" / "apparmor_restrict_unprivileged_userns").write_text("1\n")
+    assert userns_causes(tmp_path) == [
+        "AppArmor (kernel.apparmor_restrict_unprivileged_userns=1: only programs with an "
+        "AppArmor profile that allows userns may create one)"
+    ]
+    (tmp_path / "kernel" / "apparmor_restrict_unprivileged_userns").write_text("0\n")
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "max_user_namespaces").write_text("0\n")
+    assert userns_causes(tmp_path) == ["the sysctl user.max_user_namespaces=0"]
+
+
+@pytest.mark.parametrize(
+    ("sysctl", "value", "named"),
+    [
+        ("kernel/apparmor_restrict_unprivileged_userns", "1", "AppArmor"),
+        ("kernel/unprivileged_userns_clone", "0", "the sysctl kernel.unprivileged_userns_clone=0"),
+    ],
+)
+def test_a_userns_denial_names_apparmor_or_the_sysctl_as_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sysctl: str, value: str, named: str
+) -> None:
+    proc_sys = tmp_path / "proc-sys"
+    (proc_sys / sysctl).parent.mkdir(parents=True)
+    (proc_sys / sysctl).write_text(value + "\n")
+    monkeypatch.setattr("sandbox._checks._PROC_SYS", proc_sys)
+    _on_path(
+        monkeypatch,
+        tmp_path,
+        f'[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}\n'
+        f"BC15_MODE=uidmap exec /bin/sh {BC15}\n",
+    )
+    report = preflight(layout=MERGED_USR, euid=None)
+    userns = report.checks[2]
+    assert (userns.name, userns.verdict) == ("user-namespaces", "broken")
+    assert "setting up uid map: Permission denied" in userns.detail
+    assert f"likely cause: unprivileged user namespaces are denied by {named}" in userns.detail
+    assert "sysctl" in userns.fix
+
+
+@pytest.mark.bwrap
+def test_a_runner_that_is_not_root_runs_sessions_as_itself(bwrap: str) -> None:
+    report = preflight(bwrap=bwrap, euid=1000)
+    assert _verdicts(report) == ALL_OK
+    assert "not root" in report.checks[2].detail
+    assert "no drop" in report.checks[2].detail
+
+
+def test_a_root_runner_without_the_session_user_is_broken_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def missing(name: str) -> object:
+        raise KeyError(name)
+
+    monkeypatch.setattr("sandbox._privileges.pwd.getpwnam", missing)
+    report = preflight(layout=MERGED_USR, harness=Path("/usr/bin/true"), euid=0)
+    verdicts = _verdicts(report)
+    assert verdicts["session-user"] == "broken"
+    assert {verdicts["user-namespaces"], verdicts["sandbox"], verdicts["harness"]} == {
+        "unverified"
+    }
+    check = report.checks[2]
+    assert SESSION_USER in check.detail
+    assert "make session-user" in check.fix
+    with pytest.raises(PreflightFailed, match="session-user: broken"):
+        raise_for(report)
+
+
+def test_a_root_runner_without_setpriv_is_broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_which = shutil.which
+    monkeypatch.setattr(
+        "sandbox._privileges.shutil.which",
+        lambda name, **kw: None if name == "setpriv" else real_which(name, **kw),
+    )
+    report = preflight(layout=MERGED_USR, euid=0)
+    if "does not exist" in report.checks[2].detail:
+        pytest.skip("no session user on this host")
+    assert _verdicts(report)["session-user"] == "broken"
+    assert "setpriv" in report.checks[2].detail
+    assert "util-linux" in report.checks[2].fix
+
+
+@pytest.mark.bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop happens for a root runner")
+def test_a_root_runners_probes_run_as_the_session_user_through_private_parents(
+    bwrap: str, tmp_path: Path
+) -> None:
+    """The stand-in 'harness' prints its uid inside: the session user's, not 0.
+
+    It lives under pytest's private (0700, root's) tmp directories: the preflight,
+    like a session, gives the session user search permission on the way (an ACL).
+    """
+    harness = _script(tmp_path / "stand-in", "id -u\n")
+    report = preflight(bwrap=bwrap, harness=harness)
+    assert _verdicts(report) == {**ALL_OK, "harness": "ok"}, report.problems
+    user = pwd.getpwnam(SESSION_USER)
+    assert report.harness_version == str(user.pw_uid) != "0"
+
+
+@pytest.mark.bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop happens for a root runner")
+def test_a_harness_the_session_user_may_not_execute_is_broken_with_the_fix(
+    bwrap: str, tmp_path: Path
+) -> None:
+    harness = _script(tmp_path / "stand-in", "echo 1.0\n")
+    harness.chmod(0o700)
+    report = preflight(bwrap=bwrap, harness=harness)
+    check = report.checks[-1]
+    assert (check.name, check.verdict) == ("harness", "broken")
+    assert f"not readable and executable by {SESSION_USER}" in check.detail
+    assert check.fix == f"chmod o+rx {harness.resolve()}"

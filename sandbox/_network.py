@@ -1,0 +1,361 @@
+"""Network confinement: the bridge inside the sandbox, the session's proxy, and its preflight.
+
+With ``--network confined`` (the default where the host supports it) a
+session runs in its own network namespace (bwrap ``--unshare-net``; bwrap
+0.8.0 brings its ``lo`` up, measured: ``127.0.0.1/8`` and ``::1``, no other
+interface, no route, so no resolver is reachable and a name lookup fails).
+Its only way out is the egress proxy (`sandbox._egress`), outside the
+sandbox, whose Unix socket is bound into the sandbox at `EGRESS_MOUNT`.
+
+Inside, Debian's ``socat`` (under ``/usr``, so visible in the sandbox)
+bridges ``127.0.0.1:BRIDGE_PORT`` to that socket, and the session's
+``HTTPS_PROXY``/``HTTP_PROXY`` name the bridge (`sandbox._env`). The pinned
+CLI sends every Messages API request through the proxy, a loopback
+``http://`` base URL included (measured with 2.1.197: it does not bypass a
+proxy for ``127.0.0.1``, and it sends absolute-URI requests for ``http://``),
+so the provider URL the session is given stays the one the runner uses.
+
+The sandbox's command becomes ``/bin/sh -c BRIDGE sh HARNESS ARGS...``:
+the shell starts socat in the background, waits until its port listens (at
+most `BRIDGE_START_TIMEOUT_S`), then ``exec``s the harness, which so keeps
+the shell's pid (2, under bwrap's pid 1): bwrap's exit status is the
+harness's, and socat, left as the harness's child, dies with the pid
+namespace when the harness exits (``--unshare-pid``). A bridge that does not
+start ends the sandbox with `BRIDGE_FAILED_STATUS` and a message on stderr
+before the harness runs (no spend).
+
+Rule: the session reaches the provider's ``host:port`` and nothing else, and
+every connection the proxy refuses is counted and named per session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from anyio.from_thread import start_blocking_portal
+
+from ._argv import EGRESS_MOUNT, Confinement, NetworkMode, bwrap_argv
+from ._egress import EGRESS_ROOT, EgressProxy, Target, open_egress_proxy, target_of_url
+from ._env import SESSION_PATH
+from ._errors import SessionUserUnusable
+from ._layout import HostLayout, measure_host_layout
+from ._preflight import Check
+from ._privileges import SessionUser, drop_argv, hand_over, session_user
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Sequence
+
+BRIDGE_PORT: Final = 3128
+"""The loopback port inside the sandbox where socat listens (the namespace is private)."""
+BRIDGE_URL: Final = f"http://127.0.0.1:{BRIDGE_PORT}"
+"""The proxy URL a confined session is given (``HTTPS_PROXY`` and friends)."""
+SOCAT: Final = "/usr/bin/socat"
+"""Debian's socat (package ``socat``); under /usr, so the sandbox sees the same file."""
+BRIDGE_START_TIMEOUT_S: Final = 5.0
+"""How long the shell waits for socat's port to listen before giving up."""
+BRIDGE_FAILED_STATUS: Final = 125
+"""Exit status of a sandbox whose bridge did not start (the harness never ran)."""
+DEFAULT_PROVIDER_URL: Final = "https://api.anthropic.com"
+"""The harness's own default provider, allowed when the session is given no base URL."""
+NETWORK_PROBE_TIMEOUT_S: Final = 30.0
+"""The preflight's confined probe takes about a second; more means something hangs."""
+_POLL_S: Final = 0.01
+
+_BRIDGE_SCRIPT: Final = """\
+{socat} -lp headwater-bridge TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork \
+UNIX-CONNECT:{socket} &
+bridge=$!
+tries=0
+until grep -q ' 0100007F:{hex_port} 00000000:0000 0A ' /proc/net/tcp; do
+  if ! kill -0 "$bridge" 2>/dev/null || [ "$tries" -ge {max_tries} ]; then
+    echo "headwater: the egress bridge ({socat}) did not start" >&2
+    exit {failed}
+  fi
+  tries=$((tries + 1))
+  sleep {poll}
+done
+exec "$@"
+"""
+
+
+def bridge_command(
+    command: Sequence[str], *, socat: str = SOCAT, port: int = BRIDGE_PORT
+) -> list[str]:
+    """Wrap ``command`` so it starts only once the loopback-to-egress-socket bridge listens.
+
+    Pure. The result is ``["/bin/sh", "-c", SCRIPT, "headwater-bridge", *command]``;
+    the script runs ``socat TCP-LISTEN:PORT,bind=127.0.0.1,reuseaddr,fork
+    UNIX-CONNECT:EGRESS_MOUNT`` in the background, polls ``/proc/net/tcp``
+    (the sandbox's own namespace) until the port listens, then ``exec``s
+    ``command`` with its arguments untouched (``"$@"``: no word is re-split).
+
+    Args:
+        command: The command to run inside, ``command[0]`` an absolute path.
+        socat: The socat executable inside the sandbox.
+        port: The bridge's loopback port, 1..65535.
+
+    Returns:
+        A new argv for `bwrap_argv`.
+
+    Raises:
+        ValueError: ``command`` is empty or ``port`` is out of range.
+    """
+    if not command:
+        raise ValueError("command is empty")
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be 1..65535, got {port}")
+    script = _BRIDGE_SCRIPT.format(
+        socat=shlex.quote(socat), port=port, hex_port=f"{port:04X}", socket=EGRESS_MOUNT,
+        max_tries=int(BRIDGE_START_TIMEOUT_S / _POLL_S), poll=_POLL_S,
+        failed=BRIDGE_FAILED_STATUS,
+    )
+    return ["/bin/sh", "-c", script, "headwater-bridge", *command]
+
+
+@asynccontextmanager
+async def open_session_egress(
+    network: NetworkMode,
+    provider_url: str | None,
+    *,
+    root: Path = EGRESS_ROOT,
+    owner: tuple[int, int] | None = None,
+) -> AsyncIterator[EgressProxy | None]:
+    """The egress proxy of one session, or None with ``--network host``.
+
+    Allows exactly the ``host:port`` of ``provider_url`` (of
+    `DEFAULT_PROVIDER_URL` when None). See `sandbox._egress.open_egress_proxy`
+    for the socket, its modes and ``owner``, and cancellation.
+
+    Raises:
+        ValueError: ``provider_url`` is not an ``http(s)://`` URL with a host.
+        OSError: the socket cannot be created.
+    """
+    if network == "host":
+        yield None
+        return
+    target = target_of_url(provider_url or DEFAULT_PROVIDER_URL)
+    async with open_egress_proxy(target, root=root, owner=owner) as proxy:
+        yield proxy
+
+
+_PROBE_SCRIPT: Final = """\
+echo ==allowed
+printf 'GET http://127.0.0.1:%s/headwater-preflight HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' "$1" \
+| {socat} -t 10 -T 10 - TCP:127.0.0.1:{bridge}
+echo; echo ==denied
+printf 'CONNECT %s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' "$2" \
+| {socat} -t 10 -T 10 - TCP:127.0.0.1:{bridge}
+echo; echo ==direct
+if {socat} -T 3 -u TCP:127.0.0.1:"$1",connect-timeout=3 - </dev/null >/dev/null 2>&1
+then echo open; else echo closed; fi
+"""
+_TOKEN: Final = "headwater-network-preflight-ok"
+_NETWORK_FIX: Final = (
+    "allow unprivileged network namespaces for bwrap (the user-namespace settings of the "
+    "sandbox check; in a container, allow unshare(CLONE_NEWNET) and netlink for `lo`), "
+    "or run with --network host, which leaves the session's network open"
+)
+
+
+def network_preflight(
+    *,
+    bwrap: str = "bwrap",
+    layout: HostLayout | None = None,
+    socat: str = SOCAT,
+    timeout_s: float = NETWORK_PROBE_TIMEOUT_S,
+    egress_root: Path = EGRESS_ROOT,
+    user: SessionUser | Literal["auto"] | None = "auto",
+) -> Check:
+    """Can this host confine a session's network? One preflight answer, named ``network``.
+
+    Runs, under a session's exact confined argv (``--unshare-net``, the egress
+    socket, the bridge): a plain-HTTP request through the bridge and the
+    egress proxy to a throwaway server on host loopback (must arrive), a
+    ``CONNECT`` to another loopback address (must be answered 403 and counted
+    by the proxy), and a direct connection to the server's port (must fail:
+    the namespace is private). Every subprocess starts with an empty
+    environment and is killed (its process group) after ``timeout_s``. As
+    for a session, bwrap runs as the session user (a root runner's
+    ``headwater-session``, dropped to with setpriv), who is given the
+    scratch directories and the egress socket.
+
+    Args:
+        bwrap: The bwrap executable, a name looked up on PATH or a path.
+        layout: The host layout; None measures ``/``.
+        socat: The bridge's socat; must exist on the host under ``/usr``.
+        timeout_s: Bound on the confined probe, in seconds.
+        egress_root: Parent of the proxy's socket directory.
+        user: Who bwrap runs as: ``"auto"`` as a session would
+            (`sandbox._privileges.session_user`), None the runner itself.
+
+    Returns:
+        ``ok`` (verified), ``broken`` (verified not to work; ``fix`` says what
+        to do) or ``unverified`` (could not tell: bwrap missing, a timeout).
+        Never raises for a host problem.
+    """
+    if not (os.path.isfile(socat) and os.access(socat, os.X_OK)):
+        return Check("network", "broken", f"{socat} is missing (the bridge inside the sandbox)",
+                     "install Debian's socat (`apt-get install socat`; `make` does it as root), "
+                     "or run with --network host, which leaves the session's network open")
+    executable = shutil.which(bwrap)
+    if executable is None:
+        return Check("network", "unverified", f"not run: {bwrap!r} not found (see the bwrap check)")
+    try:
+        layout = layout or measure_host_layout()
+        who = session_user() if user == "auto" else user
+    except OSError as exc:
+        return Check("network", "unverified", f"not run: cannot measure the host layout: {exc}")
+    except SessionUserUnusable as exc:
+        return Check("network", "unverified", f"not run: {exc} (see the session-user check)")
+    owner = (who.uid, who.gid) if who else None
+    with _TokenServer() as port, start_blocking_portal("trio") as portal:
+        allowed = Target("127.0.0.1", port)
+        with portal.wrap_async_context_manager(
+            open_egress_proxy(allowed, root=egress_root, owner=owner)
+        ) as proxy:
+            try:
+                run = _probe(executable, layout, socat, proxy.socket_path, port, timeout_s, who)
+            except SessionUserUnusable as exc:
+                return Check("network", "unverified", f"not run: {exc}")
+            stats = proxy.stats()
+    return _verdict(run, stats.denied, stats.allowed, port)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+
+def _probe(
+    bwrap: str, layout: HostLayout, socat: str, socket: Path, port: int, timeout_s: float,
+    user: SessionUser | None,
+) -> _Run:
+    with tempfile.TemporaryDirectory(prefix="headwater-netcheck-") as scratch:
+        root = Path(scratch).resolve()
+        dirs = {name: root / name for name in ("workspace", "log", "config")}
+        for path in dirs.values():
+            path.mkdir(mode=0o700)
+        hand_over(user, own=[root], reach=[Path(socat).resolve(), socket])
+        conf = Confinement(
+            workspace=dirs["workspace"], harness=Path(socat).resolve(), log_dir=dirs["log"],
+            config_dir=dirs["config"], host_layout=layout, network="confined",
+            egress_socket=socket,
+        )
+        script = _PROBE_SCRIPT.format(socat=shlex.quote(socat), bridge=BRIDGE_PORT)
+        inner = ["/bin/sh", "-c", script, "probe", str(port), f"127.0.0.2:{port}"]
+        read_fd, write_fd = os.pipe()
+        try:
+            os.write(write_fd, b"--setenv\0PATH\0" + SESSION_PATH.encode() + b"\0")
+            os.close(write_fd)
+            write_fd = -1
+            command = bridge_command(inner, socat=socat, port=BRIDGE_PORT)
+            argv = bwrap_argv(conf, command, bwrap=bwrap, args_fd=read_fd)
+            return _run_bounded([*drop_argv(user), *argv], timeout_s, read_fd)
+        finally:
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+
+
+def _run_bounded(argv: Sequence[str], timeout_s: float, args_fd: int) -> _Run:
+    try:
+        process = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={}, start_new_session=True, pass_fds=(args_fd,),
+        )
+    except OSError as exc:
+        return _Run(None, "", f"cannot execute {argv[0]}: {exc}")
+    try:
+        out, err = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 9)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=5.0)
+        return _Run(None, "", f"timed out after {timeout_s} s")
+    return _Run(process.returncode, out.decode("utf-8", "replace"),
+                err.decode("utf-8", "replace"))
+
+
+def _sections(stdout: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    current = ""
+    for line in stdout.splitlines():
+        if line.startswith("=="):
+            current = line[2:]
+            found[current] = ""
+        elif current:
+            found[current] += line + "\n"
+    return found
+
+
+def _verdict(run: _Run, denied: dict[str, int], allowed: int, port: int) -> Check:
+    if run.returncode is None and run.stderr.startswith("timed out"):
+        return Check("network", "unverified", f"the confined probe {run.stderr}")
+    message = run.stderr.strip()[-1000:]
+    if run.returncode != 0:
+        return Check("network", "broken",
+                     f"a sandbox with --unshare-net and the egress bridge exited "
+                     f"{run.returncode}: {message or '(no message)'}", _NETWORK_FIX)
+    parts = _sections(run.stdout)
+    problems: list[str] = []
+    if _TOKEN not in parts.get("allowed", "") or allowed != 1:
+        problems.append("a loopback server was not reached through the bridge and the proxy "
+                        f"(proxy relayed {allowed}; stderr: {message or 'empty'})")
+    name = f"127.0.0.2:{port}"
+    if " 403 " not in parts.get("denied", "") or denied != {name: 1}:
+        problems.append(f"a CONNECT to {name} was not refused and counted (counted: {denied})")
+    if parts.get("direct", "").strip() != "closed":
+        problems.append("the host's loopback port was reachable directly from inside: "
+                        "the network namespace is not private")
+    if problems:
+        return Check("network", "broken", "; ".join(problems), _NETWORK_FIX)
+    return Check("network", "ok",
+                 "own network namespace (only lo); socat bridge to the egress socket; a loopback "
+                 f"server reached through the egress proxy; {name} refused (403) and counted; "
+                 "a direct connection to host loopback failed")
+
+
+class _TokenServer:
+    """A throwaway HTTP server on host loopback that answers every GET with `_TOKEN`."""
+
+    def __enter__(self) -> int:
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        name="network-preflight-server", daemon=True)
+        self._thread.start()
+        return int(self._server.server_address[1])
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5.0)
+
+
+class _TokenHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = _TOKEN.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
