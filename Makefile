@@ -9,7 +9,7 @@ HARNESS_PKG := @anthropic-ai/claude-code@$(HARNESS_VERSION)
 HARNESS_STAMP := .harness/.installed-$(HARNESS_VERSION)
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bwrap harness venv clean
+.PHONY: demo test setup bwrap socat session-user harness venv clean
 
 demo: setup
 	$(VENV)/bin/headwater-campaign demo $(DEMO_ARGS)
@@ -17,7 +17,16 @@ demo: setup
 test: setup
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-setup: bwrap venv harness
+setup: bwrap socat session-user venv harness
+
+# A root runner's sessions run as this unprivileged user (no root inside, docs/host.md);
+# run/demo/record also create it when missing. Nothing to do for a runner that is not root.
+session-user:
+	@if [ "$$(id -u)" = 0 ] && ! getent passwd headwater-session >/dev/null; then \
+	  echo "creating the system user headwater-session (sessions of a root runner run as it)"; \
+	  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+	    --user-group headwater-session; \
+	fi
 
 bwrap:
 	@if ! command -v bwrap >/dev/null 2>&1; then \
@@ -26,6 +35,17 @@ bwrap:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
 	  else \
 	    echo "bubblewrap (bwrap) is missing: install it, e.g. 'sudo apt-get install bubblewrap'" >&2; exit 12; \
+	  fi; \
+	fi
+
+# The loopback-to-egress-socket bridge inside a confined session (docs/network.md).
+socat:
+	@if ! [ -x /usr/bin/socat ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing socat (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq socat >/dev/null; \
+	  else \
+	    echo "socat is missing (network confinement needs /usr/bin/socat): install it, e.g. 'sudo apt-get install socat'" >&2; exit 12; \
 	  fi; \
 	fi
 

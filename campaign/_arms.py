@@ -1,43 +1,51 @@
-"""Arms: documented transformations of a sealed workspace's harness layer (RC-14).
+"""Arms: documented transformations of a sealed workspace's harness layer, and their identity.
 
 The *layer* is what the harness loads from the workspace rather than reads
 as corpus: every file under a ``.claude/`` directory (any depth), every
 ``CLAUDE.md`` and ``CLAUDE.local.md`` (any depth) and the root ``.mcp.json``.
+The full table is in docs/arms.md:
 
 ============== ================================================================
-arm            what it removes from the workspace
+arm            what it changes, relative to the sealed corpus
 ============== ================================================================
-present        nothing
-absent         the whole layer (every ``.claude/`` file, every CLAUDE.md and
-               CLAUDE.local.md, ``.mcp.json``)
-no-hook        the ``hooks`` key of every ``.claude/settings.json`` and
+present        nothing (the layer as the corpus has it; the plan's tools)
+absent         removes the whole layer (every ``.claude/`` file: settings and
+               MCP settings, hooks, skills, commands, agents; every CLAUDE.md
+               and CLAUDE.local.md; ``.mcp.json``)
+no-hook        removes the ``hooks`` key of every ``.claude/settings.json`` and
                ``.claude/settings.local.json`` (the file goes when nothing else
-               is left in it), and every file under ``.claude/hooks/``
-no-skills      every file under ``.claude/skills/``
-no-claude-md   every CLAUDE.md and CLAUDE.local.md
-mcp            not implemented: `ArmUnsupported`
+               is left in it) and every file under ``.claude/hooks/``
+no-skills      removes every file under ``.claude/skills/``
+no-claude-md   removes every CLAUDE.md and CLAUDE.local.md
+mcp            the layer of present; the allowed tools extended with
+               ``mcp__<server>`` for each server the root ``.mcp.json`` declares
 ============== ================================================================
 
-An arm is applied after sealing and before the manifest is computed, so the
-manifest describes the workspace as the session sees it. `plan_arm` is pure;
-`apply_arm` executes it on a workspace.
+An arm's identity (`ArmSpec`) is a digest of its workspace layer (the tree
+formula over the layer files it keeps, as it leaves them) and of its harness
+flags (permission mode, setting sources, allowed and disallowed tools), so
+two batches can be known to have run the same arm. An arm whose identity
+equals present's changes nothing (`arms_without_effect`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Literal, get_args
 
-from recorder._digest import digest_bytes, tree_digest
+from recorder._command import DISALLOWED_TOOLS, PERMISSION_MODE, SETTING_SOURCES
+from recorder._digest import digest_bytes, digest_text, tree_digest
 
-from ._errors import ArmError, ArmUnsupported
+from ._errors import ArmError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from ._corpus import Corpus
 
 Arm = Literal["present", "absent", "no-hook", "no-skills", "no-claude-md", "mcp"]
@@ -46,172 +54,248 @@ ARMS: Final[tuple[str, ...]] = get_args(Arm)
 
 _CLAUDE_MD: Final = frozenset({"CLAUDE.md", "CLAUDE.local.md"})
 _SETTINGS: Final = frozenset({"settings.json", "settings.local.json"})
-_MCP_JSON: Final = ".mcp.json"
+MCP_JSON: Final = ".mcp.json"
+_SERVER_NAME: Final = re.compile(r"\A[A-Za-z0-9_-]+\Z")
+"""An MCP server name that fits in ``mcp__<server>`` and in a space-joined tool list."""
+
+NOTHING: Final[dict[str, str]] = {
+    "absent": "the corpus has no harness layer (no .claude/, CLAUDE.md, CLAUDE.local.md or "
+              ".mcp.json)",
+    "no-hook": "no .claude/settings*.json has a `hooks` key and no file is under .claude/hooks/",
+    "no-skills": "no file is under .claude/skills/",
+    "no-claude-md": "the corpus has no CLAUDE.md or CLAUDE.local.md",
+    "mcp": "the root .mcp.json declares no MCP server",
+}
+"""Why an arm would differ from present in nothing: its component is missing from the corpus."""
 
 
 @dataclass(frozen=True, slots=True)
 class Removal:
-    """One thing the seal or an arm took out of a workspace.
-
-    ``line`` is the 1-based line of the corpus file for a removed line, or for
-    a removed file the line of the text that decided it; None when no line
-    decided it (the probe shelf, an arm's component, a binary file).
-    """
+    """One thing the seal or an arm took out of a workspace (what ``seal --explain`` lists)."""
 
     path: str
     """Corpus- (= workspace-) relative POSIX path."""
     reason: str
     """Why, naming the rule (RC-09 or the arm)."""
     line: int | None = None
+    """1-based line: the removed line, or the line that decided a whole file's removal;
+    None when no line decided it (the shelf, an answer key, an arm's component)."""
+    kind: str = "file"
+    """``file`` (the whole file went), ``line`` (one line went), ``edit`` (an arm rewrote it)."""
+    excerpt: str | None = None
+    """The deciding line's text (stripped, cut), for people; never compared."""
 
 
 @dataclass(frozen=True, slots=True)
-class ArmPlan:
-    """What an arm does to a set of workspace files, computed without writing."""
+class ArmEffect:
+    """What an arm does to one file: keep it, remove it, or rewrite it as ``data``."""
 
-    removed: list[Removal] = field(default_factory=list)
-    rewritten: dict[str, bytes] = field(default_factory=dict)
-    """Path -> the file's new bytes (a settings file with its hooks taken out)."""
+    action: Literal["keep", "remove", "rewrite"]
+    reason: str = ""
+    data: bytes | None = None
+
+
+KEEP: Final = ArmEffect("keep")
 
 
 def is_layer_path(path: str) -> bool:
     """True when the workspace-relative POSIX ``path`` belongs to the harness layer."""
-    parts = PurePosixPath(path).parts
-    return ".claude" in parts[:-1] or parts[-1] in _CLAUDE_MD or path == _MCP_JSON
+    return ("/" + path).find("/.claude/") >= 0 or path.rpartition("/")[2] in _CLAUDE_MD \
+        or path == MCP_JSON
 
 
 def _under(parts: tuple[str, ...], sub: str) -> bool:
     return any(a == ".claude" and b == sub for a, b in pairwise(parts[:-1]))
 
 
-def _drop_hooks(path: str, data: bytes) -> bytes | None:
-    """``data`` without its ``hooks`` key; None when nothing else is left."""
+def _settings(path: str, data: bytes, arm: str) -> dict[str, object]:
     try:
-        settings = json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArmError("no-hook", f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(settings, dict):
-        raise ArmError("no-hook", f"{path} is not a JSON object")
-    settings.pop("hooks")
-    if not settings:
-        return None
-    return (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _has_hooks(path: str, data: bytes) -> bool:
-    try:
-        settings = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArmError("no-hook", f"{path} is not valid JSON: {exc}") from exc
-    return isinstance(settings, dict) and "hooks" in settings
+        raise ArmError(arm, f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ArmError(arm, f"{path} is not a JSON object")
+    return value
 
 
 def check_arm(arm: str) -> None:
-    """Raise unless this build can apply ``arm``.
+    """Raise unless ``arm`` is in the RC-14 vocabulary.
 
     Raises:
-        ArmError: ``arm`` is not in the RC-14 vocabulary.
-        ArmUnsupported: ``arm`` is ``mcp``.
+        ArmError: ``arm`` is not one of `ARMS` (the message lists them).
     """
     if arm not in ARMS:
         raise ArmError(arm, f"not an arm of the RC-14 vocabulary ({', '.join(ARMS)})")
-    if arm == "mcp":
-        raise ArmUnsupported(arm)
 
 
-def plan_arm(paths: Iterable[str], read: Callable[[str], bytes], arm: str) -> ArmPlan:
-    """Compute what ``arm`` removes and rewrites among ``paths``. Pure but for ``read``.
-
-    Args:
-        paths: workspace-relative POSIX paths of every file of the workspace.
-        read: returns a path's bytes; called only for settings files.
-        arm: a member of `ARMS`.
+def arm_effect(arm: str, path: str, data: bytes) -> ArmEffect:
+    """What ``arm`` does to the workspace file ``path`` whose bytes are ``data``. Pure.
 
     Raises:
-        ArmError: ``arm`` is not in the vocabulary, or a settings file the arm
-            must edit is not a JSON object.
-        ArmUnsupported: ``arm`` is ``mcp``.
+        ArmError: ``arm`` is unknown, or a settings file ``no-hook`` must edit
+            is not a JSON object.
     """
     check_arm(arm)
-    result = ArmPlan()
-    for path in sorted(paths):
-        if not is_layer_path(path) or arm == "present":
-            continue
-        parts = PurePosixPath(path).parts
-        if arm == "absent":
-            result.removed.append(Removal(path, "harness layer (arm absent)"))
-        elif arm == "no-skills" and _under(parts, "skills"):
-            result.removed.append(Removal(path, "skill (arm no-skills)"))
-        elif arm == "no-claude-md" and parts[-1] in _CLAUDE_MD:
-            result.removed.append(Removal(path, "CLAUDE.md file (arm no-claude-md)"))
-        elif arm == "no-hook" and _under(parts, "hooks"):
-            result.removed.append(Removal(path, "hook script (arm no-hook)"))
-        elif arm == "no-hook" and len(parts) > 1 and parts[-2] == ".claude" \
-                and parts[-1] in _SETTINGS and _has_hooks(path, data := read(path)):
-            new = _drop_hooks(path, data)
-            if new is None:
-                result.removed.append(Removal(path, "hooks settings, nothing else (arm no-hook)"))
-            else:
-                result.rewritten[path] = new
-                result.removed.append(Removal(path, "its `hooks` key (arm no-hook)"))
-    return result
+    if arm in ("present", "mcp") or not is_layer_path(path):
+        return KEEP
+    parts = PurePosixPath(path).parts
+    if arm == "absent":
+        return ArmEffect("remove", "harness layer (arm absent)")
+    if arm == "no-skills" and _under(parts, "skills"):
+        return ArmEffect("remove", "a skill (arm no-skills)")
+    if arm == "no-claude-md" and parts[-1] in _CLAUDE_MD:
+        return ArmEffect("remove", "a CLAUDE.md file (arm no-claude-md)")
+    if arm == "no-hook" and _under(parts, "hooks"):
+        return ArmEffect("remove", "a hook script (arm no-hook)")
+    if arm == "no-hook" and len(parts) > 1 and parts[-2] == ".claude" and parts[-1] in _SETTINGS:
+        settings = _settings(path, data, arm)
+        if "hooks" not in settings:
+            return KEEP
+        del settings["hooks"]
+        if not settings:
+            return ArmEffect("remove", "settings holding only `hooks` (arm no-hook)")
+        new = (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        return ArmEffect("rewrite", "its `hooks` key removed (arm no-hook)", new)
+    return KEEP
 
 
-def _workspace_files(workspace: Path) -> list[str]:
+def _files_under(root: Path) -> list[str]:
     found: list[str] = []
-    for dirpath, _dirs, files in os.walk(workspace):
-        for name in files:
-            found.append((Path(dirpath) / name).relative_to(workspace).as_posix())
-    return found
+    for dirpath, _dirs, files in os.walk(root):
+        found += [(Path(dirpath) / name).relative_to(root).as_posix() for name in files]
+    return sorted(found)
 
 
 def apply_arm(workspace: Path, arm: str) -> list[Removal]:
-    """Transform the sealed ``workspace`` in place into ``arm``'s workspace.
+    """Transform ``workspace`` in place into ``arm``'s workspace (the seal does this itself).
 
-    Call after sealing and before computing the manifest. Directories left
-    empty are removed.
-
-    Returns:
-        What was removed or rewritten, one `Removal` per file, in path order.
+    Directories left empty are removed. Returns one `Removal` per file removed
+    or rewritten, in path order.
 
     Raises:
-        ArmError: see `plan_arm`. ArmUnsupported: ``mcp``.
+        ArmError: see `arm_effect`.
     """
-    plan = plan_arm(_workspace_files(workspace), lambda p: (workspace / p).read_bytes(), arm)
-    for removal in plan.removed:
-        target = workspace / removal.path
-        if removal.path in plan.rewritten:
-            target.write_bytes(plan.rewritten[removal.path])
-        else:
+    done: list[Removal] = []
+    for rel in _files_under(workspace):
+        target = workspace / rel
+        effect = arm_effect(arm, rel, target.read_bytes()) if is_layer_path(rel) else KEEP
+        if effect.action == "rewrite" and effect.data is not None:
+            target.write_bytes(effect.data)
+            done.append(Removal(rel, effect.reason, kind="edit"))
+        elif effect.action == "remove":
             target.unlink()
-            _prune_empty(target.parent, workspace)
-    return plan.removed
+            prune_empty(target.parent, workspace)
+            done.append(Removal(rel, effect.reason))
+    return done
 
 
-def _prune_empty(directory: Path, stop: Path) -> None:
+def prune_empty(directory: Path, stop: Path) -> None:
+    """Remove ``directory`` and its parents up to (not including) ``stop`` while empty."""
     while directory != stop and not any(directory.iterdir()):
         directory.rmdir()
         directory = directory.parent
 
 
-def arm_layer_digest(corpus: Corpus, arm: str) -> str:
-    """The identity of the layer ``arm`` keeps from ``corpus``: the tree formula over it.
+def layer_of(paths: Iterable[str], read: Callable[[str], bytes], digests: dict[str, str],
+             arm: str) -> dict[str, str]:
+    """Path -> digest of every layer file ``arm`` keeps among ``paths``, as it leaves them."""
+    kept: dict[str, str] = {}
+    for path in (p for p in paths if is_layer_path(p)):
+        effect = arm_effect(arm, path, read(path))
+        if effect.action == "keep":
+            kept[path] = digests[path]
+        elif effect.action == "rewrite" and effect.data is not None:
+            kept[path] = digest_bytes(effect.data)
+    return kept
 
-    Covers the corpus's layer files that the arm keeps, each by the digest of
-    its bytes as the arm leaves them (a rewritten settings file by its new
-    bytes). The seal of one probe may remove more (a layer file that names the
-    probe); this digest is per arm, not per session. ``absent`` gives the
-    digest of the empty list.
+
+def mcp_servers(corpus: Corpus) -> tuple[str, ...]:
+    """The server names the corpus's root ``.mcp.json`` declares (sorted; none without one).
 
     Raises:
-        ArmError, ArmUnsupported: see `plan_arm`.
+        ArmError: the file is not a JSON object with an object ``mcpServers``,
+            or a server name is not ``[A-Za-z0-9_-]+``.
     """
-    layer = [p for p in corpus.files if is_layer_path(p)]
-    plan = plan_arm(layer, lambda p: (corpus.root / p).read_bytes(), arm)
-    gone = {r.path for r in plan.removed if r.path not in plan.rewritten}
-    kept = {
-        p: digest_bytes(plan.rewritten[p]) if p in plan.rewritten else corpus.files[p]
-        for p in layer
-        if p not in gone
-    }
-    return tree_digest(kept)
+    if MCP_JSON not in corpus.files:
+        return ()
+    value = _settings(MCP_JSON, (corpus.root / MCP_JSON).read_bytes(), "mcp")
+    servers = value.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ArmError("mcp", f"{MCP_JSON}: mcpServers is not a JSON object")
+    for name in servers:
+        if not _SERVER_NAME.match(name):
+            raise ArmError("mcp", f"{MCP_JSON}: server name {name!r} is not [A-Za-z0-9_-]+, so "
+                                  "it cannot be allowed as mcp__<server>")
+    return tuple(sorted(servers))
+
+
+@dataclass(frozen=True, slots=True)
+class ArmSpec:
+    """One arm as a batch runs it: its allowed tools and its identity."""
+
+    arm: str
+    allowed_tools: tuple[str, ...]
+    """The one ``--allowedTools`` list of this arm's sessions (RC-04)."""
+    layer: str
+    """Tree digest of the layer files the arm keeps, as it leaves them (``sha256:``)."""
+    layer_files: int
+    flags: str
+    """Digest of the canonical JSON of `harness_flags`."""
+    identity: str
+    """Digest of the two lines ``layer <layer>`` and ``flags <flags>``: the arm's identity."""
+
+    def harness_flags(self) -> dict[str, object]:
+        """The harness flags the identity covers (RC-04), as config.yaml records them."""
+        return harness_flags(self.allowed_tools)
+
+
+def harness_flags(allowed_tools: Iterable[str]) -> dict[str, object]:
+    """Permission mode, setting sources, allowed and disallowed tools, as a JSON-able dict."""
+    return {"permission_mode": PERMISSION_MODE, "setting_sources": SETTING_SOURCES,
+            "allowed_tools": list(allowed_tools), "disallowed_tools": list(DISALLOWED_TOOLS)}
+
+
+def arm_spec(corpus: Corpus, arm: str, tools: Iterable[str]) -> ArmSpec:
+    """The spec of ``arm`` over ``corpus`` with the plan's ``tools``.
+
+    ``mcp`` appends ``mcp__<server>`` for each server of `mcp_servers` that
+    ``tools`` does not already hold; every other arm runs with ``tools``.
+    The layer is computed on the corpus: a seal that removes a layer file
+    naming its probe changes that session's workspace, not the arm.
+
+    Raises:
+        ArmError: ``arm`` is unknown; a settings file is not JSON; ``mcp``
+            over a bad ``.mcp.json`` (see `mcp_servers`).
+    """
+    check_arm(arm)
+    allowed = tuple(tools)
+    if arm == "mcp":
+        allowed += tuple(t for s in mcp_servers(corpus) if (t := f"mcp__{s}") not in allowed)
+    layer = layer_of(corpus.files, lambda p: (corpus.root / p).read_bytes(), dict(corpus.files),
+                     arm)
+    layer_digest = tree_digest(layer)
+    flags = digest_text(json.dumps(harness_flags(allowed), sort_keys=True, separators=(",", ":")))
+    identity = digest_text(f"layer {layer_digest}\nflags {flags}\n")
+    return ArmSpec(arm=arm, allowed_tools=allowed, layer=layer_digest, layer_files=len(layer),
+                   flags=flags, identity=identity)
+
+
+def arm_layer_digest(corpus: Corpus, arm: str) -> str:
+    """The layer part of ``arm``'s identity (`ArmSpec.layer`)."""
+    return arm_spec(corpus, arm, corpus.config.tools).layer
+
+
+def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str]) -> list[str]:
+    """One message per arm of ``arms`` (other than present) whose identity equals present's.
+
+    Such an arm's component does not exist in the corpus, so its sessions would
+    repeat present's: ``"arm no-skills differs from present in nothing: no file
+    is under .claude/skills/"``.
+
+    Raises:
+        ArmError: see `arm_spec`.
+    """
+    tools = tuple(tools)
+    present = arm_spec(corpus, "present", tools).identity
+    return [f"arm {arm} differs from present in nothing: {NOTHING[arm]}" for arm in arms
+            if arm != "present" and arm_spec(corpus, arm, tools).identity == present]

@@ -59,6 +59,14 @@ def _harness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bwrap", default="bwrap", metavar="PATH", help="the bubblewrap binary")
 
 
+def _network_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--network", choices=("confined", "host"), default=None,
+                   help="confined: each session in its own network namespace whose only way "
+                        "out is an egress proxy that allows the provider's host:port and "
+                        "nothing else (default where the host supports it; see docs/network.md); "
+                        "host: the host's network, open (the transcript's prose says so)")
+
+
 def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-dir", type=Path, metavar="DIR",
                    help="the batch directory (must not exist or be empty; never under $HOME). "
@@ -72,6 +80,13 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                    help="end a session whose stdout is silent this many seconds (default 600)")
     p.add_argument("--discard-workspaces", action="store_true",
                    help="delete each workspace once its event is recorded (large batches)")
+    _identical_arms_arg(p)
+
+
+def _identical_arms_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-identical-arms", action="store_true",
+                   help="run an arm whose component the corpus lacks (it would differ from "
+                        "present in nothing); refused by default, before anything is spent")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take the API key from this variable instead of the host's "
                         ".credentials.json")
     _harness_args(p)
+    _network_args(p)
     _run_args(p)
     p.set_defaults(func=_commands.cmd_run)
 
@@ -114,12 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-dir", type=Path, metavar="DIR", help="the batch directory")
     p.add_argument("--concurrency", type=int, default=2, metavar="N", help="sessions at once")
     _harness_args(p)
+    _network_args(p)
     p.set_defaults(func=_commands.cmd_demo)
 
     p = sub.add_parser("record", help="record one session into a batch (names it r<N>)")
     _corpus_args(p)
     p.add_argument("--probe", required=True, metavar="ID")
     p.add_argument("--arm", required=True, metavar="ARM")
+    _identical_arms_arg(p)
     p.add_argument("--tier", default="campaign")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
@@ -132,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-timeout", type=float, default=1800.0, metavar="S")
     p.add_argument("--watchdog", type=float, default=600.0, metavar="S")
     _harness_args(p)
+    _network_args(p)
     p.set_defaults(func=_commands.cmd_record)
 
     p = sub.add_parser("seal", help="write one sealed workspace (RC-09)")

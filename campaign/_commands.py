@@ -22,20 +22,22 @@ from rich.console import Console
 from ruamel.yaml import YAML
 
 from recorder._check import check_transcript_file
-from recorder._command import PERMISSION_MODE
 from sandbox._config import Credentials, host_credentials, sweep_config_root
-from sandbox._errors import CredentialsMissing
+from sandbox._errors import CredentialsMissing, SessionUserUnusable
 from sandbox._layout import measure_host_layout
-from sandbox._preflight import preflight
+from sandbox._network import network_preflight
+from sandbox._privileges import ensure_session_user
 
-from ._batch import BatchDirRefused, default_root, is_under_home, prepare_batch_dir
+from ._arms import arms_without_effect, harness_flags
+from ._batch import BatchDirRefused, prepare_batch_dir
 from ._corpus import Corpus, load_corpus
+from ._doctor import doctor_checks, exit_status, print_report, sandbox_checks
 from ._errors import CampaignError
 from ._ledger import Ledger, final_records
 from ._plan import Plan, compose_plan, dump_plan, load_plan_file
 from ._progress import Progress, arms_table
 from ._render import render_arm, summary_counts
-from ._seal import seal_workspace
+from ._seal import check_folds, explain, seal_workspace
 from ._session import BatchContext, SessionSpec, run_session
 from ._supervisor import run_batch, session_specs
 
@@ -120,8 +122,48 @@ def _write_yaml(path: Path, data: Any) -> None:
         yaml.dump(data, fp)
 
 
+def _network_mode(args: argparse.Namespace, err: Console) -> tuple[str, str] | None:
+    """Resolve ``--network``: ``(mode, note)``, or None when confinement was asked and fails.
+
+    ``host`` is taken as given. ``confined``, asked or by default, needs a
+    verified `network_preflight`; asked, a failure stops the batch (exit 12,
+    nothing spent); by default, the batch falls back to ``host`` with a
+    warning, a note in config.yaml, and prose that says the channel was open.
+    """
+    asked = getattr(args, "network", None)
+    if asked == "host":
+        return "host", "asked: --network host"
+    check = network_preflight(bwrap=args.bwrap)
+    if check.verdict == "ok":
+        return "confined", "verified by the network preflight"
+    line = f"network: {check.verdict}: {check.detail}"
+    line += f" (fix: {check.fix})" if check.fix else ""
+    if asked == "confined":
+        err.print("[bold red]--network confined: the network preflight failed; nothing was "
+                  "started or spent:[/]")
+        err.print(f"  {line}", markup=False, soft_wrap=True)
+        return None
+    err.print("warning: network confinement is not available here, so sessions share the "
+              f"host's network (the transcripts say so): {line}", markup=False, soft_wrap=True)
+    return "host", f"fell back from confined: {line}"
+
+
 def _preflight_or_exit(bwrap: str, harness: Path, err: Console) -> bool:
-    report = preflight(bwrap=bwrap, harness=harness)
+    """Start-up of run, demo, record: sweep left-overs, make the session user, run the checks.
+
+    The checks are `doctor`'s sandbox part plus its skills check (campaign._doctor);
+    any that is not verified ok means exit 12 before any session, copy or spend.
+    """
+    _sweep(err)
+    try:
+        user, created = ensure_session_user()
+        if created and user is not None:
+            err.print(f"created the system user {user.name} (uid {user.uid}, gid {user.gid}): "
+                      "a root runner's sessions run as it", markup=False, highlight=False,
+                      soft_wrap=True)
+    except SessionUserUnusable:
+        pass  # the session-user check below says what is wrong and the fix
+    report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=_host_skill_dirs())
     if report.ok:
         return True
     err.print("[bold red]confinement preflight failed; nothing was started or spent (RC-05):[/]")
@@ -158,11 +200,16 @@ def _execute_batch(
     extra_config: dict[str, Any] | None = None,
 ) -> int:
     err = Console(stderr=True)
+    check_before_batch(corpus, plan, plan.arms, allow_identical=getattr(
+        args, "allow_identical_arms", False), err=err)
     try:
         batch = prepare_batch_dir(args.batch_dir, command=command)
     except BatchDirRefused as exc:
         raise UsageError(str(exc)) from exc
     if not _preflight_or_exit(args.bwrap, harness, err):
+        return 12
+    network = _network_mode(args, err)
+    if network is None:
         return 12
     for left in sweep_config_root():
         err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False)
@@ -173,13 +220,13 @@ def _execute_batch(
         "tier": plan.tier,
         "seed": plan.seed,
         "model": plan.model,
-        "arms": {arm: {"permission_mode": PERMISSION_MODE, "allowed_tools": list(plan.tools),
-                       "disallowed_tools": ["WebSearch", "WebFetch"],
-                       "setting_sources": "project,local"} for arm in plan.arms},
+        "arms": {a.arm: {**harness_flags(a.allowed_tools), "layer": a.layer, "flags": a.flags,
+                         "identity": a.identity} for a in plan.arm_specs},
         "harness": {"path": str(harness), "version": _harness_version(harness)},
         "runner": plan.harness,
         "provider_url": provider_url or PUBLIC_API_URL,
-        "network": "host",
+        "network": network[0],
+        "network_note": network[1],
         "concurrency": args.concurrency,
         "session_timeout_s": getattr(args, "session_timeout", 1800.0),
         "watchdog_s": getattr(args, "watchdog", 600.0),
@@ -192,6 +239,7 @@ def _execute_batch(
         watchdog_s=getattr(args, "watchdog", 600.0),
         host_skill_dirs=_host_skill_dirs(),
         discard_workspaces=getattr(args, "discard_workspaces", False),
+        network="confined" if network[0] == "confined" else "host",
     )
     planned: dict[str, int] = {arm: len(plan.probes) * plan.repetitions for arm in plan.arms}
     err.print(f"batch: {batch}\n{plan.session_count} sessions "
@@ -201,7 +249,7 @@ def _execute_batch(
         signum = anyio.run(
             _with_signals,
             lambda: run_batch(ctx, session_specs(plan), concurrency=args.concurrency,
-                              progress=progress),
+                              progress=progress, network=ctx.network),
             backend="trio",
         )
     _print_summary(batch)
@@ -308,6 +356,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     plan = _compose(corpus, args)
     if args.probe not in corpus.probes:
         raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
+    if args.arm not in plan.arms:
+        raise UsageError(f"arm {args.arm!r} is not an arm of tier {plan.tier} "
+                         f"({', '.join(plan.arms)}); pass the --tier that runs it")
+    check_before_batch(corpus, plan, [args.arm], probes=[args.probe], allow_identical=getattr(
+        args, "allow_identical_arms", False), err=Console(stderr=True))
     harness = _resolve_harness(args.harness)
     credentials = _credentials(args)
     try:
@@ -327,6 +380,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     if not _preflight_or_exit(args.bwrap, harness, err):
         return 12
+    network = _network_mode(args, err)
+    if network is None:
+        return 12
     sweep_config_root()
     session = _next_record_name(batch, arm=args.arm, probe=args.probe)
     ctx = BatchContext(
@@ -334,6 +390,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         credentials=credentials, provider_url=_provider_url(args), layout=measure_host_layout(),
         session_timeout_s=args.session_timeout, watchdog_s=args.watchdog,
         host_skill_dirs=_host_skill_dirs(), produced_extra=tuple(args.produced),
+        network="confined" if network[0] == "confined" else "host",
     )
     spec = SessionSpec(probe=args.probe, arm=args.arm, repetition=0, session=session)
 
@@ -342,11 +399,14 @@ def cmd_record(args: argparse.Namespace) -> int:
             try:
                 return await run_session(spec, ctx, ledger)
             finally:
-                render_arm(batch, plan, arm=args.arm)  # synchronous: runs whole when cancelled
+                # synchronous: runs whole when cancelled
+                render_arm(batch, plan, arm=args.arm, network=ctx.network)
 
     outcome = anyio.run(one, backend="trio")
     print(f"{args.probe} {session}: {outcome.state}"
           + ("" if outcome.state == "recorded" else f" ({outcome.reason})"))
+    for warning in _record_warnings(outcome.record):
+        err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     print(f"transcript: {batch / 'transcripts' / (args.arm + '.md')}")
     print(f"batch: {batch}")
     if outcome.state == "recorded":
@@ -354,6 +414,21 @@ def cmd_record(args: argparse.Namespace) -> int:
     if outcome.state in ("refused-init", "refused-seal", "refused-confinement"):
         return 12
     return 1
+
+
+def _record_warnings(record: dict[str, Any]) -> list[str]:
+    """What a user of ``record`` must see besides the state (RC-07 anomalies, RC-11 checker)."""
+    warnings = []
+    if record.get("anomalies"):
+        first = (record.get("anomaly_lines") or [{}])[0]
+        warnings.append(f"{record['anomalies']} stdout line(s) were not JSON (anomalies, kept "
+                        f"aside in the ledger); first at line {first.get('line')}: "
+                        f"{first.get('excerpt')!r}")
+    if record.get("findings_note"):
+        warnings.append(f"{record['findings_note']} (no findings key was written)")
+    if record.get("orphan_results"):
+        warnings.append(f"{len(record['orphan_results'])} tool_result(s) answered no tool_use")
+    return warnings
 
 
 def cmd_seal(args: argparse.Namespace) -> int:
@@ -366,12 +441,35 @@ def cmd_seal(args: argparse.Namespace) -> int:
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     if args.explain:
-        for removal in result.removals:
-            where = f":{removal.line}" if getattr(removal, "line", None) else ""
-            print(f"removed {removal.path}{where}: {removal.reason}")
+        sys.stdout.write(explain(result))
     print(f"sealed {len(result.manifest)} files into {args.out.resolve()} "
           f"({len(result.removals)} removals)")
     return 0
+
+
+def check_before_batch(corpus: Corpus, plan: Plan, arms: Any, *, probes: Any = None,
+                       allow_identical: bool, err: Console) -> None:
+    """Refuse, before anything is written or spent, what no session of the batch could fix.
+
+    A fold of a selected probe that states a declared answer (RC-09; exit 2),
+    and an arm that would differ from present in nothing (issue 4: reported
+    before the batch, not silently run; ``--allow-identical-arms`` runs it
+    anyway, with the report printed).
+
+    Raises:
+        UsageError: either problem (the CLI exits 2).
+    """
+    try:
+        for probe in probes if probes is not None else [p.id for p in plan.probes]:
+            check_folds(corpus, probe)
+        same = arms_without_effect(corpus, arms, plan.tools)
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+    if same and not allow_identical:
+        raise UsageError("; ".join(same) + ". Its sessions would repeat present's; drop the arm "
+                         "from the tier, or pass --allow-identical-arms to run it anyway")
+    for line in same:
+        err.print(f"warning: {line} (run anyway: --allow-identical-arms)", markup=False)
 
 
 def cmd_check_transcript(args: argparse.Namespace) -> int:
@@ -385,38 +483,28 @@ def cmd_check_transcript(args: argparse.Namespace) -> int:
     return {"clean": 0, "refused": 1, "unverified": 4}[result.verdict]
 
 
+def _sweep(err: Console) -> None:
+    """Remove credentials copies a killed runner left, and say so (RC-03, faults target)."""
+    for left in sweep_config_root():
+        err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False,
+                  highlight=False, soft_wrap=True)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
-    """``doctor``: host preflight with three answers; 0 all ok, 12 any broken, else 4."""
+    """``doctor``: every host check, three answers each; 0 all ok, 12 any broken, else 4.
+
+    Reads and probes only: it removes left-over credentials copies (and says
+    so) but creates no user; see campaign._doctor for the checks.
+    """
+    _sweep(Console(stderr=True))
     harness: Path | None
     try:
         harness = _resolve_harness(args.harness)
     except UsageError:
         harness = None
-    report = preflight(bwrap=args.bwrap, harness=harness)
-    rows: list[tuple[str, str, str, str]] = [
-        (c.name, c.verdict, c.detail, c.fix or "") for c in report.checks
-    ]
-    if harness is None:
-        rows.append(("harness", "broken", f"{default_harness()} missing", "run `make harness`"))
-    try:
-        host_credentials(api_key_env=args.api_key_env, environ=os.environ)
-        rows.append(("credentials", "ok", "present (not printed)", ""))
-    except CredentialsMissing as exc:
-        rows.append(("credentials", "broken", str(exc),
-                     "log in with Claude Code on the host, or pass --api-key-env NAME"))
-    root = default_root()
-    under = is_under_home(root, home=Path(os.environ["HOME"]).resolve() if "HOME" in os.environ
-                          else None)
-    rows.append(("batch root", "broken" if under else "ok", str(root),
-                 "pass --batch-dir outside $HOME" if under else ""))
-    for name, verdict, detail, fix in rows:
-        mark = {"ok": "ok", "broken": "BROKEN", "unverified": "COULD NOT VERIFY"}[verdict]
-        print(f"{mark:>16}  {name}: {detail}")
-        if fix and verdict != "ok":
-            print(f"{'':>16}  fix: {fix}")
-    verdicts = [r[1] for r in rows]
-    if "broken" in verdicts:
-        return 12
-    return 4 if "unverified" in verdicts else 0
+    report = doctor_checks(bwrap=args.bwrap, harness=harness, host_skill_dirs=_host_skill_dirs(),
+                           api_key_env=args.api_key_env)
+    print_report(report)
+    return exit_status(report)
 
 

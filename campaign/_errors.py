@@ -9,8 +9,7 @@
   x SealError                   - a workspace cannot be sealed
     x SealRefused               - RC-09 refuses the workspace (``refused-seal``)
     x WorkspaceNotEmpty         - the seal's output directory is not new or empty
-  x ArmError                    - an arm cannot be applied to a workspace
-    x ArmUnsupported            - an arm of the vocabulary this build does not implement
+  x ArmError                    - an arm is unknown, or cannot be applied to a workspace
 
 Every message names the input (a file, a probe, a tier) and the rule it breaks;
 the same facts are kept as attributes so callers never parse a message.
@@ -101,8 +100,9 @@ class SealError(CampaignError):
 class SealRefused(SealError):
     """RC-09 refuses the workspace of ``probe_id``: no session may run in it.
 
-    Raised for a declared fold that states a declared answer (before anything
-    is copied) and by the verification pass (the workspace is then left as
+    Raised for a declared fold that states a declared answer or is binary
+    (before anything is copied), for a corpus that changed since it was
+    loaded, and by the verification pass (the workspace is then left as
     built, for inspection). A session that was refused is ``refused-seal``.
     """
 
@@ -126,16 +126,10 @@ class WorkspaceNotEmpty(SealError):
 
 
 class ArmError(CampaignError):
-    """An arm cannot be applied (unknown arm, or a layer file it cannot read)."""
+    """An arm cannot be applied: unknown, a settings file or ``.mcp.json`` it must read is not
+    a JSON object, or (`arms_without_effect`, at the CLI) it would change nothing."""
 
     def __init__(self, arm: str, reason: str) -> None:
         self.arm = arm
         self.reason = reason
         super().__init__(f"arm {arm!r}: {reason}")
-
-
-class ArmUnsupported(ArmError):
-    """An arm of the RC-14 vocabulary that this build does not implement yet."""
-
-    def __init__(self, arm: str) -> None:
-        super().__init__(arm, "is in the RC-14 vocabulary but not implemented in this build")

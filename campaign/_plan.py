@@ -8,6 +8,11 @@ Digest rules (DESIGN.md, "Digests"; the file shape is in docs/plan.md):
 * ``read_set`` - `tree_digest` over the selected probe files and what they examine.
 * ``seed`` - the caller's. ``harness`` - ``headwater-campaign <version>``.
 
+Each arm of the tier is stated with its identity (`campaign._arms.ArmSpec`):
+its allowed tools, the digest of its workspace layer and of its harness flags,
+so a plan file fixes what every arm ran, and the session passes
+``plan.arm_spec(arm).allowed_tools`` to the harness.
+
 The built-in planner selects every probe on the shelf; the tier selects arms
 and repetitions. A plan file (``--plan``) may select fewer probes.
 """
@@ -28,7 +33,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 
 from recorder._digest import digest_text, tree_digest
 
-from ._arms import Arm
+from ._arms import Arm, arm_spec
 from ._corpus import Corpus, Tier, TierConfig, describe_validation
 from ._errors import PlanError, TreeMismatch, UnknownTier
 
@@ -64,6 +69,20 @@ class PlanProbe(_Closed):
     examines: tuple[FileDigest, ...]
 
 
+class PlanArm(_Closed):
+    """One arm as the plan runs it (`campaign._arms.ArmSpec`)."""
+
+    arm: Arm
+    allowed_tools: tuple[str, ...]
+    """The one ``--allowedTools`` list of the arm's sessions (RC-04)."""
+    layer: Digest
+    """Tree digest of the workspace layer files the arm keeps, as it leaves them."""
+    flags: Digest
+    """Digest of the harness flags: permission mode, setting sources, allowed/disallowed tools."""
+    identity: Digest
+    """Digest of ``layer`` and ``flags``: equal identities, the same arm."""
+
+
 class Plan(_Closed):
     """A composed plan. Dumped by `dump_plan`, read back by `load_plan_file`."""
 
@@ -81,6 +100,9 @@ class Plan(_Closed):
     """probes x arms x repetitions, printed before anything is spent."""
     model: str
     tools: tuple[str, ...]
+    """probe.yml's ``tools``: the allowed tools of every arm but ``mcp`` (see ``arm_specs``)."""
+    arm_specs: tuple[PlanArm, ...]
+    """One per arm of ``arms``, in that order."""
     lock_source: str
     """The lock file's corpus path, or ``probe.yml (no lock file)``."""
     probes: tuple[PlanProbe, ...] = Field(min_length=1)
@@ -93,7 +115,21 @@ class Plan(_Closed):
         if self.session_count != expected:
             raise ValueError(f"session_count {self.session_count} is not probes x arms x "
                              f"repetitions = {expected}")
+        if tuple(a.arm for a in self.arm_specs) != self.arms:
+            raise ValueError("arm_specs must state each arm of `arms`, in that order")
         return self
+
+    def arm_spec(self, arm: str) -> PlanArm:
+        """The spec of ``arm``.
+
+        Raises:
+            PlanError: ``arm`` is not an arm of this plan's tier.
+        """
+        for spec in self.arm_specs:
+            if spec.arm == arm:
+                return spec
+        raise PlanError(f"tier {self.tier}", f"arm {arm!r} is not an arm of this tier "
+                                             f"({', '.join(self.arms)})")
 
 
 def harness_version() -> str:
@@ -126,12 +162,15 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
                   examines=tuple(FileDigest(path=e, digest=corpus.files[e]) for e in p.examines))
         for p in chosen
     ]
+    specs = [arm_spec(corpus, arm, tools) for arm in arms]
     return Plan.model_validate({
         "tree": corpus.tree, "lock": corpus.lock, "selection": selection_digest(ids),
         "read_set": tree_digest({f.path: f.digest for f in read}), "seed": seed,
         "harness": harness, "tier": tier, "arms": arms, "repetitions": repetitions,
         "session_count": len(probes) * len(arms) * repetitions, "model": model,
         "tools": tools, "lock_source": corpus.lock_source, "probes": probes,
+        "arm_specs": [{"arm": a.arm, "allowed_tools": a.allowed_tools, "layer": a.layer,
+                       "flags": a.flags, "identity": a.identity} for a in specs],
         "read_set_files": read,
     })
 
@@ -142,6 +181,7 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
     Raises:
         UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
         PlanError: the shelf holds no probe.
+        ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object (`arm_spec`).
     """
     declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}
     if tier not in declared:
@@ -205,7 +245,17 @@ def _text(plan: Plan) -> str:
         f"  harness    {plan.harness}",
         f"model: {plan.model}",
         f"tools: {', '.join(plan.tools) or '(none)'}",
+        "arms (identity = layer + harness flags):",
     ]
+    for spec in plan.arm_specs:
+        lines += [f"  {spec.arm:<13}{spec.identity}",
+                  f"  {'':<13}layer {spec.layer}, flags {spec.flags}"]
+        if spec.allowed_tools != plan.tools:
+            lines.append(f"  {'':<13}allowed tools: {', '.join(spec.allowed_tools)}")
+    present = [s.identity for s in plan.arm_specs if s.arm == "present"]
+    lines += [f"  note: arm {s.arm} has the identity of present: it would change nothing "
+              "(`run` refuses it)" for s in plan.arm_specs if s.arm != "present" and
+              present and s.identity == present[0]]
     for probe in plan.probes:
         lines += ["", f"probe {probe.id}: {probe.title}", f"  {probe.digest} {probe.path}",
                   f"  answers: {' | '.join(probe.answers) or '(none declared)'}", "  task:"]
@@ -258,8 +308,11 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
         raise PlanError(where, f"probe {missing[0]!r} is not on the shelf docs/probes/")
     plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
                   seed=given.seed, harness=given.harness, model=given.model, tools=given.tools)
-    for member in ("lock", "selection", "read_set"):
+    for member in ("lock", "selection", "read_set", "arm_specs"):
         if getattr(given, member) != getattr(plan, member):
+            if member == "arm_specs":
+                raise PlanError(where, "an arm's identity differs from what this corpus and "
+                                       "runner compose (another layer or other harness flags)")
             raise PlanError(where, f"{member} {getattr(given, member)} differs from the "
                                    f"{getattr(plan, member)} this corpus composes")
     return plan

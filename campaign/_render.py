@@ -9,6 +9,7 @@ renders of the same ledger are the same bytes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,22 @@ from recorder._transcript import (
 from ._batch import transcript_path
 from ._ledger import SessionKey, final_records, read_ledger
 from ._plan import Plan
+
+
+def arm_tools_and_identity(plan: Plan, arm: str) -> tuple[tuple[str, ...], str | None]:
+    """The arm's allowed tools and its identity line for the prose (issue 4, arm identity).
+
+    A plan without the arm (cannot happen for a batch's own arms) gives the
+    plan's tools and no identity line.
+    """
+    spec = next((s for s in plan.arm_specs if s.arm == arm), None)
+    if spec is None:
+        return plan.tools, None
+    return spec.allowed_tools, (
+        f"{spec.identity}, the digest of the arm's workspace layer {spec.layer} (the tree "
+        f"formula over the layer files the arm keeps) and of its harness flags {spec.flags} "
+        "(permission mode, setting sources, allowed and disallowed tools). Batches whose arm "
+        "identities are equal ran the same arm.")
 
 
 def _first_start(ledger: Path, arm: str) -> str | None:
@@ -60,6 +77,7 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
     rows: list[SessionRow] = []
     outside_total = 0
     anomalies_total = 0
+    notes: list[str] = []
     for key in sorted(finals, key=_order):
         attempts = finals[key]
         for rec in attempts:
@@ -75,6 +93,7 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
         outside = int(last.get("outside_paths", 0))
         outside_total += outside
         anomalies_total += int(last.get("anomalies", 0) or 0)
+        notes += _session_notes(key, last)
         rows.append(SessionRow(probe=key.probe, session=key.session, state=last["state"],
                                outside_paths=outside))
         if last["state"] == "recorded":
@@ -82,6 +101,7 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
             if last.get("served_model"):
                 served[str(last["served_model"])] += 1
     cost = cost_cents(costs)
+    network, network_lines = network_prose(finals, default=network)
     identity = Identity(
         model=plan.model,
         served_version=served_version_of(served.elements(), fallback=plan.model),
@@ -99,7 +119,7 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
     prose = prose_for(
         arm=identity.arm,
         tier=plan.tier,
-        allowed_tools=list(plan.tools),
+        allowed_tools=list(arm_tools_and_identity(plan, arm)[0]),
         network=network,
         claude_code_versions=sorted(versions),
         served_versions=served,
@@ -107,8 +127,23 @@ def build_transcript(ledger: Path, plan: Plan, *, arm: str, network: str = "host
         unknown_cost_sessions=unknown,
         outside_paths_total=outside_total,
         anomalies_total=anomalies_total,
+        arm_identity=arm_tools_and_identity(plan, arm)[1],
+        extra=[*network_lines, *notes],
     )
     return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
+
+
+def _session_notes(key: SessionKey, last: dict[str, Any]) -> list[str]:
+    """Prose lines for what a session's final record says beyond its row (RC-10, RC-11)."""
+    notes = []
+    name = f"{key.probe}/{key.session}"
+    if last.get("findings_note"):
+        notes.append(f"{name}: {last['findings_note']}; its artifacts carry no findings key "
+                     "(not checked, which is not a pass).")
+    if last.get("orphan_results"):
+        notes.append(f"{name}: {len(last['orphan_results'])} tool_result(s) answered no "
+                     "tool_use seen before them; the ledger keeps their ids and digests.")
+    return notes
 
 
 def _order(key: SessionKey) -> tuple[str, int, str]:
@@ -142,3 +177,61 @@ def summary_counts(ledger: Path) -> dict[str, dict[str, Any]]:
             if rec.get("cost_usd") is not None:
                 row["cost_usd"] += Decimal(str(rec["cost_usd"]))
     return out
+
+
+_LISTED_SESSIONS = 5
+"""Sessions named per denied host in the prose; further ones are counted."""
+
+
+def network_prose(
+    finals: Mapping[SessionKey, list[dict[str, Any]]], *, default: str
+) -> tuple[str, list[str]]:
+    """The network mode of an arm's sessions and the prose lines about their egress.
+
+    The mode is the ``network`` of the final records that carry one (every
+    attempt that reached the sandbox); ``default`` when none does, ``mixed``
+    when they differ (a line then names the ``host`` sessions, whose channel
+    was open). With confinement, one line names the allowed ``host:port``
+    and the connections relayed, and one counts and names every connection
+    the egress proxy denied, over every attempt: ``host:port xN (sessions)``.
+
+    Returns:
+        ``(mode, lines)``; no lines when no session was confined.
+    """
+    modes: dict[str, list[str]] = {}
+    denied: dict[str, Counter[str]] = {}
+    allowed: Counter[str] = Counter()
+    for key in sorted(finals, key=_order):
+        name = f"{key.probe}/{key.session}"
+        for rec in finals[key]:
+            if rec.get("network"):
+                modes.setdefault(str(rec["network"]), [])
+                if name not in modes[str(rec["network"])]:
+                    modes[str(rec["network"])].append(name)
+            egress = rec.get("egress") or {}
+            if egress:
+                allowed[str(egress.get("allowed_target"))] += int(egress.get("allowed", 0))
+            for host, count in (egress.get("denied") or {}).items():
+                denied.setdefault(str(host), Counter())[name] += int(count)
+    mode = default if not modes else next(iter(modes)) if len(modes) == 1 else "mixed"
+    lines: list[str] = []
+    if len(modes) > 1:
+        listed = ", ".join(f"{m} ({len(names)})" for m, names in sorted(modes.items()))
+        open_ = ", ".join(modes.get("host", [])) or "none"
+        lines.append(f"Network modes differ across this arm's sessions: {listed}; the channel "
+                     f"was open for the host sessions: {open_}.")
+    if "confined" in modes:
+        targets = ", ".join(f"{t} ({n} relayed)" for t, n in sorted(allowed.items()))
+        lines.append(f"Egress proxy: allowed only the provider, {targets or 'none'}.")
+        total = sum(sum(c.values()) for c in denied.values())
+        named = [f"{host} x{sum(c.values())} ({_sessions(c)})"
+                 for host, c in sorted(denied.items())]
+        lines.append(f"Denied connections: {total}" + (f": {', '.join(named)}." if named else "."))
+    return mode, lines
+
+
+def _sessions(counts: Counter[str]) -> str:
+    names = list(counts)
+    shown = ", ".join(names[:_LISTED_SESSIONS])
+    more = len(names) - _LISTED_SESSIONS
+    return shown + (f" and {more} more" if more > 0 else "")

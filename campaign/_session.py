@@ -21,13 +21,19 @@ import anyio
 
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_harness
-from recorder._event import build_event
+from recorder._event import build_event, observed_calls
+from recorder._findings import run_checker
 from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
-from recorder._transform import StreamObserver
-from sandbox._argv import Confinement, bwrap_argv
+from recorder._transform import Observation, StreamObserver
+from sandbox._argv import Confinement, NetworkMode, bwrap_argv
 from sandbox._config import Credentials, session_config_dir
+from sandbox._egress import EgressProxy
 from sandbox._env import session_environment, setenv_payload
+from sandbox._errors import SessionUserUnusable
 from sandbox._layout import HostLayout
+from sandbox._network import BRIDGE_URL, bridge_command, open_session_egress
+from sandbox._privileges import SessionUser, drop_argv, hand_over
+from sandbox._privileges import session_user as _current_session_user
 
 from ._batch import session_paths
 from ._corpus import Corpus
@@ -73,6 +79,13 @@ class BatchContext:
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()
     discard_workspaces: bool = False
+    network: NetworkMode = "confined"
+    """``confined``: own network namespace, egress proxy to the provider only (the default);
+    ``host``: the host's network (RC-05's one admitted exception; the prose says so)."""
+    session_user: SessionUser | None = field(default_factory=_current_session_user)
+    """Who sessions run as (issue 5, no root inside): None for a runner that is not root; for
+    a root runner ``headwater-session``, dropped to before bwrap starts. Looked up when the
+    context is made; raises `SessionUserUnusable` there when a root runner has no such user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +151,9 @@ async def run_session(spec: SessionSpec, ctx: BatchContext, ledger: Ledger) -> S
         ))
     paths.manifest.write_text(json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n")
     try:
-        record = await _drive(spec, ctx, paths, sealed.manifest, started)
+        owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
+        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
+            record = await _drive(spec, ctx, paths, sealed.manifest, started, egress)
     except BaseException:
         # Synchronous (no checkpoint): written whole even while cancelled.
         _finish(spec, ledger, _final_record(
@@ -166,10 +181,21 @@ def _finish(spec: SessionSpec, ledger: Ledger, record: dict[str, Any]) -> Sessio
 
 
 async def _drive(
-    spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str
+    spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
+    egress: EgressProxy | None = None,
 ) -> dict[str, Any]:
     probe = ctx.corpus.probes[spec.probe]
-    with session_config_dir(ctx.credentials, name=f"{spec.arm}-{spec.probe}-{spec.session}") as cfg:
+    try:  # before any credentials copy: a refusal here has spent nothing
+        hand_over(ctx.session_user, own=[paths.workspace, paths.log_dir],
+                  reach=[ctx.harness, *([egress.socket_path] if egress else [])])
+    except SessionUserUnusable as exc:
+        return _final_record(
+            spec, started, state="refused-confinement", reason=f"RC-05: {exc}", cost_usd=None,
+            cost_known=True, outside_paths=0, anomalies=0, retryable=False,
+            served_model=None, claude_code_version=None,
+        )
+    name = f"{spec.arm}-{spec.probe}-{spec.session}"
+    with session_config_dir(ctx.credentials, name=name, owner=ctx.session_user) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
             declared_mcp_servers=declared_mcp_servers_of(paths.workspace),
@@ -179,27 +205,34 @@ async def _drive(
         observer = StreamObserver(policy=policy, workspace=paths.workspace)
         env = session_environment(
             config_dir=cfg, log_dir=paths.log_dir, provider_url=ctx.provider_url,
-            credentials=ctx.credentials,
+            credentials=ctx.credentials, egress_proxy=BRIDGE_URL if egress else None,
         )
         conf = Confinement(
             workspace=paths.workspace, harness=ctx.harness, harness_mount=HARNESS_MOUNT,
             log_dir=paths.log_dir, config_dir=cfg, host_layout=ctx.layout,
+            network="confined" if egress else "host",
+            egress_socket=egress.socket_path if egress else None,
         )
         command = harness_command(
             harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
-            allowed_tools=ctx.plan.tools,
+            allowed_tools=ctx.plan.arm_spec(spec.arm).allowed_tools,  # per arm (mcp adds)
         )
+        if egress is not None:  # socat bridges loopback to the egress socket, then exec
+            command = bridge_command(command)
 
         def argv_for(fd: int | None) -> Sequence[str]:
             assert fd is not None
-            return bwrap_argv(conf, command, bwrap=ctx.bwrap, args_fd=fd)
+            # A root runner's sessions start as the session user: no root inside (issue 5).
+            return [*drop_argv(ctx.session_user),
+                    *bwrap_argv(conf, command, bwrap=ctx.bwrap, args_fd=fd)]
 
         result = await drive_harness(
             argv_for, args_payload=setenv_payload(env), on_line=observer.feed,
             stderr_tail=paths.stderr_tail, wall_limit_s=ctx.session_timeout_s,
             watchdog_s=ctx.watchdog_s,
         )
-    obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail)
+    obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
+                          too_long=str(result.line_too_long) if result.line_too_long else None)
     facts: dict[str, Any] = {
         "state": obs.state,
         "reason": obs.reason,
@@ -214,14 +247,50 @@ async def _drive(
         "end": result.end,
         "duration_s": round(result.duration_s, 3),
         "lines": result.lines,
+        "network": "confined" if egress else "host",
     }
+    if egress is not None:  # the harness has exited: the counts are final
+        facts["egress"] = egress.stats().as_record()
+    facts.update(_observed_extras(obs))
     if obs.state == "recorded":
+        findings = None
+        if ctx.corpus.config.checker:  # RC-11: no checker -> no findings key
+            checked = await run_checker(
+                ctx.corpus.config.checker, corpus_root=ctx.corpus.root,
+                workspace=paths.workspace, bwrap=ctx.bwrap, layout=ctx.layout,
+                stderr_tail=paths.root / "checker.stderr.tail", user=ctx.session_user,
+            )
+            findings = checked.findings
+            if checked.note is not None:  # never a pass: no findings key, and said
+                facts["findings_note"] = checked.note
         event = await anyio.to_thread.run_sync(
             lambda: build_event(
                 obs, probe=spec.probe, session=spec.session, workspace=paths.workspace,
                 manifest=manifest, declared_answers=probe.answers, corpus_ids=ctx.corpus.ids,
-                produced_extra=ctx.produced_extra,
+                produced_extra=ctx.produced_extra, findings=findings,
             )
         )
         facts["event"] = event.model_dump(mode="json", exclude_unset=True)
+    else:  # nothing observed is lost: the calls stay in the ledger (BC-01)
+        facts["calls"] = [
+            call.model_dump(mode="json", exclude_unset=True)
+            for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest)
+        ]
     return _final_record(spec, started, **facts)
+
+
+def _observed_extras(obs: Observation) -> dict[str, Any]:
+    """Anomalies and orphan results, kept with the attempt (RC-07, RC-10); {} when none."""
+    extras: dict[str, Any] = {}
+    if obs.anomalies:
+        extras["anomaly_lines"] = [
+            {"line": a.line_number, "size_bytes": a.size_bytes, "excerpt": a.excerpt}
+            for a in obs.anomalies
+        ]
+    if obs.orphan_results:
+        extras["orphan_results"] = [
+            {"line": o.line_number, "tool_use_id": o.tool_use_id, "result": o.result_digest,
+             "repeated": o.repeated}
+            for o in obs.orphan_results
+        ]
+    return extras

@@ -1,0 +1,206 @@
+"""``doctor`` and the checks that run before every batch: three answers per check, with fixes.
+
+The sandbox part is `sandbox.preflight` (bwrap, host layout, session user,
+user namespaces, the sandbox, the harness inside it). This module adds what
+needs the runner's view: the credentials (never printed), the default batch
+root outside ``$HOME`` (RC-06), host skill directories that would shadow a
+skill the harness lists (every session refused by RC-07), and network
+confinement (`sandbox._network.network_preflight`, when that module is there).
+
+Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is
+verified broken, 4 otherwise. Before a batch, the sandbox checks and the
+skills check run once; any that is not ok stops the batch with exit 12
+before any session, credentials copy or spend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from recorder._command import harness_command
+from recorder._initcheck import host_skill_names
+from sandbox._argv import HARNESS_MOUNT
+from sandbox._checks import Check, check_session_user
+from sandbox._config import host_credentials
+from sandbox._errors import CredentialsMissing, SessionUserUnusable
+from sandbox._layout import measure_host_layout
+from sandbox._preflight import PreflightReport, preflight
+from sandbox._probes import confined_lines
+
+from ._batch import default_root, is_under_home
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+SKILLS_PROBE_TIMEOUT_S: Final = 60.0
+"""The init line comes before any request (about 1 s measured); a cold 240 MB binary may take
+tens of seconds to load, as for the harness check."""
+DEAD_PROVIDER_URL: Final = "http://127.0.0.1:9"
+"""The skills probe's provider: the discard port on loopback, where nothing answers, so the
+harness prints its init line and then only retries; it is killed after the init line."""
+PROBE_API_KEY: Final = "headwater-doctor-placeholder-not-a-key"
+"""A placeholder so the harness starts without credentials; no request ever succeeds."""
+PROBE_TASK: Final = "headwater doctor: list your skills (this session is stopped at once)"
+PROBE_MODEL: Final = "headwater-doctor-probe"
+LABELS: Final = {"ok": "verified ok", "broken": "verified broken", "unverified": "could not verify"}
+"""How the three answers are printed."""
+
+
+def sandbox_checks(
+    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path]
+) -> PreflightReport:
+    """The checks that run before every batch: `sandbox.preflight` plus ``skills``.
+
+    Args:
+        bwrap: The bwrap executable.
+        harness: The harness, or None when it could not be found (then the
+            ``harness`` check is broken and ``skills`` unverified).
+        host_skill_dirs: ``~/.claude/skills`` and ``$CLAUDE_CONFIG_DIR/skills`` of the runner.
+
+    Returns:
+        The report; a batch starts only when ``report.ok``.
+    """
+    report = preflight(bwrap=bwrap, harness=harness)
+    checks = list(report.checks)
+    if harness is None:
+        checks.append(Check("harness", "broken", "the harness executable was not found",
+                            "run `make harness`, or pass --harness PATH"))  # fmt: skip
+    checks.append(check_skills(report, bwrap=bwrap, harness=harness, dirs=host_skill_dirs))
+    return PreflightReport(tuple(checks))
+
+
+def doctor_checks(
+    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
+) -> PreflightReport:
+    """Every check of ``doctor``, in order: `sandbox_checks`, credentials, batch root, network."""
+    report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs)
+    checks = [*report.checks, check_credentials(api_key_env), check_batch_root()]
+    checks.append(check_network(bwrap))
+    return PreflightReport(tuple(checks))
+
+
+def check_credentials(api_key_env: str | None) -> Check:
+    """``credentials``: the key variable or the host's ``.credentials.json`` is there; no value."""
+    try:
+        found = host_credentials(api_key_env=api_key_env, environ=os.environ)
+    except CredentialsMissing as exc:
+        return Check("credentials", "broken", exc.detail,
+                     "log in with Claude Code on the host (it writes .credentials.json), or "
+                     "pass --api-key-env NAME naming a variable that holds the key")  # fmt: skip
+    if found.api_key_env is not None:
+        return Check("credentials", "ok", f"an API key in ${found.api_key_env} (not printed)")
+    return Check("credentials", "ok", f"{found.credentials_file} present (not printed)")
+
+
+def check_batch_root() -> Check:
+    """``batch-root``: the default batch root resolves outside ``$HOME`` (RC-06)."""
+    home_env = os.environ.get("HOME")
+    home = Path(home_env).resolve() if home_env else None
+    root = default_root(home=home)
+    if is_under_home(root, home=home):
+        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) (RC-06)",
+                     "pass --batch-dir outside $HOME, e.g. under /var/tmp")  # fmt: skip
+    return Check("batch-root", "ok", f"{root} (outside $HOME {home})")
+
+
+def check_skills(
+    report: PreflightReport, *, bwrap: str, harness: Path | None, dirs: Sequence[Path]
+) -> Check:
+    """``skills``: no host skill directory has the name of a skill the harness lists (RC-07).
+
+    With no host skill directory nothing can shadow, and that is verified
+    without running anything. Otherwise the harness is started confined,
+    like a session, in an empty workspace pointed at a dead provider; its
+    init line lists the skills every session will show, and it is killed
+    right after that line (nothing is requested, nothing spent).
+    """
+    host = host_skill_names(dirs)
+    where = ", ".join(str(d) for d in dirs)
+    if not host:
+        return Check("skills", "ok", f"no host skill directory ({where}): nothing can shadow")
+    if harness is None or report.harness_version is None:
+        return Check("skills", "unverified", "not run: the harness does not start in the sandbox")
+    listed, problem = _listed_skills(bwrap, harness)
+    if listed is None:
+        return Check("skills", "unverified", problem)
+    shadowed = sorted(host & listed)
+    if shadowed:
+        return Check(
+            "skills", "broken",
+            f"host skill directories named {', '.join(shadowed)} (under {where}) have the name "
+            "of a skill the harness lists: every session's init line would be refused (RC-07)",
+            "rename or move those directories out of the host's skill directories",
+        )  # fmt: skip
+    return Check("skills", "ok", f"the harness lists {len(listed)} skills; the host's "
+                 f"{len(host)} skill directories ({where}) shadow none")  # fmt: skip
+
+
+def _listed_skills(bwrap: str, harness: Path) -> tuple[set[str] | None, str]:
+    try:
+        _, user, _ = check_session_user()
+        seen = confined_lines(
+            bwrap=bwrap, layout=measure_host_layout(), harness=harness.resolve(),
+            command=harness_command(harness_mount=HARNESS_MOUNT, task=PROBE_TASK,
+                                    model=PROBE_MODEL, allowed_tools=("Read",)),
+            user=user, until=_is_init, provider_url=DEAD_PROVIDER_URL, api_key=PROBE_API_KEY,
+            timeout_s=SKILLS_PROBE_TIMEOUT_S,
+        )  # fmt: skip
+    except (OSError, SessionUserUnusable) as exc:
+        return None, f"the harness could not be started for its skill list: {exc}"
+    if seen.matched is None:
+        how = "timed out" if seen.timed_out else f"ended with status {seen.returncode}"
+        return None, f"the harness printed no init line ({how}): {seen.stderr.strip()[-300:]}"
+    skills = json.loads(seen.matched).get("skills")
+    if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
+        return None, f"the init line's skills field has an unknown shape: {skills!r:.200}"
+    return set(skills), ""
+
+
+def _is_init(line: bytes) -> bool:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("type") == "system" and (
+        value.get("subtype") == "init"
+    )
+
+
+def check_network(bwrap: str) -> Check:
+    """``network``: `sandbox._network.network_preflight` when it exists, else could not verify."""
+    try:
+        module = importlib.import_module("sandbox._network")
+    except ModuleNotFoundError:
+        module = None
+    probe = getattr(module, "network_preflight", None)
+    if probe is None:
+        return Check("network", "unverified",
+                     "network confinement is not built here (no sandbox._network."
+                     "network_preflight): sessions share the host's network",
+                     "none yet: the open network is RC-05's one admitted exception")  # fmt: skip
+    accepted = inspect.signature(probe).parameters
+    result = probe(**{k: v for k, v in {"bwrap": bwrap}.items() if k in accepted})
+    if not isinstance(result, Check):
+        return Check("network", "unverified", f"network_preflight() answered {result!r:.200}")
+    return result
+
+
+def print_report(report: PreflightReport) -> None:
+    """Print one line per check: its answer, name and detail; then its fix when not ok."""
+    width = max(len(label) for label in LABELS.values())
+    for check in report.checks:
+        print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {check.detail}")
+        if check.fix and check.verdict != "ok":
+            print(f"{'':>{width}}  fix: {check.fix}")
+
+
+def exit_status(report: PreflightReport) -> int:
+    """``doctor``'s status: 0 all verified ok, 12 any verified broken, else 4."""
+    if report.broken:
+        return 12
+    return 0 if report.ok else 4

@@ -1,0 +1,331 @@
+"""The plan of a seal (RC-09): one decision per corpus file, computed by reading, never writing.
+
+The rules, the word boundaries and the examples are in docs/sealing.md; in
+short, for probe P (names as `campaign._names` finds them):
+
+1. Never copy ``docs/probes/`` (the shelf), ``.headwater/``, ``.git/`` or
+   anything that is not a regular file.
+2. Refuse, before anything is written, a fold of P (declared in probe.yml,
+   outside docs/) that states a declared answer of P.
+3. Remove every file that names P (id, path, unique file name, relative
+   link, title; or a path holding P's id), except a fold of P.
+4. Remove each answer key of P, and every line elsewhere that names one.
+5. Apply the arm (`campaign._arms.arm_effect`).
+
+(Rule 6, the verification, and the executor are in `campaign._seal`.)
+
+`iter_seal` is the plan: it reads the corpus and yields one `FileDecision` per
+corpus file, writing nothing; `plan_seal` collects it for ``seal --explain``.
+The executor consumes the same iterator, so each file is read once, judged,
+and written from the very bytes that were judged. Binary files (a NUL byte in
+the first 8 KiB, or not UTF-8) are copied untouched and never searched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import stat
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal
+
+from recorder._digest import DIGEST_PREFIX
+
+from ._arms import Removal, arm_effect, check_arm, is_layer_path
+from ._corpus import HEADWATER, SHELF, split_lines
+from ._errors import SealRefused, UnknownProbe
+from ._names import DocNames, Naming, Text, doc_names, states_answer
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ._corpus import Corpus, Probe
+
+BINARY_SNIFF_BYTES: Final = 8192
+"""A NUL byte in this many leading bytes marks a file binary (the heuristic of git and grep)."""
+EXCERPT_CHARS: Final = 100
+"""How much of a deciding line ``--explain`` shows."""
+_O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_READ: Final = 0x7FFFF000
+"""The most one read(2) returns on Linux."""
+
+
+def read_all(fd: int, size: int) -> bytes:
+    """Every byte of the regular file open as ``fd``, whose size was ``size``.
+
+    One ``read`` when the file still has that size: a read of a regular file
+    returns less than asked only at its end (read(2)), unless it hits Linux's
+    cap on one read (`_MAX_READ`).
+    """
+    data = os.read(fd, size + 1)
+    if len(data) <= size and len(data) < _MAX_READ:
+        return data
+    chunks = [data]
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def is_text(data: bytes) -> bool:
+    """True for UTF-8 text without a NUL byte in its first `BINARY_SNIFF_BYTES` bytes."""
+    if data.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
+        return False
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Names:
+    """What the seal of one probe searches for: the probe's names and its answer keys'."""
+
+    probe: Probe
+    probe_names: DocNames
+    keys: tuple[DocNames, ...]
+    folds: frozenset[str]
+    key_paths: frozenset[str]
+
+
+def names_for(corpus: Corpus, probe_id: str) -> Names:
+    """The names the seal and the verification of ``probe_id`` search for.
+
+    Raises:
+        UnknownProbe: ``probe_id`` is not on the shelf.
+    """
+    if probe_id not in corpus.probes:
+        raise UnknownProbe(probe_id, corpus.probes)
+    probe = corpus.probes[probe_id]
+    bases: dict[str, int] = {}
+    for rel in corpus.files:
+        base = posixpath.basename(rel)
+        bases[base] = bases.get(base, 0) + 1
+    ids = {path: doc_id for doc_id, path in corpus.documents.items()}
+
+    def of(path: str, title: str | None) -> DocNames:
+        unique = bases.get(posixpath.basename(path), 0) <= 1
+        return doc_names(path, doc_id=ids.get(path), title=title, unique_name=unique)
+
+    keys = corpus.answer_keys_of(probe_id)
+    return Names(probe=probe, probe_names=of(probe.path, probe.title),
+                 keys=tuple(of(k, None) for k in keys), folds=frozenset(corpus.folds_of(probe_id)),
+                 key_paths=frozenset(keys))
+
+
+def _excerpt(text: Text, naming: Naming) -> str:
+    start = text.data.rfind(b"\n", 0, naming.start) + 1
+    end = text.data.find(b"\n", naming.start)
+    line = text.data[start : end if end >= 0 else len(text.data)].decode("utf-8", "replace")
+    line = " ".join(line.split())
+    return line if len(line) <= EXCERPT_CHARS else line[: EXCERPT_CHARS - 3] + "..."
+
+
+def check_folds(corpus: Corpus, probe_id: str) -> None:
+    """Refuse when a declared fold of ``probe_id`` states a declared answer, or is binary.
+
+    A line states an answer when it holds every word of it (`states_answer`).
+
+    Raises:
+        UnknownProbe: ``probe_id`` is not on the shelf.
+        SealRefused: naming the fold, its line and the answer (exit 2).
+    """
+    if probe_id not in corpus.probes:
+        raise UnknownProbe(probe_id, corpus.probes)
+    probe = corpus.probes[probe_id]
+    for fold in corpus.folds_of(probe_id):
+        data = (corpus.root / fold).read_bytes()
+        if not is_text(data):
+            raise SealRefused(probe_id, fold, None, "a fold must be UTF-8 text, so the seal can "
+                                                    "check that it states no answer")
+        for number, line in enumerate(split_lines(data.decode("utf-8")), start=1):
+            for answer in probe.answers:
+                if states_answer(line, answer):
+                    raise SealRefused(probe_id, fold, number,
+                                      f"the declared fold states the declared answer {answer!r}; "
+                                      "a fold names the probe and states no answer")
+
+
+@dataclass(frozen=True, slots=True)
+class FileDecision:
+    """What the seal does with one corpus file; ``data`` is what it writes (None: nothing)."""
+
+    path: str
+    action: Literal["copy", "rewrite", "remove"]
+    data: bytes | None = field(repr=False)
+    mode: int
+    removals: tuple[Removal, ...] = ()
+    binary: bool = False
+    fold_naming: tuple[int, str, str] | None = None
+    """For a fold of P that names P: (line, how, excerpt), so ``--explain`` can show it."""
+    digest: str | None = None
+    """``sha256:`` digest of ``data`` (computed here, on the planning thread)."""
+
+
+def _naming_removal(rel: str, text: Text, naming: Naming, what: str) -> Removal:
+    return Removal(rel, f"names {what} by {naming.how} (RC-09)", text.line_of(naming.start),
+                   excerpt=_excerpt(text, naming))
+
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    at = data.find(b"\n")
+    while 0 <= at < len(data) - 1:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return starts
+
+
+def _drop_key_lines(rel: str, text: Text,
+                    keys: tuple[DocNames, ...]) -> tuple[bytes, list[Removal]]:
+    """``text`` without every line an answer key's name touches; one `Removal` per line."""
+    data = text.data
+    spans = sorted(((n.start, n.end), k.path, n) for k in keys for n in k.every(text, rel))
+    if not spans:
+        return data, []
+    doomed: dict[int, Removal] = {}
+    for (start, end), key, naming in spans:
+        first, last = text.line_of(start), text.line_of(max(end - 1, start))
+        for number in range(first, last + 1):
+            doomed.setdefault(number, Removal(
+                rel, f"the line names answer key {key} by {naming.how} (RC-09)", number,
+                kind="line", excerpt=_excerpt(text, naming)))
+    starts = [*_line_starts(data), len(data)]
+    kept = b"".join(data[starts[i] : starts[i + 1]]
+                    for i in range(len(starts) - 1) if i + 1 not in doomed)
+    return kept, [doomed[n] for n in sorted(doomed)]
+
+
+def _judge(rel: str, data: bytes, names: Names) -> tuple[bytes | None, list[Removal],
+                                                         tuple[int, str, str] | None]:
+    """RC-09 rules 3-4 for one text file: (bytes to write or None, removals, fold naming)."""
+    text = Text(data)
+    pid = names.probe.id
+    if rel in names.folds:
+        hit = names.probe_names.first(text, rel)
+        fold = None if hit is None else (text.line_of(hit.start), hit.how, _excerpt(text, hit))
+    else:
+        hit = names.probe_names.first(text, rel)
+        if hit is not None:
+            return None, [_naming_removal(rel, text, hit, pid)], None
+        fold = None
+    kept, dropped = _drop_key_lines(rel, text, names.keys)
+    if dropped and rel not in names.folds:
+        again = Text(kept)
+        if (hit := names.probe_names.first(again, rel)) is not None:
+            return None, [Removal(rel, f"names {pid} by {hit.how} once the answer key's lines "
+                                       "are gone (RC-09)", again.line_of(hit.start))], None
+    return kept, dropped, fold
+
+
+def _read(path: str) -> tuple[bytes, int]:
+    fd = os.open(path, _O_READ)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is no longer a regular file")
+        return read_all(fd, info.st_size), stat.S_IMODE(info.st_mode)
+    finally:
+        os.close(fd)
+
+
+def _corpus_changed(probe_id: str, rel: str, why: str) -> SealRefused:
+    return SealRefused(probe_id, rel, None, f"the corpus changed since it was loaded ({why}); "
+                                            "the plan's tree no longer describes it")
+
+
+def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
+              names: Names | None = None) -> Iterator[FileDecision]:
+    """The seal of ``probe_id`` under ``arm``, one decision per corpus file. Reads, never writes.
+
+    The probe, the arm and the folds are checked when this is called; the
+    files are read one at a time as the iterator is consumed (one file's
+    bytes in memory at a time).
+
+    Raises:
+        UnknownProbe: ``probe_id`` is not on the shelf.
+        ArmError: ``arm`` is unknown; while iterating, a settings file the
+            arm edits is not JSON.
+        SealRefused: a declared fold states a declared answer or is binary;
+            while iterating, a corpus file is gone or no longer regular.
+    """
+    check_arm(arm)
+    names = names if names is not None else names_for(corpus, probe_id)
+    check_folds(corpus, probe_id)
+    return _decisions(corpus, names, arm)
+
+
+def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]:
+    probe_id = names.probe.id
+    root = str(corpus.root)
+    for rel in corpus.files:
+        gone = _without_reading(rel, names)
+        if gone is not None:
+            yield FileDecision(rel, "remove", None, 0, (gone,))
+            continue
+        try:
+            data, mode = _read(os.path.join(root, rel))
+        except OSError as exc:
+            raise _corpus_changed(probe_id, rel, str(exc)) from exc
+        binary = not is_text(data)
+        new: bytes | None = data
+        removals: list[Removal] = []
+        fold = None
+        if not binary:
+            new, removals, fold = _judge(rel, data, names)
+        if new is not None and is_layer_path(rel):
+            effect = arm_effect(arm, rel, new)
+            if effect.action != "keep":
+                new = effect.data
+                removals.append(Removal(rel, effect.reason,
+                                        kind="edit" if effect.action == "rewrite" else "file"))
+        action: Literal["copy", "rewrite", "remove"] = (
+            "remove" if new is None else "copy" if new is data else "rewrite")
+        digest = None if new is None else DIGEST_PREFIX + hashlib.sha256(new).hexdigest()
+        if action == "copy" and digest != corpus.files[rel]:
+            raise _corpus_changed(probe_id, rel, "its digest is no longer the tree's")
+        yield FileDecision(rel, action, new, mode, tuple(removals), binary, fold, digest)
+    for rel in corpus.irregular:
+        gone = Removal(rel, "not a regular file (a symlink or special file is never copied)")
+        yield FileDecision(rel, "remove", None, 0, (gone,))
+
+
+def _without_reading(rel: str, names: Names) -> Removal | None:
+    pid = names.probe.id
+    if rel.startswith(SHELF):
+        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace (RC-09)")
+    if rel.startswith(HEADWATER):
+        return Removal(rel, ".headwater/ never enters a workspace: it names every probe (RC-09)")
+    if rel in names.key_paths:
+        return Removal(rel, f"an answer key of {pid}, declared in probe.yml (RC-09)")
+    if rel not in names.folds and names.probe_names.in_path(rel):
+        return Removal(rel, f"its path names {pid} by id (RC-09)")
+    return None
+
+
+@dataclass
+class SealPlan:
+    """The whole plan of one seal, without the bytes (for ``--explain`` and tests)."""
+
+    decisions: list[FileDecision] = field(default_factory=list)
+
+    @property
+    def removals(self) -> list[Removal]:
+        """Every removal, in corpus path order."""
+        return [r for d in self.decisions for r in d.removals]
+
+
+def plan_seal(corpus: Corpus, probe_id: str, arm: str = "present") -> SealPlan:
+    """`iter_seal` collected, without the file bytes. Reads, never writes.
+
+    Raises:
+        see `iter_seal`.
+    """
+    plan = SealPlan()
+    for d in iter_seal(corpus, probe_id, arm):
+        plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals, d.binary,
+                                           d.fold_naming))
+    return plan

@@ -1,0 +1,175 @@
+"""``doctor`` (issue 5 item 1): three answers per check, each broken one with its fix.
+
+Exit statuses from DESIGN.md: 0 every check verified ok, 12 any verified
+broken, 4 none broken but some could not be verified. The same sandbox and
+skills checks stop a batch with exit 12 before any session or copy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from campaign._doctor import LABELS, check_network, exit_status, print_report
+from sandbox import Check, PreflightReport
+from tests.integration import kit
+
+KEY = "sk-doctor-placeholder-77aa"
+CHECKS = ("bwrap", "host-layout", "session-user", "user-namespaces", "sandbox", "harness",
+          "skills", "credentials", "batch-root", "network")  # fmt: skip
+
+
+def _lines(stdout: str) -> dict[str, tuple[str, str]]:
+    """check name -> (answer, detail), from doctor's output."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in stdout.splitlines():
+        match = re.match(r"^\s*(verified ok|verified broken|could not verify)  ([\w-]+): (.*)$",
+                         line)  # fmt: skip
+        if match:
+            found[match[2]] = (match[1], match[3])
+    return found
+
+
+def _run_doctor(*args: str, **env: str) -> tuple[int, str, dict[str, tuple[str, str]]]:
+    done = kit.cli("doctor", *args, env=kit.base_env(**env))
+    return done.returncode, done.stdout, _lines(done.stdout)
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_doctor_on_this_host_verifies_every_check(harness: Path, bwrap: str) -> None:
+    status, stdout, lines = _run_doctor("--api-key-env", "HW_KEY", HW_KEY=KEY)
+    assert tuple(lines) == CHECKS, stdout
+    not_ok = {name: answer for name, (answer, _) in lines.items() if answer != "verified ok"}
+    assert set(not_ok) <= {"network"}, stdout  # the network check is another engineer's work
+    assert status == (0 if not not_ok else 4), stdout
+    assert KEY not in stdout
+    assert "not printed" in lines["credentials"][1]
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_missing_credentials_are_broken_with_the_fix(harness: Path, tmp_path: Path) -> None:
+    status, stdout, lines = _run_doctor(HOME=str(tmp_path))
+    assert status == 12
+    assert lines["credentials"][0] == "verified broken"
+    assert str(tmp_path / ".claude" / ".credentials.json") in lines["credentials"][1]
+    assert "fix: log in with Claude Code" in stdout
+    status, stdout, lines = _run_doctor("--api-key-env", "HW_UNSET_KEY", HOME=str(tmp_path))
+    assert (status, lines["credentials"][0]) == (12, "verified broken")
+    assert "HW_UNSET_KEY" in lines["credentials"][1]
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_a_host_skill_directory_that_shadows_a_listed_skill_is_broken(
+    harness: Path, tmp_path: Path
+) -> None:
+    """The harness, started confined, lists `simplify` among its skills (2.1.197's init line)."""
+    (tmp_path / ".claude" / "skills" / "simplify").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "my-own-skill").mkdir()
+    status, stdout, lines = _run_doctor("--api-key-env", "HW_KEY", HOME=str(tmp_path), HW_KEY=KEY)
+    assert status == 12, stdout
+    answer, detail = lines["skills"]
+    assert answer == "verified broken"
+    assert "named simplify" in detail and "my-own-skill" not in detail
+    assert "RC-07" in detail
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_host_skill_directories_that_shadow_nothing_are_verified_ok(
+    harness: Path, tmp_path: Path
+) -> None:
+    (tmp_path / ".claude" / "skills" / "my-own-skill").mkdir(parents=True)
+    _, stdout, lines = _run_doctor("--api-key-env", "HW_KEY", HOME=str(tmp_path), HW_KEY=KEY)
+    answer, detail = lines["skills"]
+    assert answer == "verified ok", stdout
+    assert re.search(r"the harness lists \d+ skills; the host's 1 skill directories", detail)
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_a_default_batch_root_inside_home_is_broken(harness: Path) -> None:
+    """With $HOME at /, both the checkout's batches/ and the /var/tmp fallback are inside it."""
+    status, _, lines = _run_doctor("--api-key-env", "HW_KEY", HOME="/", HW_KEY=KEY)
+    assert status == 12
+    assert lines["batch-root"][0] == "verified broken"
+    assert "RC-06" in lines["batch-root"][1]
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_a_batch_stops_with_12_before_any_session_when_a_skill_is_shadowed(
+    harness: Path, bwrap: str, tmp_path: Path
+) -> None:
+    (tmp_path / "home" / ".claude" / "skills" / "simplify").mkdir(parents=True)
+    corpus = kit.write_corpus(tmp_path / "corpus", {"DOC-1": "doctor: a task never run"})
+    batch = tmp_path / "batch"
+    done = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir", str(batch),
+                   "--api-key-env", "HW_KEY", "--provider-url", "http://127.0.0.1:9",
+                   "--harness", str(harness),
+                   env=kit.base_env(HOME=str(tmp_path / "home"), HW_KEY=KEY))  # fmt: skip
+    assert done.returncode == 12, done.stdout + done.stderr
+    assert "skills: broken" in done.stderr
+    assert not (batch / "ledger.jsonl").exists()
+    assert not (batch / "sessions").exists()
+
+
+def test_network_is_could_not_verify_until_network_preflight_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_import = importlib.import_module
+
+    def without_network(name: str) -> object:
+        if name == "sandbox._network":
+            raise ModuleNotFoundError(name)
+        return real_import(name)
+
+    fake = SimpleNamespace(import_module=without_network)
+    monkeypatch.setattr("campaign._doctor.importlib", fake)
+    check = check_network("bwrap")
+    assert (check.name, check.verdict) == ("network", "unverified")
+    assert "network_preflight" in check.detail
+
+
+def test_network_answers_with_network_preflight_when_it_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+
+    def network_preflight(*, bwrap: str = "bwrap") -> Check:
+        seen.append(bwrap)
+        return Check("network", "broken", "no netns", "fix it")
+
+    fake = type("M", (), {"network_preflight": staticmethod(network_preflight)})
+    monkeypatch.setattr("campaign._doctor.importlib", SimpleNamespace(import_module=lambda n: fake))
+    assert check_network("/usr/bin/bwrap") == Check("network", "broken", "no netns", "fix it")
+    assert seen == ["/usr/bin/bwrap"]
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "status"),
+    [(["ok", "ok"], 0), (["ok", "unverified"], 4), (["unverified", "broken"], 12), ([], 4)],
+)
+def test_exit_status_follows_the_three_answers(verdicts: list[str], status: int) -> None:
+    checks = tuple(Check(f"c{i}", v, "d") for i, v in enumerate(verdicts))  # type: ignore[arg-type]
+    report = PreflightReport(checks)
+    assert exit_status(report) == status
+
+
+def test_print_report_prints_the_answer_and_the_fix_of_what_is_not_ok(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    print_report(PreflightReport((Check("a", "ok", "fine", "unused"),
+                                  Check("b", "broken", "bad", "do this"),
+                                  Check("c", "unverified", "unknown"))))  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    answers = [line.strip().split("  ")[0] for line in out if not line.strip().startswith("fix")]
+    assert answers == [LABELS["ok"], LABELS["broken"], LABELS["unverified"]]
+    assert out[2].strip() == "fix: do this"
+    assert not any("unused" in line for line in out)

@@ -1,0 +1,314 @@
+"""Credentials lifecycle (issue 5 item 3): the copy exists only while its session runs.
+
+A session's config directory (``/var/tmp/headwater-campaign/cfg/<pid>-<name>-<random>``,
+0700) receives a copy of the host's ``.credentials.json`` (0600), owned by the
+session user when the runner is root, and is removed however the session
+ends: success, refusal, timeout, cancellation. A runner killed with SIGKILL
+cannot remove it; the next start of any command (run, demo, record, doctor)
+removes it and says so. One test per way of ending.
+
+The in-process tests drive `campaign._session.run_session` (the real driver)
+with the real CLI and the scripted provider; a watcher thread looks at the
+config root from outside while the session runs. The SIGKILL test runs
+``record`` with a stand-in harness (a real credentials *file* is copied, and
+the real CLI would try to use it as an OAuth login).
+
+Seen red with ``HW_WEAKEN=keep-config`` (the copy survives every ending) and
+``HW_WEAKEN=no-sweep`` (the killed runner's copy survives the next start).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import pytest
+
+from campaign._corpus import load_corpus
+from campaign._ledger import Ledger
+from campaign._plan import compose_plan
+from campaign._provider import ScriptedProvider, load_scripts
+from campaign._session import BatchContext, SessionSpec, run_session
+from sandbox import CONFIG_ROOT, SESSION_USER, Credentials
+from sandbox._layout import measure_host_layout
+from tests.integration import kit
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.timeout(300)]
+
+CREDS = b'{"claudeAiOauth": {"accessToken": "lifecycle-placeholder-token"}}'
+KEY = "sk-lifecycle-placeholder"
+POLL_S = 0.01
+TASKS = {
+    "LIFE-OK": "lifecycle: look at your own config directory",
+    "LIFE-SLOW": "lifecycle: a command slower than the session's limit",
+}
+SLOW_SLEEP = "sleep 33.3171"
+"""A duration no other process on the host uses, to find the slow session's command."""
+STAT_CFG = (
+    'mkdir -p attempts; stat -c "%a %u %g" "$CLAUDE_CONFIG_DIR" '
+    '"$CLAUDE_CONFIG_DIR/.credentials.json" > attempts/cfg.txt'
+)
+
+
+def _owner() -> tuple[int, int]:
+    """Who owns a session's files: the session user for a root runner, else the runner."""
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam(SESSION_USER)
+        return entry.pw_uid, entry.pw_gid
+    return os.geteuid(), os.getegid()
+
+
+@dataclass
+class Watch:
+    """Polls the config root from outside for one session's directory while it runs."""
+
+    prefix: str
+    seen: list[tuple[Path, int, int, int, int, int, int]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for path in self.dirs():
+                copy = path / ".credentials.json"
+                try:
+                    d, c = path.stat(), copy.stat()
+                except OSError:
+                    continue
+                self.seen.append((path, stat.S_IMODE(d.st_mode), d.st_uid, d.st_gid,
+                                  stat.S_IMODE(c.st_mode), c.st_uid, c.st_gid))  # fmt: skip
+            time.sleep(POLL_S)
+
+    def dirs(self) -> list[Path]:
+        return sorted(CONFIG_ROOT.glob(self.prefix + "*")) if CONFIG_ROOT.is_dir() else []
+
+    def __enter__(self) -> Watch:
+        assert self.dirs() == []
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def saw_private_copy(self) -> bool:
+        """The copy was seen, always 0600 in a 0700 directory, both the session's."""
+        uid, gid = _owner()
+        return bool(self.seen) and all(
+            (dm, du, dg, cm, cu, cg) == (0o700, uid, gid, 0o600, uid, gid)
+            for _, dm, du, dg, cm, cu, cg in self.seen
+        )
+
+
+@dataclass(frozen=True)
+class Setup:
+    root: Path
+    ctx: BatchContext
+
+
+@pytest.fixture
+def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
+    with kit.host_dir("hw-life-") as root:
+        (root / "home").mkdir()
+        creds = root / "home" / ".credentials.json"
+        creds.write_bytes(CREDS)
+        corpus = load_corpus(kit.write_corpus(root / "corpus", TASKS))
+        kit.write_script(root / "scripts", "LIFE-OK", TASKS["LIFE-OK"], [kit.bash("t1", STAT_CFG)])
+        kit.write_script(root / "scripts", "LIFE-SLOW", TASKS["LIFE-SLOW"],
+                         [kit.bash("t1", SLOW_SLEEP)])  # fmt: skip
+        (root / "batch").mkdir()
+        with ScriptedProvider(load_scripts(root / "scripts")) as provider:
+            ctx = BatchContext(
+                batch=root / "batch", corpus=corpus, plan=compose_plan(corpus, tier="regression"),
+                harness=harness, bwrap=bwrap,
+                credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY),
+                provider_url=provider.url, layout=measure_host_layout(),
+                session_timeout_s=120.0, watchdog_s=60.0,
+            )  # fmt: skip
+            yield Setup(root, ctx)
+
+
+def _spec(probe: str, session: str = "s1") -> SessionSpec:
+    return SessionSpec(probe=probe, arm="present", repetition=1, session=session)
+
+
+def _prefix(probe: str, session: str = "s1") -> str:
+    return f"{os.getpid()}-present-{probe}-{session}-"
+
+
+async def _run(setup: Setup, spec: SessionSpec, ctx: BatchContext | None = None) -> str:
+    with Ledger(setup.root / "batch" / "ledger.jsonl") as ledger:
+        outcome = await run_session(spec, ctx or setup.ctx, ledger)
+    return outcome.state
+
+
+@pytest.mark.anyio
+async def test_success_removes_the_copy(setup: Setup) -> None:
+    with Watch(_prefix("LIFE-OK")) as watch:
+        state = await _run(setup, _spec("LIFE-OK"))
+    assert state == "recorded"
+    assert watch.saw_private_copy(), watch.seen[:3]
+    assert watch.dirs() == []
+    uid, gid = _owner()
+    inside = (setup.root / "batch/sessions/present/LIFE-OK/s1/workspace/attempts/cfg.txt")
+    assert inside.read_text().split("\n")[:2] == [f"700 {uid} {gid}", f"600 {uid} {gid}"]
+
+
+@pytest.mark.anyio
+async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
+    """RC-07: a host skill directory named like a skill the harness lists refuses the session."""
+    (tmp_path / "skills" / "simplify").mkdir(parents=True)
+    ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
+                          "host_skill_dirs": (tmp_path / "skills",)})  # fmt: skip
+    with Watch(_prefix("LIFE-OK")) as watch:
+        state = await _run(setup, _spec("LIFE-OK"), ctx)
+    assert state == "refused-init"
+    assert watch.saw_private_copy()
+    assert watch.dirs() == []
+
+
+@pytest.mark.anyio
+async def test_timeout_removes_the_copy(setup: Setup) -> None:
+    ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
+                          "session_timeout_s": 8.0})  # fmt: skip
+    with Watch(_prefix("LIFE-SLOW")) as watch:
+        state = await _run(setup, _spec("LIFE-SLOW"), ctx)
+    assert state == "timed-out"
+    assert watch.saw_private_copy()
+    assert watch.dirs() == []
+    assert kit.processes_mentioning(SLOW_SLEEP) == {}
+
+
+@pytest.mark.anyio
+async def test_cancellation_removes_the_copy(setup: Setup) -> None:
+    with Watch(_prefix("LIFE-SLOW", "s2")) as watch:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_run, setup, _spec("LIFE-SLOW", "s2"))
+            await anyio.to_thread.run_sync(lambda: kit.wait_for(
+                lambda: kit.processes_mentioning(SLOW_SLEEP), timeout_s=120,
+                what="the slow session's sleep"))  # fmt: skip
+            tg.cancel_scope.cancel()
+    assert watch.saw_private_copy()
+    assert watch.dirs() == []
+    assert kit.processes_mentioning(SLOW_SLEEP) == {}
+    final = kit.finals(setup.root / "batch")[("LIFE-SLOW", "s2")]
+    assert final["state"] == "killed"
+    assert final["reason"] == "cancelled: the runner stopped mid-session"
+
+
+STANDIN = """#!/usr/bin/python3
+# Stand-in harness (tests/integration/test_credentials_lifecycle.py): prints an init line, waits.
+import json, os, sys, time
+if "--version" in sys.argv:
+    print("2.1.197 (Claude Code)")
+    sys.exit(0)
+print(json.dumps({"type": "system", "subtype": "init", "cwd": os.getcwd(),
+                  "session_id": "stand-in", "tools": [], "mcp_servers": [], "model": "m",
+                  "permissionMode": "dontAsk", "skills": [], "plugins": [], "memory_paths": {},
+                  "claude_code_version": "2.1.197"}), flush=True)
+time.sleep(60)
+"""
+
+
+ATTEMPTS = 3
+"""Other runners on this host sweep the same config root: when one of them removes our
+left-over first, our command cannot say so, and the scenario is tried again."""
+
+
+def _said(stderr: str) -> list[str]:
+    return re.findall(r"removed a credentials copy left by a killed runner: (\S+)", stderr)
+
+
+def _left_over(pid: int) -> list[Path]:
+    return sorted(CONFIG_ROOT.glob(f"{pid}-present-LIFE-OK-r1-*")) if CONFIG_ROOT.is_dir() else []
+
+
+def test_a_runner_killed_by_sigkill_leaves_a_copy_the_next_start_removes_and_names(
+    setup: Setup,
+) -> None:
+    root = setup.root
+    standin = root / "stand-in"
+    standin.write_text(STANDIN)
+    standin.chmod(0o755)
+    env = kit.base_env(HOME=str(root / "home"), CLAUDE_CONFIG_DIR=str(root / "home"))
+    for _ in range(ATTEMPTS):
+        left, stderr = _kill_a_runner_then_start_doctor(root, standin, env)
+        if str(left) in _said(stderr) or left.exists():
+            break
+    assert str(left) in _said(stderr), stderr
+    assert not left.exists()
+
+
+def _kill_a_runner_then_start_doctor(
+    root: Path, standin: Path, env: dict[str, str]
+) -> tuple[Path, str]:
+    runner = kit.start_cli(
+        "record", "--corpus", str(root / "corpus"), "--tier", "regression", "--probe", "LIFE-OK",
+        "--arm", "present", "--batch-dir", str(root / "batch"), "--harness", str(standin),
+        "--provider-url", "http://127.0.0.1:9", env=env,
+    )  # fmt: skip
+    try:
+        (left,) = kit.wait_for(lambda: [p for p in _left_over(runner.pid)
+                                        if (p / ".credentials.json").exists()],
+                               timeout_s=120, what="the session's credentials copy")  # fmt: skip
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.communicate(timeout=30)
+    finally:
+        if runner.poll() is None:
+            kit.kill_group(runner)
+    if left.exists():  # else another runner on this host swept it already
+        assert (left / ".credentials.json").read_bytes() == CREDS  # left behind, as expected
+        assert stat.S_IMODE(left.stat().st_mode) == 0o700
+        assert stat.S_IMODE((left / ".credentials.json").stat().st_mode) == 0o600
+    return left, kit.cli("doctor", env=env).stderr
+
+
+def _dead_pid() -> int:
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True, timeout=30)  # fmt: skip
+    return int(child.stdout)
+
+
+@pytest.mark.parametrize("command", ["run", "demo", "record", "doctor"])
+def test_every_command_start_removes_left_overs_and_says_so(setup: Setup, command: str) -> None:
+    """Before anything else (here: before a preflight that fails on a missing bwrap)."""
+    root = setup.root
+    batch = ["--batch-dir", str(root / f"batch-{command}")]
+    corpus = str(root / "corpus")
+    args = {
+        "run": [corpus, "--tier", "regression", *batch, "--api-key-env", "HW_KEY"],
+        "demo": batch,
+        "record": ["--corpus", corpus, "--tier", "regression", "--probe", "LIFE-OK",
+                   "--arm", "present", *batch, "--api-key-env", "HW_KEY"],
+        "doctor": [],
+    }[command]
+    for _ in range(ATTEMPTS):
+        left = CONFIG_ROOT / f"{_dead_pid()}-present-LIFE-OK-s1-left"
+        left.mkdir(parents=True, mode=0o700)
+        (left / ".credentials.json").write_bytes(CREDS)
+        done = kit.cli(command, *args, "--bwrap", "/nonexistent/bwrap",
+                       env=kit.base_env(HW_KEY=KEY))  # fmt: skip
+        if str(left) in _said(done.stderr) or left.exists():
+            break
+    assert done.returncode == 12, done.stdout + done.stderr
+    assert str(left) in _said(done.stderr), done.stderr
+    assert not left.exists()
+    assert not (root / f"batch-{command}" / "ledger.jsonl").exists()
+
+
+def test_nothing_of_the_copies_reaches_the_batch(setup: Setup) -> None:
+    """The token of the host's credentials file never lands in a batch artifact."""
+    token = json.loads(CREDS)["claudeAiOauth"]["accessToken"]
+    assert kit.files_containing(setup.root / "batch", token) == []
