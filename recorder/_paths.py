@@ -14,8 +14,12 @@ so a path the session names can be resolved on the host copy. Resolution:
    path outside the workspace (RC-11). A chain longer than
    `MAX_SYMLINK_HOPS` counts as outside (it names nothing the session could open).
 
-Exempt from the count: ``/dev/null`` and ``/tmp`` with everything under it,
-which the sandbox makes private (RC-02).
+Exempt from the count: ``/dev/null``, and a path the session named as
+``/tmp/...`` (absolute, as written) that names nothing on the host: that is the
+sandbox's private tmpfs (RC-02). A ``/tmp`` path that exists on the host (a
+checkout or a batch under /tmp) is a host path the session reached for and is
+counted, and so is a relative path whose ``..`` climbs into /tmp. Deciding this
+takes one ``lstat`` of that host path: its existence, never its bytes.
 """
 
 from __future__ import annotations
@@ -81,7 +85,8 @@ def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path) -> 
         with `shlex`, falling back to white space on bad quoting; redirection
         operators split off). For other tools, the top-level string values of
         ``file_path``, ``notebook_path`` and ``path``, and a Glob ``pattern``
-        that looks like a path. ``/dev/null`` and ``/tmp/...`` are exempt.
+        that looks like a path. ``/dev/null`` and private ``/tmp/...`` scratch
+        (named absolute, absent on the host) are exempt.
     """
     if tool == "Bash":
         command = tool_input.get("command")
@@ -94,7 +99,7 @@ def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path) -> 
     found: set[str] = set()
     for candidate in candidates:
         resolved, inside = resolve_in_workspace(candidate, workspace)
-        if not inside and not _exempt(resolved):
+        if not inside and not _exempt(candidate, resolved):
             found.add(resolved)
     return found
 
@@ -137,8 +142,15 @@ def _follow_first_link(path: str, root: str) -> str | None:
     return None
 
 
-def _exempt(resolved: str) -> bool:
-    return resolved in EXEMPT_EXACT or _within(resolved, EXEMPT_TREE)
+def _exempt(named: str, resolved: str) -> bool:
+    if resolved in EXEMPT_EXACT:
+        return True
+    # Private scratch: named under /tmp as such, and nothing of the host is there.
+    return (
+        named.startswith("/")
+        and _within(resolved, EXEMPT_TREE)
+        and not os.path.lexists(resolved)
+    )
 
 
 def _looks_like_path(word: str) -> bool:

@@ -76,9 +76,12 @@ def test_outside_paths_symlink_inside_workspace_pointing_out(tmp_path: Path) -> 
     assert outside_paths("Read", {"file_path": str(ws / "docs" / "inner")}, workspace=ws) == set()
     assert outside_paths("Read", {"file_path": "abs-in/real.md"}, workspace=ws) == set()
     assert outside_paths("Read", {"file_path": "escape/secret"}, workspace=ws) == {"/etc/secret"}
-    # a link to a host path under /tmp: private to the sandbox, exempt like /tmp itself
+    # a planted link to a host path under /tmp is a way out of the workspace: only a
+    # path NAMED as /tmp/... that names nothing on the host is private scratch (RC-08)
     (ws / "to-tmp").symlink_to(tmp_path)
-    assert outside_paths("Read", {"file_path": "to-tmp/x"}, workspace=ws) == set()
+    assert outside_paths("Read", {"file_path": "to-tmp/x"}, workspace=ws) == {
+        str(tmp_path / "x")
+    }
     # .. is collapsed lexically first: escape/../x is x, inside
     assert outside_paths("Bash", {"command": "cat escape/../x"}, workspace=ws) == set()
 
@@ -107,3 +110,22 @@ def test_relative_if_inside() -> None:
     assert relative_if_inside("docs/./x.md", WS) == "docs/x.md"
     assert relative_if_inside("/etc/hostname", WS) == "/etc/hostname"
     assert relative_if_inside("../x", WS) == "../x"
+
+
+def test_outside_paths_tmp_exemption_is_for_private_scratch_only(tmp_path: Path) -> None:
+    # RC-08 exempts /tmp because the sandbox mounts a private tmpfs there. A host
+    # path under /tmp (a checkout, a batch) that the session names is still an
+    # attempt on the host; so is a relative path whose .. climbs into /tmp.
+    ws = tmp_path / "batch" / "ws"
+    ws.mkdir(parents=True)
+    host_file = tmp_path / "checkout" / "cli.py"
+    host_file.parent.mkdir()
+    host_file.write_text("x")
+    assert outside_paths("Read", {"file_path": str(host_file)}, workspace=ws) == {str(host_file)}
+    assert outside_paths("Bash", {"command": f"cat {host_file}"}, workspace=ws) == {str(host_file)}
+    climbed = "../../etc/hostname"
+    assert outside_paths("Read", {"file_path": climbed}, workspace=ws) == {
+        str(tmp_path / "etc" / "hostname")
+    }
+    scratch = f"/tmp/{tmp_path.name}-absent-on-host/notes.txt"
+    assert outside_paths("Write", {"file_path": scratch}, workspace=ws) == set()
