@@ -102,6 +102,9 @@ class _Message:
     def final_text(self) -> str | None:
         return "".join(self.texts) if self.texts else None
 
+SIGNAL_EXIT_BASE: Final = 128
+"""An exit status above this is 128 + the signal that ended the process (bwrap, sh)."""
+
 
 class StreamObserver:
     """Watches one attempt's stdout, line by line, and reports an `Observation`.
@@ -167,10 +170,14 @@ class StreamObserver:
                 line number and its size (`recorder._errors.LineTooLong`).
         """
         self._too_long = too_long
+        # A refusal the stream itself showed is a fact however the stream ended
+        # (RC-07); "no init line" is decided only when nothing else explains it.
+        seen_refusal = bool(self._refusals)
         if self._inits == 0:
             self._refuse("RC-07: no init line (type 'system', subtype 'init') on stdout: "
                          "what the session loaded is unknown")
-        state, reason = self._decide(end, exit_status, tail)
+        state, reason = (("refused-init", "; ".join(self._refusals)) if seen_refusal
+                         else self._decide(end, exit_status, tail))
         result = self._result
         retryable = (harness_error_retryable(result.api_error_status, result.text)
                      if state == "harness-error" and result is not None else RETRYABLE[state])
@@ -215,9 +222,11 @@ class StreamObserver:
                                  "workspace's .mcp.json, status 'failed'")
         result = self._result
         if result is None:
-            if exit_status is not None and exit_status < 0:
-                return "killed", (f"killed: the harness ended by signal {-exit_status} "
-                                  "with no result line")
+            if exit_status is not None and (exit_status < 0 or exit_status > SIGNAL_EXIT_BASE):
+                # Popen gives -N for a signal; bwrap (and a shell) report 128 + N.
+                signum = -exit_status if exit_status < 0 else exit_status - SIGNAL_EXIT_BASE
+                return "killed", (f"killed: the harness ended by signal {signum} "
+                                  f"(exit status {exit_status}) with no result line")
             return "no-result", (f"no-result: the stream ended (exit status {exit_status}) "
                                  "with no result line")
         if result.is_error:

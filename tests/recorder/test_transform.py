@@ -392,10 +392,24 @@ def test_state_recorded() -> None:
     ("end", "state"),
     [("line-too-long", "line-too-long"), ("timed-out", "timed-out"), ("watchdog", "timed-out")],
 )
-def test_state_from_driver_end_wins(end: str, state: str) -> None:
-    obs = observe(init(permissionMode="plan"), text("x"), result(), end=end, exit_status=-9)
+def test_state_from_driver_end_wins_without_a_refusal(end: str, state: str) -> None:
+    obs = observe(init(), text("x"), result(), end=end, exit_status=-9)
     assert obs.state == state
-    assert obs.refusals  # still reported
+
+
+@pytest.mark.parametrize("end", ["line-too-long", "timed-out", "watchdog", "exited"])
+def test_state_refusal_seen_in_the_stream_wins_over_how_it_ended(end: str) -> None:
+    # RC-07: an init line that refuses is a fact of the session however its stream
+    # ended; the state is refused-init (not retryable: a rerun loads the same thing).
+    obs = observe(init(permissionMode="plan"), text("x"), end=end, exit_status=-9,
+                  tail=b'{"type":"res' if end == "exited" else None)
+    assert (obs.state, obs.retryable) == ("refused-init", False)
+
+
+@pytest.mark.parametrize("end", ["timed-out", "watchdog"])
+def test_state_no_init_line_before_a_timeout_is_the_timeout(end: str) -> None:
+    # "No init line" is decided only when nothing else explains the stream's end.
+    assert observe(end=end, exit_status=-9).state == "timed-out"
 
 
 def test_state_truncated_tail() -> None:
@@ -406,7 +420,10 @@ def test_state_truncated_tail() -> None:
 def test_state_killed_vs_no_result() -> None:
     assert observe(init(), text("x"), exit_status=-9).state == "killed"
     assert observe(init(), text("x"), exit_status=0).state == "no-result"
-    assert observe(init(), text("x"), exit_status=143).state == "no-result"
+    # bwrap reports a child ended by signal N as 128 + N (143 = SIGTERM, 137 = SIGKILL).
+    assert observe(init(), text("x"), exit_status=143).state == "killed"
+    assert observe(init(), text("x"), exit_status=137).state == "killed"
+    assert observe(init(), text("x"), exit_status=1).state == "no-result"
 
 
 def test_state_is_error_wins_over_subtype_and_exit_code() -> None:
