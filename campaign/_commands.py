@@ -442,6 +442,8 @@ def cmd_seal(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if args.explain:
         sys.stdout.write(explain(result))
+    for line in arms_without_effect(corpus, [args.arm], corpus.config.tools):
+        print(f"warning: {line} (run and record refuse it)", file=sys.stderr)
     print(f"sealed {len(result.manifest)} files into {args.out.resolve()} "
           f"({len(result.removals)} removals)")
     return 0

@@ -315,14 +315,18 @@ def _row(path: str, reason: str) -> str:
         else f"  {path}\n  {'':<{_PATH_COLUMN}} {reason}"
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def explain(result: SealResult) -> str:
     """``seal --explain``: every removal and why, grouped, for a person to read."""
     whole = [r for r in result.removals if r.kind == "file"]
     lines_gone = [r for r in result.removals if r.kind == "line"]
     edits = [r for r in result.removals if r.kind == "edit"]
-    out = [f"seal of {result.probe}, arm {result.arm}: {len(result.manifest)} files in the "
-           f"workspace; {len(whole)} files removed, {len(lines_gone)} lines removed, "
-           f"{len(edits)} files edited by the arm", "", "removed files:"]
+    out = [f"seal of {result.probe}, arm {result.arm}: {_n(len(result.manifest), 'file')} in "
+           f"the workspace; {_n(len(whole), 'file')} removed, {_n(len(lines_gone), 'line')} "
+           f"removed, {_n(len(edits), 'file')} edited by the arm", "", "removed files:"]
     shelf = [r for r in whole if r.path.startswith((SHELF, HEADWATER))]
     for prefix, count in sorted(Counter(r.path.split("/")[0] + ("/probes/" if r.path.startswith(
             SHELF) else "/") for r in shelf).items()):
@@ -343,8 +347,10 @@ def explain(result: SealResult) -> str:
     out += ["", "edited by the arm:"] + [_row(r.path, r.reason) for r in edits]
     out += ["  (none)"] if not edits else []
     out += ["", "kept although they name the probe (folds declared in probe.yml):"]
-    out += [_row(f"{p}:{line}", f"names {result.probe} by {how} | {text}")
-            for p, line, how, text in result.folds] or ["  (none)"]
+    for path, line, how, text in result.folds:
+        out += [_row(f"{path}:{line}", f"names {result.probe} by {how}"),
+                f"  {'':<{_PATH_COLUMN}} | {text}"]
+    out += [] if result.folds else ["  (none)"]
     out += ["", "binary files, copied untouched and never searched:"]
     out += [f"  {p}" for p in result.binary] or ["  (none)"]
     out += ["", f"verified: every file read back; none names {result.probe} (folds excepted) "
