@@ -70,7 +70,7 @@ class SealResult:
     removals: list[Removal]
     """Every removal (the seal's and the arm's), in corpus path order."""
     binary: list[str]
-    """Files copied without being searched for names (binary)."""
+    """Binary or non-UTF-8 files: searched as bytes, copied whole (none names the probe)."""
     folds: list[tuple[str, int, str, str]] = field(default_factory=list)
     """Folds of the probe kept although they name it: (path, line, how, excerpt)."""
 
@@ -142,7 +142,9 @@ class _Verifier:
         same = written is not None and data == written.data
         if written.binary if same and written is not None else not is_text(data):
             self.binary.append(rel)
-        elif not (same and written is not None and written.action == "copy"):
+        # Binary and non-UTF-8 files are searched too, as bytes: a file that
+        # could not be checked must never count as checked.
+        if not (same and written is not None and written.action == "copy"):
             _check_text(rel, data, self.names)
         if same and written is not None and written.digest is not None:
             digest = written.digest
@@ -258,7 +260,7 @@ def verify_workspace(corpus: Corpus, probe_id: str, workspace: Path
 
     Returns:
         The manifest (path -> ``sha256:`` digest, sorted by path bytes) and
-        the binary files, which were digested but not searched.
+        the binary or non-UTF-8 files (searched as bytes like the rest).
 
     Raises:
         UnknownProbe: ``probe_id`` is not on the shelf.
@@ -287,7 +289,7 @@ def seal_workspace(corpus: Corpus, *, probe_id: str, arm: str = "present",
 
     Returns:
         The manifest (path -> digest), every removal with its reason, the
-        binary files (not searched) and the folds kept although they name the probe.
+        binary or non-UTF-8 files (searched as bytes) and the folds kept although they name the probe.
 
     Raises:
         UnknownProbe: ``probe_id`` is not on the shelf (nothing written).
@@ -351,7 +353,7 @@ def explain(result: SealResult) -> str:
         out += [_row(f"{path}:{line}", f"names {result.probe} by {how}"),
                 f"  {'':<{_PATH_COLUMN}} | {text}"]
     out += [] if result.folds else ["  (none)"]
-    out += ["", "binary files, copied untouched and never searched:"]
+    out += ["", "binary or non-UTF-8 files, searched as bytes and copied whole:"]
     out += [f"  {p}" for p in result.binary] or ["  (none)"]
     out += ["", f"verified: every file read back; none names {result.probe} (folds excepted) "
                 "or one of its answer keys"]

@@ -18,7 +18,9 @@ short, for probe P (names as `campaign._names` finds them):
 corpus file, writing nothing; `plan_seal` collects it for ``seal --explain``.
 The executor consumes the same iterator, so each file is read once, judged,
 and written from the very bytes that were judged. Binary files (a NUL byte in
-the first 8 KiB, or not UTF-8) are copied untouched and never searched.
+the first 8 KiB, or not UTF-8) are searched as bytes: one that names the probe
+or an answer key is removed whole (no line of it can be dropped safely), any
+other is copied untouched.
 """
 
 from __future__ import annotations
@@ -221,6 +223,26 @@ def _judge(rel: str, data: bytes, names: Names) -> tuple[bytes | None, list[Remo
     return kept, dropped, fold
 
 
+def _binary_naming(rel: str, data: bytes, names: Names) -> Removal | None:
+    """RC-09 for a binary or non-UTF-8 file: searched as bytes, removed whole when it names.
+
+    A line of such a file cannot be dropped safely, so a file that names the
+    probe or an answer key goes whole; one that names neither is copied as is.
+    """
+    text = Text(data)
+    hit = names.probe_names.first(text, rel)
+    what = f"the probe {names.probe.id}"
+    if hit is None:
+        for key in names.keys:
+            if (hit := key.first(text, rel)) is not None:
+                what = f"the answer key {key.path}"
+                break
+    if hit is None:
+        return None
+    return Removal(rel, f"names {what} by {hit.how}; a binary or non-UTF-8 file is searched "
+                        "as bytes and removed whole (RC-09)", text.line_of(hit.start))
+
+
 def _read(path: str) -> tuple[bytes, int]:
     fd = os.open(path, _O_READ)
     try:
@@ -276,6 +298,8 @@ def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]
         fold = None
         if not binary:
             new, removals, fold = _judge(rel, data, names)
+        elif (gone := _binary_naming(rel, data, names)) is not None:
+            new, removals = None, [gone]
         if new is not None and is_layer_path(rel):
             effect = arm_effect(arm, rel, new)
             if effect.action != "keep":

@@ -7,6 +7,7 @@ Expected removals are written from the rule text against `corpora.seal_corpus`
 from __future__ import annotations
 
 import hashlib
+import shutil
 import os
 import subprocess
 import sys
@@ -60,6 +61,11 @@ def _files(result: SealResult) -> dict[str, int | None]:
     return {r.path: r.line for r in result.removals if r.kind == "file"}
 
 
+def _reasons(result: SealResult) -> dict[str, str]:
+    """Removal reasons by path (the last one when a path has several)."""
+    return {r.path: r.reason for r in result.removals}
+
+
 def _lines(result: SealResult) -> dict[str, list[int | None]]:
     out: dict[str, list[int | None]] = {}
     for r in result.removals:
@@ -72,7 +78,9 @@ def _lines(result: SealResult) -> dict[str, list[int | None]]:
 
 def test_seal_removes_exactly_what_rc09_names(corpus: Corpus, tmp_path: Path) -> None:
     result, out = _seal(corpus, tmp_path)
-    named = {"docs/guide/by-id.md": 8, "docs/guide/by-path.md": 6, "notes/title.txt": 1}
+    # assets/logo.png is binary and holds the id after two newlines: removed whole (line 3).
+    named = {"docs/guide/by-id.md": 8, "docs/guide/by-path.md": 6, "notes/title.txt": 1,
+             "assets/logo.png": 3}
     assert _files(result) == {**dict.fromkeys(SHELF_AND_HEADWATER), **named, ANSWER_KEY: None}
     assert _lines(result) == {"docs/guide/links.md": [9]}
     assert set(result.manifest) == set(corpus.files) - SHELF_AND_HEADWATER - set(named) \
@@ -256,17 +264,27 @@ def test_dropping_key_lines_that_joins_the_title_removes_the_file(tmp_path: Path
 
 # --- binary files, the executor, the manifest --------------------------------------------
 
-def test_binary_file_left_alone_and_reported(corpus: Corpus, tmp_path: Path) -> None:
+def test_binary_file_naming_the_probe_is_removed_whole(corpus: Corpus, tmp_path: Path) -> None:
+    # RC-09: every file that names the probe goes; a binary one cannot lose a line.
+    assert b"HW-PRB-001" in BINARY_BYTES
     result, out = _seal(corpus, tmp_path)
-    assert (out / "assets/logo.png").read_bytes() == BINARY_BYTES
-    assert result.binary == ["assets/logo.png"]
+    assert not (out / "assets/logo.png").exists()
+    assert "binary or non-UTF-8" in _reasons(result)["assets/logo.png"]
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01 nothing named, but binary",
+                                  "café, nothing named\n".encode("latin-1")],
+                         ids=["nul", "latin1"])
+def test_binary_is_a_nul_byte_or_not_utf8_and_left_alone(tmp_path: Path, data: bytes) -> None:
+    result, out = _seal(_variant(tmp_path, {"assets/blob.bin": data}), tmp_path)
+    assert "assets/blob.bin" in result.binary and (out / "assets/blob.bin").read_bytes() == data
 
 
 @pytest.mark.parametrize("data", [b"\x00\x01 HW-PRB-001 but binary",
                                   "café HW-PRB-001\n".encode("latin-1")], ids=["nul", "latin1"])
-def test_binary_is_a_nul_byte_or_not_utf8(tmp_path: Path, data: bytes) -> None:
+def test_binary_or_non_utf8_naming_the_probe_is_removed(tmp_path: Path, data: bytes) -> None:
     result, out = _seal(_variant(tmp_path, {"assets/blob.bin": data}), tmp_path)
-    assert "assets/blob.bin" in result.binary and (out / "assets/blob.bin").read_bytes() == data
+    assert not (out / "assets/blob.bin").exists()
 
 
 def test_manifest_is_sha256_of_the_workspace_bytes(corpus: Corpus, tmp_path: Path) -> None:
@@ -335,7 +353,7 @@ def test_plan_seal_writes_nothing_and_agrees_with_the_seal(corpus: Corpus,
 
 def test_verification_of_a_clean_workspace(corpus: Corpus, tmp_path: Path) -> None:
     result, out = _seal(corpus, tmp_path)
-    assert verify_workspace(corpus, "HW-PRB-001", out) == (result.manifest, ["assets/logo.png"])
+    assert verify_workspace(corpus, "HW-PRB-001", out) == (result.manifest, [])
 
 
 def test_verification_names_the_file_and_line(corpus: Corpus, tmp_path: Path) -> None:
@@ -436,3 +454,30 @@ def test_example_corpus_seals_every_probe(tmp_path: Path, arm: str) -> None:
         assert not [p for p in result.manifest if p.startswith(("docs/probes/", ".headwater/"))]
         assert not set(corpus.answer_keys_of(probe)) & set(result.manifest)
         assert verify_workspace(corpus, probe, out) == (result.manifest, result.binary)
+
+
+def test_seal_non_utf8_file_naming_the_probe_is_removed_whole(tmp_path: Path) -> None:
+    # RC-09: every file that names the probe is removed; a Latin-1 (non-UTF-8) file
+    # is no exception. A fresh-eyes review found one copied into the workspace.
+    root = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, root)
+    (root / "docs" / "notes" / "latin1.txt").write_bytes(b"Caf\xe9: see HW-PRB-0001 here\n")
+    (root / "notes-binary.bin").write_bytes(b"\x00\x01 HW-PRB-0001 \x02")
+    (root / "innocent.bin").write_bytes(b"\x00\x01 nothing here \x02")
+    corpus = load_corpus(root)
+    result = seal_workspace(corpus, probe_id="HW-PRB-0001", arm="present", out=tmp_path / "ws")
+    removed = {r.path for r in result.removals}
+    assert {"docs/notes/latin1.txt", "notes-binary.bin"} <= removed
+    assert not (tmp_path / "ws" / "docs" / "notes" / "latin1.txt").exists()
+    assert (tmp_path / "ws" / "innocent.bin").exists()
+
+
+def test_verification_searches_binary_files_too(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, root)
+    corpus = load_corpus(root)
+    ws = tmp_path / "ws"
+    seal_workspace(corpus, probe_id="HW-PRB-0001", arm="present", out=ws)
+    (ws / "planted.bin").write_bytes(b"\xff\xfe HW-PRB-0001 \x00")
+    with pytest.raises(SealRefused):
+        verify_workspace(corpus, "HW-PRB-0001", ws)
