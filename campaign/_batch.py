@@ -99,7 +99,7 @@ def prepare_batch_dir(
 
     Raises:
         BatchDirRefused: under ``$HOME`` (RC-06), or not empty for a new batch
-            (the message points at ``resume``).
+            (the message names the planned ``resume``).
     """
     home = _home() if home is None else home
     if batch_dir is None:
@@ -120,8 +120,8 @@ def prepare_batch_dir(
             raise BatchDirRefused(
                 batch_dir,
                 "usage",
-                "exists and is not empty; to finish an interrupted batch use "
-                f"`headwater-campaign resume {resolved}`, or pass a new --batch-dir",
+                "exists and is not empty; pass a new --batch-dir (finishing an interrupted "
+                "batch in place is the planned `resume` command)",
             )
     resolved.mkdir(parents=True, exist_ok=True)
     return resolved

@@ -29,7 +29,7 @@ _EPILOG = """\
 exit statuses: 0 done (every session reached a final state; non-recorded ones are
 reported, not fatal), 1 unexpected error, 2 usage or bad input, 3 a budget stopped
 the batch, 4 could not verify, 12 confinement preflight failed (nothing spent),
-130/143 stopped by SIGINT/SIGTERM (resumable).
+130/143 stopped by SIGINT/SIGTERM (every finished session is in the ledger).
 
 quick start:
   headwater-campaign demo                       # the bundled corpus, scripted provider
@@ -67,12 +67,23 @@ def _network_args(p: argparse.ArgumentParser) -> None:
                         "host: the host's network, open (the transcript's prose says so)")
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (e.g. --concurrency)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-dir", type=Path, metavar="DIR",
                    help="the batch directory (must not exist or be empty; never under $HOME). "
                         "Default: batches/ of the checkout, else "
                         "/var/tmp/headwater-campaign/batches")
-    p.add_argument("--concurrency", type=int, default=2, metavar="N",
+    p.add_argument("--concurrency", type=_positive_int, default=2, metavar="N",
                    help="sessions at once (default 2)")
     p.add_argument("--session-timeout", type=float, default=1800.0, metavar="S",
                    help="wall limit of one session in seconds (default 1800)")
@@ -101,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="print the plan (identity, probes, read set, session count)")
     _corpus_args(p)
-    p.add_argument("--tier", default="campaign", help="tier from probe.yml (default campaign)")
+    p.add_argument("--tier", default=None,
+                   help="tier from probe.yml: its arms and repetitions (default campaign; "
+                        "with --plan, the plan's tier)")
     p.add_argument("--seed", type=int, default=0, help="the rotation seed (default 0)")
     p.add_argument("--format", choices=("text", "yaml", "json"), default="text",
                    help="text for people; yaml/json are exactly what `run --plan FILE` reads")
@@ -109,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a batch against a real provider")
     _corpus_args(p)
-    p.add_argument("--tier", default="campaign", help="tier from probe.yml (default campaign)")
+    p.add_argument("--tier", default=None,
+                   help="tier from probe.yml: its arms and repetitions (default campaign; "
+                        "with --plan, the plan's tier)")
     p.add_argument("--plan", type=Path, metavar="FILE",
                    help="a plan from `plan --format yaml|json`")
     p.add_argument("--seed", type=int, default=0, help="the rotation seed (default 0)")
@@ -128,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the bundled example corpus, tier campaign, scripted provider, "
                                     "real CLI under real bwrap")
     p.add_argument("--batch-dir", type=Path, metavar="DIR", help="the batch directory")
-    p.add_argument("--concurrency", type=int, default=2, metavar="N", help="sessions at once")
+    p.add_argument("--concurrency", type=_positive_int, default=2, metavar="N",
+                   help="sessions at once")
     _harness_args(p)
     _network_args(p)
     p.set_defaults(func=_commands.cmd_demo)
@@ -138,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--probe", required=True, metavar="ID")
     p.add_argument("--arm", required=True, metavar="ARM")
     _identical_arms_arg(p)
-    p.add_argument("--tier", default="campaign")
+    p.add_argument("--tier", default=None,
+                   help="tier from probe.yml (default campaign); the arm must be one of its arms")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
     p.add_argument("--provider-url", metavar="URL")

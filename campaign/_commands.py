@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import importlib.resources
 import os
 import signal
@@ -22,6 +23,7 @@ from rich.console import Console
 from ruamel.yaml import YAML
 
 from recorder._check import check_transcript_file
+from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 from sandbox._config import Credentials, host_credentials, sweep_config_root
 from sandbox._errors import CredentialsMissing, SessionUserUnusable
 from sandbox._layout import measure_host_layout
@@ -47,6 +49,12 @@ DEMO_API_KEY: Final = "sk-headwater-demo-scripted-provider"
 """The demo's key: the scripted provider on loopback accepts anything; not a secret."""
 HARNESS_VERSION_TIMEOUT_S: Final = 30.0
 """Bound on ``harness --version`` on the host (config.yaml records it)."""
+
+
+DEFAULT_TIER: Final = "campaign"
+"""The tier when neither --tier nor --plan names one (DESIGN.md, defaults)."""
+LOCK_NAME: Final = ".lock"
+"""The batch's lock file: one runner writes a batch at a time."""
 
 
 class UsageError(Exception):
@@ -85,11 +93,19 @@ def _load_corpus(root: Path) -> Corpus:
 
 
 def _compose(corpus: Corpus, args: argparse.Namespace) -> Plan:
+    tier = getattr(args, "tier", None)
+    try:
+        declared_mcp_servers_of(corpus.root)  # a malformed .mcp.json is bad input, not a bug
+    except McpConfigError as exc:
+        raise UsageError(f"corpus {corpus.root}: {exc}") from exc
     try:
         if getattr(args, "plan", None):
             plan = load_plan_file(args.plan, corpus)
+            if tier is not None and tier != plan.tier:
+                raise UsageError(f"--tier {tier} differs from the tier of --plan {args.plan} "
+                                 f"({plan.tier}); give one of them")
         else:
-            plan = compose_plan(corpus, tier=args.tier, seed=args.seed)
+            plan = compose_plan(corpus, tier=tier or DEFAULT_TIER, seed=args.seed)
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     if getattr(args, "model", None):
@@ -206,6 +222,7 @@ def _execute_batch(
         batch = prepare_batch_dir(args.batch_dir, command=command)
     except BatchDirRefused as exc:
         raise UsageError(str(exc)) from exc
+    hold_batch_lock(batch)
     if not _preflight_or_exit(args.bwrap, harness, err):
         return 12
     network = _network_mode(args, err)
@@ -255,9 +272,35 @@ def _execute_batch(
     _print_summary(batch)
     print(f"batch: {batch}")
     if signum is not None:
-        err.print(f"stopped by signal {signum}; the batch is resumable", markup=False)
+        err.print(f"stopped by signal {signum}; every finished session is in the ledger "
+                  "(a `resume` command is planned)", markup=False)
         return 128 + signum
     return 0
+
+
+_HELD_LOCKS: list[int] = []
+
+
+def hold_batch_lock(batch: Path) -> None:
+    """Lock ``<batch>/.lock`` exclusively until this process exits.
+
+    Two runners writing one ledger would both name a session ``r1`` and delete
+    each other's running workspace; the lock makes the second one stop (exit 2)
+    before it writes anything. A CLI process runs one command, so the lock is
+    held for the process's life; flock dies with the process, so a killed
+    runner leaves nothing to clean.
+
+    Raises:
+        UsageError: another process holds the batch.
+    """
+    fd = os.open(batch / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        raise UsageError(f"batch {batch} is in use by another headwater-campaign process; "
+                         "wait for it, or use another --batch-dir") from exc
+    _HELD_LOCKS.append(fd)
 
 
 def _host_skill_dirs() -> tuple[Path, ...]:
@@ -367,16 +410,32 @@ def cmd_record(args: argparse.Namespace) -> int:
         batch = prepare_batch_dir(args.batch_dir, command="record", must_be_new=False)
     except BatchDirRefused as exc:
         raise UsageError(str(exc)) from exc
+    hold_batch_lock(batch)
     plan_file = batch / "plan.yaml"
+    config_file = batch / "config.yaml"
+    harness_facts = {"path": str(harness), "version": _harness_version(harness)}
     if plan_file.exists():
         existing = YAML(typ="safe", pure=True).load(plan_file.read_text(encoding="utf-8"))
         mine = _plan_data(plan)
         differ = [m for m in _MEMBERS if existing.get(m) != mine.get(m)]
+        if config_file.exists():
+            config = YAML(typ="safe", pure=True).load(config_file.read_text(encoding="utf-8"))
+            if (config or {}).get("harness", {}).get("version") != harness_facts["version"]:
+                differ.append("harness (Claude Code version)")
         if differ:
             raise UsageError(f"batch {batch} was planned with other {', '.join(differ)}; "
                              "record into a new --batch-dir")
+    elif any(p.name != LOCK_NAME for p in batch.iterdir()):
+        raise UsageError(f"{batch} is not empty and holds no plan.yaml: it is not a batch; "
+                         "pass an empty or new --batch-dir")
     else:
         _write_yaml(plan_file, _plan_data(plan))
+        _write_yaml(config_file, {
+            "command": "record", "corpus": str(corpus.root), "tier": plan.tier,
+            "seed": plan.seed, "model": plan.model, "harness": harness_facts,
+            "runner": plan.harness, "provider_url": _provider_url(args),
+            "session_timeout_s": args.session_timeout, "watchdog_s": args.watchdog,
+        })
     err = Console(stderr=True)
     if not _preflight_or_exit(args.bwrap, harness, err):
         return 12
@@ -394,15 +453,23 @@ def cmd_record(args: argparse.Namespace) -> int:
     )
     spec = SessionSpec(probe=args.probe, arm=args.arm, repetition=0, session=session)
 
-    async def one() -> Any:
+    outcomes: list[Any] = []
+
+    async def one() -> None:
         with Ledger(batch / "ledger.jsonl") as ledger:
             try:
-                return await run_session(spec, ctx, ledger)
+                outcomes.append(await run_session(spec, ctx, ledger))
             finally:
                 # synchronous: runs whole when cancelled
                 render_arm(batch, plan, arm=args.arm, network=ctx.network)
 
-    outcome = anyio.run(one, backend="trio")
+    signum = anyio.run(_with_signals, one, backend="trio")
+    if signum is not None:
+        err.print(f"stopped by signal {signum}; the session is in the ledger as killed",
+                  markup=False)
+        print(f"batch: {batch}")
+        return 128 + signum
+    outcome = outcomes[0]
     print(f"{args.probe} {session}: {outcome.state}"
           + ("" if outcome.state == "recorded" else f" ({outcome.reason})"))
     for warning in _record_warnings(outcome.record):

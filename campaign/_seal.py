@@ -289,7 +289,8 @@ def seal_workspace(corpus: Corpus, *, probe_id: str, arm: str = "present",
 
     Returns:
         The manifest (path -> digest), every removal with its reason, the
-        binary or non-UTF-8 files (searched as bytes) and the folds kept although they name the probe.
+        binary or non-UTF-8 files (searched as bytes) and the folds kept although they
+        name the probe.
 
     Raises:
         UnknownProbe: ``probe_id`` is not on the shelf (nothing written).

@@ -154,8 +154,11 @@ async def run_session(spec: SessionSpec, ctx: BatchContext, ledger: Ledger) -> S
         owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
         async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
             record = await _drive(spec, ctx, paths, sealed.manifest, started, egress)
-    except BaseException:
-        # Synchronous (no checkpoint): written whole even while cancelled.
+    except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+        # The runner is stopping (a signal, a budget): the attempt ends killed.
+        # Synchronous (no checkpoint): written whole even while cancelled. Any
+        # other exception is a bug: it propagates (exit 1), and the attempt
+        # stays without a final line, which is the truth (it never finished).
         _finish(spec, ledger, _final_record(
             spec, started, state="killed", reason="cancelled: the runner stopped mid-session",
             cost_usd=None, cost_known=False, outside_paths=0, anomalies=0, retryable=True,

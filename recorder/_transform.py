@@ -176,8 +176,11 @@ class StreamObserver:
         if self._inits == 0:
             self._refuse("RC-07: no init line (type 'system', subtype 'init') on stdout: "
                          "what the session loaded is unknown")
-        state, reason = (("refused-init", "; ".join(self._refusals)) if seen_refusal
-                         else self._decide(end, exit_status, tail))
+        state: SessionState
+        if seen_refusal:
+            state, reason = "refused-init", "; ".join(self._refusals)
+        else:
+            state, reason = self._decide(end, exit_status, tail)
         result = self._result
         retryable = (harness_error_retryable(result.api_error_status, result.text)
                      if state == "harness-error" and result is not None else RETRYABLE[state])

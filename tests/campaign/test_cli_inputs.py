@@ -1,0 +1,82 @@
+"""Bad input stops the CLI with exit 2 and a message, before any session (DESIGN.md exit 2).
+
+Each case comes from a fresh-eyes review that found a traceback (exit 1) or a
+silent acceptance instead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "campaign" / "example" / "corpus"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HW_KEY": "k"}
+    return subprocess.run([sys.executable, "-m", "campaign", *args], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+
+
+def test_concurrency_zero_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _cli("run", str(EXAMPLE), "--concurrency", "0", "--batch-dir", str(tmp_path / "b"))
+    assert proc.returncode == 2 and "at least 1" in proc.stderr
+    assert not (tmp_path / "b").exists()
+
+
+def test_tier_that_contradicts_the_plan_file_is_refused(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    out = _cli("plan", str(EXAMPLE), "--tier", "regression", "--format", "yaml")
+    assert out.returncode == 0
+    plan.write_text(out.stdout)
+    proc = _cli("run", str(EXAMPLE), "--plan", str(plan), "--tier", "campaign",
+                "--batch-dir", str(tmp_path / "b"))
+    assert proc.returncode == 2 and "differs from the tier of --plan" in proc.stderr
+
+
+def test_malformed_mcp_json_is_bad_input(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    shutil.copytree(EXAMPLE, corpus)
+    (corpus / ".mcp.json").write_text("{bad")
+    proc = _cli("plan", str(corpus))
+    assert proc.returncode == 2 and ".mcp.json" in proc.stderr
+
+
+def test_record_refuses_a_directory_that_is_not_a_batch(tmp_path: Path) -> None:
+    d = tmp_path / "notabatch"
+    d.mkdir()
+    (d / "something.txt").write_text("x")
+    proc = _cli("record", "--corpus", str(EXAMPLE), "--probe", "HW-PRB-0001", "--arm", "present",
+                "--batch-dir", str(d), "--api-key-env", "HW_KEY")
+    assert proc.returncode == 2 and "not a batch" in proc.stderr
+    assert sorted(p.name for p in d.iterdir()) == [".lock", "something.txt"]
+
+
+@pytest.mark.parametrize("arm", ["bogus", "no-hook"])
+def test_record_refuses_an_arm_outside_the_tier(tmp_path: Path, arm: str) -> None:
+    proc = _cli("record", "--corpus", str(EXAMPLE), "--probe", "HW-PRB-0001", "--arm", arm,
+                "--batch-dir", str(tmp_path / "b"), "--api-key-env", "HW_KEY")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_batch_in_use_is_refused(tmp_path: Path) -> None:
+    # Two runners on one ledger would both take the name r1: the second stops first.
+    batch = tmp_path / "b"
+    batch.mkdir()
+    fd = os.open(batch / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        proc = _cli("record", "--corpus", str(EXAMPLE), "--probe", "HW-PRB-0001",
+                    "--arm", "present", "--batch-dir", str(batch), "--api-key-env", "HW_KEY")
+    finally:
+        os.close(fd)
+    assert proc.returncode == 2 and "in use by another" in proc.stderr
+    assert not (batch / "ledger.jsonl").exists()
