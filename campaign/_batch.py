@@ -22,6 +22,8 @@ from typing import Final
 from ._errors import CampaignError
 
 FALLBACK_ROOT: Final = Path("/var/tmp/headwater-campaign/batches")
+LOCK_NAME: Final = ".lock"
+"""The batch's lock file (flock, held by the runner writing it); not content."""
 """Default batch root when the checkout's ``batches/`` resolves under ``$HOME``."""
 
 
@@ -116,7 +118,7 @@ def prepare_batch_dir(
     if must_be_new and resolved.exists():
         if not resolved.is_dir():
             raise BatchDirRefused(batch_dir, "usage", "exists and is not a directory")
-        if any(resolved.iterdir()):
+        if any(p.name != LOCK_NAME for p in resolved.iterdir()):
             raise BatchDirRefused(
                 batch_dir,
                 "usage",

@@ -159,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
     p.add_argument("--provider-url", metavar="URL")
-    p.add_argument("--api-key-env", metavar="NAME")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="take the API key from this variable instead of the host's "
+                        ".credentials.json")
     p.add_argument("--produced", action="append", default=[], metavar="PATH",
                    help="an artifact the log cannot name (relative to the workspace unless "
                         "absolute); repeatable")
@@ -184,7 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_commands.cmd_check_transcript)
 
     p = sub.add_parser("doctor", help="host preflight: 0 all ok, 12 broken, 4 could not verify")
-    p.add_argument("--api-key-env", metavar="NAME")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="take the API key from this variable instead of the host's "
+                        ".credentials.json")
     _harness_args(p)
     p.set_defaults(func=_commands.cmd_doctor)
     return parser
@@ -207,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except _commands.UsageError as exc:
         print(f"headwater-campaign: {exc}", file=sys.stderr)
         code = EXIT_USAGE
+    except _commands.PreflightStop as exc:
+        print(f"headwater-campaign: {exc}", file=sys.stderr)
+        code = EXIT_CONFINEMENT
     except KeyboardInterrupt:
         code = 128 + signal.SIGINT
     except Exception:

@@ -31,7 +31,7 @@ from sandbox._network import network_preflight
 from sandbox._privileges import ensure_session_user
 
 from ._arms import arms_without_effect, harness_flags
-from ._batch import BatchDirRefused, prepare_batch_dir
+from ._batch import LOCK_NAME, BatchDirRefused, prepare_batch_dir
 from ._corpus import Corpus, load_corpus
 from ._doctor import doctor_checks, exit_status, print_report, sandbox_checks
 from ._errors import CampaignError
@@ -53,12 +53,14 @@ HARNESS_VERSION_TIMEOUT_S: Final = 30.0
 
 DEFAULT_TIER: Final = "campaign"
 """The tier when neither --tier nor --plan names one (DESIGN.md, defaults)."""
-LOCK_NAME: Final = ".lock"
-"""The batch's lock file: one runner writes a batch at a time."""
 
 
 class UsageError(Exception):
     """Bad input or usage: the CLI prints the message and exits 2."""
+
+
+class PreflightStop(Exception):
+    """A preflight check failed before any spend (credentials missing): the CLI exits 12."""
 
 
 def _checkout() -> Path:
@@ -336,7 +338,9 @@ def _credentials(args: argparse.Namespace) -> Credentials:
     try:
         return host_credentials(api_key_env=args.api_key_env, environ=os.environ)
     except CredentialsMissing as exc:
-        raise UsageError(str(exc)) from exc
+        # doctor calls this check verified broken; before a batch it stops with 12 as well.
+        raise PreflightStop(f"{exc}; nothing was started or spent. Fix: log in with Claude "
+                            "Code on the host, or pass --api-key-env NAME") from exc
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -428,20 +432,21 @@ def cmd_record(args: argparse.Namespace) -> int:
     elif any(p.name != LOCK_NAME for p in batch.iterdir()):
         raise UsageError(f"{batch} is not empty and holds no plan.yaml: it is not a batch; "
                          "pass an empty or new --batch-dir")
-    else:
-        _write_yaml(plan_file, _plan_data(plan))
-        _write_yaml(config_file, {
-            "command": "record", "corpus": str(corpus.root), "tier": plan.tier,
-            "seed": plan.seed, "model": plan.model, "harness": harness_facts,
-            "runner": plan.harness, "provider_url": _provider_url(args),
-            "session_timeout_s": args.session_timeout, "watchdog_s": args.watchdog,
-        })
     err = Console(stderr=True)
     if not _preflight_or_exit(args.bwrap, harness, err):
         return 12
     network = _network_mode(args, err)
     if network is None:
         return 12
+    if not plan_file.exists():  # a new batch: written only once the preflight passed
+        _write_yaml(plan_file, _plan_data(plan))
+        _write_yaml(config_file, {
+            "command": "record", "corpus": str(corpus.root), "tier": plan.tier,
+            "seed": plan.seed, "model": plan.model, "harness": harness_facts,
+            "runner": plan.harness, "provider_url": _provider_url(args),
+            "network": network[0], "network_note": network[1],
+            "session_timeout_s": args.session_timeout, "watchdog_s": args.watchdog,
+        })
     sweep_config_root()
     session = _next_record_name(batch, arm=args.arm, probe=args.probe)
     ctx = BatchContext(

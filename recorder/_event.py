@@ -129,28 +129,32 @@ def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, s
 def produced_artifacts(paths: Iterable[str], *, workspace: Path,
                        corpus_ids: Collection[str],
                        findings: Mapping[str, Sequence[str]] | None = None) -> list[Artifact]:
-    """RC-11's ``produced``: one artifact per distinct resolved path, first-named order.
+    """RC-11's ``produced``: one artifact per distinct path named, first-named order.
 
-    Inside the workspace: ``path`` relative to it, plus ``result``, ``cites``
-    and (when ``findings`` is a mapping: a checker ran) ``findings`` when it
-    is a regular file after the session. Outside: ``path`` (absolute,
-    resolved) only; the file is never opened, and no checker looked at it.
+    The key and ``path`` are the path as named (relative to the workspace when
+    it lies there lexically, ``..`` collapsed; absolute otherwise), so two
+    names stay two entries even when symlinks make them one host file, and a
+    host path is never written in place of the name the session used. When
+    the name resolves inside the workspace (its symlinks followed there) and
+    is a regular file after the session: ``result``, ``cites`` and (when
+    ``findings`` is a mapping: a checker ran) ``findings``. When it resolves
+    outside: ``path`` only; the file is never opened, and no checker looked.
     """
-    root = posixpath.normpath(str(workspace))
     artifacts: dict[str, Artifact] = {}
     for named in paths:
+        key = _as_named(named, workspace)
+        if key in artifacts:
+            continue
         resolved, inside = resolve_in_workspace(named, workspace)
-        if resolved in artifacts:
-            continue
         if not inside:
-            artifacts[resolved] = Artifact(path=resolved)
+            artifacts[key] = Artifact(path=key)
             continue
-        relative = posixpath.relpath(resolved, root)
+        relative = key
         if _is_regular_file(resolved):
             try:
                 found = {} if findings is None else {  # [] = checked, none reported
                     "findings": sorted(set(findings.get(relative, ())))}
-                artifacts[resolved] = Artifact(
+                artifacts[key] = Artifact(
                     path=relative,
                     result=digest_file(Path(resolved)),
                     cites=cites_in_file(Path(resolved), corpus_ids),
@@ -159,8 +163,20 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
                 continue
             except OSError:
                 pass
-        artifacts[resolved] = Artifact(path=relative)
+        artifacts[key] = Artifact(path=relative)
     return list(artifacts.values())
+
+
+def _as_named(named: str, workspace: Path) -> str:
+    """The path as the session named it: workspace-relative when lexically inside
+    (``..`` collapsed, no symlink followed), else absolute; ``~`` words as written."""
+    if named.startswith("~"):
+        return named
+    root = posixpath.normpath(str(workspace))
+    absolute = posixpath.normpath(posixpath.join(root, named))
+    if absolute == root or absolute.startswith(root + "/"):
+        return posixpath.relpath(absolute, root)
+    return absolute
 
 
 def cites_in_file(path: Path, corpus_ids: Collection[str]) -> list[str]:

@@ -66,6 +66,20 @@ def test_preflight_failure_exits_12_before_anything(tmp_path: Path, corpus: Path
     assert "setting up uid map: Permission denied" in proc.stderr  # bwrap's own message
     assert not (batch / "ledger.jsonl").exists()
     assert not (batch / "sessions").exists()
+    # Nothing written: the same --batch-dir is usable once the host is fixed.
+    assert {p.name for p in batch.iterdir()} <= {".lock"}
+
+
+def test_missing_credentials_exit_12_before_anything(tmp_path: Path, corpus: Path,
+                                                     harness: Path) -> None:
+    # Issue 5: the checks doctor runs stop a batch with 12; credentials are one of them.
+    env = {k: v for k, v in os.environ.items() if k != "HW_UNSET_KEY"}
+    batch = tmp_path / "b"
+    proc = _cli("run", str(corpus), "--batch-dir", str(batch), "--api-key-env", "HW_UNSET_KEY",
+                "--provider-url", "http://127.0.0.1:9", "--harness", str(harness), env=env)
+    assert proc.returncode == 12, proc.stderr
+    assert "HW_UNSET_KEY" in proc.stderr and "--api-key-env" in proc.stderr
+    assert not batch.exists() or {p.name for p in batch.iterdir()} <= {".lock"}
 
 
 @pytest.mark.bwrap

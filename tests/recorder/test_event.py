@@ -111,7 +111,7 @@ def test_event_produced_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
          "cites": ["HW-DR-0051", "HW-DR-0052"]},
         {"path": "missing.md"},
         {"path": "/etc/passwd"},
-        {"path": "/etc/hosts"},  # a workspace symlink pointing outside is outside
+        {"path": "escape/hosts"},  # the name used; it resolves outside: path only  # a workspace symlink pointing outside is outside
         {"path": "/var/x"},
         {"path": "extra.txt"},
     ]
@@ -212,8 +212,11 @@ def test_rc11_outside_path_is_never_read(tmp_path: Path, monkeypatch: pytest.Mon
         [str(secret), "../host-secret.md", "escape/host-secret.md", "inside.md"], workspace=ws,
         corpus_ids=["HW-DR-0052"], findings={"host-secret.md": ["R1"]})
     monkeypatch.undo()
+    # One entry per path named: the absolute name and its ../ spelling are one path;
+    # escape/host-secret.md is another name (it resolves outside: path only, as named).
     assert [a.model_dump(exclude_unset=True) for a in artifacts] == [
         {"path": str(secret)},
+        {"path": "escape/host-secret.md"},
         {"path": "inside.md", "result": digest_bytes(b"HW-DR-0052"), "cites": ["HW-DR-0052"],
          "findings": []}]
     assert any(path.endswith("inside.md") for path in touched)
@@ -355,3 +358,21 @@ def test_rc16_models_refuse_a_key_outside_their_closed_set(data: dict[str, str])
         model.model_validate(data)
     assert [(e["type"], e["loc"]) for e in info.value.errors()] == [
         ("extra_forbidden", ("reasoning",))]
+
+
+
+def test_event_produced_keeps_one_entry_per_name_even_through_symlinks(tmp_path: Path) -> None:
+    # RC-11: one entry per path named. Two names whose symlinks lead to one host
+    # file outside the workspace stay two path-only entries, each as named;
+    # the host target's path is never written in their place.
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    host = tmp_path / "host-secret.md"
+    host.write_text("secret")
+    (ws / "report.md").symlink_to(host)
+    (ws / "sub" / "n.md").symlink_to(host)
+    obs = _obs(produced=(str(ws / "report.md"),))
+    event = build_event(obs, probe="p", session="r1", workspace=ws, manifest={},
+                        declared_answers=[], produced_extra=["sub/n.md"], corpus_ids=[])
+    dumped = [a.model_dump(exclude_unset=True) for a in event.produced or []]
+    assert dumped == [{"path": "report.md"}, {"path": "sub/n.md"}]
