@@ -139,11 +139,15 @@ def session_config_dir(
     path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{name}-", dir=root)).absolute()
     try:
         os.chmod(path, _DIR_MODE)
-        if credentials.credentials_file is not None:
-            _copy_private(credentials.credentials_file, path / CREDENTIALS_FILE_NAME)
-            hand_over_file(path / CREDENTIALS_FILE_NAME, owner)
         if owner is not None:
             os.lchown(path, owner.uid, owner.gid)
+        if credentials.credentials_file is not None:
+            # Written under a temporary name, handed over, then renamed: the
+            # copy is never seen under its own name with another owner or mode.
+            staging = path / (CREDENTIALS_FILE_NAME + ".partial")
+            _copy_private(credentials.credentials_file, staging)
+            hand_over_file(staging, owner)
+            os.rename(staging, path / CREDENTIALS_FILE_NAME)
         yield path
     finally:
         remove_tree(path)
