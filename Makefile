@@ -28,26 +28,25 @@ session-user:
 	    --user-group headwater-session; \
 	fi
 
-bwrap:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
+# $(call apt_need,TEST,PACKAGE,WHY): install PACKAGE with apt-get when TEST fails and we are
+# root; otherwise stop with 12 (confinement cannot be set up) and say what to install.
+define apt_need
+	@if ! $(1); then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap (apt-get)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	    echo "installing $(2) (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; \
 	  else \
-	    echo "bubblewrap (bwrap) is missing: install it, e.g. 'sudo apt-get install bubblewrap'" >&2; exit 12; \
+	    echo "$(2) is missing ($(3)): install it, e.g. 'sudo apt-get install $(2)'" >&2; exit 12; \
 	  fi; \
 	fi
+endef
+
+bwrap:
+	$(call apt_need,command -v bwrap >/dev/null 2>&1,bubblewrap,every session runs under bwrap)
 
 # The loopback-to-egress-socket bridge inside a confined session (docs/network.md).
 socat:
-	@if ! [ -x /usr/bin/socat ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing socat (apt-get)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq socat >/dev/null; \
-	  else \
-	    echo "socat is missing (network confinement needs /usr/bin/socat): install it, e.g. 'sudo apt-get install socat'" >&2; exit 12; \
-	  fi; \
-	fi
+	$(call apt_need,[ -x /usr/bin/socat ],socat,network confinement needs /usr/bin/socat)
 
 venv: $(VENV_STAMP)
 $(VENV_STAMP): pyproject.toml

@@ -67,6 +67,17 @@ def _network_args(p: argparse.ArgumentParser) -> None:
                         "host: the host's network, open (the transcript's prose says so)")
 
 
+def _provider_args(p: argparse.ArgumentParser) -> None:
+    """--model, --provider-url, --api-key-env: what run and record send to the provider."""
+    p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
+    p.add_argument("--provider-url", metavar="URL",
+                   help="the Messages API base URL (default $ANTHROPIC_BASE_URL, "
+                        "else the public API)")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="take the API key from this variable instead of the host's "
+                        ".credentials.json")
+
+
 def _positive_int(text: str) -> int:
     """argparse type: a whole number of at least 1 (e.g. --concurrency)."""
     try:
@@ -128,13 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", type=Path, metavar="FILE",
                    help="a plan from `plan --format yaml|json`")
     p.add_argument("--seed", type=int, default=0, help="the rotation seed (default 0)")
-    p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
-    p.add_argument("--provider-url", metavar="URL",
-                   help="the Messages API base URL (default $ANTHROPIC_BASE_URL, "
-                        "else the public API)")
-    p.add_argument("--api-key-env", metavar="NAME",
-                   help="take the API key from this variable instead of the host's "
-                        ".credentials.json")
+    _provider_args(p)
     _harness_args(p)
     _network_args(p)
     _run_args(p)
@@ -157,11 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tier", default=None,
                    help="tier from probe.yml (default campaign); the arm must be one of its arms")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
-    p.add_argument("--provider-url", metavar="URL")
-    p.add_argument("--api-key-env", metavar="NAME",
-                   help="take the API key from this variable instead of the host's "
-                        ".credentials.json")
+    _provider_args(p)
     p.add_argument("--produced", action="append", default=[], metavar="PATH",
                    help="an artifact the log cannot name (relative to the workspace unless "
                         "absolute); repeatable")
