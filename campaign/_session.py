@@ -30,8 +30,9 @@ from sandbox._config import Credentials, session_config_dir
 from sandbox._egress import EgressProxy
 from sandbox._env import session_environment, setenv_payload
 from sandbox._errors import SessionUserUnusable
+from sandbox._init import session_init_command
 from sandbox._layout import HostLayout
-from sandbox._network import BRIDGE_URL, bridge_command, open_session_egress
+from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser, drop_argv, hand_over
 from sandbox._privileges import session_user as _current_session_user
 
@@ -220,8 +221,9 @@ async def _drive(
             harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
             allowed_tools=ctx.plan.arm_spec(spec.arm).allowed_tools,  # per arm (mcp adds)
         )
-        if egress is not None:  # socat bridges loopback to the egress socket, then exec
-            command = bridge_command(command)
+        # The lifeline ends the session with the runner, however the runner ends; with a
+        # confined network socat bridges loopback to the egress socket first (sandbox._init).
+        command = session_init_command(command, lifeline=True, bridge=egress is not None)
 
         def argv_for(fd: int | None) -> Sequence[str]:
             assert fd is not None
@@ -232,7 +234,7 @@ async def _drive(
         result = await drive_harness(
             argv_for, args_payload=setenv_payload(env), on_line=observer.feed,
             stderr_tail=paths.stderr_tail, wall_limit_s=ctx.session_timeout_s,
-            watchdog_s=ctx.watchdog_s,
+            watchdog_s=ctx.watchdog_s, lifeline=True,
         )
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None)

@@ -111,6 +111,7 @@ async def drive_harness(
     grace_s: float = GRACE_S,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    lifeline: bool = False,
 ) -> DriveResult:
     """Run one harness child to its end, handing each stdout line to ``on_line``.
 
@@ -118,8 +119,18 @@ async def drive_harness(
     ``bwrap --die-with-parent`` arms PR_SET_PDEATHSIG, which follows the
     spawning *thread* (prctl(2)), and the loop thread outlives the child
     (``anyio.open_process`` on trio spawns in a worker thread that exits after
-    10 s idle, killing the sandbox: BC-17). It gets ``stdin`` /dev/null, its own
-    session, no inherited fds, and exactly ``env`` (empty by default: RC-03).
+    10 s idle, killing the sandbox: BC-17). It gets ``stdin`` /dev/null (or the
+    lifeline, below), its own session, no inherited fds, and exactly ``env``
+    (empty by default: RC-03).
+
+    **Lifeline:** with ``lifeline=True`` the child's stdin is the read end of
+    a pipe whose write end only this process holds (close-on-exec, never
+    passed to any child), closed here once the child is reaped. However the
+    runner ends, SIGKILL included, the kernel closes it too, so a read of
+    stdin inside returns end-of-file exactly when the runner has let go:
+    `sandbox.session_init_command` kills the session's processes then, which
+    closes the window in which bwrap's parent-death signal is not yet armed
+    (issue 5, process containment). The child must not read stdin otherwise.
 
     stdout is read only when the `LineReader` needs bytes, so the child blocks
     on a full pipe while ``on_line`` works; stderr is drained concurrently into
@@ -149,6 +160,7 @@ async def drive_harness(
         grace_s: Seconds between SIGTERM and SIGKILL.
         env: The child's whole environment; None means empty.
         cwd: The child's working directory; None means the runner's.
+        lifeline: Give the child the lifeline as stdin instead of /dev/null.
 
     Returns:
         The observed facts. Exit statuses, signals, limits and an over-long line
@@ -168,7 +180,7 @@ async def drive_harness(
             f"{MAX_ARGS_PAYLOAD_BYTES}-byte limit of one pipe buffer"
         )
     started = time.monotonic()
-    child = _spawn(argv_for, args_payload=args_payload, env=env, cwd=cwd)
+    child = _spawn(argv_for, args_payload=args_payload, env=env, cwd=cwd, lifeline=lifeline)
     session = _Session(child, on_line, watchdog_s=watchdog_s)
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
@@ -201,6 +213,7 @@ def _spawn(
     args_payload: bytes | None,
     env: Mapping[str, str] | None,
     cwd: Path | None,
+    lifeline: bool,
 ) -> _Child:
     """Popen the command on this (the event loop's) thread; translate spawn errors."""
     parent_copies: list[int] = []  # the child's ends: closed here once the child has them
@@ -221,10 +234,15 @@ def _spawn(
         err_r, err_w = os.pipe()
         ours.append(err_r)
         parent_copies.append(err_w)
+        stdin: int = subprocess.DEVNULL
+        if lifeline:  # os.pipe() ends are close-on-exec: only the child's stdin copy crosses
+            stdin, life_w = os.pipe()
+            parent_copies.append(stdin)
+            ours.append(life_w)
         try:
             proc = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=out_w,
                 stderr=err_w,
                 env=dict(env or {}),
@@ -244,7 +262,8 @@ def _spawn(
             os.close(fd)
     for fd in ours:
         os.set_blocking(fd, False)
-    return _Child(proc, stdout_fd=out_r, stderr_fd=err_r, pidfd=_open_pidfd(proc.pid))
+    return _Child(proc, stdout_fd=out_r, stderr_fd=err_r, pidfd=_open_pidfd(proc.pid),
+                  lifeline_fd=ours[2] if lifeline else None)
 
 
 def _write_payload(fd: int, payload: bytes, executable: str) -> None:
@@ -276,13 +295,16 @@ async def _read(fd: int) -> bytes:
 
 @final
 class _Child:
-    """A spawned harness: its Popen, our pipe read ends and its pidfd."""
+    """A spawned harness: its Popen, our pipe ends (stdout, stderr, lifeline) and its pidfd."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], *, stdout_fd: int, stderr_fd: int, pidfd: int | None
+        self, proc: subprocess.Popen[bytes], *, stdout_fd: int, stderr_fd: int, pidfd: int | None,
+        lifeline_fd: int | None = None,
     ) -> None:
         self.proc = proc
-        self._fds: dict[str, int | None] = {"stdout": stdout_fd, "stderr": stderr_fd, "pid": pidfd}
+        self._fds: dict[str, int | None] = {
+            "stdout": stdout_fd, "stderr": stderr_fd, "pid": pidfd, "lifeline": lifeline_fd,
+        }
         self._wait_lock = anyio.Lock()  # trio lets one task at a time wait on an fd
         self._exited = False
         self._reap_done = False

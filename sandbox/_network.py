@@ -15,14 +15,15 @@ CLI sends every Messages API request through the proxy, a loopback
 proxy for ``127.0.0.1``, and it sends absolute-URI requests for ``http://``),
 so the provider URL the session is given stays the one the runner uses.
 
-The sandbox's command becomes ``/bin/sh -c BRIDGE sh HARNESS ARGS...``:
-the shell starts socat in the background, waits until its port listens (at
+The bridge is a step of the session's init shell (`sandbox._init`): the
+shell starts socat in the background, waits until its port listens (at
 most `BRIDGE_START_TIMEOUT_S`), then ``exec``s the harness, which so keeps
 the shell's pid (2, under bwrap's pid 1): bwrap's exit status is the
-harness's, and socat, left as the harness's child, dies with the pid
-namespace when the harness exits (``--unshare-pid``). A bridge that does not
-start ends the sandbox with `BRIDGE_FAILED_STATUS` and a message on stderr
-before the harness runs (no spend).
+harness's. socat, left as the harness's child, dies with the session (the
+lifeline watcher of `sandbox._init`, or bwrap's pid 1 dying with its
+parent). A bridge that does not start ends the sandbox with
+`BRIDGE_FAILED_STATUS` and a message on stderr before the harness runs (no
+spend).
 
 Rule: the session reaches the provider's ``host:port`` and nothing else, and
 every connection the proxy refuses is counted and named per session.
@@ -45,10 +46,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from anyio.from_thread import start_blocking_portal
 
-from ._argv import EGRESS_MOUNT, Confinement, NetworkMode, bwrap_argv
+from ._argv import Confinement, NetworkMode, bwrap_argv
 from ._egress import EGRESS_ROOT, EgressProxy, Target, open_egress_proxy, target_of_url
 from ._env import SESSION_PATH
 from ._errors import SessionUserUnusable
+from ._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
+from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
 from ._preflight import Check
 from ._privileges import SessionUser, drop_argv, hand_over, session_user
@@ -56,37 +59,12 @@ from ._privileges import SessionUser, drop_argv, hand_over, session_user
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
-BRIDGE_PORT: Final = 3128
-"""The loopback port inside the sandbox where socat listens (the namespace is private)."""
 BRIDGE_URL: Final = f"http://127.0.0.1:{BRIDGE_PORT}"
 """The proxy URL a confined session is given (``HTTPS_PROXY`` and friends)."""
-SOCAT: Final = "/usr/bin/socat"
-"""Debian's socat (package ``socat``); under /usr, so the sandbox sees the same file."""
-BRIDGE_START_TIMEOUT_S: Final = 5.0
-"""How long the shell waits for socat's port to listen before giving up."""
-BRIDGE_FAILED_STATUS: Final = 125
-"""Exit status of a sandbox whose bridge did not start (the harness never ran)."""
 DEFAULT_PROVIDER_URL: Final = "https://api.anthropic.com"
 """The harness's own default provider, allowed when the session is given no base URL."""
 NETWORK_PROBE_TIMEOUT_S: Final = 30.0
 """The preflight's confined probe takes about a second; more means something hangs."""
-_POLL_S: Final = 0.01
-
-_BRIDGE_SCRIPT: Final = """\
-{socat} -lp headwater-bridge TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork \
-UNIX-CONNECT:{socket} &
-bridge=$!
-tries=0
-until grep -q ' 0100007F:{hex_port} 00000000:0000 0A ' /proc/net/tcp; do
-  if ! kill -0 "$bridge" 2>/dev/null || [ "$tries" -ge {max_tries} ]; then
-    echo "headwater: the egress bridge ({socat}) did not start" >&2
-    exit {failed}
-  fi
-  tries=$((tries + 1))
-  sleep {poll}
-done
-exec "$@"
-"""
 
 
 def bridge_command(
@@ -94,33 +72,18 @@ def bridge_command(
 ) -> list[str]:
     """Wrap ``command`` so it starts only once the loopback-to-egress-socket bridge listens.
 
-    Pure. The result is ``["/bin/sh", "-c", SCRIPT, "headwater-bridge", *command]``;
-    the script runs ``socat TCP-LISTEN:PORT,bind=127.0.0.1,reuseaddr,fork
-    UNIX-CONNECT:EGRESS_MOUNT`` in the background, polls ``/proc/net/tcp``
-    (the sandbox's own namespace) until the port listens, then ``exec``s
-    ``command`` with its arguments untouched (``"$@"``: no word is re-split).
-
-    Args:
-        command: The command to run inside, ``command[0]`` an absolute path.
-        socat: The socat executable inside the sandbox.
-        port: The bridge's loopback port, 1..65535.
-
-    Returns:
-        A new argv for `bwrap_argv`.
+    Pure; `sandbox._init.session_init_command` without the lifeline (for
+    short probes whose stdin is their own). The result is ``["/bin/sh", "-c",
+    SCRIPT, "headwater-init", *command]``; the script runs ``socat
+    TCP-LISTEN:PORT,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:EGRESS_MOUNT``
+    in the background, polls ``/proc/net/tcp`` (the sandbox's own namespace)
+    until the port listens, then ``exec``s ``command`` with its arguments
+    untouched (``"$@"``: no word is re-split).
 
     Raises:
         ValueError: ``command`` is empty or ``port`` is out of range.
     """
-    if not command:
-        raise ValueError("command is empty")
-    if not 0 < port < 65536:
-        raise ValueError(f"port must be 1..65535, got {port}")
-    script = _BRIDGE_SCRIPT.format(
-        socat=shlex.quote(socat), port=port, hex_port=f"{port:04X}", socket=EGRESS_MOUNT,
-        max_tries=int(BRIDGE_START_TIMEOUT_S / _POLL_S), poll=_POLL_S,
-        failed=BRIDGE_FAILED_STATUS,
-    )
-    return ["/bin/sh", "-c", script, "headwater-bridge", *command]
+    return session_init_command(command, lifeline=False, bridge=True, socat=socat, port=port)
 
 
 @asynccontextmanager
@@ -257,23 +220,25 @@ def _probe(
         script = _PROBE_SCRIPT.format(socat=shlex.quote(socat), bridge=BRIDGE_PORT)
         inner = ["/bin/sh", "-c", script, "probe", str(port), f"127.0.0.2:{port}"]
         read_fd, write_fd = os.pipe()
+        life_r, life_w = os.pipe()  # the probe's lifeline, as a session's (sandbox._init)
         try:
             os.write(write_fd, b"--setenv\0PATH\0" + SESSION_PATH.encode() + b"\0")
             os.close(write_fd)
             write_fd = -1
-            command = bridge_command(inner, socat=socat, port=BRIDGE_PORT)
+            command = session_init_command(inner, lifeline=True, bridge=True, socat=socat,
+                                           port=BRIDGE_PORT)  # fmt: skip
             argv = bwrap_argv(conf, command, bwrap=bwrap, args_fd=read_fd)
-            return _run_bounded([*drop_argv(user), *argv], timeout_s, read_fd)
+            return _run_bounded([*drop_argv(user), *argv], timeout_s, read_fd, life_r)
         finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
+            for fd in (read_fd, life_r, life_w, write_fd):
+                if fd >= 0:
+                    os.close(fd)
 
 
-def _run_bounded(argv: Sequence[str], timeout_s: float, args_fd: int) -> _Run:
+def _run_bounded(argv: Sequence[str], timeout_s: float, args_fd: int, lifeline: int) -> _Run:
     try:
         process = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            list(argv), stdin=lifeline, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={}, start_new_session=True, pass_fds=(args_fd,),
         )
     except OSError as exc:

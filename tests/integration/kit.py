@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+WEAKEN_DIR = REPO / "tests" / "integration" / "weaken"
+"""On ``PYTHONPATH``, its sitecustomize weakens the runner (``HW_WEAKEN``) or instruments it."""
 MODEL = "claude-opus-4-8"
 SERVED_MODEL = "claude-opus-4-8-20261101"
 TOOLS = ["Bash", "Read", "Edit", "Write", "Glob", "Grep"]

@@ -1,21 +1,25 @@
 """Process containment (issue 5 item 6): no process of a session outlives it or its runner.
 
 The harness runs under ``bwrap --unshare-pid --die-with-parent``, spawned from
-the event loop's own thread: when the runner is SIGKILLed, bwrap dies with it,
-and with bwrap (pid 1 of the session's pid namespace) every process of the
-session. Driven through ``record`` with the real CLI and the scripted
-provider; the session's Bash runs a ``sleep`` with a duration no other
-process uses, so the test can find it by its command line.
+the event loop's own thread, inside the session's init shell, whose watcher
+ends every process of the pid namespace once the runner's end of the
+lifeline closes (sandbox/_init.py). Driven through ``record`` with the real
+CLI and the scripted provider, network confined; the session's Bash runs a
+``sleep`` with a duration no other process uses, so the test can find it by
+its command line.
 
-Both flags are needed, also when a session ends by itself: bwrap's pid 1
-reaps until the last process of its namespace is gone, while bwrap's outer
-process exits with the harness; ``--die-with-parent`` then kills pid 1 (its
-parent-death signal), and with it the namespace.
+bwrap arms its parent-death signal some milliseconds after each of its
+forks, so a runner killed in that window leaves the sandbox alive without
+the lifeline (measured with 0.8.0). The instrument ``HW_KILL_AFTER_SPAWN_S``
+of tests/integration/weaken/ kills the runner 0 ms to 0.5 s after it
+spawned the sandbox; nothing of the session may remain, the egress bridge
+(socat) included.
 
-Seen red with ``HW_WEAKEN=no-pid`` (tests/integration/weaken/: the detached
-sleep survives the session, and the Bash sleep survives the killed runner)
-and ``HW_WEAKEN=no-die`` (bwrap and the harness survive the killed runner;
-the detached sleep survives the session under a lingering bwrap pid 1).
+Seen red with ``HW_WEAKEN=no-lifeline`` (killed 0 and 1 ms after the spawn:
+bwrap, the harness and socat survive) and ``HW_WEAKEN=no-lifeline,no-die``
+(every test: the sleep survives the killed runner, the detached sleep the
+session). With the lifeline, ``no-die`` alone stays green: either tie is
+enough once armed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from campaign._provider import ScriptedProvider, load_scripts
+from sandbox._config import sweep_config_root
 from tests.integration import kit
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.timeout(300)]
@@ -87,6 +92,39 @@ def test_a_runner_killed_mid_session_leaves_no_process_of_it(
                 kit.kill_group(runner)
             for pid in kit.processes_mentioning(str(batch), f"sleep {duration}"):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.001, 0.003, 0.01, 0.05, 0.5])
+def test_a_runner_killed_while_bwrap_starts_leaves_no_process_of_the_session(
+    host: tuple[Path, list[str]], after_s: float
+) -> None:
+    """Killed ``after_s`` seconds after the spawn: bwrap may not have armed its own tie yet."""
+    root, common = host
+    duration = _unique_sleep(63)
+    task = f"containment: the runner dies {after_s} s into the spawn"
+    corpus = _corpus(root, task, f"sleep {duration}; echo finished")
+    batch = root / "batch"
+    env = kit.base_env(HW_KEY="sk-containment-placeholder", HW_KILL_AFTER_SPAWN_S=str(after_s),
+                       PYTHONPATH=os.pathsep.join([str(kit.WEAKEN_DIR),
+                                                   os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    bridges_before = kit.processes_mentioning("headwater-bridge")  # not this test's
+    with ScriptedProvider(load_scripts(root / "scripts")) as provider:
+        runner = kit.start_cli("record", "--corpus", str(corpus), "--probe", "CONT-1",
+                               "--provider-url", provider.url, *common, env=env)  # fmt: skip
+        try:
+            _, stderr = runner.communicate(timeout=STARTED_WITHIN_S)
+            assert runner.returncode == -signal.SIGKILL, stderr  # killed by the instrument
+            time.sleep(GONE_WITHIN_S)
+            needles = (str(batch), f"sleep {duration}", task, "headwater-bridge")
+            left = {pid: cmd for pid, cmd in kit.processes_mentioning(*needles).items()
+                    if pid not in bridges_before}  # fmt: skip
+            assert left == {}, f"alive {GONE_WITHIN_S} s after the runner was killed: {left}"
+        finally:
+            if runner.poll() is None:
+                kit.kill_group(runner)
+            for pid in kit.processes_mentioning(str(batch), f"sleep {duration}", task):
+                os.kill(pid, signal.SIGKILL)
+            sweep_config_root()  # the dead runner's credentials copy (see the lifecycle tests)
 
 
 def test_a_process_the_session_detached_ends_with_the_session(

@@ -156,7 +156,7 @@ def test_confined_environment_names_the_bridge_as_proxy_in_both_cases() -> None:
 def test_bridge_command_execs_the_command_unchanged_after_socat() -> None:
     command = ["/opt/harness/claude", "-p", "--", "-a task; with $(words) and 'quotes'"]
     argv = bridge_command(command, port=4321)
-    assert argv[:2] == ["/bin/sh", "-c"] and argv[3:] == ["headwater-bridge", *command]
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[3:] == ["headwater-init", *command]
     script = argv[2]
     assert f"TCP-LISTEN:4321,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{EGRESS_MOUNT}" in script
     assert ":10E1 00000000:0000 0A" in script  # 4321 = 0x10E1, state LISTEN

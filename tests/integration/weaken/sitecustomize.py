@@ -27,6 +27,12 @@ Weakenings, and the tests each one must turn red:
 - ``no-die``: drops ``--die-with-parent`` (containment, runner SIGKILLed).
 - ``keep-config``: never removes a session's config directory (credentials lifecycle).
 - ``no-sweep``: start-up sweeps nothing (credentials lifecycle, runner SIGKILLed).
+- ``no-lifeline``: the session's init shell watches no lifeline, and the sandbox's
+  stdin is /dev/null (containment: the runner killed within milliseconds of the spawn).
+
+One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
+SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
+the spawning thread), to hit the moments bwrap is still setting itself up.
 """
 
 from __future__ import annotations
@@ -102,6 +108,51 @@ def _weaken_spawn() -> None:
     setattr(subprocess.Popen, "__init__", init)  # noqa: B010
 
 
+def _weaken_lifeline() -> None:
+    """No lifeline: the init shell is built without it and bwrap's stdin is /dev/null."""
+    import subprocess
+
+    import sandbox._init as init_module
+
+    original_command = init_module.session_init_command
+
+    def session_init_command(command: Any, **kwargs: Any) -> list[str]:
+        return original_command(command, **{**kwargs, "lifeline": False})
+
+    setattr(init_module, "session_init_command", session_init_command)  # noqa: B010
+    original = subprocess.Popen.__init__
+
+    def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+        if isinstance(kwargs.get("stdin"), int) and kwargs["stdin"] >= 0 and _is_session(args):
+            kwargs["stdin"] = subprocess.DEVNULL
+        original(self, args, *rest, **kwargs)
+
+    setattr(subprocess.Popen, "__init__", init)  # noqa: B010
+
+
+def _is_session(args: Any) -> bool:
+    """A session's sandbox (not a preflight probe): bwrap running the stream-json harness."""
+    words = [str(arg) for arg in list(args)]
+    return any("bwrap" in word for word in words[:8]) and "stream-json" in words
+
+
+def _kill_after_spawn(delay_s: float) -> None:
+    import signal
+    import subprocess
+    import threading
+
+    original = subprocess.Popen.__init__
+
+    def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+        original(self, args, *rest, **kwargs)
+        if _is_session(args):
+            if delay_s <= 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+            threading.Timer(delay_s, os.kill, (os.getpid(), signal.SIGKILL)).start()
+
+    setattr(subprocess.Popen, "__init__", init)  # noqa: B010
+
+
 def _weaken_privileges_and_config() -> None:
     import sandbox._config as config
     import sandbox._privileges as privileges
@@ -114,8 +165,12 @@ def _weaken_privileges_and_config() -> None:
         setattr(config, "sweep_config_root", lambda root=config.CONFIG_ROOT: [])  # noqa: B010
 
 
+if "HW_KILL_AFTER_SPAWN_S" in os.environ:
+    _kill_after_spawn(float(os.environ["HW_KILL_AFTER_SPAWN_S"]))
 if WEAKEN:
     _weaken_argv()
+    if "no-lifeline" in WEAKEN:
+        _weaken_lifeline()
     if "leak-env" in WEAKEN:
         _weaken_spawn()
     _weaken_privileges_and_config()
