@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ruamel.yaml import YAML
@@ -226,6 +227,49 @@ class Probe:
     """Corpus-relative paths of the documents the probe points at; each exists."""
 
 
+QUIET_S: Final = 2.0
+"""A file whose status last changed at least this many seconds before loading began gets a
+`FileSignature` (far above any filesystem's timestamp granularity)."""
+
+
+class FileSignature(NamedTuple):
+    """What ``stat`` says of a regular file: if it is the same later, the bytes are too.
+
+    Rule: any write to a file sets its ``ctime`` to the current time (inode(7)),
+    and no call sets ``ctime`` back. A signature is taken only for a file whose
+    ``ctime`` was at least `QUIET_S` older than the start of loading, and
+    *before* the file is read for its digest: a write during or after the
+    read then gives a ``ctime`` no earlier than the start of loading, hence a
+    different signature, whatever the timestamp granularity.
+    """
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileSignature:
+        """The signature in ``st`` (from ``stat``, ``lstat`` or ``fstat``)."""
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    @classmethod
+    def quiet(cls, path: Path, started_ns: int) -> FileSignature | None:
+        """``path``'s signature if its ``ctime`` is `QUIET_S` older than ``started_ns``.
+
+        ``started_ns``: when loading began, ``time.time_ns()``. None for a file
+        changed more recently (its digest is then never trusted without a read).
+
+        Raises:
+            OSError: ``path`` cannot be stat'ed.
+        """
+        st = os.lstat(path)
+        if st.st_ctime_ns > started_ns - int(QUIET_S * 1e9):
+            return None
+        return cls.of(st)
+
+
 @dataclass(frozen=True, slots=True)
 class Corpus:
     """A loaded corpus. Built only by `load_corpus`."""
@@ -244,6 +288,10 @@ class Corpus:
     lock: str
     lock_source: str
     """The lock file's path, or `NO_LOCK_SOURCE`."""
+    signatures: Mapping[str, FileSignature] = field(default_factory=dict)
+    """relpath -> the file's `FileSignature` when loaded, for files then unchanged for at
+    least `QUIET_S` (`FileSignature.still`); the seal may trust their digest without
+    hashing them again while the signature holds."""
 
     @property
     def ids(self) -> frozenset[str]:
@@ -399,7 +447,10 @@ def load_corpus(root: Path) -> Corpus:
         raise CorpusError(str(root), "the corpus root is not a directory")
     paths, irregular = _walk(root)
     ordered = sorted(paths, key=lambda p: p.encode("utf-8"))
-    files = {rel: digest_file(paths[rel]) for rel in ordered}
+    started_ns = time.time_ns()
+    signatures = {rel: sig for rel in ordered
+                  if (sig := FileSignature.quiet(paths[rel], started_ns)) is not None}
+    files = {rel: digest_file(paths[rel]) for rel in ordered}  # after the stat: see FileSignature
     config = _load_config(paths)
     probes: dict[str, Probe] = {}
     documents: dict[str, str] = {}
@@ -422,7 +473,7 @@ def load_corpus(root: Path) -> Corpus:
     return Corpus(
         root=root, config=config, files=files, irregular=tuple(irregular),
         probes=dict(sorted(probes.items())), documents=documents,
-        tree=tree_digest(files), lock=lock, lock_source=source,
+        tree=tree_digest(files), lock=lock, lock_source=source, signatures=signatures,
     )
 
 

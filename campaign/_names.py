@@ -170,6 +170,8 @@ class DocNames:
     _id: bytes | None = field(repr=False)
     _title: re.Pattern[bytes] | None = field(repr=False)
     _title_edges: tuple[bool, bool] = field(repr=False)
+    _title_words: tuple[bytes, ...] = field(repr=False, default=())
+    """The title's words, lowered, longest first: every occurrence of the title holds each."""
 
     def in_path(self, rel: str) -> bool:
         """True when the file path ``rel`` itself holds the document's id on word boundaries."""
@@ -226,6 +228,8 @@ class DocNames:
     def _titles(self, hay: bytes, every: bool) -> list[Naming]:
         assert self._title is not None
         found: list[Naming] = []
+        if not all(word in hay for word in self._title_words):  # fast finds rule most files out
+            return found
         match = self._title.search(hay)
         while match is not None:
             if _word_ok(hay, match.start(), match.end(), *self._title_edges):
@@ -245,6 +249,7 @@ def doc_names(path: str, *, doc_id: str | None, title: str | None, unique_name: 
     base = posixpath.basename(path)
     title_re: re.Pattern[bytes] | None = None
     edges = (False, False)
+    words: list[bytes] = []
     if title is not None:
         words = [w.encode("utf-8").lower() for w in title.split()]
         if not words:
@@ -256,6 +261,7 @@ def doc_names(path: str, *, doc_id: str | None, title: str | None, unique_name: 
         _path=path.encode("utf-8"), _base=base.encode("utf-8"),
         _id=doc_id.encode("utf-8").lower() if doc_id else None,
         _title=title_re, _title_edges=edges,
+        _title_words=tuple(sorted(set(words), key=len, reverse=True)),
     )
 
 

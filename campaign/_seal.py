@@ -54,7 +54,7 @@ __all__ = ["SealPlan", "SealResult", "check_folds", "explain", "plan_seal", "sea
            "verify_workspace"]
 
 _O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_O_WRITE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_O_WRITE: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _PATH_COLUMN: Final = 44
 """Width of the path column of ``--explain`` (longer paths push the reason right)."""
 
@@ -96,8 +96,13 @@ def _umask() -> int | None:
     return None
 
 
-def _write(target: str, data: bytes, mode: int) -> None:
-    """Create ``target`` (never through a link, never over a file) with ``data`` and ``mode``."""
+def _write(target: str, data: bytes, mode: int) -> bytes:
+    """Create ``target`` (never through a link, never over a file) with ``data`` and ``mode``.
+
+    Returns the file's bytes as read back from it after the write (``pread``
+    on the same descriptor: the file's contents, as any later open would see
+    them), for the verification.
+    """
     umask = _umask()
     exact = umask is not None and mode & umask == 0  # open() then gives exactly ``mode``
     fd = os.open(target, _O_WRITE, mode if exact else 0o600)
@@ -107,8 +112,20 @@ def _write(target: str, data: bytes, mode: int) -> None:
             view = view[os.write(fd, view) :]
         if not exact:
             os.fchmod(fd, mode)
+        return _pread_all(fd, len(data))
     finally:
         os.close(fd)
+
+
+def _pread_all(fd: int, size: int) -> bytes:
+    """Every byte of the open regular file ``fd`` from offset 0 (``size``: what it should hold)."""
+    data = os.pread(fd, size + 1, 0)
+    if len(data) <= size:
+        return data
+    chunks = [data]
+    while chunk := os.pread(fd, 1 << 20, sum(map(len, chunks))):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class _Verifier:
@@ -120,12 +137,14 @@ class _Verifier:
         self.digests: dict[str, str] = {}
         self.binary: list[str] = []
 
-    def check(self, rel: str, path: str, written: FileDecision | None = None) -> None:
+    def check(self, rel: str, path: str, written: FileDecision | None = None,
+              read_back: bytes | None = None) -> None:
         """Read the workspace file ``path`` (``rel``) back, judge it and digest it.
 
         Args:
             rel: its workspace-relative path.
-            path: where to read it.
+            path: where to read it (unless ``read_back`` is given).
+            read_back: the file's bytes, read back from it by the executor.
             written: the decision the executor wrote there, if any. When the
                 bytes read back equal the bytes written, the plan's digest of
                 them is the file's; and a file the plan copied unchanged is not
@@ -137,8 +156,7 @@ class _Verifier:
             SealRefused: see the module doc.
         """
         _check_path(rel, self.names)
-        data = _read(path, None if written is None or written.data is None
-                     else len(written.data))
+        data = read_back if read_back is not None else _read(path)
         same = written is not None and data == written.data
         if written.binary if same and written is not None else not is_text(data):
             self.binary.append(rel)
@@ -192,8 +210,7 @@ def _execute(decisions: Iterator[FileDecision], out: Path,
                 os.makedirs(os.path.join(root, parent), exist_ok=True)
                 made.add(parent)
             target = os.path.join(root, d.path)
-            _write(target, d.data, d.mode)
-            verifier.check(d.path, target, d)
+            verifier.check(d.path, target, d, _write(target, d.data, d.mode))
         done.append(FileDecision(d.path, d.action, None, d.mode, d.removals, d.binary,
                                  d.fold_naming))
     return done
@@ -213,11 +230,11 @@ def _walk(directory: str, probe_id: str, prefix: str = "") -> Iterator[tuple[str
                                                        "holds regular files only")
 
 
-def _read(path: str, size: int | None = None) -> bytes:
-    """The file's bytes; ``size``: the size it should have (saves the fstat)."""
+def _read(path: str) -> bytes:
+    """The file's bytes."""
     fd = os.open(path, _O_READ)
     try:
-        return read_all(fd, os.fstat(fd).st_size if size is None else size)
+        return read_all(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
 

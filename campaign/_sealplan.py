@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from recorder._digest import DIGEST_PREFIX
 
 from ._arms import Removal, arm_effect, check_arm, is_layer_path
-from ._corpus import HEADWATER, SHELF, split_lines
+from ._corpus import HEADWATER, SHELF, FileSignature, split_lines
 from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer
 
@@ -243,13 +243,13 @@ def _binary_naming(rel: str, data: bytes, names: Names) -> Removal | None:
                         "as bytes and removed whole (RC-09)", text.line_of(hit.start))
 
 
-def _read(path: str) -> tuple[bytes, int]:
+def _read(path: str) -> tuple[bytes, int, FileSignature]:
     fd = os.open(path, _O_READ)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is no longer a regular file")
-        return read_all(fd, info.st_size), stat.S_IMODE(info.st_mode)
+        return read_all(fd, info.st_size), stat.S_IMODE(info.st_mode), FileSignature.of(info)
     finally:
         os.close(fd)
 
@@ -289,7 +289,7 @@ def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]
             yield FileDecision(rel, "remove", None, 0, (gone,))
             continue
         try:
-            data, mode = _read(os.path.join(root, rel))
+            data, mode, signature = _read(os.path.join(root, rel))
         except OSError as exc:
             raise _corpus_changed(probe_id, rel, str(exc)) from exc
         binary = not is_text(data)
@@ -308,7 +308,12 @@ def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]
                                         kind="edit" if effect.action == "rewrite" else "file"))
         action: Literal["copy", "rewrite", "remove"] = (
             "remove" if new is None else "copy" if new is data else "rewrite")
-        digest = None if new is None else DIGEST_PREFIX + hashlib.sha256(new).hexdigest()
+        if new is None:
+            digest = None
+        elif action == "copy" and corpus.signatures.get(rel) == signature:
+            digest = corpus.files[rel]  # unchanged since loading (FileSignature): no rehash
+        else:
+            digest = DIGEST_PREFIX + hashlib.sha256(new).hexdigest()
         if action == "copy" and digest != corpus.files[rel]:
             raise _corpus_changed(probe_id, rel, "its digest is no longer the tree's")
         yield FileDecision(rel, action, new, mode, tuple(removals), binary, fold, digest)

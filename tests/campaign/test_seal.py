@@ -11,6 +11,7 @@ import shutil
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -338,6 +339,53 @@ def test_a_corpus_changed_since_loading_is_refused(corpus: Corpus, tmp_path: Pat
     (corpus.root / "docs/decisions/HW-DR-0053.md").write_text("edited after loading\n")
     with pytest.raises(SealRefused, match="changed since it was loaded"):
         _seal(corpus, tmp_path)
+
+
+def _load_as_if_later(root: Path, monkeypatch: pytest.MonkeyPatch) -> Corpus:
+    """Load ``root`` as if 10 s had passed since it was written: every file is quiet."""
+    import campaign._corpus as corpus_module
+
+    later = time.time_ns() + 10 * 10**9
+    monkeypatch.setattr(corpus_module.time, "time_ns", lambda: later)
+    corpus = load_corpus(root)
+    monkeypatch.undo()
+    return corpus
+
+
+def test_only_files_quiet_for_two_seconds_before_loading_get_a_signature(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FileSignature rule: a ctime within QUIET_S of the start of loading gets none."""
+    root = seal_corpus(tmp_path / "c")
+    assert load_corpus(root).signatures == {}  # all just written
+    quiet = _load_as_if_later(root, monkeypatch)
+    assert set(quiet.signatures) == set(quiet.files)
+
+
+def test_a_quiet_file_rewritten_with_its_size_and_mtime_kept_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, mtime put back with utime: only ctime shows the write (FileSignature)."""
+    root = seal_corpus(tmp_path / "c")
+    corpus = _load_as_if_later(root, monkeypatch)
+    path = root / "docs/decisions/HW-DR-0053.md"
+    before = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data[:-2] + (b"XY" if data[-2:] != b"XY" else b"ZW"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    with pytest.raises(SealRefused, match="changed since it was loaded"):
+        _seal(corpus, tmp_path)
+
+
+def test_a_quiet_corpus_seals_to_the_digests_it_was_loaded_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = seal_corpus(tmp_path / "c")
+    corpus = _load_as_if_later(root, monkeypatch)
+    result, out = _seal(corpus, tmp_path)
+    for rel, digest in result.manifest.items():  # the manifest is of the workspace's bytes
+        assert digest == "sha256:" + hashlib.sha256((out / rel).read_bytes()).hexdigest()
 
 
 def test_plan_seal_writes_nothing_and_agrees_with_the_seal(corpus: Corpus,
