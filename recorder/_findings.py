@@ -50,6 +50,7 @@ from recorder._errors import HarnessSpawnFailed
 from sandbox._argv import Confinement, bwrap_argv
 from sandbox._env import SESSION_PATH, setenv_payload
 from sandbox._errors import SessionUserUnusable
+from sandbox._init import session_init_command
 from sandbox._privileges import drop_argv, hand_over
 
 if TYPE_CHECKING:
@@ -199,14 +200,17 @@ async def run_checker(
 
         def argv_for(fd: int | None) -> list[str]:
             assert fd is not None
+            # The lifeline ends the checker with the runner, as a session (sandbox._init).
+            command = session_init_command([CHECKER_MOUNT, *args, str(workspace)],
+                                           lifeline=True, bridge=False)  # fmt: skip
             return [*prefix, *harden_checker_argv(
-                bwrap_argv(conf, [CHECKER_MOUNT, *args, str(workspace)], bwrap=bwrap, args_fd=fd),
-                workspace)]
+                bwrap_argv(conf, command, bwrap=bwrap, args_fd=fd), workspace)]
 
         try:
             result = await drive_harness(
                 argv_for, args_payload=setenv_payload(env), on_line=parser.feed,
                 stderr_tail=stderr_tail, wall_limit_s=wall_limit_s, watchdog_s=watchdog_s,
+                lifeline=True,
             )
         except HarnessSpawnFailed as exc:
             return CheckerOutcome.failed(str(exc))

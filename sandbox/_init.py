@@ -23,7 +23,9 @@ The shell (pid 2 of the session's pid namespace; pid 1 is bwrap's init):
    end, runs ``kill -9 -1``: every process of the namespace but pid 1 and
    the watcher, hence every process of the session (kill(2); the sandbox
    user may signal them all). bwrap's pid 1 then has no child left and exits;
-3. with a confined network, starts the egress bridge (`sandbox._network`);
+3. with a confined network, starts the egress bridge (`sandbox._network`),
+   its stdout ``/dev/null`` (the harness's stdout is the session's stream;
+   socat's stderr stays, for its error messages);
 4. ``exec``s the harness with stdin ``/dev/null`` and the lifeline closed, so
    the harness keeps pid 2, bwrap's exit status is the harness's, and the
    session never holds the pipe.
@@ -50,8 +52,9 @@ BRIDGE_START_TIMEOUT_S: Final = 5.0
 """How long the shell waits for socat's port to listen before giving up."""
 BRIDGE_FAILED_STATUS: Final = 125
 """Exit status of a sandbox whose bridge did not start (the harness never ran)."""
-INIT_FAILED_STATUS: Final = 125
-"""Exit status of a sandbox whose shell is not pid 2 of a private pid namespace (nothing ran)."""
+INIT_FAILED_STATUS: Final = 124
+"""Exit status of a sandbox whose shell is not pid 2 of a private pid namespace (nothing ran);
+distinct from `BRIDGE_FAILED_STATUS`, so the network preflight does not blame the network."""
 LIFELINE_FD: Final = 0
 """The lifeline is the sandbox's stdin; the harness gets ``/dev/null`` instead."""
 _POLL_S: Final = 0.01
@@ -67,7 +70,7 @@ exec 3<&- </dev/null
 """
 _BRIDGE_SCRIPT: Final = """\
 {socat} -lp headwater-bridge TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork \
-UNIX-CONNECT:{socket} &
+UNIX-CONNECT:{socket} </dev/null >/dev/null &
 bridge=$!
 tries=0
 until grep -q ' 0100007F:{hex_port} 00000000:0000 0A ' /proc/net/tcp; do

@@ -51,7 +51,7 @@ from ._egress import EGRESS_ROOT, EgressProxy, Target, open_egress_proxy, target
 from ._env import SESSION_PATH
 from ._errors import SessionUserUnusable
 from ._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
-from ._init import BRIDGE_PORT, SOCAT, session_init_command
+from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
 from ._preflight import Check
 from ._privileges import SessionUser, drop_argv, hand_over, session_user
@@ -271,6 +271,10 @@ def _verdict(run: _Run, denied: dict[str, int], allowed: int, port: int) -> Chec
     if run.returncode is None and run.stderr.startswith("timed out"):
         return Check("network", "unverified", f"the confined probe {run.stderr}")
     message = run.stderr.strip()[-1000:]
+    if run.returncode == INIT_FAILED_STATUS:
+        return Check("network", "broken", f"the probe's sandbox refused to start: {message}",
+                     "bwrap must give the sandbox its own pid namespace (--unshare-pid); see "
+                     "the sandbox check")
     if run.returncode != 0:
         return Check("network", "broken",
                      f"a sandbox with --unshare-net and the egress bridge exited "

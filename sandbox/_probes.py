@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 from ._argv import Confinement, bwrap_argv
 from ._config import Credentials
 from ._env import session_environment, setenv_payload
+from ._init import session_init_command
 from ._privileges import SessionUser, drop_argv, hand_over
 
 if TYPE_CHECKING:
@@ -219,25 +220,33 @@ def confined_lines(
     """
     with _scratch_session(user, harness) as dirs:
         env = _probe_env(dirs, provider_url=provider_url, api_key=api_key)
-        with _args_fd(env) as read_fd:
-            argv = _confined_argv(bwrap, layout, harness, command, user, dirs, read_fd)
-            try:
-                process = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, env={}, start_new_session=True, pass_fds=(read_fd,),
-                )  # fmt: skip
-            except OSError as exc:
-                return ConfinedLines(None, stderr=f"cannot execute {argv[0]}: {exc}")
-        # The scratch directories stay until the child is reaped: they are its mounts.
+        # It runs the real harness: the lifeline ends it with the runner (sandbox._init).
+        inner = session_init_command(command, lifeline=True, bridge=False)
+        life_r, life_w = os.pipe()
         try:
-            return _read_until(process, until, deadline=time.monotonic() + timeout_s)
+            with _args_fd(env) as read_fd:
+                argv = _confined_argv(bwrap, layout, harness, inner, user, dirs, read_fd)
+                try:
+                    process = subprocess.Popen(
+                        argv, stdin=life_r, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        env={}, start_new_session=True, pass_fds=(read_fd,),
+                    )  # fmt: skip
+                except OSError as exc:
+                    return ConfinedLines(None, stderr=f"cannot execute {argv[0]}: {exc}")
+                finally:
+                    os.close(life_r)
+            # The scratch directories stay until the child is reaped: they are its mounts.
+            try:
+                return _read_until(process, until, deadline=time.monotonic() + timeout_s)
+            finally:
+                _kill_group(process)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=REAP_TIMEOUT_S)
+                for stream in (process.stdout, process.stderr):
+                    if stream is not None:
+                        stream.close()
         finally:
-            _kill_group(process)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=REAP_TIMEOUT_S)
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    stream.close()
+            os.close(life_w)
 
 
 def _read_until(

@@ -24,6 +24,7 @@ enough once armed.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -125,6 +126,44 @@ def test_a_runner_killed_while_bwrap_starts_leaves_no_process_of_the_session(
             for pid in kit.processes_mentioning(str(batch), f"sleep {duration}", task):
                 os.kill(pid, signal.SIGKILL)
             sweep_config_root()  # the dead runner's credentials copy (see the lifecycle tests)
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.003, 0.5])
+def test_a_runner_killed_while_the_checker_runs_leaves_no_process_of_it(
+    host: tuple[Path, list[str]], after_s: float
+) -> None:
+    """The findings checker (RC-11) is the corpus's own command: it has the lifeline too."""
+    root, common = host
+    duration = _unique_sleep(64)
+    task = "containment: a quick session, then a slow checker"
+    corpus = kit.write_corpus(root / "corpus", {"CONT-1": task})
+    kit.write_script(root / "scripts", "CONT-1", task, [kit.bash("t1", "echo quick")])
+    config = json.loads((corpus / ".headwater/probe.yml").read_text())
+    (corpus / ".headwater/probe.yml").write_text(json.dumps({**config, "checker": "checks/slow"}))
+    slow = corpus / "checks" / "slow"
+    slow.parent.mkdir()
+    slow.write_text(f"#!/bin/sh\nsleep {duration}\n")
+    slow.chmod(0o755)
+    batch = root / "batch"
+    env = kit.base_env(HW_KEY="sk-containment-placeholder", HW_KILL_AFTER_SPAWN_S=str(after_s),
+                       HW_KILL_AFTER_SPAWN_OF="checker",
+                       PYTHONPATH=os.pathsep.join([str(kit.WEAKEN_DIR),
+                                                   os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    with ScriptedProvider(load_scripts(root / "scripts")) as provider:
+        runner = kit.start_cli("record", "--corpus", str(corpus), "--probe", "CONT-1",
+                               "--provider-url", provider.url, *common, env=env)  # fmt: skip
+        try:
+            _, stderr = runner.communicate(timeout=STARTED_WITHIN_S)
+            assert runner.returncode == -signal.SIGKILL, stderr  # killed by the instrument
+            time.sleep(GONE_WITHIN_S)
+            left = kit.processes_mentioning(str(batch), f"sleep {duration}")
+            assert left == {}, f"alive {GONE_WITHIN_S} s after the runner was killed: {left}"
+        finally:
+            if runner.poll() is None:
+                kit.kill_group(runner)
+            for pid in kit.processes_mentioning(str(batch), f"sleep {duration}"):
+                os.kill(pid, signal.SIGKILL)
+            sweep_config_root()
 
 
 def test_a_process_the_session_detached_ends_with_the_session(

@@ -33,6 +33,7 @@ Weakenings, and the tests each one must turn red:
 One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
 the spawning thread), to hit the moments bwrap is still setting itself up.
+``HW_KILL_AFTER_SPAWN_OF=checker`` picks the findings checker's sandbox instead.
 """
 
 from __future__ import annotations
@@ -136,6 +137,12 @@ def _is_session(args: Any) -> bool:
     return any("bwrap" in word for word in words[:8]) and "stream-json" in words
 
 
+def _is_checker(args: Any) -> bool:
+    """The findings checker's sandbox: bwrap running the checker's mount."""
+    words = [str(arg) for arg in list(args)]
+    return any("bwrap" in word for word in words[:8]) and "/opt/headwater/checker" in words
+
+
 def _kill_after_spawn(delay_s: float) -> None:
     import signal
     import subprocess
@@ -143,9 +150,11 @@ def _kill_after_spawn(delay_s: float) -> None:
 
     original = subprocess.Popen.__init__
 
+    of = os.environ.get("HW_KILL_AFTER_SPAWN_OF", "session")
+
     def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
         original(self, args, *rest, **kwargs)
-        if _is_session(args):
+        if _is_session(args) if of == "session" else _is_checker(args):
             if delay_s <= 0:
                 os.kill(os.getpid(), signal.SIGKILL)
             threading.Timer(delay_s, os.kill, (os.getpid(), signal.SIGKILL)).start()
