@@ -186,6 +186,23 @@ class DocNames:
         """Every naming in ``text`` of file ``rel`` (spans may overlap), in no particular order."""
         return self._scan(text, rel, every=True)
 
+    def anchors(self) -> list[bytes]:
+        """POSIX extended regexes, one per kind of name: a text that names the document holds
+        a match of one of them, ignoring the case of ``A-Z`` (`campaign._prefilter`).
+
+        The id; the file name (in every path, file name and unencoded relative
+        link); ``%`` (a percent-encoded link); the title, its words separated
+        by ``[[:space:]]+`` (in the C locale exactly `_SPACE`'s six bytes).
+        """
+        found = [_ere(self._base), b"%"]
+        if self._id is not None:
+            found.append(_ere(self._id))
+        if self._title_words:
+            assert self.title is not None
+            words = [w.encode("utf-8").lower() for w in self.title.split()]
+            found.append(b"[[:space:]]+".join(_ere(w) for w in words))
+        return found
+
     def _scan(self, text: Text, rel: str, *, every: bool) -> list[Naming]:
         # Hot loop of the seal and of the verification: one bytes.find (or one
         # regex with a literal prefix) per kind of name, nothing per byte in Python.
@@ -238,6 +255,14 @@ class DocNames:
                     break
             match = self._title.search(hay, match.start() + 1)
         return found
+
+
+_ERE_SPECIAL: Final = frozenset(b".[]\\()*+?{}|^$")
+
+
+def _ere(literal: bytes) -> bytes:
+    """``literal`` as a POSIX extended regex matching exactly it (special bytes escaped)."""
+    return b"".join(b"\\" + bytes([c]) if c in _ERE_SPECIAL else bytes([c]) for c in literal)
 
 
 def doc_names(path: str, *, doc_id: str | None, title: str | None, unique_name: bool) -> DocNames:

@@ -14,6 +14,11 @@ short, for probe P (names as `campaign._names` finds them):
 
 (Rule 6, the verification, and the executor are in `campaign._seal`.)
 
+Rules 3-4 search a file only when the prefilter (`campaign._prefilter`, one
+grep for every name's anchor) lists it, or when the file is not provably the
+one grep read (its `FileSignature` is not the one taken at load); a file
+that holds no anchor names nothing.
+
 `iter_seal` is the plan: it reads the corpus and yields one `FileDecision` per
 corpus file, writing nothing; `plan_seal` collects it for ``seal --explain``.
 The executor consumes the same iterator, so each file is read once, judged,
@@ -38,6 +43,7 @@ from ._arms import Removal, arm_effect, check_arm, is_layer_path
 from ._corpus import HEADWATER, SHELF, FileSignature, split_lines
 from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer
+from ._prefilter import candidates
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -277,10 +283,12 @@ def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
     check_arm(arm)
     names = names if names is not None else names_for(corpus, probe_id)
     check_folds(corpus, probe_id)
-    return _decisions(corpus, names, arm)
+    return _decisions(corpus, names, arm, candidates(corpus, names))
 
 
-def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]:
+def _decisions(corpus: Corpus, names: Names, arm: str,
+               maybe: frozenset[str] | None) -> Iterator[FileDecision]:
+    """``maybe``: the prefilter's files (`campaign._prefilter`); None: search every file."""
     probe_id = names.probe.id
     root = str(corpus.root)
     for rel in corpus.files:
@@ -296,7 +304,10 @@ def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]
         new: bytes | None = data
         removals: list[Removal] = []
         fold = None
-        if not binary:
+        quiet = corpus.signatures.get(rel) == signature  # the bytes grep and the load read
+        if maybe is not None and rel not in maybe and quiet:
+            pass  # holds no anchor of any name, so names nothing (campaign._prefilter)
+        elif not binary:
             new, removals, fold = _judge(rel, data, names)
         elif (gone := _binary_naming(rel, data, names)) is not None:
             new, removals = None, [gone]
@@ -310,7 +321,7 @@ def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]
             "remove" if new is None else "copy" if new is data else "rewrite")
         if new is None:
             digest = None
-        elif action == "copy" and corpus.signatures.get(rel) == signature:
+        elif action == "copy" and quiet:
             digest = corpus.files[rel]  # unchanged since loading (FileSignature): no rehash
         else:
             digest = DIGEST_PREFIX + hashlib.sha256(new).hexdigest()

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,9 @@ import pytest
 from campaign._corpus import Corpus, load_corpus
 from campaign._errors import ArmError, SealRefused, UnknownProbe, WorkspaceNotEmpty
 from campaign._names import Text, doc_names
+from campaign._prefilter import candidates
 from campaign._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
+from campaign._sealplan import names_for
 from tests.campaign.corpora import (
     ANSWER_KEY,
     BINARY_BYTES,
@@ -341,15 +344,27 @@ def test_a_corpus_changed_since_loading_is_refused(corpus: Corpus, tmp_path: Pat
         _seal(corpus, tmp_path)
 
 
-def _load_as_if_later(root: Path, monkeypatch: pytest.MonkeyPatch) -> Corpus:
-    """Load ``root`` as if 10 s had passed since it was written: every file is quiet."""
+def _clock(monkeypatch: pytest.MonkeyPatch, ahead_s: float) -> None:
+    """Loading starts ``ahead_s`` seconds from now, as campaign._corpus sees it."""
     import campaign._corpus as corpus_module
 
-    later = time.time_ns() + 10 * 10**9
-    monkeypatch.setattr(corpus_module.time, "time_ns", lambda: later)
-    corpus = load_corpus(root)
-    monkeypatch.undo()
-    return corpus
+    real = time.time_ns
+    monkeypatch.setattr(corpus_module, "time",
+                        types.SimpleNamespace(time_ns=lambda: real() + int(ahead_s * 1e9)))
+
+
+@pytest.fixture(autouse=True, params=["fresh", "quiet"])
+def loading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test of this module twice: corpora loaded right after writing them (every file
+    searched), and 10 s later (quiet: the prefilter's files only, campaign._prefilter)."""
+    _clock(monkeypatch, 10.0 if request.param == "quiet" else 0.0)
+    return str(request.param)
+
+
+def _load_as_if_later(root: Path, monkeypatch: pytest.MonkeyPatch) -> Corpus:
+    """Load ``root`` as if 10 s had passed since it was written: every file is quiet."""
+    _clock(monkeypatch, 10.0)
+    return load_corpus(root)
 
 
 def test_only_files_quiet_for_two_seconds_before_loading_get_a_signature(
@@ -357,6 +372,7 @@ def test_only_files_quiet_for_two_seconds_before_loading_get_a_signature(
 ) -> None:
     """FileSignature rule: a ctime within QUIET_S of the start of loading gets none."""
     root = seal_corpus(tmp_path / "c")
+    _clock(monkeypatch, 0.0)
     assert load_corpus(root).signatures == {}  # all just written
     quiet = _load_as_if_later(root, monkeypatch)
     assert set(quiet.signatures) == set(quiet.files)
@@ -529,3 +545,51 @@ def test_verification_searches_binary_files_too(tmp_path: Path) -> None:
     (ws / "planted.bin").write_bytes(b"\xff\xfe HW-PRB-0001 \x00")
     with pytest.raises(SealRefused):
         verify_workspace(corpus, "HW-PRB-0001", ws)
+
+
+# --- the prefilter (campaign/_prefilter.py) ------------------------------------------------
+
+def test_without_grep_the_seal_searches_every_file_and_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import campaign._prefilter as prefilter
+
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
+    with_grep, _ = _seal(corpus, tmp_path / "a")
+    monkeypatch.setattr(prefilter.shutil, "which", lambda name: None)
+    assert prefilter.candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
+    without, _ = _seal(corpus, tmp_path / "b")
+    assert (without.manifest, without.removals) == (with_grep.manifest, with_grep.removals)
+
+
+def test_the_prefilter_lists_every_file_that_names_the_probe_or_a_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Completeness, file by file, against the matcher itself (campaign._names)."""
+    files = seal_files()
+    files["ops/mixed.txt"] = "see hW-pRb-001 here\n"
+    files["ops/wrapped.txt"] = "WHICH decision\r\n governs\t\tthe\vretry\fbudget\n"
+    files["ops/encoded.md"] = "[x](../docs/probes/retry%2Dbudget.md)\n"
+    files["ops/nul.bin"] = "\0\0HW-PRB-001\0"
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
+    names = names_for(corpus, "HW-PRB-001")
+    listed = candidates(corpus, names)
+    assert listed is not None
+    for rel in corpus.files:
+        text = Text((corpus.root / rel).read_bytes())
+        if names.probe_names.first(text, rel) or any(k.first(text, rel) for k in names.keys):
+            assert rel in listed, rel
+    assert {"ops/mixed.txt", "ops/wrapped.txt", "ops/encoded.md", "ops/nul.bin"} <= listed
+    assert len(listed) < len(corpus.files)  # it does filter
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_in_the_corpus_is_not_opened_by_the_prefilter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = seal_corpus(tmp_path / "c")
+    os.mkfifo(root / "notes" / "pipe")
+    corpus = _load_as_if_later(root, monkeypatch)
+    assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is not None
+    result, out = _seal(corpus, tmp_path)
+    assert not (out / "notes" / "pipe").exists()
