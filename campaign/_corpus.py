@@ -292,6 +292,10 @@ class Corpus:
     """relpath -> the file's `FileSignature` when loaded, for files then unchanged for at
     least `QUIET_S` (`FileSignature.still`); the seal may trust their digest without
     hashing them again while the signature holds."""
+    directories: Mapping[str, FileSignature] | None = None
+    """relpath ("" the root) -> each directory's `FileSignature` at load, taken before the
+    files'; None when a directory changed within `QUIET_S` of loading (`campaign._prefilter`
+    is then not used)."""
 
     @property
     def ids(self) -> frozenset[str]:
@@ -307,12 +311,15 @@ class Corpus:
         return self.config.answer_keys.get(probe_id, ())
 
 
-def _walk(root: Path) -> tuple[dict[str, Path], list[str]]:
-    """Regular files (not following symlinks) and other entries, except top-level ``.git``."""
+def _walk(root: Path) -> tuple[dict[str, Path], list[str], list[str]]:
+    """Regular files (not following symlinks), other entries, and directories ("" the root),
+    except top-level ``.git``."""
     regular: dict[str, Path] = {}
     irregular: list[str] = []
+    directories: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
+        directories.append("" if here == root else here.relative_to(root).as_posix())
         if here == root and ".git" in dirnames:
             dirnames.remove(".git")
         for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
@@ -328,7 +335,24 @@ def _walk(root: Path) -> tuple[dict[str, Path], list[str]]:
                 regular[rel] = path
             else:
                 irregular.append(rel)
-    return regular, sorted(irregular)
+    return regular, sorted(irregular), directories
+
+
+def _quiet_directories(root: Path, directories: list[str],
+                       started_ns: int) -> dict[str, FileSignature] | None:
+    """Each directory's signature, or None when one changed within `QUIET_S` of loading.
+
+    Taken before any file's signature: a directory entry renamed, added or
+    removed later changes its directory's ctime, so a path that resolves the
+    same way at load and later resolves to the same file (`campaign._prefilter`).
+    """
+    found: dict[str, FileSignature] = {}
+    for rel in directories:
+        signature = FileSignature.quiet(root / rel if rel else root, started_ns)
+        if signature is None:
+            return None
+        found[rel] = signature
+    return found
 
 
 def _yaml(text: str, where: str) -> Any:
@@ -445,9 +469,10 @@ def load_corpus(root: Path) -> Corpus:
     """
     if not root.is_dir():
         raise CorpusError(str(root), "the corpus root is not a directory")
-    paths, irregular = _walk(root)
-    ordered = sorted(paths, key=lambda p: p.encode("utf-8"))
     started_ns = time.time_ns()
+    paths, irregular, directories = _walk(root)
+    ordered = sorted(paths, key=lambda p: p.encode("utf-8"))
+    quiet_dirs = _quiet_directories(root, directories, started_ns)  # before the files' (see there)
     signatures = {rel: sig for rel in ordered
                   if (sig := FileSignature.quiet(paths[rel], started_ns)) is not None}
     files = {rel: digest_file(paths[rel]) for rel in ordered}  # after the stat: see FileSignature
@@ -474,6 +499,7 @@ def load_corpus(root: Path) -> Corpus:
         root=root, config=config, files=files, irregular=tuple(irregular),
         probes=dict(sorted(probes.items())), documents=documents,
         tree=tree_digest(files), lock=lock, lock_source=source, signatures=signatures,
+        directories=quiet_dirs,
     )
 
 

@@ -18,27 +18,69 @@ not followed (``-r``, and no top-level symlink is passed).
 Rule (completeness): every way the matcher names a document holds one of
 its anchors, so a file grep does not list names nothing, and the seal may
 copy it without searching it, *provided it copies the very bytes grep read*.
-The seal checks that with the file's `campaign._corpus.FileSignature`: a file
-whose signature is not the one taken at load is searched in full, whatever
-grep said. Any failure of grep (missing, status 2, a timeout) means no
-prefilter: every file is searched, as without it.
+Two checks prove that, both from `campaign._corpus.FileSignature` (a write
+or a rename sets ctime to the current time, and nothing sets it back):
+
+* every directory of the corpus, stat'ed again once grep has finished, has
+  the signature it had at load (taken before the files'), so no entry was
+  renamed, added or removed since: grep resolved each path to the inode the
+  load stat'ed. Otherwise no prefilter;
+* the seal's own ``fstat`` of a file, *after* reading it, equals the load's
+  signature (same inode, unchanged since): the seal's bytes are the load's,
+  hence grep's. Otherwise that file is searched in full.
+
+Only ``/usr/bin/grep`` is run, and only if it says it is GNU grep; every
+listed path must be a file of the corpus. Any failure (no GNU grep, status
+2, anything on stderr, a timeout, an anchor holding a NUL byte, a directory
+changed or not quiet at load) means no prefilter: every file is searched,
+as without it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
 import subprocess
 from typing import TYPE_CHECKING, Final
+
+from ._corpus import FileSignature
 
 if TYPE_CHECKING:
     from ._corpus import Corpus
     from ._sealplan import Names
 
+GREP: Final = "/usr/bin/grep"
+"""Debian's GNU grep (package ``grep``, Essential): a fixed path, never the caller's PATH."""
+_ENV: Final = {"LC_ALL": "C", "PATH": "/usr/bin:/bin"}
 GREP_TIMEOUT_S: Final = 600.0
 """Bound on the prefilter; over it, the seal searches every file itself."""
 _EXCLUDED_TOP: Final = frozenset({".git"})
 """Top-level entries the corpus never holds (`campaign._corpus.load_corpus`)."""
+
+
+@functools.cache
+def _gnu_grep() -> str | None:
+    """`GREP` if it is GNU grep (its ``--version``'s first line), else None."""
+    try:
+        run = subprocess.run([GREP, "--version"], env=_ENV, stdin=subprocess.DEVNULL,
+                             capture_output=True, timeout=30, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = run.stdout.split(b"\n", 1)[0]
+    return GREP if run.returncode == 0 and first.startswith(b"grep (GNU grep)") else None
+
+
+def _directories_unchanged(corpus: Corpus) -> bool:
+    if corpus.directories is None:
+        return False
+    for rel, signature in corpus.directories.items():
+        try:
+            now = FileSignature.of(os.lstat(corpus.root / rel if rel else corpus.root))
+        except OSError:
+            return False
+        if now != signature:
+            return False
+    return True
 
 
 def candidates(corpus: Corpus, names: Names) -> frozenset[str] | None:
@@ -54,37 +96,38 @@ def candidates(corpus: Corpus, names: Names) -> frozenset[str] | None:
         grep could not answer (the caller then searches every file).
         Never raises for a grep problem.
     """
-    grep = shutil.which("grep")
     root = corpus.root
+    if corpus.directories is None or (grep := _gnu_grep()) is None:
+        return None
     try:
         tops = sorted(entry.name for entry in os.scandir(root)
                       if entry.name not in _EXCLUDED_TOP and not entry.is_symlink())
     except OSError:
         return None
-    if grep is None:
-        return None
-    if not tops:
-        return frozenset()
     patterns: list[bytes] = []
     for doc in (names.probe_names, *names.keys):
         patterns += doc.anchors()
+    if any(b"\0" in pattern for pattern in patterns):
+        return None  # cannot be an argument; the matcher alone then
     argv: list[str | bytes] = [grep, "-r", "-l", "-Z", "-z", "-a", "-i", "-E", "-D", "skip"]
     for pattern in dict.fromkeys(patterns):
         argv += [b"-e", pattern]
     argv += ["--", *tops]
-    try:
-        run = subprocess.run(argv, cwd=root, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"},
-                             stdin=subprocess.DEVNULL, capture_output=True,
-                             timeout=GREP_TIMEOUT_S, check=False)  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if run.returncode not in (0, 1) or run.stderr:
-        return None
     found: set[str] = set()
-    for raw in run.stdout.split(b"\0"):
-        if raw:
-            try:
-                found.add(os.path.normpath(raw.decode("utf-8")))
-            except UnicodeDecodeError:
-                return None  # the corpus refuses non-UTF-8 names: something is off
+    if tops:
+        try:
+            run = subprocess.run(argv, cwd=root, env=_ENV, stdin=subprocess.DEVNULL,
+                                 capture_output=True, timeout=GREP_TIMEOUT_S, check=False)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        if run.returncode not in (0, 1) or run.stderr:
+            return None
+        for raw in run.stdout.split(b"\0"):
+            if raw:
+                try:
+                    found.add(os.path.normpath(raw.decode("utf-8")))
+                except UnicodeDecodeError:
+                    return None  # the corpus refuses non-UTF-8 names: something is off
+    if not found <= corpus.files.keys() or not _directories_unchanged(corpus):
+        return None
     return frozenset(found)

@@ -255,7 +255,9 @@ def _read(path: str) -> tuple[bytes, int, FileSignature]:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{path} is no longer a regular file")
-        return read_all(fd, info.st_size), stat.S_IMODE(info.st_mode), FileSignature.of(info)
+        data = read_all(fd, info.st_size)
+        # After the read: a write between the first fstat and the read shows in ctime here.
+        return data, stat.S_IMODE(info.st_mode), FileSignature.of(os.fstat(fd))
     finally:
         os.close(fd)
 

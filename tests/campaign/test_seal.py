@@ -14,6 +14,7 @@ import sys
 import time
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -556,7 +557,7 @@ def test_without_grep_the_seal_searches_every_file_and_agrees(
 
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     with_grep, _ = _seal(corpus, tmp_path / "a")
-    monkeypatch.setattr(prefilter.shutil, "which", lambda name: None)
+    monkeypatch.setattr(prefilter, "_gnu_grep", lambda: None)
     assert prefilter.candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
     without, _ = _seal(corpus, tmp_path / "b")
     assert (without.manifest, without.removals) == (with_grep.manifest, with_grep.removals)
@@ -593,3 +594,87 @@ def test_a_fifo_in_the_corpus_is_not_opened_by_the_prefilter(
     assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is not None
     result, out = _seal(corpus, tmp_path)
     assert not (out / "notes" / "pipe").exists()
+
+
+LEAK = "HW-PRB-001 is the probe\n"
+
+
+def test_a_write_between_the_seals_fstat_and_its_read_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, after the fstat that gave the size: the fstat after the read shows it."""
+    import campaign._sealplan as sealplan
+
+    files = {**seal_files(), "notes/plain.md": "x" * len(LEAK)}
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
+    real = sealplan.read_all
+
+    def read_all(fd: int, size: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("notes/plain.md"):
+            (corpus.root / "notes/plain.md").write_text(LEAK)
+        return real(fd, size)
+
+    monkeypatch.setattr(sealplan, "read_all", read_all)
+    result, out = _seal(corpus, tmp_path)
+    assert not (out / "notes/plain.md").exists()
+    assert "names HW-PRB-001" in _reasons(result)["notes/plain.md"]
+
+
+def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """grep reads a clean decoy in place of notes/; the swap back is seen in the ctimes."""
+    import campaign._prefilter as prefilter
+
+    files = {**seal_files(), "notes/leak.md": LEAK}
+    root = seal_corpus(tmp_path / "c", files)
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "leak.md").write_text("x" * len(LEAK))
+    corpus = _load_as_if_later(root, monkeypatch)
+    real = prefilter.subprocess.run
+
+    def swapped(argv: Any, **kwargs: Any) -> Any:
+        if "--version" in argv:
+            return real(argv, **kwargs)
+        os.rename(root / "notes", tmp_path / "real-notes")
+        os.rename(decoy, root / "notes")
+        try:
+            return real(argv, **kwargs)
+        finally:
+            os.rename(root / "notes", decoy)
+            os.rename(tmp_path / "real-notes", root / "notes")
+
+    monkeypatch.setattr(prefilter.subprocess, "run", swapped)
+    assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
+    result, out = _seal(corpus, tmp_path)
+    assert not (out / "notes/leak.md").exists()
+
+
+def test_only_gnu_grep_at_its_fixed_path_is_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import campaign._prefilter as prefilter
+
+    fake = tmp_path / "grep"
+    fake.write_text("#!/bin/sh\necho 'grep (BSD grep, GNU compatible) 2.6.0-FreeBSD'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(prefilter, "GREP", str(fake))
+    prefilter._gnu_grep.cache_clear()
+    try:
+        assert prefilter._gnu_grep() is None
+    finally:
+        prefilter._gnu_grep.cache_clear()
+
+
+def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NUL cannot be a grep argument: no prefilter, rather than a crash."""
+    import dataclasses
+
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
+    names = names_for(corpus, "HW-PRB-001")
+    odd = doc_names(names.probe_names.path, doc_id="HW-PRB-001", title="a\0b title",
+                    unique_name=True)  # fmt: skip
+    assert candidates(corpus, dataclasses.replace(names, probe_names=odd)) is None
