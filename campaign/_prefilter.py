@@ -38,10 +38,14 @@ as without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import subprocess
-from typing import TYPE_CHECKING, Final
+import tempfile
+import time
+from typing import IO, TYPE_CHECKING, Final
 
 from ._corpus import FileSignature
 
@@ -83,51 +87,129 @@ def _directories_unchanged(corpus: Corpus) -> bool:
     return True
 
 
-def candidates(corpus: Corpus, names: Names) -> frozenset[str] | None:
-    """Corpus-relative paths of the files that may name the probe or an answer key.
+class Prefilter:
+    """One grep over the corpus, started at once, read when it is done. Use as a context
+    manager (the grep is killed and reaped on exit).
+
+    `listed` never waits: while grep runs it answers None (search the file),
+    so the seal works on meanwhile, on the other CPU. Its output goes to an
+    unlinked temporary file, never a pipe, so grep never blocks on us.
 
     Args:
         corpus: the loaded corpus (its root is searched).
         names: the probe's and the answer keys' names (`campaign._sealplan.names_for`).
 
-    Returns:
-        The files grep lists (a superset of the files the matcher would
-        flag, among those unchanged since grep read them), or None when
-        grep could not answer (the caller then searches every file).
-        Never raises for a grep problem.
+    Never raises for a grep problem: the answer is then None for good.
     """
-    root = corpus.root
-    if corpus.directories is None or (grep := _gnu_grep()) is None:
-        return None
-    try:
-        tops = sorted(entry.name for entry in os.scandir(root)
-                      if entry.name not in _EXCLUDED_TOP and not entry.is_symlink())
-    except OSError:
-        return None
-    patterns: list[bytes] = []
-    for doc in (names.probe_names, *names.keys):
-        patterns += doc.anchors()
-    if any(b"\0" in pattern for pattern in patterns):
-        return None  # cannot be an argument; the matcher alone then
-    argv: list[str | bytes] = [grep, "-r", "-l", "-Z", "-z", "-a", "-i", "-E", "-D", "skip"]
-    for pattern in dict.fromkeys(patterns):
-        argv += [b"-e", pattern]
-    argv += ["--", *tops]
-    found: set[str] = set()
-    if tops:
+
+    def __init__(self, corpus: Corpus, names: Names) -> None:
+        self._corpus = corpus
+        self._process: subprocess.Popen[bytes] | None = None
+        self._out: IO[bytes] | None = None
+        self._answer: frozenset[str] | None = None
+        self._done = True
+        argv = self._argv(corpus, names)
+        if argv is None:
+            return
+        if argv == []:  # nothing to search
+            self._answer = frozenset() if _directories_unchanged(corpus) else None
+            return
         try:
-            run = subprocess.run(argv, cwd=root, env=_ENV, stdin=subprocess.DEVNULL,
-                                 capture_output=True, timeout=GREP_TIMEOUT_S, check=False)
+            self._out = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+            self._process = subprocess.Popen(
+                argv, cwd=corpus.root, env=_ENV, stdin=subprocess.DEVNULL, stdout=self._out,
+                stderr=subprocess.PIPE, start_new_session=True,
+            )  # fmt: skip
+            self._done = False
+            self._deadline = time.monotonic() + GREP_TIMEOUT_S
         except (OSError, ValueError, subprocess.SubprocessError):
+            self.close()
+
+    @staticmethod
+    def _argv(corpus: Corpus, names: Names) -> list[str | bytes] | None:
+        if corpus.directories is None or (grep := _gnu_grep()) is None:
             return None
-        if run.returncode not in (0, 1) or run.stderr:
+        try:
+            tops = sorted(entry.name for entry in os.scandir(corpus.root)
+                          if entry.name not in _EXCLUDED_TOP and not entry.is_symlink())
+        except OSError:
             return None
-        for raw in run.stdout.split(b"\0"):
+        patterns: list[bytes] = []
+        for doc in (names.probe_names, *names.keys):
+            patterns += doc.anchors()
+        if any(b"\0" in pattern for pattern in patterns):
+            return None  # cannot be an argument; the matcher alone then
+        if not tops:
+            return []
+        argv: list[str | bytes] = [grep, "-r", "-l", "-Z", "-z", "-a", "-i", "-E", "-D", "skip"]
+        for pattern in dict.fromkeys(patterns):
+            argv += [b"-e", pattern]
+        return [*argv, "--", *tops]
+
+    def listed(self) -> frozenset[str] | None:
+        """The files grep lists, once it is done and proven sound; None until then, or ever."""
+        if not self._done and self._process is not None:
+            if self._process.poll() is None and time.monotonic() < self._deadline:
+                return None
+            self._answer = self._finish(self._process)
+            self._done = True
+            self.close()
+        return self._answer
+
+    def wait(self) -> frozenset[str] | None:
+        """`listed`, after waiting for grep (at most `GREP_TIMEOUT_S`)."""
+        if self._process is not None and not self._done:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(max(0.0, self._deadline - time.monotonic()))
+        return self.listed()
+
+    def _finish(self, process: subprocess.Popen[bytes]) -> frozenset[str] | None:
+        if process.poll() is None:
+            return None  # over time: killed in close()
+        err = process.stderr.read() if process.stderr is not None else b""
+        if process.returncode not in (0, 1) or err or self._out is None:
+            return None
+        self._out.seek(0)
+        found: set[str] = set()
+        for raw in self._out.read().split(b"\0"):
             if raw:
                 try:
                     found.add(os.path.normpath(raw.decode("utf-8")))
                 except UnicodeDecodeError:
                     return None  # the corpus refuses non-UTF-8 names: something is off
-    if not found <= corpus.files.keys() or not _directories_unchanged(corpus):
-        return None
-    return frozenset(found)
+        if not found <= self._corpus.files.keys() or not _directories_unchanged(self._corpus):
+            return None
+        return frozenset(found)
+
+    def close(self) -> None:
+        """Kill grep if it still runs, reap it, drop its output; idempotent."""
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            if process.stderr is not None:
+                process.stderr.close()
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        self._done = True
+
+    def __enter__(self) -> Prefilter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def candidates(corpus: Corpus, names: Names) -> frozenset[str] | None:
+    """Corpus-relative paths of the files that may name the probe or an answer key.
+
+    `Prefilter`, waited for. Returns the files grep lists (a superset of the
+    files the matcher would flag, among those unchanged since grep read them),
+    or None when grep could not answer (the caller then searches every file).
+    Never raises for a grep problem.
+    """
+    with Prefilter(corpus, names) as prefilter:
+        return prefilter.wait()

@@ -43,7 +43,7 @@ from ._arms import Removal, arm_effect, check_arm, is_layer_path
 from ._corpus import HEADWATER, SHELF, FileSignature, split_lines
 from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer
-from ._prefilter import candidates
+from ._prefilter import Prefilter
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -285,12 +285,17 @@ def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
     check_arm(arm)
     names = names if names is not None else names_for(corpus, probe_id)
     check_folds(corpus, probe_id)
-    return _decisions(corpus, names, arm, candidates(corpus, names))
+    return _decisions(corpus, names, arm)
 
 
-def _decisions(corpus: Corpus, names: Names, arm: str,
-               maybe: frozenset[str] | None) -> Iterator[FileDecision]:
-    """``maybe``: the prefilter's files (`campaign._prefilter`); None: search every file."""
+def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]:
+    # The prefilter's grep runs on while the first files are searched here in full.
+    with Prefilter(corpus, names) as prefilter:
+        yield from _decide(corpus, names, arm, prefilter)
+
+
+def _decide(corpus: Corpus, names: Names, arm: str,
+            prefilter: Prefilter) -> Iterator[FileDecision]:
     probe_id = names.probe.id
     root = str(corpus.root)
     for rel in corpus.files:
@@ -307,7 +312,7 @@ def _decisions(corpus: Corpus, names: Names, arm: str,
         removals: list[Removal] = []
         fold = None
         quiet = corpus.signatures.get(rel) == signature  # the bytes grep and the load read
-        if maybe is not None and rel not in maybe and quiet:
+        if quiet and (maybe := prefilter.listed()) is not None and rel not in maybe:
             pass  # holds no anchor of any name, so names nothing (campaign._prefilter)
         elif not binary:
             new, removals, fold = _judge(rel, data, names)

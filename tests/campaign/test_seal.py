@@ -632,20 +632,20 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
     decoy.mkdir()
     (decoy / "leak.md").write_text("x" * len(LEAK))
     corpus = _load_as_if_later(root, monkeypatch)
-    real = prefilter.subprocess.run
+    real = prefilter.subprocess.Popen
 
     def swapped(argv: Any, **kwargs: Any) -> Any:
-        if "--version" in argv:
-            return real(argv, **kwargs)
         os.rename(root / "notes", tmp_path / "real-notes")
         os.rename(decoy, root / "notes")
         try:
-            return real(argv, **kwargs)
+            process = real(argv, **kwargs)
+            process.wait()
+            return process
         finally:
             os.rename(root / "notes", decoy)
             os.rename(tmp_path / "real-notes", root / "notes")
 
-    monkeypatch.setattr(prefilter.subprocess, "run", swapped)
+    monkeypatch.setattr(prefilter.subprocess, "Popen", swapped)
     assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
     result, out = _seal(corpus, tmp_path)
     assert not (out / "notes/leak.md").exists()
