@@ -9,7 +9,7 @@ peak does not hide another's; ``ru_maxrss`` of that interpreter is the
 runner's peak (the generator child is not counted: RUSAGE_SELF).
 """
 
-# ruff: noqa: T201 - a benchmark prints its figures
+
 from __future__ import annotations
 
 import json

@@ -53,7 +53,7 @@ def bwrap() -> str:
 
 @pytest.fixture(scope="session")
 def harness() -> Path:
-    """The pinned Claude Code CLI installed by `make` under .harness/; fails under CI when absent."""
+    """The pinned Claude Code CLI that `make` installs under .harness/; fails under CI if absent."""
     if not HARNESS.exists():
         missing(f"the pinned Claude Code CLI ({HARNESS}; run `make harness`)")
     return HARNESS.resolve()

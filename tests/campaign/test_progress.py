@@ -16,5 +16,6 @@ def test_progress_plain_lines_count_the_whole_batch() -> None:
         progress.session_done(arm="absent", probe="P", session="s1", state="no-result",
                               reason="no result line", cost_usd=None)
     lines = out.getvalue().splitlines()
-    assert lines == ["[1/4] present P s1: recorded", "[2/4] absent P s1: no-result (no result line)"]
+    assert lines == ["[1/4] present P s1: recorded",
+                     "[2/4] absent P s1: no-result (no result line)"]
     assert progress.arms["absent"].failed == 1 and progress.arms["absent"].cost_unknown == 1

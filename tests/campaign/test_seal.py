@@ -7,8 +7,8 @@ Expected removals are written from the rule text against `corpora.seal_corpus`
 from __future__ import annotations
 
 import hashlib
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -288,7 +288,7 @@ def test_binary_is_a_nul_byte_or_not_utf8_and_left_alone(tmp_path: Path, data: b
 @pytest.mark.parametrize("data", [b"\x00\x01 HW-PRB-001 but binary",
                                   "café HW-PRB-001\n".encode("latin-1")], ids=["nul", "latin1"])
 def test_binary_or_non_utf8_naming_the_probe_is_removed(tmp_path: Path, data: bytes) -> None:
-    result, out = _seal(_variant(tmp_path, {"assets/blob.bin": data}), tmp_path)
+    _, out = _seal(_variant(tmp_path, {"assets/blob.bin": data}), tmp_path)
     assert not (out / "assets/blob.bin").exists()
 
 
@@ -592,7 +592,7 @@ def test_a_fifo_in_the_corpus_is_not_opened_by_the_prefilter(
     os.mkfifo(root / "notes" / "pipe")
     corpus = _load_as_if_later(root, monkeypatch)
     assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is not None
-    result, out = _seal(corpus, tmp_path)
+    _, out = _seal(corpus, tmp_path)
     assert not (out / "notes" / "pipe").exists()
 
 
@@ -647,7 +647,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
 
     monkeypatch.setattr(prefilter.subprocess, "Popen", swapped)
     assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
-    result, out = _seal(corpus, tmp_path)
+    _, out = _seal(corpus, tmp_path)
     assert not (out / "notes/leak.md").exists()
 
 

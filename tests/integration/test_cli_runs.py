@@ -27,7 +27,9 @@ FAKE_BWRAP = REPO / "tests" / "fixtures" / "bug_inputs" / "BC-15_fake_bwrap.sh"
 CANARY = "canary-7f3e9b1d-must-never-appear"
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "campaign", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, check=False)
 
@@ -121,7 +123,7 @@ def test_record_names_sessions_r1_r2_and_refuses_other_plan(
     assert first.returncode == 0, first.stdout + first.stderr
     second = _cli(*common, env=env)
     assert second.returncode == 0, second.stdout + second.stderr
-    _, events, rows = contract_check.parse((batch / "transcripts" / "absent.md").read_text())
+    _, events, _ = contract_check.parse((batch / "transcripts" / "absent.md").read_text())
     assert [(e["probe"], e["session"]) for e in events] == [("HW-PRB-0001", "r1"),
                                                             ("HW-PRB-0001", "r2")]
     # DESIGN: record refuses (exit 2) when the batch's tier differs from its own.
@@ -148,7 +150,7 @@ def test_sigterm_mid_batch_exits_143_and_leaves_nothing_running(
             break
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
     records = [json.loads(x) for x in ledger.read_text().splitlines()]
     started = {(r["arm"], r["probe"], r["session"]) for r in records if r["kind"] == "started"}

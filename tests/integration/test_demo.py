@@ -124,7 +124,8 @@ def test_demo_produced_result_is_digest_of_file_left(demo_batch: Path) -> None:
 def test_demo_outside_read_fails_in_sandbox_and_is_counted(demo_batch: Path) -> None:
     home = Path(os.environ["HOME"]).resolve()
     for arm in ("present", "absent"):
-        _, events, rows = contract_check.parse((demo_batch / "transcripts" / f"{arm}.md").read_text())
+        transcript = (demo_batch / "transcripts" / f"{arm}.md").read_text()
+        _, events, rows = contract_check.parse(transcript)
         outside = {(r[0], r[1]): int(r[3]) for r in rows}
         for event in events:
             if event["probe"] != "HW-PRB-0004":
@@ -184,7 +185,8 @@ def test_demo_batch_layout(demo_batch: Path) -> None:
         assert (s / name).exists(), name
     # The present arm keeps the hook, which writes one line per tool call.
     assert (s / "log" / "hook.log").read_text().count("\n") >= 3
-    assert not (demo_batch / "sessions" / "absent" / "HW-PRB-0001" / "s1" / "log" / "hook.log").exists()
+    session = demo_batch / "sessions" / "absent" / "HW-PRB-0001" / "s1"
+    assert not (session / "log" / "hook.log").exists()
 
 
 def test_cli_refuses_batch_dir_under_home(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ async def drive(
     tmp_path: Path,
     *,
     deadline_s: float = 60,
-    **overrides: Any,  # noqa: ANN401 - passed through to drive_harness
+    **overrides: Any,
 ) -> tuple[DriveResult, list[bytes]]:
     """Drive ``argv`` with test defaults; a hang fails at ``deadline_s``, never stalls."""
     seen: list[bytes] = []

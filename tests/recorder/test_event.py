@@ -111,7 +111,8 @@ def test_event_produced_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
          "cites": ["HW-DR-0051", "HW-DR-0052"]},
         {"path": "missing.md"},
         {"path": "/etc/passwd"},
-        {"path": "escape/hosts"},  # the name used; it resolves outside: path only  # a workspace symlink pointing outside is outside
+        # the name used; a workspace symlink pointing outside is outside: path only
+        {"path": "escape/hosts"},
         {"path": "/var/x"},
         {"path": "extra.txt"},
     ]
