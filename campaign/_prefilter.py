@@ -3,7 +3,7 @@
 The seal must search every file for the probe's and its answer keys' names
 (RC-09). In Python that is one ``bytes.find`` per kind of name per file
 (about seven passes over the corpus); GNU grep does every pattern in one
-pass, on another CPU. So before sealing, `candidates` runs::
+pass, on another CPU. So when a seal starts, `Prefilter` starts::
 
     LC_ALL=C grep -r -l -Z -z -a -i -E -D skip -e ANCHOR... -- TOP-LEVEL-ENTRIES
 
@@ -13,7 +13,8 @@ words), and lists the files holding any of them. ``-z`` makes each file one
 record, so a title wrapped over lines still matches; ``-a`` searches binary
 files as text, as the seal does; ``-i`` in the C locale folds ``A-Z`` only, as
 `bytes.lower` does; ``-D skip`` never opens a FIFO or device; symlinks are
-not followed (``-r``, and no top-level symlink is passed).
+not followed (``-r``, and no top-level symlink is passed). While grep runs,
+the seal searches each file itself; once grep is done, its list applies.
 
 Rule (completeness): every way the matcher names a document holds one of
 its anchors, so a file grep does not list names nothing, and the seal may
@@ -25,9 +26,11 @@ or a rename sets ctime to the current time, and nothing sets it back):
   the signature it had at load (taken before the files'), so no entry was
   renamed, added or removed since: grep resolved each path to the inode the
   load stat'ed. Otherwise no prefilter;
-* the seal's own ``fstat`` of a file, *after* reading it, equals the load's
-  signature (same inode, unchanged since): the seal's bytes are the load's,
-  hence grep's. Otherwise that file is searched in full.
+* the seal asks for the list *before* it reads a file, so grep had finished
+  by then, and its own ``fstat`` of the file, *after* reading it, equals
+  the load's signature (same inode, unchanged from the load to after the
+  read, which spans grep's read): the seal's bytes are the load's and
+  grep's. Otherwise that file is searched in full.
 
 Only ``/usr/bin/grep`` is run, and only if it says it is GNU grep; every
 listed path must be a file of the corpus. Any failure (no GNU grep, status
@@ -39,9 +42,7 @@ as without it.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -62,16 +63,24 @@ _EXCLUDED_TOP: Final = frozenset({".git"})
 """Top-level entries the corpus never holds (`campaign._corpus.load_corpus`)."""
 
 
-@functools.cache
+_KNOWN_GNU: set[str] = set()
+"""Paths already seen to be GNU grep (only a positive answer is remembered)."""
+
+
 def _gnu_grep() -> str | None:
-    """`GREP` if it is GNU grep (its ``--version``'s first line), else None."""
+    """`GREP` if it is GNU grep (its ``--version``'s first line), else None (asked again)."""
+    if GREP in _KNOWN_GNU:
+        return GREP
     try:
         run = subprocess.run([GREP, "--version"], env=_ENV, stdin=subprocess.DEVNULL,
                              capture_output=True, timeout=30, check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     first = run.stdout.split(b"\n", 1)[0]
-    return GREP if run.returncode == 0 and first.startswith(b"grep (GNU grep)") else None
+    if run.returncode != 0 or not first.startswith(b"grep (GNU grep)"):
+        return None
+    _KNOWN_GNU.add(GREP)
+    return GREP
 
 
 def _directories_unchanged(corpus: Corpus) -> bool:
@@ -92,8 +101,8 @@ class Prefilter:
     manager (the grep is killed and reaped on exit).
 
     `listed` never waits: while grep runs it answers None (search the file),
-    so the seal works on meanwhile, on the other CPU. Its output goes to an
-    unlinked temporary file, never a pipe, so grep never blocks on us.
+    so the seal works on meanwhile, on the other CPU. Its stdout and stderr
+    go to unlinked temporary files, never pipes, so grep never blocks on us.
 
     Args:
         corpus: the loaded corpus (its root is searched).
@@ -106,6 +115,7 @@ class Prefilter:
         self._corpus = corpus
         self._process: subprocess.Popen[bytes] | None = None
         self._out: IO[bytes] | None = None
+        self._err: IO[bytes] | None = None
         self._answer: frozenset[str] | None = None
         self._done = True
         argv = self._argv(corpus, names)
@@ -116,9 +126,10 @@ class Prefilter:
             return
         try:
             self._out = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+            self._err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
             self._process = subprocess.Popen(
                 argv, cwd=corpus.root, env=_ENV, stdin=subprocess.DEVNULL, stdout=self._out,
-                stderr=subprocess.PIPE, start_new_session=True,
+                stderr=self._err,
             )  # fmt: skip
             self._done = False
             self._deadline = time.monotonic() + GREP_TIMEOUT_S
@@ -166,8 +177,10 @@ class Prefilter:
     def _finish(self, process: subprocess.Popen[bytes]) -> frozenset[str] | None:
         if process.poll() is None:
             return None  # over time: killed in close()
-        err = process.stderr.read() if process.stderr is not None else b""
-        if process.returncode not in (0, 1) or err or self._out is None:
+        if self._out is None or self._err is None:
+            return None
+        self._err.seek(0)
+        if process.returncode not in (0, 1) or self._err.read(1):
             return None
         self._out.seek(0)
         found: set[str] = set()
@@ -184,16 +197,13 @@ class Prefilter:
     def close(self) -> None:
         """Kill grep if it still runs, reap it, drop its output; idempotent."""
         process, self._process = self._process, None
-        if process is not None:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            if process.stderr is not None:
-                process.stderr.close()
-        if self._out is not None:
-            self._out.close()
-            self._out = None
+        if process is not None and process.poll() is None:
+            process.kill()  # grep does not fork: the process is all there is
+            process.wait()
+        for spool in (self._out, self._err):
+            if spool is not None:
+                spool.close()
+        self._out = self._err = None
         self._done = True
 
     def __enter__(self) -> Prefilter:

@@ -17,6 +17,7 @@ The plan (rules 1-5: what is copied, removed, rewritten, and why) is
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -320,10 +321,12 @@ def seal_workspace(corpus: Corpus, *, probe_id: str, arm: str = "present",
     """
     check_arm(arm)
     names = names_for(corpus, probe_id)
-    decisions = iter_seal(corpus, probe_id, arm, names=names)
     verifier = _Verifier(corpus, names)
-    _prepare(out)
-    done = _execute(decisions, out, verifier)
+    decisions = iter_seal(corpus, probe_id, arm, names=names)  # refuses a bad fold: no write
+    # closing(): an exception here must stop the prefilter's grep now, not at a later gc.
+    with contextlib.closing(decisions):
+        _prepare(out)
+        done = _execute(decisions, out, verifier)
     manifest, binary = verifier.finish(out)
     folds = [(d.path, *d.fold_naming) for d in done if d.fold_naming is not None]
     return SealResult(probe=probe_id, arm=arm, manifest=manifest,

@@ -30,6 +30,7 @@ other is copied untouched.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
@@ -46,7 +47,7 @@ from ._names import DocNames, Naming, Text, doc_names, states_answer
 from ._prefilter import Prefilter
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Generator, Iterator
 
     from ._corpus import Corpus, Probe
 
@@ -268,7 +269,7 @@ def _corpus_changed(probe_id: str, rel: str, why: str) -> SealRefused:
 
 
 def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
-              names: Names | None = None) -> Iterator[FileDecision]:
+              names: Names | None = None) -> Generator[FileDecision, None, None]:
     """The seal of ``probe_id`` under ``arm``, one decision per corpus file. Reads, never writes.
 
     The probe, the arm and the folds are checked when this is called; the
@@ -288,7 +289,7 @@ def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
     return _decisions(corpus, names, arm)
 
 
-def _decisions(corpus: Corpus, names: Names, arm: str) -> Iterator[FileDecision]:
+def _decisions(corpus: Corpus, names: Names, arm: str) -> Generator[FileDecision, None, None]:
     # The prefilter's grep runs on while the first files are searched here in full.
     with Prefilter(corpus, names) as prefilter:
         yield from _decide(corpus, names, arm, prefilter)
@@ -303,6 +304,9 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         if gone is not None:
             yield FileDecision(rel, "remove", None, 0, (gone,))
             continue
+        # Asked *before* the read: grep had finished by then, so a file unchanged from the
+        # load to the fstat after our read is the file grep read (campaign._prefilter).
+        maybe = prefilter.listed()
         try:
             data, mode, signature = _read(os.path.join(root, rel))
         except OSError as exc:
@@ -311,8 +315,8 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         new: bytes | None = data
         removals: list[Removal] = []
         fold = None
-        quiet = corpus.signatures.get(rel) == signature  # the bytes grep and the load read
-        if quiet and (maybe := prefilter.listed()) is not None and rel not in maybe:
+        quiet = corpus.signatures.get(rel) == signature  # the bytes the load (and grep) read
+        if quiet and maybe is not None and rel not in maybe:
             pass  # holds no anchor of any name, so names nothing (campaign._prefilter)
         elif not binary:
             new, removals, fold = _judge(rel, data, names)
@@ -372,7 +376,8 @@ def plan_seal(corpus: Corpus, probe_id: str, arm: str = "present") -> SealPlan:
         see `iter_seal`.
     """
     plan = SealPlan()
-    for d in iter_seal(corpus, probe_id, arm):
-        plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals, d.binary,
-                                           d.fold_naming))
+    with contextlib.closing(iter_seal(corpus, probe_id, arm)) as decisions:  # stops the grep
+        for d in decisions:
+            plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals,
+                                               d.binary, d.fold_naming))
     return plan

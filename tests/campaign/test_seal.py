@@ -660,11 +660,7 @@ def test_only_gnu_grep_at_its_fixed_path_is_trusted(
     fake.write_text("#!/bin/sh\necho 'grep (BSD grep, GNU compatible) 2.6.0-FreeBSD'\n")
     fake.chmod(0o755)
     monkeypatch.setattr(prefilter, "GREP", str(fake))
-    prefilter._gnu_grep.cache_clear()
-    try:
-        assert prefilter._gnu_grep() is None
-    finally:
-        prefilter._gnu_grep.cache_clear()
+    assert prefilter._gnu_grep() is None
 
 
 def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
@@ -678,3 +674,91 @@ def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
     odd = doc_names(names.probe_names.path, doc_id="HW-PRB-001", title="a\0b title",
                     unique_name=True)  # fmt: skip
     assert candidates(corpus, dataclasses.replace(names, probe_names=odd)) is None
+
+
+class _HeldGrep:
+    """Stands in for grep's Popen: runs the real grep only when released (campaign._prefilter)."""
+
+    real_popen = subprocess.Popen
+
+    def __init__(self, argv: Any, **kwargs: Any) -> None:
+        self.argv, self.kwargs, self.returncode = argv, kwargs, None
+
+    def release(self) -> None:
+        self.returncode = self.real_popen(self.argv, **self.kwargs).wait()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.returncode
+
+    def kill(self) -> None:
+        pass
+
+
+def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seal reads leak.md (naming the probe), then the file is cleaned and grep runs: grep's
+    list came after the read, so it must not spare leak.md its search."""
+    import campaign._prefilter as prefilter
+    import campaign._sealplan as sealplan
+
+    files = {**seal_files(), "notes/leak.md": LEAK}
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
+    held: list[_HeldGrep] = []
+    assert prefilter._gnu_grep() is not None  # asked now, before Popen is replaced
+    monkeypatch.setattr(prefilter.subprocess, "Popen",
+                        lambda argv, **kw: held.append(_HeldGrep(argv, **kw)) or held[-1])
+    real = sealplan._read
+
+    def read(path: str) -> Any:
+        got = real(path)  # bytes, mode, and the signature of the fstat after the read
+        if path.endswith("notes/leak.md"):
+            target = corpus.root / "notes/leak.md"
+            before = target.stat()
+            target.write_bytes(b"x" * len(got[0]))
+            os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+            held[0].release()
+        return got
+
+    monkeypatch.setattr(sealplan, "_read", read)
+    _, out = _seal(corpus, tmp_path)
+    assert held and held[0].returncode in (0, 1)
+    assert not (out / "notes/leak.md").exists() or "HW-PRB-001" not in (
+        out / "notes/leak.md").read_text()
+
+
+def test_a_seal_that_fails_midway_stops_its_grep_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not at a later garbage collection: the traceback keeps the plan's generator alive."""
+    import campaign._prefilter as prefilter
+    import campaign._seal as seal
+
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
+    closed: list[bool] = []
+    real_close = prefilter.Prefilter.close
+    monkeypatch.setattr(prefilter.Prefilter, "close",
+                        lambda self: closed.append(True) or real_close(self))
+    monkeypatch.setattr(seal._Verifier, "check", lambda *a, **k: (_ for _ in ()).throw(
+        SealRefused("HW-PRB-001", "x", None, "a failure midway")))
+    with pytest.raises(SealRefused, match="midway") as caught:
+        _seal(corpus, tmp_path)
+    assert caught.value is not None and closed  # the generator is still referenced here
+
+
+@pytest.mark.timeout(60)
+def test_a_grep_that_floods_stderr_cannot_hang_the_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import campaign._prefilter as prefilter
+
+    fake = tmp_path / "grep"
+    fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "grep (GNU grep) 3.8"; '
+                    'exit 0; fi\nhead -c 200000 /dev/zero >&2\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(prefilter, "GREP", str(fake))
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
+    assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
