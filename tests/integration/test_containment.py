@@ -105,27 +105,12 @@ def test_a_runner_killed_while_bwrap_starts_leaves_no_process_of_the_session(
     task = f"containment: the runner dies {after_s} s into the spawn"
     corpus = _corpus(root, task, f"sleep {duration}; echo finished")
     batch = root / "batch"
-    env = kit.base_env(HW_KEY="sk-containment-placeholder", HW_KILL_AFTER_SPAWN_S=str(after_s),
-                       PYTHONPATH=os.pathsep.join([str(kit.WEAKEN_DIR),
-                                                   os.environ.get("PYTHONPATH", "")]))  # fmt: skip
     bridges_before = kit.processes_mentioning("headwater-bridge")  # not this test's
-    with ScriptedProvider(load_scripts(root / "scripts")) as provider:
-        runner = kit.start_cli("record", "--corpus", str(corpus), "--probe", "CONT-1",
-                               "--provider-url", provider.url, *common, env=env)  # fmt: skip
-        try:
-            _, stderr = runner.communicate(timeout=STARTED_WITHIN_S)
-            assert runner.returncode == -signal.SIGKILL, stderr  # killed by the instrument
-            time.sleep(GONE_WITHIN_S)
-            needles = (str(batch), f"sleep {duration}", task, "headwater-bridge")
-            left = {pid: cmd for pid, cmd in kit.processes_mentioning(*needles).items()
-                    if pid not in bridges_before}  # fmt: skip
-            assert left == {}, f"alive {GONE_WITHIN_S} s after the runner was killed: {left}"
-        finally:
-            if runner.poll() is None:
-                kit.kill_group(runner)
-            for pid in kit.processes_mentioning(str(batch), f"sleep {duration}", task):
-                os.kill(pid, signal.SIGKILL)
-            sweep_config_root()  # the dead runner's credentials copy (see the lifecycle tests)
+    left = _killed_by_the_instrument(root, common, corpus, after_s, of="session",
+                                     needles=(str(batch), f"sleep {duration}", task,
+                                              "headwater-bridge"))  # fmt: skip
+    left = {pid: cmd for pid, cmd in left.items() if pid not in bridges_before}
+    assert left == {}, f"alive {GONE_WITHIN_S} s after the runner was killed: {left}"
 
 
 @pytest.mark.parametrize("after_s", [0.0, 0.003, 0.5])
@@ -145,8 +130,20 @@ def test_a_runner_killed_while_the_checker_runs_leaves_no_process_of_it(
     slow.write_text(f"#!/bin/sh\nsleep {duration}\n")
     slow.chmod(0o755)
     batch = root / "batch"
+    left = _killed_by_the_instrument(root, common, corpus, after_s, of="checker",
+                                     needles=(str(batch), f"sleep {duration}"))  # fmt: skip
+    assert left == {}, f"alive {GONE_WITHIN_S} s after the runner was killed: {left}"
+
+
+def _killed_by_the_instrument(
+    root: Path, common: list[str], corpus: Path, after_s: float, *, of: str,
+    needles: tuple[str, ...],
+) -> dict[int, str]:
+    """Run ``record`` of CONT-1 that SIGKILLs itself ``after_s`` after spawning the ``of``
+    sandbox (tests/integration/weaken/); the processes still mentioning ``needles`` after
+    `GONE_WITHIN_S` (killed afterwards, and the dead runner's credentials copy swept)."""
     env = kit.base_env(HW_KEY="sk-containment-placeholder", HW_KILL_AFTER_SPAWN_S=str(after_s),
-                       HW_KILL_AFTER_SPAWN_OF="checker",
+                       HW_KILL_AFTER_SPAWN_OF=of,
                        PYTHONPATH=os.pathsep.join([str(kit.WEAKEN_DIR),
                                                    os.environ.get("PYTHONPATH", "")]))  # fmt: skip
     with ScriptedProvider(load_scripts(root / "scripts")) as provider:
@@ -156,14 +153,13 @@ def test_a_runner_killed_while_the_checker_runs_leaves_no_process_of_it(
             _, stderr = runner.communicate(timeout=STARTED_WITHIN_S)
             assert runner.returncode == -signal.SIGKILL, stderr  # killed by the instrument
             time.sleep(GONE_WITHIN_S)
-            left = kit.processes_mentioning(str(batch), f"sleep {duration}")
-            assert left == {}, f"alive {GONE_WITHIN_S} s after the runner was killed: {left}"
+            return kit.processes_mentioning(*needles)
         finally:
             if runner.poll() is None:
                 kit.kill_group(runner)
-            for pid in kit.processes_mentioning(str(batch), f"sleep {duration}"):
+            for pid in kit.processes_mentioning(*(n for n in needles if n != "headwater-bridge")):
                 os.kill(pid, signal.SIGKILL)
-            sweep_config_root()
+            sweep_config_root()  # the dead runner's credentials copy (see the lifecycle tests)
 
 
 def test_a_process_the_session_detached_ends_with_the_session(
