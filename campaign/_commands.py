@@ -49,6 +49,8 @@ DEMO_API_KEY: Final = "sk-headwater-demo-scripted-provider"
 """The demo's key: the scripted provider on loopback accepts anything; not a secret."""
 HARNESS_VERSION_TIMEOUT_S: Final = 30.0
 """Bound on ``harness --version`` on the host (config.yaml records it)."""
+HARNESS_VERSION_CHARS: Final = 200
+"""The most of ``harness --version``'s first line config.yaml keeps (2.1.197 prints 21)."""
 
 
 DEFAULT_TIER: Final = "campaign"
@@ -124,13 +126,24 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _harness_version(harness: Path) -> str:
+    """The first line of ``harness --version``, at most `HARNESS_VERSION_CHARS` characters.
+
+    Bounded: a harness that prints more (a stand-in that ignores its
+    arguments printed a 70 MB line here) must not bloat config.yaml, whose
+    pure-Python YAML emitter then took 90 s for it.
+    """
     try:
         out = subprocess.run([str(harness), "--version"], capture_output=True, text=True,
-                             timeout=HARNESS_VERSION_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"},
-                             check=False)
+                             errors="replace", timeout=HARNESS_VERSION_TIMEOUT_S,
+                             env={"PATH": "/usr/bin:/bin"}, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unknown ({exc})"
-    return out.stdout.strip() or f"unknown (exit {out.returncode})"
+    lines = out.stdout.strip().splitlines()
+    if not lines:
+        return f"unknown (exit {out.returncode})"
+    first = lines[0].strip()
+    cut = len(first) > HARNESS_VERSION_CHARS or len(lines) > 1
+    return first[:HARNESS_VERSION_CHARS] + (" [cut]" if cut else "")
 
 
 def _write_yaml(path: Path, data: Any) -> None:
