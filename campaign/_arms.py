@@ -36,10 +36,12 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal
 
 from recorder._command import DISALLOWED_TOOLS, PERMISSION_MODE, SETTING_SOURCES
 from recorder._digest import digest_bytes, digest_text, tree_digest
+from recorder._vocab import ARMS as ARMS
+from recorder._vocab import Arm as Arm
 
 from ._errors import ArmError
 
@@ -48,9 +50,6 @@ if TYPE_CHECKING:
 
     from ._corpus import Corpus
 
-Arm = Literal["present", "absent", "no-hook", "no-skills", "no-claude-md", "mcp"]
-"""The closed arm vocabulary of RC-14."""
-ARMS: Final[tuple[str, ...]] = get_args(Arm)
 
 _CLAUDE_MD: Final = frozenset({"CLAUDE.md", "CLAUDE.local.md"})
 _SETTINGS: Final = frozenset({"settings.json", "settings.local.json"})

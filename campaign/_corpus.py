@@ -21,19 +21,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Final, Literal, NamedTuple
+from typing import Annotated, Any, Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from recorder._digest import digest_file, tree_digest
+from recorder._vocab import Arm as Arm
+from recorder._vocab import Tier as Tier
 
-from ._arms import Arm
 from ._errors import CorpusError
-
-Tier = Literal["regression", "campaign", "documentation"]
-"""The closed tier vocabulary of RC-14."""
 
 PROBE_YML: Final = ".headwater/probe.yml"
 DEFAULT_LOCK: Final = ".headwater/taxonomy.lock"

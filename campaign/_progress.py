@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from recorder._vocab import is_refusal
+
 
 @dataclass(slots=True)
 class ArmCounts:
@@ -73,7 +75,7 @@ class Progress:
         c = self.arms.setdefault(arm, ArmCounts())
         if state == "recorded":
             c.recorded += 1
-        elif state.startswith("refused"):
+        elif is_refusal(state):
             c.refused += 1
         else:
             c.failed += 1

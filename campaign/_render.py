@@ -24,6 +24,7 @@ from recorder._transcript import (
     served_version_of,
     write_transcript,
 )
+from recorder._vocab import is_refusal
 
 from ._batch import transcript_path
 from ._ledger import SessionKey, final_records, read_ledger
@@ -169,7 +170,7 @@ def summary_counts(ledger: Path) -> dict[str, dict[str, Any]]:
         state = attempts[-1]["state"]
         if state == "recorded":
             row["recorded"] += 1
-        elif str(state).startswith("refused"):
+        elif is_refusal(str(state)):
             row["refused"] += 1
         else:
             row["failed"] += 1

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from recorder._states import SessionState
+    from recorder._vocab import SessionState
 
 
 @dataclass(frozen=True, slots=True)

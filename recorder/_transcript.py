@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import (
     AfterValidator,
@@ -48,7 +48,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.representer import SafeRepresenter
 
 from ._digest import is_digest
-from ._states import SessionState
+from ._vocab import Arm, SessionState, Tier
 
 if TYPE_CHECKING:
     from ._cost import CostFigure
@@ -107,11 +107,6 @@ class TranscriptUnproven(RuntimeError):
         self.detail = detail
 
 
-Tier = Literal["regression", "campaign", "documentation"]
-"""RC-14: the closed vocabulary of ``tier``."""
-Arm = Literal["present", "absent", "no-hook", "no-skills", "no-claude-md", "mcp"]
-"""RC-14: the closed vocabulary of ``arm``."""
-"""DESIGN.md "Session states": every attempt ends in exactly one of these."""
 
 _RFC3339_UTC: Final = re.compile(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z\Z")
 

@@ -53,7 +53,7 @@ from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
 from recorder._observation import OrphanResult as OrphanResult
 from recorder._paths import outside_paths
-from recorder._states import RETRYABLE, SessionState, harness_error_retryable
+from recorder._vocab import SessionState, harness_error_retryable, state_retryable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -183,7 +183,7 @@ class StreamObserver:
             state, reason = self._decide(end, exit_status, tail)
         result = self._result
         retryable = (harness_error_retryable(result.api_error_status, result.text)
-                     if state == "harness-error" and result is not None else RETRYABLE[state])
+                     if state == "harness-error" and result is not None else state_retryable(state))
         return Observation(
             state=state,
             reason=reason,

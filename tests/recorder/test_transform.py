@@ -18,7 +18,6 @@ import pytest
 from recorder._digest import digest_text
 from recorder._harness import parse_line, tool_result_text
 from recorder._initcheck import InitPolicy
-from recorder._states import COST_KNOWN, RETRYABLE, STATES, harness_error_retryable
 from recorder._transform import (
     ANOMALIES_KEPT,
     Observation,
@@ -27,6 +26,7 @@ from recorder._transform import (
     call_argument,
     canonical_json,
 )
+from recorder._vocab import harness_error_retryable
 
 WS = Path("/workspace")
 POLICY = InitPolicy("dontAsk", frozenset({"docs"}), frozenset(), "/home/agent")
@@ -454,15 +454,6 @@ def test_state_is_error_wins_over_subtype_and_exit_code() -> None:
 )
 def test_harness_error_retryable(status: int | None, text_: str | None, retryable: bool) -> None:
     assert harness_error_retryable(status, text_) is retryable
-
-
-def test_states_table_is_complete() -> None:
-    assert set(RETRYABLE) == set(STATES) == set(COST_KNOWN)
-    assert len(STATES) == 11
-    assert [s for s in STATES if not COST_KNOWN[s]] == [
-        "no-result", "truncated", "timed-out", "killed", "line-too-long"]
-    assert [s for s in STATES if RETRYABLE[s]] == [
-        "env-fault", "no-result", "truncated", "timed-out", "killed"]
 
 
 # --- outside paths (RC-08) per call and per session --------------------------------------------
