@@ -21,7 +21,12 @@ Order of precedence (the first that applies):
 4. no result line: ``killed`` when the exit status is a signal (< 0), else
    ``no-result``;
 5. the last result line: ``is_error`` true -> ``harness-error`` (whatever its
-   ``subtype`` and the exit code; BC-10a/b), else ``recorded``.
+   ``subtype`` and the exit code; BC-10a/b);
+6. ``damaged``: a non-JSON line stands after the last main-thread,
+   non-synthetic assistant line and before the last result line. The final
+   message may be that line (another writer's bytes injected into it), so no
+   earlier message may supply the answer;
+7. else ``recorded``.
 """
 
 from __future__ import annotations
@@ -90,6 +95,8 @@ class _Result:
     text: str | None
     num_turns: int | None
     final_text: str | None
+    damaged_at: int | None
+    """The last non-JSON line between the final message and this result, if any."""
 
 
 @dataclass(slots=True)
@@ -131,6 +138,8 @@ class StreamObserver:
         self._served_model: str | None = None
         self._result: _Result | None = None
         self._too_long: str | None = None
+        self._final_line = 0  # the last main-thread, non-synthetic assistant line
+        self._last_anomaly = 0
 
     def __repr__(self) -> str:
         return (f"<StreamObserver lines={self._lines} inits={self._inits} "
@@ -237,6 +246,10 @@ class StreamObserver:
             return "harness-error", (f"harness-error: last result is_error true "
                                      f"(subtype {result.subtype}, "
                                      f"api_error_status {result.api_error_status}): {text}")
+        if result.damaged_at is not None:
+            return "damaged", (f"damaged: line {result.damaged_at} is not JSON and stands after "
+                               "the last main-thread assistant message, before the result: the "
+                               "final message may be that line, so no answer is read")
         return "recorded", "recorded: the last result line has is_error false"
 
     def _refuse(self, reason: str) -> None:
@@ -245,6 +258,7 @@ class StreamObserver:
 
     def _anomaly(self, line: bytes) -> None:
         self._anomaly_count += 1
+        self._last_anomaly = self._lines
         if len(self._anomalies) < ANOMALIES_KEPT:
             excerpt = line[:ANOMALY_EXCERPT_BYTES].decode("utf-8", errors="replace")
             self._anomalies.append(Anomaly(self._lines, len(line), excerpt))
@@ -262,6 +276,7 @@ class StreamObserver:
     def _assistant(self, obj: dict[str, Any]) -> None:
         main = is_main_thread(obj)
         if main and not is_synthetic(obj):
+            self._final_line = self._lines
             self._served_model = assistant_model(obj) or self._served_model
             message = message_of(obj)
             message_id = message.get("id") if message is not None else None
@@ -332,6 +347,7 @@ class StreamObserver:
             text=text if isinstance(text, str) else None,
             num_turns=_int_or_none(turns),
             final_text=self._message.final_text() if self._message is not None else None,
+            damaged_at=self._last_anomaly if self._last_anomaly > self._final_line else None,
         )
 
 

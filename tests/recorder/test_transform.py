@@ -376,6 +376,50 @@ def test_anomalies_kept_are_bounded_and_truncated() -> None:
     assert all(len(a.excerpt) < 1000 and a.size_bytes == 10_000 for a in obs.anomalies)
 
 
+def _injected_final(answer: str) -> list[bytes]:
+    """A final assistant line with another writer's object injected into its middle.
+
+    What is left on stdout is two non-JSON halves where the final message was.
+    """
+    whole = text(f"Checked the index.\n{answer}", msg="m-final")
+    cut = whole.index(answer.encode()) + 3
+    return [whole[:cut] + b'{"type":"system","subtype":"status"}', whole[cut:]]
+
+
+def test_a_non_json_line_where_the_final_message_is_makes_the_session_damaged() -> None:
+    # The earlier message's last line is a declared answer: it must not become the answer.
+    lines = [init(), text("Looking.\nHW-DR-0052", msg="m-early"), *_injected_final("HW-DR-0052"),
+             result()]
+    obs = observe(*lines)
+    assert obs.state == "damaged"
+    assert obs.reason.startswith("damaged: line 4 is not JSON")
+    assert obs.retryable is True
+    assert obs.cost_usd == Decimal("0.01")  # the table: cost counted
+
+
+def test_an_anomaly_before_the_final_message_leaves_the_session_recorded() -> None:
+    obs = observe(init(), b"[debug] a stray line", text("yes", msg="m2"), result())
+    assert obs.state == "recorded" and obs.anomaly_count == 1
+
+
+def test_an_anomaly_after_the_result_is_not_where_the_final_message_is() -> None:
+    obs = observe(init(), text("yes", msg="m2"), result(), b"[debug] after the result")
+    assert obs.state == "recorded"
+
+
+def test_damage_is_judged_against_the_last_result() -> None:
+    # Background subagents: an early result, a stray line, then the main thread speaks again
+    # and a second result ends the session. The last result and the last message decide.
+    obs = observe(init(), text("one", msg="m1"), result(), b"noise", text("two", msg="m2"),
+                  result())
+    assert obs.state == "recorded" and obs.final_text == "two"
+
+
+def test_an_error_result_stays_a_harness_error_whatever_stands_before_it() -> None:
+    obs = observe(init(), text("x", msg="m1"), b"noise", result(is_error=True, status=500))
+    assert obs.state == "harness-error"
+
+
 def test_declared_mcp_failed_is_env_fault() -> None:
     obs = observe(init(mcp_servers=[{"name": "docs", "status": "failed"}]), text("x"), result())
     assert (obs.state, obs.retryable, obs.failed_mcp_servers) == ("env-fault", True, ("docs",))
