@@ -1,5 +1,5 @@
 """``python -m campaign``: the same as the ``headwater-campaign`` console script."""
 
-from ._cli import main
+from .cli import main
 
 main()

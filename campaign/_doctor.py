@@ -32,7 +32,7 @@ from sandbox._layout import measure_host_layout
 from sandbox._preflight import PreflightReport, preflight
 from sandbox._probes import confined_lines
 
-from ._batch import default_root, is_under_home
+from .batch._dir import default_root, is_under_home
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

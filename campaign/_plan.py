@@ -316,3 +316,23 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
             raise PlanError(where, f"{member} {getattr(given, member)} differs from the "
                                    f"{getattr(plan, member)} this corpus composes")
     return plan
+
+
+def recompose(given: Plan, corpus: Corpus) -> Plan:
+    """``given``'s selection, tier, arms, repetitions, seed and model recomposed over ``corpus``.
+
+    Nothing is compared here (``resume`` compares each member and names the
+    one that moved); this planner's version is the current one.
+
+    Raises:
+        PlanError: a probe of ``given`` is no longer on the shelf.
+        ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object.
+    """
+    ids = [p.id for p in given.probes]
+    missing = [i for i in ids if i not in corpus.probes]
+    if missing:
+        raise PlanError("plan.yaml", f"probe {missing[0]!r} is no longer on the shelf "
+                                     "docs/probes/ of the corpus")
+    return _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
+                  seed=given.seed, harness=harness_version(), model=given.model,
+                  tools=corpus.config.tools)

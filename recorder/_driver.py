@@ -40,6 +40,7 @@ __all__ = [
     "DriveEnd",
     "DriveResult",
     "drive_harness",
+    "kill_running_now",
 ]
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,21 @@ class DriveResult:
     """Seconds from spawn to reaped (monotonic clock)."""
     line_too_long: LineTooLong | None
     """The reader's error when ``end == "line-too-long"``, else None."""
+
+
+_RUNNING: set[_Child] = set()
+"""Every child spawned here and not yet reaped (for `kill_running_now`)."""
+
+
+def kill_running_now() -> int:
+    """SIGKILL every harness child of this process that is not reaped yet, and its group.
+
+    For a runner told twice to stop: the bounded grace of the reap is not
+    waited for. Each drive still reaps its own child. Returns how many were signalled.
+    """
+    for child in list(_RUNNING):
+        child.kill_now()
+    return len(_RUNNING)
 
 
 class _Silence(Exception):
@@ -262,8 +278,10 @@ def _spawn(
             os.close(fd)
     for fd in ours:
         os.set_blocking(fd, False)
-    return _Child(proc, stdout_fd=out_r, stderr_fd=err_r, pidfd=_open_pidfd(proc.pid),
-                  lifeline_fd=ours[2] if lifeline else None)
+    child = _Child(proc, stdout_fd=out_r, stderr_fd=err_r, pidfd=_open_pidfd(proc.pid),
+                   lifeline_fd=ours[2] if lifeline else None)
+    _RUNNING.add(child)
+    return child
 
 
 def _write_payload(fd: int, payload: bytes, executable: str) -> None:
@@ -357,10 +375,16 @@ class _Child:
                     "harness pid %d not reaped %.0f s after SIGKILL", self.proc.pid, REAP_TIMEOUT_S
                 )
                 return
+            _RUNNING.discard(self)
             # Members of its group that outlived it (e.g. holding stdout) go too.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.poll()  # reaps: the child has exited (has_exited above)
+
+    def kill_now(self) -> None:
+        """SIGKILL the child and its group at once, unless it is already reaped."""
+        if self.proc.returncode is None:  # not reaped: the pid is still this child's
+            self._signal(signal.SIGKILL)
 
     def _signal(self, sig: signal.Signals) -> None:
         # The child leads its own session and process group (start_new_session).

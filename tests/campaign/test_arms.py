@@ -29,8 +29,8 @@ from campaign._arms import (
 from campaign._corpus import Corpus, load_corpus
 from campaign._errors import ArmError, PlanError
 from campaign._plan import compose_plan, dump_plan, load_plan_file
-from campaign._render import arm_tools_and_identity, build_transcript
 from campaign._seal import SealResult, seal_workspace
+from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,8 +205,8 @@ def test_identity_is_in_the_plan_the_prose_and_round_trips(corpus: Corpus, tmp_p
     plan_file.write_text(dump_plan(plan, "yaml").replace(spec.identity, _sha(b"other")))
     with pytest.raises(PlanError, match="identity"):
         load_plan_file(plan_file, corpus)
-    (tmp_path / "ledger.jsonl").write_text("")
-    prose = build_transcript(tmp_path / "ledger.jsonl", plan, arm="absent").prose
+    prose = ArmTranscript(plan, "absent", ledger=tmp_path / "ledger.jsonl", network="host",
+                          provider_note="Provider: x.").freeze().transcript().prose
     assert f"Arm identity: {spec.identity}" in prose and spec.layer in prose and spec.flags in prose
     assert "note:" not in dump_plan(plan, "text")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign._batch import (
+from campaign.batch._dir import (
     BatchDirRefused,
     is_under_home,
     new_batch_name,
@@ -81,7 +81,28 @@ def test_home_unset_falls_back_to_passwd_home(monkeypatch: pytest.MonkeyPatch) -
     # RC-06 must hold with HOME cleared: the home directory has not moved.
     import pwd
 
-    from campaign._batch import _home
+    from campaign.batch._dir import _home
 
     monkeypatch.delenv("HOME", raising=False)
     assert _home() == Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
+
+
+def test_what_a_runner_killed_while_making_the_batch_left_counts_as_empty(tmp_path: Path) -> None:
+    # plan.yaml is written last: without it the directory holds no batch, only set-up files.
+    b = tmp_path / "b"
+    b.mkdir()
+    for name in (".lock", "config.yaml", ".config.yaml.abc123.tmp"):
+        (b / name).write_text("x")
+    assert prepare_batch_dir(b, command="run", home=tmp_path / "home") == b.resolve()
+    (b / "plan.yaml").write_text("x")
+    with pytest.raises(BatchDirRefused, match="resume"):
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")
+
+
+def test_a_users_own_file_is_never_taken_for_a_set_up_left_over(tmp_path: Path) -> None:
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "config.yaml").write_text("x")
+    (b / "notes.txt").write_text("mine")
+    with pytest.raises(BatchDirRefused, match="not empty"):
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")

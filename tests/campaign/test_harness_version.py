@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign._commands import HARNESS_VERSION_CHARS, _harness_version
+from campaign.batch._harness import HARNESS_VERSION_CHARS
+from campaign.batch._harness import harness_version_of as _harness_version
 
 
 def _script(tmp_path: Path, body: str) -> Path:

@@ -130,10 +130,18 @@ def base_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def final_list(batch: Path) -> list[dict[str, Any]]:
+    """Every final ledger record of ``batch`` in ledger order: each field that is not None."""
+    from campaign.batch._ledger import read_ledger
+    from campaign.batch._records import FinalRecord
+
+    return [r.model_dump(mode="json", exclude_none=True)
+            for r in read_ledger(batch / "ledger.jsonl") if isinstance(r, FinalRecord)]
+
+
 def finals(batch: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The final ledger record of each (probe, session) of ``batch``."""
-    records = [json.loads(line) for line in (batch / "ledger.jsonl").read_text().splitlines()]
-    return {(r["probe"], r["session"]): r for r in records if r["kind"] == "final"}
+    """The last final ledger record of each (probe, session) of ``batch`` (as `final_list`)."""
+    return {(r["probe"], r["session"]): r for r in final_list(batch)}
 
 
 def regular_files(root: Path) -> Iterator[Path]:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign._commands import example_paths
 from campaign._provider import ScriptedProvider, load_scripts
+from campaign.cli._batch import example_paths
 from sandbox._config import CONFIG_ROOT
 from tests import contract_check
 

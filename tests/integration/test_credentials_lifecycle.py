@@ -7,7 +7,7 @@ ends: success, refusal, timeout, cancellation. A runner killed with SIGKILL
 cannot remove it; the next start of any command (run, demo, record, doctor)
 removes it and says so. One test per way of ending.
 
-The in-process tests drive `campaign._session.run_session` (the real driver)
+The in-process tests drive `campaign.supervisor._session.run_attempt` (the real driver)
 with the real CLI and the scripted provider; a watcher thread looks at the
 config root from outside while the session runs. The SIGKILL test runs
 ``record`` with a stand-in harness (a real credentials *file* is copied, and
@@ -37,10 +37,11 @@ import anyio
 import pytest
 
 from campaign._corpus import load_corpus
-from campaign._ledger import Ledger
 from campaign._plan import compose_plan
 from campaign._provider import ScriptedProvider, load_scripts
-from campaign._session import BatchContext, SessionSpec, run_session
+from campaign.batch._journal import Journal
+from campaign.supervisor._session import BatchContext, run_attempt
+from campaign.supervisor._spec import SessionSpec
 from sandbox import CONFIG_ROOT, SESSION_USER, Credentials
 from sandbox._layout import measure_host_layout
 from tests.integration import kit
@@ -135,13 +136,15 @@ def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
                 harness=harness, bwrap=bwrap,
                 credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY),
                 provider_url=provider.url, layout=measure_host_layout(),
-                session_timeout_s=120.0, watchdog_s=60.0,
+                session_timeout_s=120.0, watchdog_s=60.0, post_result_grace_s=30.0, invocation=1,
             )  # fmt: skip
             yield Setup(root, ctx)
 
 
-def _spec(probe: str, session: str = "s1") -> SessionSpec:
-    return SessionSpec(probe=probe, arm="present", repetition=1, session=session)
+def _spec(setup: Setup, probe: str, session: str = "s1") -> SessionSpec:
+    plan = setup.ctx.plan
+    return SessionSpec(probe=next(p for p in plan.probes if p.id == probe),
+                       arm=plan.arm_spec("present"), repetition=1, session=session)
 
 
 def _prefix(probe: str, session: str = "s1") -> str:
@@ -149,15 +152,17 @@ def _prefix(probe: str, session: str = "s1") -> str:
 
 
 async def _run(setup: Setup, spec: SessionSpec, ctx: BatchContext | None = None) -> str:
-    with Ledger(setup.root / "batch" / "ledger.jsonl") as ledger:
-        outcome = await run_session(spec, ctx or setup.ctx, ledger)
-    return outcome.state
+    context = ctx or setup.ctx
+    with Journal(setup.root / "batch", context.plan, planned=(), network="host",
+                 provider_note="Provider: scripted.") as journal:
+        record = await run_attempt(spec, 1, context, journal)
+    return record.state
 
 
 @pytest.mark.anyio
 async def test_success_removes_the_copy(setup: Setup) -> None:
     with Watch(_prefix("LIFE-OK")) as watch:
-        state = await _run(setup, _spec("LIFE-OK"))
+        state = await _run(setup, _spec(setup, "LIFE-OK"))
     assert state == "recorded"
     assert watch.saw_private_copy(), watch.seen[:3]
     assert watch.dirs() == []
@@ -173,7 +178,7 @@ async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
     ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
                           "host_skill_dirs": (tmp_path / "skills",)})  # fmt: skip
     with Watch(_prefix("LIFE-OK")) as watch:
-        state = await _run(setup, _spec("LIFE-OK"), ctx)
+        state = await _run(setup, _spec(setup, "LIFE-OK"), ctx)
     assert state == "refused-init"
     assert watch.saw_private_copy()
     assert watch.dirs() == []
@@ -184,7 +189,7 @@ async def test_timeout_removes_the_copy(setup: Setup) -> None:
     ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
                           "session_timeout_s": 8.0})  # fmt: skip
     with Watch(_prefix("LIFE-SLOW")) as watch:
-        state = await _run(setup, _spec("LIFE-SLOW"), ctx)
+        state = await _run(setup, _spec(setup, "LIFE-SLOW"), ctx)
     assert state == "timed-out"
     assert watch.saw_private_copy()
     assert watch.dirs() == []
@@ -195,7 +200,7 @@ async def test_timeout_removes_the_copy(setup: Setup) -> None:
 async def test_cancellation_removes_the_copy(setup: Setup) -> None:
     with Watch(_prefix("LIFE-SLOW", "s2")) as watch:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_run, setup, _spec("LIFE-SLOW", "s2"))
+            tg.start_soon(_run, setup, _spec(setup, "LIFE-SLOW", "s2"))
             await anyio.to_thread.run_sync(lambda: kit.wait_for(
                 lambda: kit.processes_mentioning(SLOW_SLEEP), timeout_s=120,
                 what="the slow session's sleep"))  # fmt: skip
@@ -205,7 +210,8 @@ async def test_cancellation_removes_the_copy(setup: Setup) -> None:
     assert kit.processes_mentioning(SLOW_SLEEP) == {}
     final = kit.finals(setup.root / "batch")[("LIFE-SLOW", "s2")]
     assert final["state"] == "killed"
-    assert final["reason"] == "cancelled: the runner stopped mid-session"
+    assert "the runner stopped" in final["reason"]
+    assert final["counts"] is False  # an attempt the runner ended is not held against --retries
 
 
 STANDIN = """#!/usr/bin/python3

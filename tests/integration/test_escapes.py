@@ -87,7 +87,7 @@ def _scripts(host: Host) -> None:
             kit.read("t2", f"{batch}/config.yaml"),
         ],
         "ESC-RUNNER": [
-            kit.bash("t1", kit.evidence(f"cat {repo}/campaign/_cli.py", "runner.txt") + "; "
+            kit.bash("t1", kit.evidence(f"cat {repo}/campaign/cli/_main.py", "runner.txt") + "; "
                      + kit.evidence("ls /var/tmp/headwater-campaign/cfg", "cfgroot.txt")),
             kit.read("t2", f"{repo}/sandbox/_argv.py"),
         ],
@@ -230,7 +230,7 @@ def test_another_sessions_workspace_is_not_there(escaped: Host) -> None:
 def test_the_host_paths_tried_are_real(escaped: Host) -> None:
     """Positive controls: each path the sessions were denied exists on the host."""
     for path in (escaped.secret, escaped.credentials, escaped.batch / "ledger.jsonl",
-                 kit.REPO / "campaign" / "_cli.py", escaped.neighbour() / "attempts",
+                 kit.REPO / "campaign" / "cli" / "_main.py", escaped.neighbour() / "attempts",
                  _workspace(escaped, "ESC-DOTDOT").parent / "manifest.json"):  # fmt: skip
         assert path.exists(), path
     assert HOME_CANARY in escaped.secret.read_text()
@@ -242,7 +242,7 @@ def test_the_host_paths_tried_are_real(escaped: Host) -> None:
         ("ESC-HOME", "s1", 2),  # the secret (Bash and Read name the same path), /root
         ("ESC-CRED", "s1", 1),
         ("ESC-BATCH", "s1", 3),  # the batch, its ledger, its config
-        ("ESC-RUNNER", "s1", 3),  # _cli.py, _argv.py, the config root
+        ("ESC-RUNNER", "s1", 3),  # _main.py, _argv.py, the config root
         ("ESC-PROC", "s1", 3),  # /proc/1/environ, /proc/1/cmdline, /proc/self/environ
         ("ESC-DOTDOT", "s1", 2),  # ../manifest.json, ../..
         ("ESC-SYMLINK", "s1", 2),  # the secret, the home (ln -s targets), and leak.md

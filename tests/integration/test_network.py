@@ -12,8 +12,6 @@ Only loopback is ever targeted, even when the confinement is weakened.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import subprocess
 import sys
@@ -22,14 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 from ruamel.yaml import YAML
 
-from campaign import _commands
-from campaign._commands import example_paths
 from campaign._provider import Script, ScriptedProvider, load_scripts
+from campaign.batch import _open
+from campaign.batch._options import BatchOptions
+from campaign.cli._batch import example_paths
 from sandbox._preflight import Check
 from tests import contract_check
+from tests.integration import kit
 from tests.sandbox.test_network import FakeResolver, Server
 
 PROBE = "HW-PRB-0001"
@@ -115,8 +114,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _finals(batch: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    lines = [json.loads(x) for x in (batch / "ledger.jsonl").read_text().splitlines()]
-    return {(r["probe"], r["session"]): r for r in lines if r["kind"] == "final"}
+    return kit.finals(batch)
 
 
 def _workspace_file(batch: Path, session: str, name: str) -> str:
@@ -147,7 +145,7 @@ def test_run_is_confined_by_default_and_reaches_only_the_provider(
     proc = _run(corpus, batch, provider, harness)  # no --network: the default
     assert proc.returncode == 0, proc.stderr
     config = YAML(typ="safe", pure=True).load((batch / "config.yaml").read_text())
-    assert config["network"] == "confined"
+    assert config["facts"]["network"] == "confined"
     finals = _finals(batch)
     assert {r["state"] for r in finals.values()} == {"recorded"}
     assert {r["network"] for r in finals.values()} == {"confined"}
@@ -182,7 +180,7 @@ def test_run_with_network_host_leaves_the_channel_open_and_says_so(
     proc = _run(corpus, batch, provider, harness, "--network", "host")
     assert proc.returncode == 0, proc.stderr
     config = YAML(typ="safe", pure=True).load((batch / "config.yaml").read_text())
-    assert config["network"] == "host"
+    assert config["facts"]["network"] == "host"
     ours = _finals(batch)[(PROBE, "s1")]
     assert ours["state"] == "recorded" and ours["network"] == "host" and "egress" not in ours
     assert _workspace_file(batch, "s1", "net-curl.txt") == "200 exit=0\n"
@@ -212,8 +210,9 @@ def test_record_with_network_confined_names_the_denial_of_its_session(
     assert repository.hits == 0
 
 
-def _args(network: str | None) -> argparse.Namespace:
-    return argparse.Namespace(network=network, bwrap="bwrap")
+def _options(network: str | None) -> BatchOptions:
+    return BatchOptions(command="run", corpus="/c", tier="campaign", seed=0,
+                        harness="/h", network=network)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("verdict", ["broken", "unverified"])
@@ -221,21 +220,19 @@ def test_network_mode_falls_back_to_host_by_default_and_refuses_when_asked(
     monkeypatch: pytest.MonkeyPatch, verdict: str
 ) -> None:
     failing = Check("network", verdict, "no netns here", "a fix")  # type: ignore[arg-type]
-    monkeypatch.setattr(_commands, "network_preflight", lambda **_: failing)
-    err = Console(stderr=True, file=open(os.devnull, "w"))  # noqa: SIM115
-    try:
-        mode, note = _commands._network_mode(_args(None), err) or ("", "")
-        assert mode == "host" and "fell back" in note and "no netns here" in note
-        assert _commands._network_mode(_args("confined"), err) is None  # exit 12 upstream
-        assert _commands._network_mode(_args("host"), err) == ("host", "asked: --network host")
-    finally:
-        err.file.close()
+    monkeypatch.setattr(_open, "network_preflight", lambda **_: failing)
+    notes: list[str] = []
+    mode, note = _open._network(_options(None), notes.append)
+    assert mode == "host" and "fell back" in note and "no netns here" in note
+    assert len(notes) == 1 and notes[0].startswith("warning: network confinement is not available")
+    with pytest.raises(_open.PreflightFailed, match="no netns here"):  # exit 12 upstream
+        _open._network(_options("confined"), notes.append)
+    assert _open._network(_options("host"), notes.append) == ("host", "asked: --network host")
 
 
 def test_network_mode_is_confined_when_the_preflight_verifies_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_commands, "network_preflight", lambda **_: Check("network", "ok", "x"))
-    err = Console(stderr=True)
-    assert _commands._network_mode(_args(None), err)[0] == "confined"  # type: ignore[index]
-    assert _commands._network_mode(_args("confined"), err)[0] == "confined"  # type: ignore[index]
+    monkeypatch.setattr(_open, "network_preflight", lambda **_: Check("network", "ok", "x"))
+    assert _open._network(_options(None), print)[0] == "confined"
+    assert _open._network(_options("confined"), print)[0] == "confined"

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ._errors import CampaignError
+from campaign._errors import CampaignError
+
+from ._lock import LOCK_NAME
 
 FALLBACK_ROOT: Final = Path("/var/tmp/headwater-campaign/batches")
-LOCK_NAME: Final = ".lock"
-"""The batch's lock file (flock, held by the runner writing it); not content."""
 """Default batch root when the checkout's ``batches/`` resolves under ``$HOME``."""
 
 
@@ -36,7 +36,8 @@ class BatchDirRefused(CampaignError):
     """
 
     def __init__(self, path: Path, rule: str, detail: str) -> None:
-        super().__init__(f"batch directory {path}: {detail} ({rule})")
+        code = f" ({rule})" if rule.startswith("RC-") else ""
+        super().__init__(f"batch directory {path}: {detail}{code}")
         self.path = path
         self.rule = rule
         self.detail = detail
@@ -73,7 +74,7 @@ def default_root(*, home: Path | None = None) -> Path:
     a source tree) and resolves outside ``$HOME``.
     """
     home = _home() if home is None else home
-    checkout = Path(__file__).resolve().parent.parent / "batches"
+    checkout = Path(__file__).resolve().parents[2] / "batches"
     if checkout.is_dir() and not is_under_home(checkout, home=home):
         return checkout
     return FALLBACK_ROOT
@@ -101,7 +102,7 @@ def prepare_batch_dir(
 
     Raises:
         BatchDirRefused: under ``$HOME`` (RC-06), or not empty for a new batch
-            (the message names the planned ``resume``).
+            (the message names ``resume``).
     """
     home = _home() if home is None else home
     if batch_dir is None:
@@ -118,15 +119,29 @@ def prepare_batch_dir(
     if must_be_new and resolved.exists():
         if not resolved.is_dir():
             raise BatchDirRefused(batch_dir, "usage", "exists and is not a directory")
-        if any(p.name != LOCK_NAME for p in resolved.iterdir()):
+        if any(not _setup_leftover(p, resolved) for p in resolved.iterdir()):
             raise BatchDirRefused(
                 batch_dir,
                 "usage",
-                "exists and is not empty; pass a new --batch-dir (finishing an interrupted "
-                "batch in place is the planned `resume` command)",
+                "exists and is not empty; pass a new --batch-dir, or, to finish a stopped "
+                f"batch, `headwater-campaign resume {resolved}`",
             )
     resolved.mkdir(parents=True, exist_ok=True)
     return resolved
+
+
+_SETUP_FILES: Final = frozenset({LOCK_NAME, "config.yaml"})
+"""What a runner writes into a new batch before plan.yaml, which marks the batch as made."""
+
+
+def _setup_leftover(path: Path, batch: Path) -> bool:
+    """True for a file a runner killed while making the batch left behind (it holds no session:
+    plan.yaml, written last of the set-up, is not there yet)."""
+    if (batch / "plan.yaml").exists():
+        return path.name == LOCK_NAME
+    name = path.name
+    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml."))
+                                    and name.endswith(".tmp"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,24 +1,32 @@
 """One attempt of one session: seal, confine, drive, observe, record.
 
 This is where the three packages meet. Every attempt ends in exactly one
-state of DESIGN.md's table and leaves two ledger lines ("started", then
-"final"); only a ``recorded`` attempt carries an event. Nothing observed is
-lost: a refusal, a fault or a cancellation still writes its final line (a
-cancelled attempt is written as ``killed`` before the cancellation goes on).
+state of DESIGN.md's table and leaves two ledger records (``started``, then
+``final``); only a ``recorded`` attempt carries an event. Nothing observed is
+lost: a refusal, a fault or a cancellation still writes its final record (a
+cancelled attempt is written as ``killed``, not counted against ``--retries``,
+before the cancellation goes on).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import shutil
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
+from campaign._corpus import Corpus
+from campaign._errors import SealRefused
+from campaign._plan import Plan
+from campaign._seal import seal_workspace
+from campaign.batch._atomic import write_atomic
+from campaign.batch._dir import session_paths
+from campaign.batch._records import FinalRecord, StartedRecord, utc_now
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_harness
 from recorder._event import build_event, observed_calls
@@ -36,30 +44,48 @@ from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser, drop_argv, hand_over
 from sandbox._privileges import session_user as _current_session_user
 
-from ._batch import session_paths
-from ._corpus import Corpus
-from ._errors import SealRefused
-from ._ledger import Ledger, utc_now
-from ._plan import Plan
-from ._seal import seal_workspace
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from campaign.batch._journal import Journal
+
+    from ._spec import SessionSpec
 
 HARNESS_MOUNT: Final = "/opt/harness/claude"
 """Where the harness binary is bound read-only inside the sandbox (RC-02)."""
-WATCHDOG_S: Final = 600.0
-"""No-output watchdog default (DESIGN.md, defaults)."""
-SESSION_TIMEOUT_S: Final = 1800.0
-"""Per-session wall limit default (DESIGN.md, ``--session-timeout``)."""
+HOST_REFUSED: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+"""errno values that mean the host refused a write (disk full, quota, read-only): exit 6."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionSpec:
-    """One session to run: a probe, an arm, a repetition, and its name in the batch."""
+class HostWriteRefused(Exception):
+    """The host refused a write the batch needs (disk full, quota): the batch stops (exit 6).
 
-    probe: str
-    arm: str
-    repetition: int
-    session: str
-    attempt: int = 1
+    The attempt in progress has no final record (it did not end; the host
+    stopped it): ``resume`` reruns it, and it does not count against
+    ``--retries``.
+    """
+
+    def __init__(self, what: str, error: OSError) -> None:
+        super().__init__(f"the host refused a write ({what}): {error.strerror or error}; the "
+                         "batch stopped cleanly: free space, then `headwater-campaign resume`")
+        self.what = what
+        self.error = error
+
+
+def refused_write(exc: OSError) -> bool:
+    """True when ``exc`` says the host refused a write (`HOST_REFUSED`)."""
+    return exc.errno in HOST_REFUSED
+
+
+@contextlib.contextmanager
+def _host_writes(what: str) -> Iterator[None]:
+    """Turn a refused write into `HostWriteRefused`; other OSErrors stay what they are."""
+    try:
+        yield
+    except OSError as exc:
+        if refused_write(exc):
+            raise HostWriteRefused(what, exc) from exc
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +101,11 @@ class BatchContext:
     credentials: Credentials
     provider_url: str | None
     layout: HostLayout
-    session_timeout_s: float = SESSION_TIMEOUT_S
-    watchdog_s: float = WATCHDOG_S
+    session_timeout_s: float
+    watchdog_s: float
+    post_result_grace_s: float
+    invocation: int
+    """The ledger's number of the invocation running these sessions."""
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()
     discard_workspaces: bool = False
@@ -84,121 +113,103 @@ class BatchContext:
     """``confined``: own network namespace, egress proxy to the provider only (the default);
     ``host``: the host's network (RC-05's one admitted exception; the prose says so)."""
     session_user: SessionUser | None = field(default_factory=_current_session_user)
-    """Who sessions run as (issue 5, no root inside): None for a runner that is not root; for
-    a root runner ``headwater-session``, dropped to before bwrap starts. Looked up when the
-    context is made; raises `SessionUserUnusable` there when a root runner has no such user."""
+    """Who sessions run as (no root inside): None for a runner that is not root; for a root
+    runner ``headwater-session``, dropped to before bwrap starts. Looked up when the context
+    is made; raises `SessionUserUnusable` there when a root runner has no such user."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionOutcome:
-    """The final state of one attempt, as written to the ledger."""
-
-    spec: SessionSpec
-    state: str
-    reason: str
-    cost_usd: Decimal | None
-    outside_paths: int
-    record: dict[str, Any] = field(repr=False)
+def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
+           **facts: Any) -> FinalRecord:
+    return FinalRecord(arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
+                       repetition=spec.repetition, attempt=attempt, invocation=ctx.invocation,
+                       started_at=started, **facts)
 
 
-def _final_record(spec: SessionSpec, started: str, **facts: Any) -> dict[str, Any]:
-    return {
-        "kind": "final",
-        "arm": spec.arm,
-        "probe": spec.probe,
-        "session": spec.session,
-        "repetition": spec.repetition,
-        "attempt": spec.attempt,
-        "started_at": started,
-        "at": utc_now(),
-        **facts,
-    }
+_NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
 
 
-async def run_session(spec: SessionSpec, ctx: BatchContext, ledger: Ledger) -> SessionOutcome:
-    """Run one attempt of ``spec`` and write its two ledger lines.
+async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
+                      journal: Journal) -> FinalRecord:
+    """Run attempt ``attempt`` of ``spec`` and write its two ledger records.
 
     **Cancellation:** the harness is reaped by the driver, the credentials
-    copy is removed, the attempt is written as ``killed`` (reason
-    "cancelled"), and the cancellation propagates.
+    copy is removed, the attempt is written as ``killed`` (reason: the runner
+    stopped; it does not count against ``--retries``), and the cancellation
+    propagates.
 
     Returns:
-        The outcome. A non-recorded state is data, not an exception.
+        The final record. A non-recorded state is data, not an exception.
 
     Raises:
-        Only unexpected errors (bugs); refusals and faults become states.
+        HostWriteRefused: the host refused a write (disk full); no final record.
+        Exception: only unexpected errors (bugs); refusals and faults become states.
     """
-    paths = session_paths(ctx.batch, arm=spec.arm, probe=spec.probe, session=spec.session)
+    paths = session_paths(ctx.batch, arm=spec.arm.arm, probe=spec.probe.id,
+                          session=spec.session)
     started = utc_now()
-    ledger.append(
-        {"kind": "started", "arm": spec.arm, "probe": spec.probe, "session": spec.session,
-         "repetition": spec.repetition, "attempt": spec.attempt, "at": started}
-    )
-    if paths.root.exists():  # a rerun of an attempt that did not finish
-        shutil.rmtree(paths.root)
-    paths.root.mkdir(parents=True)
-    paths.log_dir.mkdir()
+    with _host_writes("the ledger"):
+        await journal.record(StartedRecord(
+            arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
+            repetition=spec.repetition, attempt=attempt, invocation=ctx.invocation,
+            position=spec.position, at=started))
+    try:
+        with _host_writes("the session's workspace"):
+            record = await _attempt(spec, attempt, ctx, paths, started)
+    except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+        # The runner is stopping (a signal): the attempt ends killed, shielded. Any
+        # other exception is a bug: it propagates (exit 1), and the attempt stays
+        # without a final record, which is the truth (it never finished).
+        with _host_writes("the ledger"):
+            await journal.record(_final(
+                spec, attempt, ctx, started, state="killed",
+                reason="killed: the runner stopped (a signal) while the session ran",
+                cost_usd=None, cost_known=False, retryable=True, counts=False))
+        raise
+    with _host_writes("the ledger"):
+        await journal.record(record)
+    if ctx.discard_workspaces:
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(paths.workspace,
+                                                             ignore_errors=True))
+    return record
+
+
+async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Any,
+                   started: str) -> FinalRecord:
+    def fresh() -> None:
+        if paths.root.exists():  # a rerun of an attempt: a retry starts from a fresh seal
+            shutil.rmtree(paths.root)
+        paths.root.mkdir(parents=True)
+        paths.log_dir.mkdir()
+
+    await anyio.to_thread.run_sync(fresh)
     try:
         sealed = await anyio.to_thread.run_sync(
-            lambda: seal_workspace(
-                ctx.corpus, probe_id=spec.probe, arm=spec.arm, out=paths.workspace
-            )
-        )
+            lambda: seal_workspace(ctx.corpus, probe_id=spec.probe.id, arm=spec.arm.arm,
+                                   out=paths.workspace))
     except SealRefused as exc:
-        return _finish(spec, ledger, _final_record(
-            spec, started, state="refused-seal", reason=f"RC-09: {exc}", cost_usd=None,
-            cost_known=True, outside_paths=0, anomalies=0, retryable=False,
-            served_model=None, claude_code_version=None,
-        ))
-    paths.manifest.write_text(json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n")
-    try:
-        owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
-        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
-            record = await _drive(spec, ctx, paths, sealed.manifest, started, egress)
-    except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
-        # The runner is stopping (a signal, a budget): the attempt ends killed.
-        # Synchronous (no checkpoint): written whole even while cancelled. Any
-        # other exception is a bug: it propagates (exit 1), and the attempt
-        # stays without a final line, which is the truth (it never finished).
-        _finish(spec, ledger, _final_record(
-            spec, started, state="killed", reason="cancelled: the runner stopped mid-session",
-            cost_usd=None, cost_known=False, outside_paths=0, anomalies=0, retryable=True,
-            served_model=None, claude_code_version=None,
-        ))
-        raise
-    if ctx.discard_workspaces:
-        shutil.rmtree(paths.workspace, ignore_errors=True)
-    return _finish(spec, ledger, record)
-
-
-def _finish(spec: SessionSpec, ledger: Ledger, record: dict[str, Any]) -> SessionOutcome:
-    ledger.append(record)
-    cost = record.get("cost_usd")
-    return SessionOutcome(
-        spec=spec,
-        state=str(record["state"]),
-        reason=str(record.get("reason", "")),
-        cost_usd=Decimal(cost) if cost is not None else None,
-        outside_paths=int(record.get("outside_paths", 0)),
-        record=record,
-    )
+        return _final(spec, attempt, ctx, started, state="refused-seal",
+                      reason=f"refused-seal: {exc}", **_NOTHING_RAN)
+    manifest = json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n"
+    await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
+    owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
+    async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
+        facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress)
+    return _final(spec, attempt, ctx, started, **facts)
 
 
 async def _drive(
     spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
     egress: EgressProxy | None = None,
 ) -> dict[str, Any]:
-    probe = ctx.corpus.probes[spec.probe]
+    probe = spec.probe
     try:  # before any credentials copy: a refusal here has spent nothing
         hand_over(ctx.session_user, own=[paths.workspace, paths.log_dir],
                   reach=[ctx.harness, *([egress.socket_path] if egress else [])])
     except SessionUserUnusable as exc:
-        return _final_record(
-            spec, started, state="refused-confinement", reason=f"RC-05: {exc}", cost_usd=None,
-            cost_known=True, outside_paths=0, anomalies=0, retryable=False,
-            served_model=None, claude_code_version=None,
-        )
-    name = f"{spec.arm}-{spec.probe}-{spec.session}"
+        return {"state": "refused-confinement",
+                "reason": f"refused-confinement: the session cannot be confined: {exc} (RC-05)",
+                **_NOTHING_RAN}
+    name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
     with session_config_dir(ctx.credentials, name=name, owner=ctx.session_user) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
@@ -219,7 +230,7 @@ async def _drive(
         )
         command = harness_command(
             harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
-            allowed_tools=ctx.plan.arm_spec(spec.arm).allowed_tools,  # per arm (mcp adds)
+            allowed_tools=spec.arm.allowed_tools,  # per arm (mcp adds)
         )
         # The lifeline ends the session with the runner, however the runner ends; with a
         # confined network socat bridges loopback to the egress socket first (sandbox._init).
@@ -227,7 +238,7 @@ async def _drive(
 
         def argv_for(fd: int | None) -> Sequence[str]:
             assert fd is not None
-            # A root runner's sessions start as the session user: no root inside (issue 5).
+            # A root runner's sessions start as the session user: no root inside the sandbox.
             return [*drop_argv(ctx.session_user),
                     *bwrap_argv(conf, command, bwrap=ctx.bwrap, args_fd=fd)]
 
@@ -248,6 +259,7 @@ async def _drive(
         "retryable": obs.retryable,
         "served_model": obs.served_model,
         "claude_code_version": obs.claude_code_version,
+        "api_error_status": obs.api_error_status,
         "exit_status": result.exit_status,
         "end": result.end,
         "duration_s": round(result.duration_s, 3),
@@ -270,7 +282,7 @@ async def _drive(
                 facts["findings_note"] = checked.note
         event = await anyio.to_thread.run_sync(
             lambda: build_event(
-                obs, probe=spec.probe, session=spec.session, workspace=paths.workspace,
+                obs, probe=spec.probe.id, session=spec.session, workspace=paths.workspace,
                 manifest=manifest, declared_answers=probe.answers, corpus_ids=ctx.corpus.ids,
                 produced_extra=ctx.produced_extra, findings=findings,
             )
@@ -281,7 +293,7 @@ async def _drive(
             call.model_dump(mode="json", exclude_unset=True)
             for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest)
         ]
-    return _final_record(spec, started, **facts)
+    return facts
 
 
 def _observed_extras(obs: Observation) -> dict[str, Any]:

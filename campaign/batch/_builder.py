@@ -1,0 +1,291 @@
+"""One arm's transcript, built incrementally from the ledger's records (RC-14..RC-16).
+
+`ArmTranscript` takes the arm's ``started`` and ``final`` records one at a
+time (the journal hands each over as it is appended) and keeps only small
+facts per session: its row, the ledger offset of its recorded final line,
+costs and versions. `ArmTranscript.freeze` then copies them and `FrozenArm.transcript` (in any
+thread) makes the `Transcript` without
+re-reading the ledger, except each recorded event, read at its offset. So a
+render is linear in the arm's sessions, and holding a 10,000-session batch
+costs a few hundred bytes per session, not its events.
+
+Identity (RC-14): the six plan members copied unchanged; ``model`` the model
+passed; ``served_version`` the most frequent served model of the recorded
+sessions (the model name when none was recorded); ``at`` the first session's
+start; ``cost_cents`` the ceiling of 100 x the sum of every attempt's cost,
+unknown costs adding nothing and making the figure a stated lower bound.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Final
+
+from recorder._cost import cost_cents, decimal_cost
+from recorder._transcript import (
+    Event,
+    Identity,
+    SessionRow,
+    Transcript,
+    prose_for,
+    served_version_of,
+)
+from recorder._vocab import NOTHING_SPENT, is_recorded
+
+from ._fold import SessionKey
+from ._ledger import read_record_at
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from campaign._plan import Plan
+
+    from ._records import FinalRecord, StartedRecord
+
+_LISTED_SESSIONS: Final = 5
+"""Sessions named per denied host in the prose; further ones are counted."""
+_EPOCH: Final = "1970-01-01T00:00:00Z"
+"""``at`` of an arm none of whose sessions has started (its transcript lists none)."""
+
+
+@dataclass(slots=True)
+class _Session:
+    """The last final record's facts of one session, as its row and event need them."""
+
+    state: str
+    outside_paths: int
+    event_offset: int | None
+    """Ledger offset of the recorded final line (its ``event``); None when not recorded."""
+    served_model: str | None
+    notes: tuple[str, ...]
+    anomalies: int
+
+
+def session_order(key: SessionKey) -> tuple[str, int, str]:
+    """Rows and events sort by probe, then the session name's number, then the name."""
+    digits = "".join(ch for ch in key.session if ch.isdigit())
+    return (key.probe, int(digits) if digits else 0, key.session)
+
+
+class ArmTranscript:
+    """The growing transcript of one arm of a batch.
+
+    Args:
+        plan: The batch's plan (identity members, the arm's tools and identity).
+        arm: The arm.
+        ledger: The ledger file, for reading recorded events at their offsets.
+        network: The batch's network mode, for an arm whose sessions carry none.
+        provider_note: One sentence on which provider the batch ran against.
+        planned: The planned sessions of this arm (to count what is outstanding).
+    """
+
+    def __init__(self, plan: Plan, arm: str, *, ledger: Path, network: str,
+                 provider_note: str, planned: Iterable[SessionKey] = ()) -> None:
+        self.plan = plan
+        self.arm = arm
+        self._ledger = ledger
+        self._network = network
+        self._provider_note = provider_note
+        self._planned = {key for key in planned if key.arm == arm}
+        self._sessions: dict[SessionKey, _Session] = {}
+        self._first_start: str | None = None
+        self._costs: list[Decimal] = []
+        self._unknown_cost: list[str] = []
+        self._versions: set[str] = set()
+        self._modes: dict[str, dict[str, None]] = {}
+        self._allowed: Counter[str] = Counter()
+        self._denied: dict[str, Counter[str]] = {}
+        self._outstanding = 0
+        self.dirty = True
+        """Changed since the last `freeze` (the renderer writes only dirty arms)."""
+
+    def is_planned(self, key: SessionKey) -> bool:
+        """True for a session the plan names (``record``'s sessions are not planned)."""
+        return key in self._planned
+
+    def started(self, record: StartedRecord) -> None:
+        """Take a ``started`` record of this arm."""
+        if self._first_start is None or record.at < self._first_start:
+            self._first_start = record.at
+            self.dirty = True
+
+    def final(self, record: FinalRecord, offset: int) -> None:
+        """Take a ``final`` record of this arm, written at ``offset`` of the ledger."""
+        key = SessionKey(record.arm, record.probe, record.session)
+        name = f"{key.probe}/{key.session}"
+        cost = decimal_cost(record.cost_usd)
+        if cost is not None:
+            self._costs.append(cost)
+        elif not record.cost_known and record.state not in NOTHING_SPENT:
+            self._unknown_cost.append(f"{name} attempt {record.attempt}")
+        if record.claude_code_version:
+            self._versions.add(record.claude_code_version)
+        if record.network:
+            self._modes.setdefault(record.network, {})[name] = None
+        egress = record.egress or {}
+        if egress:
+            self._allowed[str(egress.get("allowed_target"))] += int(egress.get("allowed", 0))
+        for host, count in (egress.get("denied") or {}).items():
+            self._denied.setdefault(str(host), Counter())[name] += int(count)
+        self._sessions[key] = _Session(
+            state=record.state, outside_paths=record.outside_paths,
+            event_offset=offset if is_recorded(record.state) else None,
+            served_model=record.served_model if is_recorded(record.state) else None,
+            notes=_session_notes(name, record), anomalies=record.anomalies,
+        )
+        self.dirty = True
+
+    def set_outstanding(self, count: int) -> None:
+        """How many planned sessions of this arm are not finished (said in the prose)."""
+        if count != self._outstanding:
+            self._outstanding = count
+            self.dirty = True
+
+    def freeze(self) -> FrozenArm:
+        """A copy of what the arm knows now (cheap: shallow copies), to build in another thread.
+
+        Call on the thread that feeds `started`/`final`; build the copy anywhere.
+        """
+        self.dirty = False
+        return FrozenArm(
+            plan=self.plan, arm=self.arm, ledger=self._ledger, network=self._network,
+            provider_note=self._provider_note, planned=len(self._planned),
+            sessions=dict(self._sessions), first_start=self._first_start,
+            costs=list(self._costs), unknown_cost=list(self._unknown_cost),
+            versions=sorted(self._versions),
+            modes={mode: list(names) for mode, names in self._modes.items()},
+            allowed=Counter(self._allowed),
+            denied={host: Counter(c) for host, c in self._denied.items()},
+            outstanding=self._outstanding,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenArm:
+    """What an `ArmTranscript` knew at one moment; `transcript` builds it (reads events)."""
+
+    plan: Plan
+    arm: str
+    ledger: Path
+    network: str
+    provider_note: str
+    planned: int
+    sessions: dict[SessionKey, _Session]
+    first_start: str | None
+    costs: list[Decimal]
+    unknown_cost: list[str]
+    versions: list[str]
+    modes: dict[str, list[str]]
+    allowed: Counter[str]
+    denied: dict[str, Counter[str]]
+    outstanding: int
+
+    def transcript(self) -> Transcript:
+        """The transcript (linear in sessions; reads each recorded event at its offset).
+
+        Raises:
+            LedgerCorrupt: a recorded event's line no longer reads back.
+            pydantic.ValidationError: a recorded event breaks the closed key sets.
+        """
+        rows: list[SessionRow] = []
+        events: list[Event] = []
+        served: Counter[str] = Counter()
+        notes: list[str] = []
+        for key in sorted(self.sessions, key=session_order):
+            s = self.sessions[key]
+            rows.append(SessionRow(probe=key.probe, session=key.session, state=s.state,
+                                   outside_paths=s.outside_paths))
+            notes += s.notes
+            if s.event_offset is not None:
+                record = read_record_at(self.ledger, s.event_offset)
+                events.append(Event.model_validate(getattr(record, "event", None)))
+                if s.served_model:
+                    served[s.served_model] += 1
+        plan = self.plan
+        cost = cost_cents([*self.costs, *([None] * len(self.unknown_cost))])
+        mode, network_lines = self._network_prose()
+        identity = Identity(
+            model=plan.model, served_version=served_version_of(served.elements(),
+                                                               fallback=plan.model),
+            tree=plan.tree, lock=plan.lock, selection=plan.selection, read_set=plan.read_set,
+            seed=plan.seed, harness=plan.harness, tier=plan.tier, arm=self.arm,
+            at=self.first_start or _EPOCH, cost_cents=cost.cents,
+        )
+        tools, arm_line = arm_tools_and_identity(plan, self.arm)
+        extra = [self.provider_note, *network_lines, *notes]
+        if self.outstanding:
+            extra.append(incomplete_line(self.outstanding, self.planned or len(rows)))
+        prose = prose_for(
+            arm=identity.arm, tier=plan.tier, allowed_tools=list(tools), network=mode,
+            claude_code_versions=self.versions, served_versions=served, cost=cost,
+            unknown_cost_sessions=self.unknown_cost,
+            outside_paths_total=sum(r.outside_paths for r in rows),
+            anomalies_total=sum(s.anomalies for s in self.sessions.values()),
+            arm_identity=arm_line, extra=extra,
+        )
+        return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
+
+    def _network_prose(self) -> tuple[str, list[str]]:
+        """The mode of the arm's sessions and the prose lines about their egress."""
+        modes = self.modes
+        mode = self.network if not modes else next(iter(modes)) if len(modes) == 1 else "mixed"
+        lines: list[str] = []
+        if len(modes) > 1:
+            listed = ", ".join(f"{m} ({len(names)})" for m, names in sorted(modes.items()))
+            open_ = ", ".join(modes.get("host", [])) or "none"
+            lines.append(f"Network modes differ across this arm's sessions: {listed}; the "
+                         f"channel was open for the host sessions: {open_}.")
+        if "confined" in modes:
+            targets = ", ".join(f"{t} ({n} relayed)" for t, n in sorted(self.allowed.items()))
+            lines.append(f"Egress proxy: allowed only the provider, {targets or 'none'}.")
+            total = sum(sum(c.values()) for c in self.denied.values())
+            named = [f"{host} x{sum(c.values())} ({_names(c)})"
+                     for host, c in sorted(self.denied.items())]
+            lines.append(f"Denied connections: {total}"
+                         + (f": {', '.join(named)}." if named else "."))
+        return mode, lines
+
+
+def incomplete_line(outstanding: int, planned: int) -> str:
+    """The prose sentence of a transcript whose batch has sessions outstanding."""
+    return (f"This batch is incomplete: {outstanding} of the {planned} planned sessions of this "
+            "arm are not final yet (never started, interrupted, or ended in a state worth "
+            "another attempt); `headwater-campaign resume` on this batch runs them.")
+
+
+def arm_tools_and_identity(plan: Plan, arm: str) -> tuple[tuple[str, ...], str | None]:
+    """The arm's allowed tools and its identity sentence for the prose.
+
+    A plan without the arm (cannot happen for a batch's own arms) gives the
+    plan's tools and no identity sentence.
+    """
+    spec = next((s for s in plan.arm_specs if s.arm == arm), None)
+    if spec is None:
+        return plan.tools, None
+    return spec.allowed_tools, (
+        f"{spec.identity}, the digest of the arm's workspace layer {spec.layer} (the tree "
+        f"formula over the layer files the arm keeps) and of its harness flags {spec.flags} "
+        "(permission mode, setting sources, allowed and disallowed tools). Batches whose arm "
+        "identities are equal ran the same arm.")
+
+
+def _session_notes(name: str, record: FinalRecord) -> tuple[str, ...]:
+    """Prose lines for what a final record says beyond its row (RC-10, RC-11)."""
+    notes = []
+    if record.findings_note:
+        notes.append(f"{name}: {record.findings_note}; its artifacts carry no findings key "
+                     "(not checked, which is not a pass).")
+    if record.orphan_results:
+        notes.append(f"{name}: {len(record.orphan_results)} tool_result(s) answered no "
+                     "tool_use seen before them; the ledger keeps their ids and digests.")
+    return tuple(notes)
+
+
+def _names(counts: Counter[str]) -> str:
+    names = list(counts)
+    shown = ", ".join(names[:_LISTED_SESSIONS])
+    more = len(names) - _LISTED_SESSIONS
+    return shown + (f" and {more} more" if more > 0 else "")

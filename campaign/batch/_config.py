@@ -1,0 +1,149 @@
+"""``config.yaml`` and ``plan.yaml``: what a batch ran with, written once, read back by resume.
+
+``config.yaml`` holds the `BatchOptions` (``options``) and the facts the
+runner measured when the batch was made (`BatchFacts`: harness version,
+network mode, arm identities, the order's algorithm). No secret is written:
+the API key's *variable name* is an option, its value never is.
+``plan.yaml`` is the plan exactly as ``plan --format yaml`` prints it.
+Both are written atomically (`write_atomic`).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from campaign._plan import Plan, dump_plan
+
+from ._atomic import write_atomic
+from ._options import BatchOptions
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+CONFIG_NAME: Final = "config.yaml"
+PLAN_NAME: Final = "plan.yaml"
+CONFIG_FORMAT: Final = 1
+
+
+class BatchFileError(Exception):
+    """``config.yaml`` or ``plan.yaml`` of a batch is missing or unreadable (exit 2)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class OrderFacts(BaseModel):
+    """How the batch orders its sessions (docs/batch.md, "Order")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    algorithm: str
+    seed: int
+
+
+class BatchFacts(BaseModel):
+    """What the runner measured or decided when the batch was made."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    runner: str
+    """``headwater-campaign <version>`` that made the batch."""
+    harness_version: str
+    """The first line of the harness's ``--version`` (bounded)."""
+    network: Literal["confined", "host"]
+    network_note: str
+    """Why this mode: asked, verified, or fallen back (with the preflight's finding)."""
+    provider_note: str
+    """Which provider, said plainly: the real API at its URL, or the scripted loopback one."""
+    arms: dict[str, dict[str, Any]]
+    """Per arm: its identity, layer and flags digests and the harness flags it runs with."""
+    order: OrderFacts
+
+
+class BatchConfig(BaseModel):
+    """The whole of ``config.yaml``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[1] = CONFIG_FORMAT
+    options: BatchOptions
+    facts: BatchFacts
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.width = 2**31 - 1
+    return yaml
+
+
+def _dump(data: Any) -> bytes:
+    buf = io.StringIO()
+    _yaml().dump(data, buf)
+    return buf.getvalue().encode("utf-8")
+
+
+def _load(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise BatchFileError(path, "missing: this directory is not a batch (or not a "
+                                   "finished start of one)") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchFileError(path, f"cannot be read: {exc}") from exc
+    try:
+        return _yaml().load(text)
+    except YAMLError as exc:
+        raise BatchFileError(path, f"is not valid YAML:\n{exc}") from exc
+
+
+def write_config(batch: Path, config: BatchConfig) -> None:
+    """Write ``<batch>/config.yaml`` atomically.
+
+    Raises:
+        OSError: the host refused the write.
+    """
+    write_atomic(batch / CONFIG_NAME, _dump(config.model_dump(mode="json")))
+
+
+def read_config(batch: Path) -> BatchConfig:
+    """Read ``<batch>/config.yaml`` back.
+
+    Raises:
+        BatchFileError: missing, not YAML, or not the shape this runner writes.
+    """
+    path = batch / CONFIG_NAME
+    try:
+        return BatchConfig.model_validate(_load(path))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BatchFileError(path, f"{where}: {first['msg']} (not a config this runner "
+                                   "wrote)") from exc
+
+
+def write_plan(batch: Path, plan: Plan) -> None:
+    """Write ``<batch>/plan.yaml``: the plan exactly as ``plan --format yaml`` prints it."""
+    write_atomic(batch / PLAN_NAME, dump_plan(plan, "yaml").encode("utf-8"))
+
+
+def read_plan(batch: Path) -> Plan:
+    """Read ``<batch>/plan.yaml`` back (no comparison with any corpus here).
+
+    Raises:
+        BatchFileError: missing, not YAML, or not a plan.
+    """
+    path = batch / PLAN_NAME
+    try:
+        return Plan.model_validate(_load(path))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BatchFileError(path, f"{where}: {first['msg']} (not a plan)") from exc

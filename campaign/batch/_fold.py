@@ -1,0 +1,244 @@
+"""The ledger folded into what a batch knows of each session, one record at a time.
+
+`BatchFold.apply` takes each ledger record in order; the fold keeps, per
+session, a few counters and its last final record's small facts (never the
+event itself), and per arm the counts a person watching a batch asks for. It
+is the one reading of the ledger: ``resume`` asks it what did not finish, the
+live view and ``status`` ask it for `BatchStatistics`, and ``record`` asks it
+for the next session name. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from recorder._vocab import is_failure, is_recorded, is_refusal
+
+from ._records import (
+    BudgetStopRecord,
+    FinalRecord,
+    InvocationRecord,
+    StartedRecord,
+    StoppedRecord,
+)
+
+if TYPE_CHECKING:
+    from ._records import LedgerRecord
+
+LAST_FAILURES: Final = 5
+"""Failures the statistics keep for the live view (the newest first)."""
+
+
+class SessionKey(NamedTuple):
+    """One session of a batch: (arm, probe, session name)."""
+
+    arm: str
+    probe: str
+    session: str
+
+
+@dataclass(slots=True)
+class SessionLog:
+    """What the ledger says of one session so far."""
+
+    key: SessionKey
+    repetition: int
+    attempts: int = 0
+    """Attempts started, over every invocation."""
+    running: bool = False
+    """The last attempt started and has no final record (running, or the runner died)."""
+    state: str | None = None
+    """The state of the last final record; None before any."""
+    reason: str = ""
+    retryable: bool = False
+    outside_paths: int = 0
+    started_at: str | None = None
+    """The first attempt's start (RFC 3339 UTC)."""
+    first_state: str | None = None
+    """The state of attempt 1 (first-attempt outcomes apart from retried ones)."""
+
+    @property
+    def finished(self) -> bool:
+        """A final state that nothing reruns: recorded, or not retryable."""
+        return self.state is not None and not self.running and not self.retryable
+
+    @property
+    def outstanding(self) -> bool:
+        """Not finished: never started, running or interrupted, or last ended retryable."""
+        return not self.finished
+
+
+@dataclass(slots=True)
+class ArmCounts:
+    """Per-arm counts; every denominator is ``planned``."""
+
+    planned: int = 0
+    recorded: int = 0
+    refused: int = 0
+    failed: int = 0
+    """Final in a state that is neither recorded nor refused (retryable ones included)."""
+    running: int = 0
+    retried: int = 0
+    """Sessions with more than one attempt."""
+    cost_usd: Decimal = field(default_factory=Decimal)
+    """Sum of every known attempt cost of the arm, USD."""
+    cost_unknown: int = 0
+    """Attempts whose cost is unknown (the figure is then a lower bound)."""
+
+    @property
+    def final(self) -> int:
+        """Sessions whose last attempt is final (recorded, refused or failed)."""
+        return self.recorded + self.refused + self.failed
+
+    @property
+    def queued(self) -> int:
+        """Planned sessions not final and not running."""
+        return max(0, self.planned - self.final - self.running)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed or refused attempt, for the live view."""
+
+    key: SessionKey
+    attempt: int
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStatistics:
+    """A frozen snapshot of the fold for the live view and ``status`` (no internals)."""
+
+    arms: dict[str, ArmCounts]
+    last_failures: tuple[Failure, ...]
+    spend_usd: Decimal
+    """Every known attempt cost of the batch, USD."""
+    cost_unknown: int
+    max_cost_cents: int | None
+    """The budget of the latest invocation, cents."""
+    invocations: int
+    last_invocation_pid: int | None
+    stopped: StoppedRecord | None
+    """The latest invocation's end, None while it runs (or when it was killed)."""
+    budget_stop: BudgetStopRecord | None
+
+
+class BatchFold:
+    """Folds ledger records into per-session logs and per-arm counts.
+
+    Args:
+        planned: The sessions the plan names, with their repetitions; sessions
+            seen in the ledger and not planned (``record``'s) are added as seen.
+    """
+
+    def __init__(self, planned: Iterable[tuple[SessionKey, int]] = ()) -> None:
+        self.sessions: dict[SessionKey, SessionLog] = {}
+        self.arms: dict[str, ArmCounts] = {}
+        self.spend_usd = Decimal(0)
+        self.cost_unknown = 0
+        self.largest_attempt_usd: Decimal | None = None
+        """The largest known cost of one attempt so far (the budget's projection)."""
+        self.invocation: InvocationRecord | None = None
+        self.stopped: StoppedRecord | None = None
+        self.budget_stop: BudgetStopRecord | None = None
+        self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
+        for key, repetition in planned:
+            self._log(key, repetition)
+
+    def _log(self, key: SessionKey, repetition: int) -> SessionLog:
+        log = self.sessions.get(key)
+        if log is None:
+            log = self.sessions[key] = SessionLog(key, repetition)
+            self.arms.setdefault(key.arm, ArmCounts()).planned += 1
+        return log
+
+    def apply(self, record: LedgerRecord) -> None:
+        """Take the next ledger record (in ledger order)."""
+        if isinstance(record, StartedRecord):
+            self._started(record)
+        elif isinstance(record, FinalRecord):
+            self._final(record)
+        elif isinstance(record, InvocationRecord):
+            self.invocation = record
+            self.stopped = None
+            self.budget_stop = None
+        elif isinstance(record, StoppedRecord):
+            self.stopped = record
+        elif isinstance(record, BudgetStopRecord):
+            self.budget_stop = record
+
+    def _started(self, record: StartedRecord) -> None:
+        key = SessionKey(record.arm, record.probe, record.session)
+        log = self._log(key, record.repetition)
+        counts = self.arms[key.arm]
+        self._uncount(log, counts)
+        log.attempts = max(log.attempts, record.attempt)
+        log.running = True
+        log.started_at = log.started_at or record.at
+        counts.running += 1
+        if log.attempts == 2:
+            counts.retried += 1
+
+    def _final(self, record: FinalRecord) -> None:
+        key = SessionKey(record.arm, record.probe, record.session)
+        log = self._log(key, record.repetition)
+        counts = self.arms[key.arm]
+        self._uncount(log, counts)
+        log.attempts = max(log.attempts, record.attempt)
+        log.state, log.reason, log.retryable = record.state, record.reason, record.retryable
+        log.outside_paths = record.outside_paths
+        if record.attempt == 1:
+            log.first_state = record.state
+        if is_recorded(record.state):
+            counts.recorded += 1
+        elif is_refusal(record.state):
+            counts.refused += 1
+        else:
+            counts.failed += 1
+        if not is_recorded(record.state):
+            self._failures.appendleft(Failure(key, record.attempt, record.state, record.reason))
+        if record.cost_usd is not None:
+            cost = Decimal(record.cost_usd)
+            counts.cost_usd += cost
+            self.spend_usd += cost
+            if self.largest_attempt_usd is None or cost > self.largest_attempt_usd:
+                self.largest_attempt_usd = cost
+        elif not record.cost_known:
+            counts.cost_unknown += 1
+            self.cost_unknown += 1
+
+    @staticmethod
+    def _uncount(log: SessionLog, counts: ArmCounts) -> None:
+        """Take the session's current standing out of its arm's counts (it is about to move)."""
+        if log.running:
+            counts.running -= 1
+            log.running = False
+        elif log.state is not None:
+            if is_recorded(log.state):
+                counts.recorded -= 1
+            elif is_refusal(log.state):
+                counts.refused -= 1
+            elif is_failure(log.state):
+                counts.failed -= 1
+
+    def outstanding(self) -> list[SessionLog]:
+        """The sessions that are not finished (``resume`` runs these), in no particular order."""
+        return [log for log in self.sessions.values() if log.outstanding]
+
+    def statistics(self) -> BatchStatistics:
+        """A frozen copy of the counts for display."""
+        arms = {arm: ArmCounts(c.planned, c.recorded, c.refused, c.failed, c.running, c.retried,
+                               c.cost_usd, c.cost_unknown) for arm, c in self.arms.items()}
+        inv = self.invocation
+        return BatchStatistics(
+            arms=arms, last_failures=tuple(self._failures), spend_usd=self.spend_usd,
+            cost_unknown=self.cost_unknown,
+            max_cost_cents=inv.max_cost_cents if inv else None,
+            invocations=inv.number if inv else 0, last_invocation_pid=inv.pid if inv else None,
+            stopped=self.stopped, budget_stop=self.budget_stop,
+        )

@@ -1,0 +1,149 @@
+"""The journal: every ledger append also folded and handed to the arms' transcripts.
+
+One place writes the ledger during a batch: `Journal.record`. It appends the
+record (fsync in a worker thread, shielded: a record asked for is written
+whole even while the batch is being cancelled), then, on the event loop's
+thread, folds it (`BatchFold`) and hands ``started``/``final`` records to their
+arm's `ArmTranscript`. `Journal.render` writes the arms whose transcripts
+changed, each built and written in a worker thread (`write_transcript`
+renders, proves by reading back, and replaces the file atomically).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+
+from recorder._transcript import write_transcript
+
+from ._builder import ArmTranscript
+from ._dir import transcript_path
+from ._fold import BatchFold, SessionKey
+from ._ledger import Ledger, read_ledger_at
+from ._records import FinalRecord, StartedRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from pydantic import BaseModel
+
+    from campaign._plan import Plan
+
+    from ._builder import FrozenArm
+    from ._records import LedgerRecord
+
+
+class Journal:
+    """The ledger, its fold and the per-arm transcript builders of one open batch.
+
+    Args:
+        batch: The batch directory.
+        plan: Its plan.
+        planned: The planned sessions with their repetitions (``record`` passes none).
+        network: The batch's network mode (for arms whose sessions carry none).
+        provider_note: The sentence on the provider, for every transcript's prose.
+
+    Raises:
+        OSError: the ledger cannot be opened or its torn tail set aside.
+        LedgerCorrupt: the existing ledger holds a line the runner did not write.
+    """
+
+    def __init__(self, batch: Path, plan: Plan, *, planned: Iterable[tuple[SessionKey, int]],
+                 network: str, provider_note: str) -> None:
+        self.batch = batch
+        planned = list(planned)
+        self.ledger = Ledger(batch / "ledger.jsonl")
+        self.fold = BatchFold(planned)
+        keys = [key for key, _ in planned]
+        self.arms: dict[str, ArmTranscript] = {
+            arm: ArmTranscript(plan, arm, ledger=self.ledger.path, network=network,
+                               provider_note=provider_note, planned=keys)
+            for arm in plan.arms}
+        self.last_render_s = 0.0
+        """Seconds the last `render` took (the supervisor spaces renders by it)."""
+        try:
+            for offset, record in read_ledger_at(self.ledger.path):
+                self._apply(record, offset)
+        except BaseException:
+            self.ledger.close()
+            raise
+
+    def _apply(self, record: LedgerRecord, offset: int) -> None:
+        self.fold.apply(record)
+        if isinstance(record, StartedRecord | FinalRecord):
+            arm = self.arms.get(record.arm)
+            if arm is None:
+                return
+            if isinstance(record, StartedRecord):
+                arm.started(record)
+            else:
+                arm.final(record, offset)
+
+    async def record(self, record: BaseModel) -> None:
+        """Append ``record`` to the ledger (durable when this returns), then fold it.
+
+        Raises:
+            OSError: the host refused the write; the ledger is as before the call.
+        """
+        offset = await self.ledger.aappend(record)
+        self._apply(record, offset)  # type: ignore[arg-type]
+
+    def record_now(self, record: BaseModel) -> None:
+        """`record` without leaving this thread (for code that may not await)."""
+        offset = self.ledger.append(record)
+        self._apply(record, offset)  # type: ignore[arg-type]
+
+    def _frozen(self, arms: Iterable[str] | None) -> list[FrozenArm]:
+        outstanding: dict[str, int] = dict.fromkeys(self.arms, 0)
+        for log in self.fold.outstanding():
+            arm = self.arms.get(log.key.arm)
+            if arm is not None and arm.is_planned(log.key):
+                outstanding[log.key.arm] += 1
+        chosen = list(self.arms) if arms is None else list(arms)
+        frozen = []
+        for name in chosen:
+            builder = self.arms[name]
+            builder.set_outstanding(outstanding[name])
+            if builder.dirty or arms is not None:
+                frozen.append(builder.freeze())
+        return frozen
+
+    async def render(self, arms: Iterable[str] | None = None) -> None:
+        """Write the transcripts of the arms that changed (or of ``arms``), off the event loop.
+
+        Shielded: a render that began finishes, so transcripts match the ledger
+        even when the batch is being cancelled.
+
+        Raises:
+            OSError: the host refused the write (the old transcript stays).
+        """
+        frozen = self._frozen(arms)
+        started = time.monotonic()
+        with anyio.CancelScope(shield=True):
+            for arm in frozen:
+                await anyio.to_thread.run_sync(_write, self.batch, arm)
+        self.last_render_s = time.monotonic() - started
+
+    def render_now(self, arms: Iterable[str] | None = None) -> None:
+        """`render` on this thread (``record``'s one session; tests)."""
+        for arm in self._frozen(arms):
+            _write(self.batch, arm)
+
+    def close(self) -> None:
+        """Close the ledger; idempotent."""
+        self.ledger.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _write(batch: Path, arm: FrozenArm) -> None:
+    path = transcript_path(batch, arm.arm)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_transcript(path, arm.transcript())

@@ -1,0 +1,307 @@
+"""``open_batch``: prepare, lock, preflight and record a batch, the same way for every command.
+
+run and demo make a new batch; resume continues one; record adds a session
+to one. All four go through `open_batch`, which, in this order and before
+anything is spent:
+
+1. refuses what no session could fix (a fold that states an answer, an arm
+   that would differ from present in nothing);
+2. resolves and checks the batch directory (outside ``$HOME``, RC-06; new and
+   empty for run/demo; a batch for resume/record) and takes its lock;
+3. for an existing batch, compares it with what this invocation would run and
+   refuses (exit 2) naming what moved (`compare_batch`);
+4. sweeps credentials copies left by killed runners, makes the session user
+   of a root runner, runs the confinement preflight (exit 12 when it fails)
+   and settles the network mode;
+5. starts the scripted provider when the batch uses it;
+6. writes plan.yaml and config.yaml for a new batch, opens the journal
+   (ledger, fold, transcripts) and appends this invocation's record.
+
+Library code never prints: notices go to the ``notify`` callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
+
+from campaign._arms import arms_without_effect, harness_flags
+from campaign._doctor import sandbox_checks
+from campaign._errors import CampaignError
+from campaign._plan import harness_version
+from campaign._seal import check_folds
+from recorder._initcheck import McpConfigError, declared_mcp_servers_of
+from sandbox._config import Credentials, sweep_config_root
+from sandbox._errors import SessionUserUnusable
+from sandbox._network import network_preflight
+from sandbox._privileges import ensure_session_user
+
+from ._config import BatchConfig, BatchFacts, OrderFacts, read_config, read_plan, write_config
+from ._config import write_plan as _write_plan
+from ._dir import prepare_batch_dir
+from ._harness import harness_version_of
+from ._journal import Journal
+from ._lock import LOCK_NAME, BatchLock
+from ._records import InvocationRecord
+
+if TYPE_CHECKING:
+    from campaign._corpus import Corpus
+    from campaign._plan import Plan
+    from sandbox._preflight import PreflightReport
+
+    from ._fold import SessionKey
+    from ._options import BatchOptions
+
+Mode = Literal["new", "resume", "record"]
+PUBLIC_API_URL: Final = "https://api.anthropic.com"
+"""The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
+SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
+"""The key sessions get against the scripted provider, which accepts anything; not a secret."""
+
+
+class BatchRefused(CampaignError):
+    """The batch cannot be opened as asked: bad input, not a batch, or it changed (exit 2)."""
+
+
+class PreflightFailed(Exception):
+    """Confinement cannot be set up on this host; nothing was started or spent (exit 12).
+
+    Attributes:
+        lines: What failed, each with its fix, for the CLI to print.
+    """
+
+    def __init__(self, headline: str, lines: list[str]) -> None:
+        super().__init__(headline + ("\n  " + "\n  ".join(lines) if lines else ""))
+        self.headline = headline
+        self.lines = lines
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """What to open: the options, the corpus and plan they give, and how."""
+
+    mode: Mode
+    options: BatchOptions
+    corpus: Corpus
+    plan: Plan
+    credentials: Credentials
+    batch_dir: Path | None
+    """As given (``--batch-dir`` or resume's BATCH); None = a new default directory."""
+    planned: tuple[tuple[SessionKey, int], ...]
+    """The planned sessions and their repetitions (``record``: none)."""
+    arms_used: tuple[str, ...]
+    """The arms this invocation may run (``record``: its one arm)."""
+    probes_used: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenBatch:
+    """An opened batch: locked, preflighted, recorded; its journal open."""
+
+    path: Path
+    options: BatchOptions
+    config: BatchConfig
+    plan: Plan
+    corpus: Corpus
+    journal: Journal
+    invocation: int
+    provider_url: str
+    network: Literal["confined", "host"]
+    credentials: Credentials
+
+
+def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> None:
+    try:
+        declared_mcp_servers_of(request.corpus.root)  # a malformed .mcp.json is bad input
+        for probe in request.probes_used:
+            check_folds(request.corpus, probe)
+        same = arms_without_effect(request.corpus, request.arms_used, request.plan.tools)
+    except McpConfigError as exc:
+        raise BatchRefused(f"corpus {request.corpus.root}: {exc}") from exc
+    if same and not request.options.allow_identical_arms:
+        raise BatchRefused("; ".join(same) + ". Its sessions would repeat present's; drop the "
+                           "arm from the tier, or pass --allow-identical-arms to run it anyway")
+    for line in same:
+        notify(f"warning: {line} (run anyway: --allow-identical-arms)")
+
+
+def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
+                  current_harness: str) -> list[str]:
+    """What moved between the batch as recorded and this invocation, in words; [] = nothing.
+
+    The plan members (tree, read set, selection, lock), the planner's version
+    (``harness``), the model, the tier, the arms and their identities, and
+    the harness's (Claude Code's) version.
+    """
+    moved = []
+    for member in ("tree", "read_set", "selection", "lock", "seed", "harness", "model", "tier"):
+        before, now = getattr(recorded, member), getattr(current, member)
+        if before != now:
+            moved.append(f"{member} was {before}, is now {now}")
+    if recorded.arm_specs != current.arm_specs:
+        was = ", ".join(f"{a.arm} {a.identity[:19]}" for a in recorded.arm_specs)
+        now = ", ".join(f"{a.arm} {a.identity[:19]}" for a in current.arm_specs)
+        moved.append(f"the arms (with their identities) were {was}, are now {now}")
+    if recorded_harness != current_harness:
+        moved.append(f"the harness version was {recorded_harness!r}, is now {current_harness!r}")
+    return moved
+
+
+def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> None:
+    for left in sweep_config_root():
+        notify(f"removed a credentials copy left by a killed runner: {left}")
+    try:
+        user, created = ensure_session_user()
+        if created and user is not None:
+            notify(f"created the system user {user.name} (uid {user.uid}, gid {user.gid}): a "
+                   "root runner's sessions run as it")
+    except SessionUserUnusable:
+        pass  # the session-user check below says what is wrong and the fix
+    report: PreflightReport = sandbox_checks(bwrap=options.bwrap, harness=Path(options.harness),
+                                             host_skill_dirs=host_skill_dirs())
+    if not report.ok:
+        lines = []
+        for check in report.checks:
+            if check.verdict != "ok":
+                lines.append(f"{check.name}: {check.verdict}: {check.detail}"
+                             + (f"\n    fix: {check.fix}" if check.fix else ""))
+        raise PreflightFailed("confinement preflight failed; nothing was started or spent "
+                              "(no session may run unconfined, RC-05):", lines)
+
+
+def _network(options: BatchOptions,
+             notify: Callable[[str], None]) -> tuple[Literal["confined", "host"], str]:
+    """Settle the network mode: host as asked; confined when verified; else a fallback or stop."""
+    if options.network == "host":
+        return "host", "asked: --network host"
+    check = network_preflight(bwrap=options.bwrap)
+    if check.verdict == "ok":
+        return "confined", "verified by the network preflight"
+    line = f"network: {check.verdict}: {check.detail}" + (f" (fix: {check.fix})"
+                                                          if check.fix else "")
+    if options.network == "confined":
+        raise PreflightFailed("--network confined: the network preflight failed; nothing was "
+                              "started or spent:", [line])
+    notify("warning: network confinement is not available here, so sessions share the host's "
+           f"network (the transcripts say so): {line}")
+    return "host", f"fell back from confined: {line}"
+
+
+def host_skill_dirs() -> tuple[Path, ...]:
+    """The runner's skill directories whose names RC-07 refuses in a session's init line."""
+    dirs = [Path.home() / ".claude" / "skills"]
+    if os.environ.get("CLAUDE_CONFIG_DIR"):
+        dirs.append(Path(os.environ["CLAUDE_CONFIG_DIR"]) / "skills")
+    return tuple(dirs)
+
+
+def provider_note(options: BatchOptions, url: str) -> str:
+    """The sentence every transcript, config.yaml and the console say about the provider."""
+    if options.provider == "scripted":
+        return ("Provider: scripted. The sessions ran against a loopback test double that "
+                f"plays fixed scripts ({options.scripts}); no model ran, so these events "
+                "measure the runner and the corpus's plumbing, not a model.")
+    return f"Provider: the Messages API at {url}."
+
+
+@contextlib.contextmanager
+def _provider(options: BatchOptions) -> Iterator[str]:
+    if options.provider != "scripted":
+        yield options.provider_url or PUBLIC_API_URL
+        return
+    from campaign._provider import ScriptedProvider, load_scripts
+
+    if not options.scripts:
+        raise BatchRefused("--provider scripted needs --scripts DIR (the provider's scripts)")
+    try:
+        scripts = load_scripts(Path(options.scripts))
+    except (OSError, ValueError) as exc:
+        raise BatchRefused(f"--scripts {options.scripts}: {exc}") from exc
+    with ScriptedProvider(scripts) as provider:
+        yield provider.url
+
+
+def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchConfig | None:
+    """The config of the batch at ``path`` once checked against the request; None = no batch
+    yet (an empty directory, which ``record`` may start)."""
+    if not (path / "plan.yaml").exists():
+        if any(p.name != LOCK_NAME for p in path.iterdir()):
+            raise BatchRefused(f"{path} is not empty and holds no plan.yaml: it is not a batch; "
+                               "pass an empty or new --batch-dir")
+        if request.mode == "resume":
+            raise BatchRefused(f"{path} holds no batch (no plan.yaml): nothing to resume")
+        return None
+    config = read_config(path)
+    moved = compare_batch(read_plan(path), request.plan,
+                          recorded_harness=config.facts.harness_version,
+                          current_harness=current_harness)
+    if moved:
+        what = "resume it" if request.mode == "resume" else "record into it"
+        raise BatchRefused(f"batch {path} was made with other inputs, so this run would not "
+                           f"measure the same thing: {'; '.join(moved)}. Restore them to "
+                           f"{what}, or start a new batch")
+    return config
+
+
+def _new_config(request: BatchRequest, harness: str, network: Literal["confined", "host"],
+                note: str, url: str = "") -> BatchConfig:
+    from campaign.supervisor._spec import ORDER_ALGORITHM
+
+    plan = request.plan
+    return BatchConfig(options=request.options, facts=BatchFacts(
+        runner=harness_version(), harness_version=harness, network=network, network_note=note,
+        provider_note=provider_note(request.options, url),
+        arms={a.arm: {**harness_flags(a.allowed_tools), "layer": a.layer, "flags": a.flags,
+                      "identity": a.identity} for a in plan.arm_specs},
+        order=OrderFacts(algorithm=ORDER_ALGORITHM, seed=plan.seed)))
+
+
+@contextlib.contextmanager
+def open_batch(request: BatchRequest, *,
+               notify: Callable[[str], None]) -> Iterator[OpenBatch]:
+    """Open the batch ``request`` names (module docstring); closed and unlocked on exit.
+
+    Raises:
+        BatchRefused: bad input, the directory is not usable, or the batch changed (exit 2).
+        BatchDirRefused: under ``$HOME`` (RC-06) or not empty for a new batch (exit 2).
+        BatchBusy: another process holds the batch (exit 2).
+        PreflightFailed: confinement cannot be set up (exit 12); nothing was spent.
+        OSError: the host refused a write while the batch was being set up.
+    """
+    _refuse_unfixable(request, notify)
+    path = prepare_batch_dir(request.batch_dir, command=request.options.command,
+                             must_be_new=request.mode == "new")
+    options = request.options
+    with BatchLock(path):
+        current_harness = harness_version_of(Path(options.harness))
+        existing = None if request.mode == "new" else _existing(path, request, current_harness)
+        _preflight(options, notify)
+        network, note = ((existing.facts.network, existing.facts.network_note)
+                         if existing is not None else _network(options, notify))
+        with _provider(options) as url:
+            config = existing or _new_config(request, current_harness, network, note, url)
+            if existing is None:  # plan.yaml last: it marks the batch as made (resume needs both)
+                write_config(path, config)
+                _write_plan(path, request.plan)
+            with Journal(path, request.plan, planned=request.planned, network=network,
+                         provider_note=config.facts.provider_note) as journal:
+                if journal.ledger.torn is not None:
+                    torn = journal.ledger.torn
+                    notify(f"the ledger's last line was cut by a crash ({torn.size_bytes} "
+                           f"bytes); it was set aside in {torn.set_aside}, and the ledger "
+                           "goes on from the line before it")
+                number = (journal.fold.invocation.number if journal.fold.invocation else 0) + 1
+                command = "resume" if request.mode == "resume" else options.command
+                journal.record_now(InvocationRecord(
+                    number=number, command=command, pid=os.getpid(), runner=harness_version(),
+                    retries=options.retries, max_cost_cents=options.max_cost_cents,
+                    est_session_cents=options.est_session_cents,
+                    max_wall_s=options.max_wall_s))
+                yield OpenBatch(path=path, options=options, config=config, plan=request.plan,
+                                corpus=request.corpus, journal=journal, invocation=number,
+                                provider_url=url, network=network,
+                                credentials=request.credentials)

@@ -1,0 +1,194 @@
+"""The ledger's records: one typed model per kind of line in ``ledger.jsonl``.
+
+Every line of the ledger is one of these, tagged by ``kind`` (docs/batch.md
+lists each with its fields). They are closed (an unknown key refuses the
+line) because the ledger is the batch's evidence: a line the runner did not
+write is not evidence. The kinds:
+
+* ``ledger``     - the first line: the format version.
+* ``invocation`` - a command started writing the batch (run, demo, resume, record),
+  with the per-invocation options (retries, budgets).
+* ``started``    - an attempt of a session began (its position in the batch order).
+* ``final``      - that attempt ended, in exactly one state (DESIGN.md "Session states").
+* ``budget-stop``- a budget stopped the batch from starting further sessions.
+* ``stopped``    - an invocation ended: done, a signal, a budget, a refused write.
+* ``torn``       - a torn last line (a crash mid-append) was set aside at open.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from recorder._vocab import Arm, SessionState
+
+LEDGER_FORMAT: Final = 1
+"""Version of the ledger's record shapes; a ledger of another version is refused."""
+
+Command: TypeAlias = Literal["run", "demo", "resume", "record"]
+StopReason: TypeAlias = Literal["done", "signal", "budget", "write-refused"]
+Budget: TypeAlias = Literal["cost", "wall"]
+
+
+def utc_now() -> str:
+    """Now as RFC 3339 UTC with second precision, e.g. ``2026-11-30T12:00:00Z``."""
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class LedgerHeader(_Record):
+    """The first line of every ledger."""
+
+    kind: Literal["ledger"] = "ledger"
+    format: Literal[1] = LEDGER_FORMAT
+    at: str = Field(default_factory=utc_now)
+
+
+class InvocationRecord(_Record):
+    """A command began writing this batch; numbered 1, 2, ... in ledger order."""
+
+    kind: Literal["invocation"] = "invocation"
+    number: int
+    """1 for the command that made the batch, one more for each later run, resume or record."""
+    command: Command
+    pid: int
+    """The runner's process id (``status`` names it while the batch is locked)."""
+    runner: str
+    """``headwater-campaign <version>`` of this invocation."""
+    retries: int
+    """At most this many further attempts per session in this invocation."""
+    max_cost_cents: int | None
+    """The batch's cost budget as a total over every attempt, cents; None = none."""
+    est_session_cents: int | None
+    """The projection per session in flight before any session has a cost, cents."""
+    max_wall_s: float | None
+    """This invocation's wall-clock budget in seconds; None = none."""
+    at: str = Field(default_factory=utc_now)
+
+
+class SessionRef(_Record):
+    """The fields that name one attempt of one session."""
+
+    arm: Arm
+    probe: str
+    session: str
+    """The session's name, distinct within its probe and arm (``s<repetition>``, ``r<N>``)."""
+    repetition: int
+    """1-based repetition of the plan; 0 for a session named by ``record``."""
+    attempt: int
+    """1-based, over every invocation: attempt 2 and later are retries or reruns."""
+    invocation: int
+    """The `InvocationRecord.number` that ran this attempt."""
+
+
+class StartedRecord(SessionRef):
+    """An attempt began (the seal is next)."""
+
+    kind: Literal["started"] = "started"
+    position: int | None
+    """0-based index of the session in the batch order (docs/batch.md); None for ``record``."""
+    at: str = Field(default_factory=utc_now)
+
+
+class FinalRecord(SessionRef):
+    """An attempt ended in exactly one state (DESIGN.md "Session states")."""
+
+    kind: Literal["final"] = "final"
+    started_at: str
+    at: str = Field(default_factory=utc_now)
+    state: SessionState
+    reason: str
+    """Why, in words, naming the rule (the provider's status for a harness-error)."""
+    retryable: bool
+    """DESIGN.md's retryable column for this attempt (harness-error: provider errors)."""
+    cost_usd: str | None
+    """``total_cost_usd`` of the last result line, as its JSON text (exact decimal);
+    None = no cost read (see ``cost_known``)."""
+    cost_known: bool
+    """False when the stream may have ended before its result line: the cost is unknown."""
+    outside_paths: int = 0
+    """RC-08: distinct paths outside the workspace the session named."""
+    anomalies: int = 0
+    """Non-JSON stdout lines (RC-07), counted."""
+    served_model: str | None = None
+    claude_code_version: str | None = None
+    api_error_status: int | None = None
+    exit_status: int | None = None
+    end: str | None = None
+    """How the driver saw the stream end (exited, timed-out, watchdog, line-too-long, ...)."""
+    duration_s: float | None = None
+    lines: int | None = None
+    network: Literal["confined", "host"] | None = None
+    egress: dict[str, Any] | None = None
+    """The egress proxy's counts (allowed target, relayed, denied per host)."""
+    event: dict[str, Any] | None = None
+    """For ``recorded``: the event mapping exactly as the transcript writes it (RC-15)."""
+    calls: list[dict[str, Any]] | None = None
+    """For any other state that saw tool calls: the calls, so nothing observed is lost."""
+    anomaly_lines: list[dict[str, Any]] | None = None
+    orphan_results: list[dict[str, Any]] | None = None
+    findings_note: str | None = None
+    """Why the artifacts carry no findings key (the checker could not run), if it ran at all."""
+    counts: bool = True
+    """False when the attempt ended because the runner stopped (a signal): it does not
+    count against ``--retries``."""
+
+
+class BudgetStopRecord(_Record):
+    """A budget stopped the batch from starting sessions (exit 3; resumable)."""
+
+    kind: Literal["budget-stop"] = "budget-stop"
+    invocation: int
+    budget: Budget
+    limit: float
+    """The budget: cents for ``cost``, seconds for ``wall``."""
+    used: float
+    """Spent cents (every attempt) or elapsed seconds of this invocation when it stopped."""
+    projection: float
+    """The projected cost (cents) or duration (seconds) of one more session."""
+    in_flight: int
+    at: str = Field(default_factory=utc_now)
+
+
+class StoppedRecord(_Record):
+    """An invocation ended; ``outstanding`` sessions of the plan are not final yet."""
+
+    kind: Literal["stopped"] = "stopped"
+    invocation: int
+    reason: StopReason
+    detail: str
+    outstanding: int
+    at: str = Field(default_factory=utc_now)
+
+
+class TornRecord(_Record):
+    """A last line without its newline (a crash mid-append) was moved out of the ledger."""
+
+    kind: Literal["torn"] = "torn"
+    offset: int
+    """Byte offset in ``ledger.jsonl`` where the fragment began (the ledger was cut there)."""
+    size_bytes: int
+    set_aside: str
+    """The batch-relative file that now holds the fragment, byte for byte."""
+    at: str = Field(default_factory=utc_now)
+
+
+LedgerRecord: TypeAlias = Annotated[
+    LedgerHeader
+    | InvocationRecord
+    | StartedRecord
+    | FinalRecord
+    | BudgetStopRecord
+    | StoppedRecord
+    | TornRecord,
+    Field(discriminator="kind"),
+]
+"""Any line of the ledger, told apart by ``kind``."""
+
+RECORD_ADAPTER: Final[TypeAdapter[LedgerRecord]] = TypeAdapter(LedgerRecord)
+"""Validates one decoded JSON line into its record type (raises pydantic ValidationError)."""

@@ -1,0 +1,137 @@
+"""Command-line values: checked types, and the one place that turns arguments into options.
+
+`batch_options` builds the frozen `BatchOptions` once from the parsed
+arguments; nothing below the CLI sees an argparse namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+from campaign.batch._options import BatchOptions, ResumeOverrides
+
+from ._errors import UsageError
+
+_DURATION: Final = re.compile(r"\A(\d+(?:\.\d+)?)([smh]?)\Z")
+_UNIT_S: Final = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration_s(text: str) -> float:
+    """argparse type: seconds, or a number with ``s``, ``m`` or ``h`` (``90``, ``45m``,
+    ``8h``); more than zero."""
+    m = _DURATION.match(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give seconds, or a number with s, m or h (e.g. 8h)")
+    value = float(m.group(1)) * _UNIT_S[m.group(2)]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than zero, got {text!r}")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (``--concurrency``, budgets)."""
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type: a whole number of at least 0 (``--seed``, ``--retries``)."""
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def corpus_of(args: argparse.Namespace) -> Path | None:
+    """The corpus given positionally or as ``--corpus`` (both: the same one).
+
+    Raises:
+        UsageError: two different corpora were given.
+    """
+    pos = getattr(args, "corpus_pos", None)
+    opt = getattr(args, "corpus_opt", None)
+    if pos is not None and opt is not None and pos != opt:
+        raise UsageError("give the corpus once, positionally or as --corpus")
+    return opt or pos
+
+
+def resolve_harness(path: Path | None, default: Path) -> Path:
+    """The harness executable, resolved.
+
+    Raises:
+        UsageError: it does not exist or is not executable (says how to install the pinned one).
+    """
+    harness = (path or default).expanduser()
+    if not harness.exists():
+        hint = "run `make harness` to install the pinned Claude Code CLI" if path is None \
+            else "check --harness"
+        raise UsageError(f"harness {harness} does not exist ({hint})")
+    resolved = harness.resolve()
+    if not os.access(resolved, os.X_OK):
+        raise UsageError(f"harness {resolved} is not executable")
+    return resolved
+
+
+def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier: str,
+                  harness: Path, **fixed: object) -> BatchOptions:
+    """The options of a new batch from ``run``/``demo``/``record`` arguments (``fixed`` wins).
+
+    Raises:
+        UsageError: a combination the options refuse (the message says which).
+    """
+    values: dict[str, object] = {
+        "command": command, "corpus": str(corpus), "tier": tier,
+        "seed": getattr(args, "seed", 0), "harness": str(harness),
+        "plan_file": str(Path(args.plan).resolve()) if getattr(args, "plan", None) else None,
+        "model": getattr(args, "model", None), "bwrap": args.bwrap,
+        "provider": getattr(args, "provider", "anthropic"),
+        "provider_url": _provider_url(args),
+        "scripts": str(Path(args.scripts).resolve()) if getattr(args, "scripts", None) else None,
+        "api_key_env": getattr(args, "api_key_env", None),
+        "network": getattr(args, "network", None),
+    }
+    for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
+                 "retries", "max_cost_cents", "est_session_cents", "max_wall_s",
+                 "retry_backoff_s", "discard_workspaces", "allow_identical_arms"):
+        value = getattr(args, name, None)
+        if value is not None:
+            values[name] = value
+    values.update(fixed)
+    if values["provider"] == "scripted" and not values.get("scripts"):
+        raise UsageError("--provider scripted needs --scripts DIR: the directory of the "
+                         "provider's scripts (docs/provider.md)")
+    if values["provider"] != "scripted" and getattr(args, "scripts", None):
+        raise UsageError("--scripts DIR is for --provider scripted")
+    return BatchOptions.model_validate(values)
+
+
+def _provider_url(args: argparse.Namespace) -> str | None:
+    if getattr(args, "provider", "anthropic") == "scripted":
+        if getattr(args, "provider_url", None):
+            raise UsageError("--provider-url is for a real provider; the scripted provider "
+                             "starts on loopback by itself")
+        return None
+    return getattr(args, "provider_url", None) or os.environ.get("ANTHROPIC_BASE_URL") or None
+
+
+def resume_overrides(args: argparse.Namespace) -> ResumeOverrides:
+    """What ``resume``'s flags replace of the recorded options."""
+    corpus = corpus_of(args)
+    return ResumeOverrides(
+        corpus=str(corpus.expanduser().resolve()) if corpus else None,
+        retries=args.retries, max_cost_cents=args.max_cost_cents,
+        est_session_cents=args.est_session_cents, max_wall_s=args.max_wall_s)

@@ -1,0 +1,291 @@
+"""``run``, ``demo`` and ``resume``: open a batch, supervise its sessions, say how it ended.
+
+Each builds its options once, then goes through the same path (`execute`):
+`open_batch` (prepare, lock, preflight, record), the `Supervisor` under the
+live view, a summary, and the exit status of docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.resources
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from rich.console import Console
+
+from campaign._corpus import Corpus, load_corpus
+from campaign._errors import CampaignError
+from campaign._plan import Plan, compose_plan, load_plan_file, recompose
+from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._dir import transcript_path
+from campaign.batch._open import SCRIPTED_API_KEY, BatchRequest, OpenBatch, open_batch
+from campaign.supervisor._budget import Budgets
+from campaign.supervisor._fanout import BatchOutcome, RunLimits, Supervisor
+from campaign.supervisor._session import BatchContext
+from campaign.supervisor._spec import SessionSpec, planned_sessions, session_order
+from recorder._initcheck import McpConfigError, declared_mcp_servers_of
+from sandbox._config import Credentials, host_credentials
+from sandbox._errors import CredentialsMissing
+from sandbox._layout import measure_host_layout
+
+from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
+from ._errors import PreflightStop, UsageError, batch_exit_status
+from ._view import LiveView, arms_table
+
+if TYPE_CHECKING:
+    from campaign.batch._options import BatchOptions
+
+DEFAULT_TIER = "campaign"
+"""The tier when neither --tier nor --plan names one."""
+DEMO_SESSION_TIMEOUT_S = 300.0
+"""The demo's sessions are short scripted ones: a hung one is ended after 5 minutes."""
+DEMO_WATCHDOG_S = 120.0
+
+
+def checkout() -> Path:
+    """The source tree this package runs from."""
+    return Path(__file__).resolve().parents[2]
+
+
+def default_harness() -> Path:
+    """The pinned CLI that `make` installs under ``.harness/`` of the checkout (or of the cwd)."""
+    for base in (checkout(), Path.cwd()):
+        candidate = base / ".harness" / "node_modules" / ".bin" / "claude"
+        if candidate.exists():
+            return candidate
+    return checkout() / ".harness" / "node_modules" / ".bin" / "claude"
+
+
+@contextlib.contextmanager
+def example_paths() -> Iterator[tuple[Path, Path]]:
+    """The bundled example corpus and the demo's provider scripts, as real paths."""
+    root = importlib.resources.files("campaign") / "example"
+    with importlib.resources.as_file(root) as path:
+        yield Path(path) / "corpus", Path(path) / "scripts"
+
+
+def load_corpus_or_usage(root: Path) -> Corpus:
+    """`load_corpus`, with its errors as usage errors (exit 2)."""
+    try:
+        corpus = load_corpus(root.expanduser().resolve())
+        declared_mcp_servers_of(corpus.root)  # a malformed .mcp.json is bad input, not a bug
+    except McpConfigError as exc:
+        raise UsageError(f"corpus {root}: {exc}") from exc
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+    return corpus
+
+
+def compose(corpus: Corpus, *, tier: str | None, seed: int, plan_file: Path | None,
+            model: str | None) -> Plan:
+    """The plan of this invocation (``--plan FILE`` or composed), with ``--model`` applied.
+
+    Raises:
+        UsageError: an unknown tier, a bad plan file, a tier that differs from the plan's.
+    """
+    try:
+        if plan_file is not None:
+            plan = load_plan_file(plan_file, corpus)
+            if tier is not None and tier != plan.tier:
+                raise UsageError(f"--tier {tier} differs from the tier of --plan {plan_file} "
+                                 f"({plan.tier}); give one of them")
+        else:
+            plan = compose_plan(corpus, tier=tier or DEFAULT_TIER, seed=seed)
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+    return plan.model_copy(update={"model": model}) if model else plan
+
+
+def credentials_for(options: BatchOptions) -> Credentials:
+    """The credentials sessions get: a placeholder for the scripted provider, else the host's.
+
+    Raises:
+        PreflightStop: none are there (exit 12, nothing spent), with the fix.
+    """
+    if options.provider == "scripted":
+        return Credentials(credentials_file=None, api_key_env=None, api_key=SCRIPTED_API_KEY)
+    try:
+        return host_credentials(api_key_env=options.api_key_env, environ=os.environ)
+    except CredentialsMissing as exc:
+        raise PreflightStop(f"{exc}; nothing was started or spent. Fix: log in with Claude "
+                            "Code on the host, or pass --api-key-env NAME (for a dry run "
+                            "without credentials: --provider scripted --scripts DIR)") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Invocation:
+    mode: str
+    options: BatchOptions
+    corpus: Corpus
+    plan: Plan
+    batch_dir: Path | None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``run``: a batch of probes x arms x repetitions sessions."""
+    root = corpus_of(args)
+    if root is None:
+        raise UsageError("run: the corpus is required (CORPUS or --corpus DIR)")
+    corpus = load_corpus_or_usage(root)
+    plan = compose(corpus, tier=args.tier, seed=args.seed,
+                   plan_file=args.plan, model=args.model)
+    harness = resolve_harness(args.harness, default_harness())
+    options = _options(args, "run", corpus=corpus.root, tier=plan.tier, harness=harness,
+                       model=plan.model)
+    return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``: the bundled example corpus, tier campaign, the scripted provider, the real
+    pinned CLI under real bwrap."""
+    harness = resolve_harness(args.harness, default_harness())
+    with example_paths() as (corpus_root, scripts_dir):
+        corpus = load_corpus_or_usage(corpus_root)
+        plan = compose(corpus, tier=DEFAULT_TIER, seed=0, plan_file=None, model=None)
+        options = _options(args, "demo", corpus=corpus.root, tier=plan.tier, harness=harness,
+                           model=plan.model, provider="scripted", scripts=str(scripts_dir),
+                           provider_url=None, seed=0, session_timeout_s=DEMO_SESSION_TIMEOUT_S,
+                           watchdog_s=DEMO_WATCHDOG_S)
+        return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``resume BATCH``: run what did not finish, with the batch's recorded options."""
+    batch = Path(args.batch).expanduser().resolve()
+    try:
+        config = read_config(batch)
+        recorded = read_plan(batch)
+    except BatchFileError as exc:
+        raise UsageError(f"{exc}; `resume` takes a batch directory made by run or demo") from exc
+    if config.options.command == "record":
+        raise UsageError(f"batch {batch} was made by `record`, one session at a time; "
+                         "record the next session with `record`")
+    options = resume_overrides(args).apply(config.options)
+    corpus = load_corpus_or_usage(Path(options.corpus))
+    try:
+        plan = recompose(recorded, corpus)
+    except CampaignError as exc:
+        raise UsageError(f"batch {batch}: {exc}; the corpus changed since the batch was "
+                         "made, so it cannot be resumed") from exc
+    plan = plan.model_copy(update={"model": recorded.model})
+    return execute(_Invocation("resume", options, corpus, plan, batch))
+
+
+def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOptions:
+    try:
+        return batch_options(args, command=command, **fixed)  # type: ignore[arg-type]
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise UsageError(f"{command}: {exc}") from exc
+
+
+def execute(inv: _Invocation) -> int:
+    """Open the batch, run its outstanding sessions under the view, report; the exit status."""
+    err = Console(stderr=True, highlight=False)
+    options = inv.options
+    request = BatchRequest(
+        mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
+        plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
+        planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
+        probes_used=tuple(p.id for p in inv.plan.probes))
+    with open_batch(request, notify=lambda text: err.print(text, markup=False,
+                                                           soft_wrap=True)) as opened:
+        specs = _outstanding(opened)
+        _header(err, opened, len(specs), inv.mode)
+        supervisor = _supervisor(opened)
+        with LiveView() as view:
+            supervisor.view = view
+            outcome = anyio.run(supervisor.run, specs, backend="trio")
+        _summary(opened, outcome, err)
+    return batch_exit_status(outcome)
+
+
+def _outstanding(opened: OpenBatch) -> list[SessionSpec]:
+    fold = opened.journal.fold
+    return [spec for spec in session_order(opened.plan)
+            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding]
+
+
+def _supervisor(opened: OpenBatch) -> Supervisor:
+    options = opened.options
+    ctx = BatchContext(
+        batch=opened.path, corpus=opened.corpus, plan=opened.plan,
+        harness=Path(options.harness), bwrap=options.bwrap, credentials=opened.credentials,
+        provider_url=opened.provider_url, layout=measure_host_layout(),
+        session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
+        post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
+        host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
+        network=opened.network)
+    limits = RunLimits(concurrency=options.concurrency, retries=options.retries,
+                       backoff_s=options.retry_backoff_s,
+                       budgets=Budgets(max_cost_cents=options.max_cost_cents,
+                                       est_session_cents=options.est_session_cents,
+                                       max_wall_s=options.max_wall_s))
+    return Supervisor(ctx, opened.journal, limits)
+
+
+def _skill_dirs() -> tuple[Path, ...]:
+    from campaign.batch._open import host_skill_dirs
+
+    return host_skill_dirs()
+
+
+def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> None:
+    plan = opened.plan
+    err.print(f"batch: {opened.path}", markup=False)
+    err.print(f"{plan.session_count} sessions ({len(plan.probes)} probes x {len(plan.arms)} "
+              f"arms x {plan.repetitions} repetitions), concurrency "
+              f"{opened.options.concurrency}, network {opened.network}", markup=False)
+    err.print(opened.config.facts.provider_note, markup=False, soft_wrap=True)
+    if mode == "resume":
+        err.print(f"resuming (invocation {opened.invocation}): {outstanding} of "
+                  f"{plan.session_count} sessions outstanding", markup=False)
+
+
+def _stdout_gone() -> None:
+    """stdout's reader went away: the batch still finishes; what it would print goes nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
+    stats = opened.journal.fold.statistics()
+    try:
+        out = Console(file=sys.stdout, highlight=False)
+        out.print(arms_table(stats.arms, title="sessions per arm"))
+        for arm in opened.plan.arms:
+            out.print(f"transcript: {transcript_path(opened.path, arm)}", markup=False)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+    resume = f"headwater-campaign resume {opened.path}"
+    if outcome.signal is not None:
+        err.print(f"{outcome.detail}; {outcome.outstanding} sessions outstanding; every "
+                  f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
+    elif outcome.budget_stopped:
+        err.print(f"a budget stopped the batch: {outcome.detail}; {outcome.outstanding} "
+                  f"sessions outstanding. Resume with a larger budget: {resume} "
+                  "--max-cost-cents N (a total over every attempt), or --max-wall D",
+                  markup=False, soft_wrap=True)
+    elif outcome.write_refused:
+        err.print(f"{outcome.detail}. Nothing already recorded was lost; "
+                  f"{outcome.outstanding} sessions outstanding. Free space, then: {resume}",
+                  markup=False, soft_wrap=True)
+    elif outcome.outstanding:
+        err.print(f"{outcome.outstanding} sessions ended in a state worth another attempt "
+                  f"and are out of retries for this invocation; {resume} tries them again",
+                  markup=False, soft_wrap=True)
+    if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
+        err.print("no session of the batch was recorded (exit 5): see the states above, or "
+                  f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)
+    try:
+        print(f"batch: {opened.path}", flush=True)
+    except BrokenPipeError:
+        _stdout_gone()

@@ -1,0 +1,95 @@
+"""The commands that read and print without running a session: plan, seal, check-transcript,
+doctor."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from campaign._arms import arms_without_effect
+from campaign._doctor import doctor_checks, exit_status, print_report
+from campaign._errors import CampaignError
+from campaign._plan import dump_plan
+from campaign._seal import explain, seal_workspace
+from campaign.batch._open import host_skill_dirs
+from recorder._check import check_transcript_file
+from sandbox._config import sweep_config_root
+
+from ._args import corpus_of, resolve_harness
+from ._batch import compose, default_harness, load_corpus_or_usage
+from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
+
+_CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)",
+                "unverified": "could not verify"}
+
+
+def _corpus(args: argparse.Namespace) -> Path:
+    root = corpus_of(args)
+    if root is None:
+        raise UsageError(f"{args.command}: the corpus is required (CORPUS or --corpus DIR)")
+    return root
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input)."""
+    corpus = load_corpus_or_usage(_corpus(args))
+    plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
+    sys.stdout.write(dump_plan(plan, args.format))
+    return EXIT_OK
+
+
+def cmd_seal(args: argparse.Namespace) -> int:
+    """``seal``: one sealed workspace; ``--explain`` lists every removal and why."""
+    corpus = load_corpus_or_usage(_corpus(args))
+    if args.probe not in corpus.probes:
+        raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
+    try:
+        result = seal_workspace(corpus, probe_id=args.probe, arm=args.arm, out=args.out)
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.explain:
+        sys.stdout.write(explain(result))
+    for line in arms_without_effect(corpus, [args.arm], corpus.config.tools):
+        print(f"warning: {line} (run and record refuse it)", file=sys.stderr)
+    print(f"sealed {len(result.manifest)} files into {args.out.resolve()} "
+          f"({len(result.removals)} removals)")
+    return EXIT_OK
+
+
+def cmd_check_transcript(args: argparse.Namespace) -> int:
+    """``check-transcript FILE...``: one line per file (and its reasons); 1 if any is refused,
+    else 4 if any could not be verified, else 0 (never a pass for "could not verify")."""
+    verdicts = []
+    for path in args.files:
+        result = check_transcript_file(path)
+        verdicts.append(result.verdict)
+        print(f"{path}: {_CHECK_LABEL[result.verdict]}")
+        for reason in result.reasons:
+            print(f"  {reason}")
+    if "refused" in verdicts:
+        return 1
+    return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """``doctor``: every host check, three answers each; 0 all ok, 12 any broken, else 4.
+
+    Reads and probes only: it removes left-over credentials copies (and says
+    so) but creates no user; see campaign._doctor for the checks.
+    """
+    err = Console(stderr=True, highlight=False)
+    for left in sweep_config_root():
+        err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False,
+                  soft_wrap=True)
+    harness: Path | None
+    try:
+        harness = resolve_harness(args.harness, default_harness())
+    except UsageError:
+        harness = None
+    report = doctor_checks(bwrap=args.bwrap, harness=harness, host_skill_dirs=host_skill_dirs(),
+                           api_key_env=args.api_key_env)
+    print_report(report)
+    return exit_status(report)

@@ -1,0 +1,266 @@
+"""The argparse tree of every command; ``--help`` is meant to teach (docs/cli.md has more)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Final, NoReturn
+
+from campaign._plan import harness_version
+from campaign.batch._options import (
+    CONCURRENCY,
+    POST_RESULT_GRACE_S,
+    RETRIES,
+    RETRY_BACKOFF_S,
+    SESSION_TIMEOUT_S,
+    WATCHDOG_S,
+)
+
+from . import _batch, _inspect, _record, _status
+from ._args import duration_s, nonnegative_int, positive_int
+from ._errors import EXIT_USAGE
+
+PINNED_HARNESS: Final = "2.1.197"
+"""The Claude Code version `make` installs (the Makefile's HARNESS_VERSION)."""
+
+EPILOG: Final = """\
+exit statuses:
+  0    done; for run/demo/resume every session reached a final state (sessions that
+       were not recorded are reported, not fatal)
+  1    an unexpected error (a bug; a traceback is printed); record: the session failed
+  2    usage or bad input (a bad corpus, plan or flag; a batch directory under $HOME or
+       not empty; a batch whose inputs changed, on resume or record)
+  3    a budget (--max-cost-cents, --max-wall) stopped the batch; it stays resumable
+  4    could not verify (check-transcript, doctor): never reported as a pass
+  5    run/demo/resume: every session reached a final state, but none was recorded
+  6    the host refused a write (disk full, quota): stopped cleanly, resumable
+  12   confinement preflight failed before anything was spent; record: the session
+       was refused
+  130  stopped by SIGINT (Ctrl-C); 143 by SIGTERM; resumable
+  When several apply: 130/143, then 3, then 6, then 5, then 0.
+
+quick start:
+  headwater-campaign demo                        # the bundled corpus, scripted provider
+  headwater-campaign status BATCH                # how a batch stands, running or not
+  headwater-campaign resume BATCH                # run what did not finish
+  headwater-campaign plan CORPUS                 # what a batch would run, before spending
+  headwater-campaign run CORPUS --provider scripted --scripts DIR   # a dry run, no spend
+  headwater-campaign run CORPUS --tier campaign  # a real batch (host credentials)
+"""
+
+SEED_HELP: Final = ("seeds the order in which the batch runs its sessions (shuffled within "
+                    "each repetition; docs/batch.md) and is the transcripts' identity seed "
+                    "(default 0)")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _corpus_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("corpus_pos", nargs="?", metavar="CORPUS", type=Path,
+                   help="the corpus root (holds .headwater/probe.yml and docs/)")
+    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
+                   help="the corpus root, as an option")
+
+
+def _harness_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--harness", type=Path, metavar="PATH",
+                   help="the harness executable (default: the pinned Claude Code CLI under "
+                        ".harness/, installed by `make`)")
+    p.add_argument("--bwrap", default="bwrap", metavar="PATH",
+                   help="the bubblewrap binary (default: bwrap on PATH)")
+
+
+def _network_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--network", choices=("confined", "host"), default=None,
+                   help="confined: each session in its own network namespace whose only way "
+                        "out is an egress proxy that allows the provider's host:port and "
+                        "nothing else (default where the host supports it; docs/network.md); "
+                        "host: the host's network, open (the transcripts say so)")
+
+
+def _provider_args(p: argparse.ArgumentParser, *, scripted: bool) -> None:
+    p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
+    if scripted:
+        p.add_argument("--provider", choices=("anthropic", "scripted"), default="anthropic",
+                       help="anthropic: a real Messages API (default); scripted: a loopback "
+                            "test double that plays --scripts, for a dry run that spends "
+                            "nothing (docs/provider.md); the transcripts say which")
+        p.add_argument("--scripts", type=Path, metavar="DIR",
+                       help="the scripted provider's scripts (one JSON file per probe)")
+    p.add_argument("--provider-url", metavar="URL",
+                   help="the Messages API base URL (default $ANTHROPIC_BASE_URL, else the "
+                        "public API)")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="take the API key from this variable instead of the host's "
+                        ".credentials.json (the name is recorded, never the value)")
+
+
+def _budget_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retries", type=nonnegative_int, metavar="N",
+                   help=f"at most N further attempts per session in this invocation, for "
+                        f"states worth another attempt (default {RETRIES})")
+    p.add_argument("--max-cost-cents", type=positive_int, metavar="N",
+                   help="the batch's budget in cents, over every attempt of every invocation; "
+                        "no session starts once the spend plus a projection for each session "
+                        "in flight could pass it (exit 3, resumable)")
+    p.add_argument("--est-session-cents", type=positive_int, metavar="N",
+                   help="the projected cost of one session before any has a cost, cents "
+                        "(default: 0 until the first attempt's cost is known)")
+    p.add_argument("--max-wall", dest="max_wall_s", type=duration_s, metavar="D",
+                   help="this invocation's wall-clock budget: seconds, or with s, m or h "
+                        "(e.g. 8h); no session starts once it could be passed (exit 3)")
+
+
+def _limits_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--concurrency", type=positive_int, metavar="N",
+                   help=f"sessions at once (default {CONCURRENCY})")
+    p.add_argument("--session-timeout", dest="session_timeout_s", type=duration_s,
+                   metavar="S", help=f"wall limit of one session (default {SESSION_TIMEOUT_S:g} "
+                                     "s); passing it ends the session timed-out")
+    p.add_argument("--watchdog", dest="watchdog_s", type=duration_s, metavar="S",
+                   help=f"end a session whose stdout is silent this long (default "
+                        f"{WATCHDOG_S:g} s)")
+    p.add_argument("--post-result-grace", dest="post_result_grace_s", type=duration_s,
+                   metavar="S", help="end a harness that neither prints nor exits this long "
+                                     "after its result line, and decide the session from what "
+                                     f"it printed (default {POST_RESULT_GRACE_S:g} s)")
+    p.add_argument("--retry-backoff", dest="retry_backoff_s", type=duration_s, metavar="S",
+                   help=f"wait before a session's first retry (default {RETRY_BACKOFF_S:g} s; "
+                        "doubled per retry, jittered, at most 300 s)")
+    p.add_argument("--discard-workspaces", action="store_true", default=None,
+                   help="delete each workspace once its attempt is recorded (large batches)")
+    p.add_argument("--allow-identical-arms", action="store_true", default=None,
+                   help="run an arm whose component the corpus lacks (it would differ from "
+                        "present in nothing); refused by default, before anything is spent")
+
+
+def _batch_dir_arg(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+    p.add_argument("--batch-dir", type=Path, metavar="DIR", required=required,
+                   help="the batch directory (must not exist or be empty; never under "
+                        "$HOME). Default: batches/ of the checkout, else "
+                        "/var/tmp/headwater-campaign/batches")
+
+
+def _tier_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tier", default=None,
+                   help="a tier of probe.yml: its arms and repetitions (default campaign; with "
+                        "--plan, the plan's)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N", help=SEED_HELP)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of every command."""
+    parser = _Parser(
+        prog="headwater-campaign",
+        description="Run campaign batches of confined, headless Claude Code sessions over a "
+                    "documentation corpus, and record contract transcripts from their stdout.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"{harness_version()} (pinned Claude Code {PINNED_HARNESS})")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND")
+
+    p = sub.add_parser("plan", help="print the plan: identity, probes, read set, session count")
+    _corpus_args(p)
+    _tier_args(p)
+    p.add_argument("--format", choices=("text", "yaml", "json"), default="text",
+                   help="text for people; yaml/json are exactly what `run --plan FILE` reads")
+    p.set_defaults(func=_inspect.cmd_plan)
+
+    p = sub.add_parser("run", help="run a batch: probes x arms x repetitions sessions",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _corpus_args(p)
+    _tier_args(p)
+    p.add_argument("--plan", type=Path, metavar="FILE",
+                   help="a plan from `plan --format yaml|json` (its selection and tier)")
+    _provider_args(p, scripted=True)
+    _harness_args(p)
+    _network_args(p)
+    _batch_dir_arg(p)
+    _limits_args(p)
+    _budget_args(p)
+    p.set_defaults(func=_batch.cmd_run)
+
+    p = sub.add_parser("demo", help="the bundled example corpus (tier campaign: arms present "
+                                    "and absent, 2 repetitions, 16 sessions), the scripted "
+                                    "provider, the real pinned CLI under real bwrap",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _batch_dir_arg(p)
+    _harness_args(p)
+    _network_args(p)
+    p.add_argument("--concurrency", type=positive_int, metavar="N",
+                   help=f"sessions at once (default {CONCURRENCY})")
+    _budget_args(p)
+    p.set_defaults(func=_batch.cmd_demo)
+
+    p = sub.add_parser("resume", help="run what did not finish in a batch, with its recorded "
+                                      "options (never started, interrupted, or retryable)",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
+    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
+                   help="where the corpus is now (default: the path config.yaml records); it "
+                        "must still plan to the same tree, read set, selection and lock")
+    _budget_args(p)
+    p.set_defaults(func=_batch.cmd_resume)
+
+    p = sub.add_parser("status", help="how a batch stands, running or finished")
+    p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
+    p.add_argument("--json", action="store_true", help="one JSON object (docs/batch.md)")
+    p.set_defaults(func=_status.cmd_status)
+
+    p = sub.add_parser("record", help="record one session into a batch (named r<N>)")
+    _corpus_args(p)
+    p.add_argument("--probe", required=True, metavar="ID", help="the probe's id")
+    p.add_argument("--arm", required=True, metavar="ARM",
+                   help="an arm of the tier (present, absent, no-hook, no-skills, "
+                        "no-claude-md, mcp)")
+    p.add_argument("--tier", default=None,
+                   help="a tier of probe.yml (default campaign); the arm must be one of its")
+    p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N",
+                   help="the transcripts' identity seed (default 0)")
+    _provider_args(p, scripted=True)
+    p.add_argument("--produced", action="append", default=[], metavar="PATH",
+                   help="an artifact the log cannot name (relative to the workspace unless "
+                        "absolute); repeatable")
+    _batch_dir_arg(p, required=True)
+    p.add_argument("--session-timeout", dest="session_timeout_s", type=duration_s,
+                   metavar="S", help=f"wall limit of the session (default "
+                                     f"{SESSION_TIMEOUT_S:g} s)")
+    p.add_argument("--watchdog", dest="watchdog_s", type=duration_s, metavar="S",
+                   help=f"end the session when stdout is silent this long (default "
+                        f"{WATCHDOG_S:g} s)")
+    p.add_argument("--post-result-grace", dest="post_result_grace_s", type=duration_s,
+                   metavar="S", help=f"see run (default {POST_RESULT_GRACE_S:g} s)")
+    p.add_argument("--allow-identical-arms", action="store_true", default=None,
+                   help="record an arm that would differ from present in nothing")
+    _harness_args(p)
+    _network_args(p)
+    p.set_defaults(func=_record.cmd_record)
+
+    p = sub.add_parser("seal", help="write one sealed workspace (the seal's rules: "
+                                    "docs/sealing.md)")
+    _corpus_args(p)
+    p.add_argument("--probe", required=True, metavar="ID", help="the probe whose session it is")
+    p.add_argument("--arm", default="present", metavar="ARM", help="the arm (default present)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="where to write it (must not exist, or be empty)")
+    p.add_argument("--explain", action="store_true", help="list every removal and why")
+    p.set_defaults(func=_inspect.cmd_seal)
+
+    p = sub.add_parser("check-transcript",
+                       help="the contract check: 0 clean, 1 refused, 4 could not verify")
+    p.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    p.set_defaults(func=_inspect.cmd_check_transcript)
+
+    p = sub.add_parser("doctor", help="host preflight: 0 all ok, 12 broken, 4 could not verify")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="take the API key from this variable instead of the host's "
+                        ".credentials.json")
+    _harness_args(p)
+    p.set_defaults(func=_inspect.cmd_doctor)
+    return parser

@@ -1,0 +1,126 @@
+"""``record``: one session, named ``r<N>``, added to a batch and to its arm's transcript.
+
+Exit: 0 recorded; 12 refused (RC-05, RC-07, RC-09); 1 any other final state;
+2 bad input, or a batch planned with other inputs; 130/143 stopped by a signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from rich.console import Console
+
+from campaign.batch._dir import transcript_path
+from campaign.batch._open import BatchRequest, open_batch
+from campaign.batch._records import FinalRecord
+from campaign.supervisor._fanout import RunLimits, Supervisor
+from campaign.supervisor._session import BatchContext
+from campaign.supervisor._spec import SessionSpec
+from recorder._vocab import is_recorded, is_refusal
+from sandbox._layout import measure_host_layout
+
+from ._args import corpus_of, resolve_harness
+from ._batch import _options, compose, credentials_for, default_harness, load_corpus_or_usage
+from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
+
+if TYPE_CHECKING:
+    from campaign.batch._fold import BatchFold
+
+
+def next_record_name(fold: BatchFold, *, arm: str, probe: str) -> str:
+    """``r<N>``: one more than the highest ``r<n>`` of this probe and arm in the batch."""
+    highest = 0
+    for key in fold.sessions:
+        if key.arm == arm and key.probe == probe and key.session[:1] == "r" \
+                and key.session[1:].isdigit():
+            highest = max(highest, int(key.session[1:]))
+    return f"r{highest + 1}"
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """``record``: one session into ``--batch-dir``; see the module docstring for statuses."""
+    root = corpus_of(args)
+    if root is None:
+        raise UsageError("record: the corpus is required (--corpus DIR)")
+    corpus = load_corpus_or_usage(root)
+    plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=args.model)
+    if args.probe not in corpus.probes:
+        raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
+    if args.arm not in plan.arms:
+        raise UsageError(f"arm {args.arm!r} is not an arm of tier {plan.tier} "
+                         f"({', '.join(plan.arms)}); pass the --tier that runs it")
+    harness = resolve_harness(args.harness, default_harness())
+    options = _options(args, "record", corpus=corpus.root, tier=plan.tier, harness=harness,
+                       model=plan.model, retries=0)
+    err = Console(stderr=True, highlight=False)
+    request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
+                           credentials=credentials_for(options), batch_dir=args.batch_dir,
+                           planned=(), arms_used=(args.arm,), probes_used=(args.probe,))
+    with open_batch(request, notify=lambda t: err.print(t, markup=False,
+                                                        soft_wrap=True)) as opened:
+        fold = opened.journal.fold
+        probe = next(p for p in plan.probes if p.id == args.probe)
+        name = next_record_name(fold, arm=args.arm, probe=args.probe)
+        spec = SessionSpec(probe=probe, arm=plan.arm_spec(args.arm), repetition=0, session=name)
+        ctx = BatchContext(
+            batch=opened.path, corpus=corpus, plan=plan, harness=harness, bwrap=options.bwrap,
+            credentials=opened.credentials, provider_url=opened.provider_url,
+            layout=measure_host_layout(), session_timeout_s=options.session_timeout_s,
+            watchdog_s=options.watchdog_s, post_result_grace_s=options.post_result_grace_s,
+            invocation=opened.invocation, host_skill_dirs=_skill_dirs(),
+            produced_extra=tuple(args.produced), network=opened.network)
+        supervisor = Supervisor(ctx, opened.journal, RunLimits(concurrency=1, retries=0,
+                                                               backoff_s=1.0))
+        outcome = anyio.run(supervisor.run, [spec], backend="trio")
+        final = _last_final(opened.journal.ledger.path, spec)
+        if outcome.signal is not None:
+            err.print(f"stopped by signal {outcome.signal}; the session is in the ledger as "
+                      "killed", markup=False)
+            print(f"batch: {opened.path}")
+            return SIGNAL_BASE + outcome.signal
+        if final is None:
+            raise UsageError(f"{outcome.detail}; the session has no final record")
+        print(f"{args.probe} {name}: {final.state}"
+              + ("" if is_recorded(final.state) else f" ({final.reason})"))
+        for warning in record_warnings(final):
+            err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+        print(f"transcript: {transcript_path(opened.path, args.arm)}")
+        print(f"batch: {opened.path}")
+    if is_recorded(final.state):
+        return EXIT_OK
+    return EXIT_CONFINEMENT if is_refusal(final.state) else EXIT_BUG
+
+
+def _last_final(ledger: Path, spec: SessionSpec) -> FinalRecord | None:
+    from campaign.batch._ledger import read_ledger
+
+    last = None
+    for record in read_ledger(ledger):
+        if isinstance(record, FinalRecord) and (record.arm, record.probe, record.session) == (
+                spec.arm.arm, spec.probe.id, spec.session):
+            last = record
+    return last
+
+
+def _skill_dirs() -> tuple[Path, ...]:
+    from campaign.batch._open import host_skill_dirs
+
+    return host_skill_dirs()
+
+
+def record_warnings(record: FinalRecord) -> list[str]:
+    """What a user of ``record`` must see besides the state (anomalies, the checker, orphans)."""
+    warnings = []
+    if record.anomalies:
+        first = (record.anomaly_lines or [{}])[0]
+        warnings.append(f"{record.anomalies} stdout line(s) were not JSON (anomalies, kept "
+                        f"aside in the ledger); first at line {first.get('line')}: "
+                        f"{first.get('excerpt')!r}")
+    if record.findings_note:
+        warnings.append(f"{record.findings_note} (no findings key was written)")
+    if record.orphan_results:
+        warnings.append(f"{len(record.orphan_results)} tool_result(s) answered no tool_use")
+    return warnings

@@ -1,0 +1,133 @@
+"""``status BATCH [--json]``: a running or finished batch at a glance (read-only).
+
+Folds the ledger as it stands (never writes: a torn last line is only
+skipped) and says whether a process holds the batch now (its pid), how many
+sessions are outstanding, the per-arm counts, the spend against the budget,
+and the last failures. ``--json`` prints the same as one stable object
+(``"format": 1``; docs/batch.md lists its keys). Exit 0, or 2 when BATCH is
+not a batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
+from campaign.batch._ledger import LedgerCorrupt, read_ledger
+from campaign.batch._lock import lock_holder
+from campaign.supervisor._spec import planned_sessions
+
+from ._errors import EXIT_OK, UsageError
+from ._view import arms_table, budget_line, failures_table
+
+STATUS_FORMAT = 1
+"""Version of ``status --json``'s shape."""
+
+
+def fold_batch(batch: Path) -> tuple[BatchFold, str]:
+    """The ledger of ``batch`` folded, and the command that made the batch.
+
+    Raises:
+        UsageError: not a batch, or its ledger holds a line the runner did not write.
+    """
+    try:
+        config = read_config(batch)
+        plan = read_plan(batch)
+    except BatchFileError as exc:
+        raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
+    planned = () if config.options.command == "record" else planned_sessions(plan)
+    fold = BatchFold(planned)
+    try:
+        for record in read_ledger(batch / "ledger.jsonl"):
+            fold.apply(record)
+    except LedgerCorrupt as exc:
+        raise UsageError(str(exc)) from exc
+    return fold, config.options.command
+
+
+def _running(fold: BatchFold, holder: int | None) -> list[SessionLog]:
+    return [log for log in fold.sessions.values() if log.running] if holder is not None else []
+
+
+def status_data(batch: Path) -> dict[str, Any]:
+    """``status --json``'s object for ``batch``."""
+    fold, command = fold_batch(batch)
+    holder = lock_holder(batch)
+    stats = fold.statistics()
+    started = [log for log in fold.sessions.values() if log.running]
+    return {
+        "format": STATUS_FORMAT,
+        "batch": str(batch),
+        "command": command,
+        "running": holder is not None,
+        "pid": holder or None,
+        "invocations": stats.invocations,
+        "outstanding": len(fold.outstanding()),
+        "in_flight": [_key(log) for log in _running(fold, holder)],
+        "interrupted": [] if holder is not None else [_key(log) for log in started],
+        "spend_usd": str(stats.spend_usd),
+        "cost_unknown_attempts": stats.cost_unknown,
+        "max_cost_cents": stats.max_cost_cents,
+        "stopped": stats.stopped.model_dump(mode="json") if stats.stopped else None,
+        "budget_stop": stats.budget_stop.model_dump(mode="json") if stats.budget_stop else None,
+        "arms": {arm: {"planned": c.planned, "queued": c.queued, "running": c.running,
+                       "recorded": c.recorded, "refused": c.refused, "failed": c.failed,
+                       "retried": c.retried, "cost_usd": str(c.cost_usd),
+                       "cost_unknown_attempts": c.cost_unknown}
+                 for arm, c in sorted(stats.arms.items())},
+        "last_failures": [{"arm": f.key.arm, "probe": f.key.probe, "session": f.key.session,
+                           "attempt": f.attempt, "state": f.state, "reason": f.reason}
+                          for f in stats.last_failures],
+    }
+
+
+def _key(log: SessionLog) -> dict[str, Any]:
+    return {"arm": log.key.arm, "probe": log.key.probe, "session": log.key.session,
+            "attempt": log.attempts}
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """``status``: print the batch's standing (module docstring)."""
+    batch = Path(args.batch).expanduser().resolve()
+    data = status_data(batch)
+    if args.json:
+        sys.stdout.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        return EXIT_OK
+    fold, _ = fold_batch(batch)
+    _print(batch, data, fold.statistics())
+    return EXIT_OK
+
+
+def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics) -> None:
+    out = Console(file=sys.stdout, highlight=False)
+    if data["running"]:
+        who = f"process {data['pid']}" if data["pid"] else "another process"
+        out.print(f"batch {batch}: running ({who} holds it)", markup=False)
+    else:
+        out.print(f"batch {batch}: not running", markup=False)
+    out.print(arms_table(stats.arms, title="sessions per arm"))
+    out.print(budget_line(stats, stats.max_cost_cents), markup=False)
+    stopped = stats.stopped
+    if stopped is not None and not data["running"]:
+        out.print(f"last invocation ({stats.invocations}) ended: {stopped.reason}: "
+                  f"{stopped.detail}", markup=False, soft_wrap=True)
+    elif not data["running"] and stats.invocations:
+        out.print(f"last invocation ({stats.invocations}) did not end cleanly (the runner was "
+                  "killed)", markup=False)
+    for label in ("in_flight", "interrupted"):
+        if data[label]:
+            names = ", ".join(f"{k['arm']} {k['probe']} {k['session']}" for k in data[label])
+            out.print(f"{label.replace('_', ' ')}: {names}", markup=False, soft_wrap=True)
+    out.print(f"outstanding: {data['outstanding']}"
+              + (f" (finish with: headwater-campaign resume {batch})"
+                 if data["outstanding"] and not data["running"] else ""), markup=False)
+    table = failures_table(stats.last_failures)
+    if table is not None:
+        out.print(table)

@@ -1,0 +1,174 @@
+"""How a batch looks while it runs and afterwards: a rich live view, or plain log lines.
+
+On a terminal, `LiveView` redraws (on the event loop's thread, from
+`LiveStatistics` snapshots) a table per arm: planned, queued, running,
+recorded, refused, failed, retried and spend, with the budget; the sessions in
+flight with their elapsed time; the last failures with state and reason; the
+completion rate and an estimate of the time left. Off a terminal it prints one
+line per attempt that ends and one per notice. Every denominator is the
+planned count. ``status`` prints the same tables (`batch_tables`) once.
+Everything goes to stderr: stdout keeps the command's result.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, Final, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from campaign.batch._fold import ArmCounts, BatchStatistics, Failure
+    from campaign.batch._records import FinalRecord
+    from campaign.supervisor._fanout import InFlight, LiveStatistics
+
+IN_FLIGHT_SHOWN: Final = 8
+"""Sessions in flight listed by name; the rest are counted."""
+REASON_CHARS: Final = 100
+"""Characters of a failure's reason shown in the live view (the ledger keeps it whole)."""
+
+
+def usd(amount: Decimal, *, lower_bound: bool) -> str:
+    """``$0.1234``; ``>= $0.1234`` when some attempt's cost is unknown (a lower bound)."""
+    text = f"${amount:.4f}"
+    return f">= {text}" if lower_bound else text
+
+
+def duration(seconds: float | None) -> str:
+    """``1h02m``, ``4m05s`` or ``12s``; ``-`` for unknown."""
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table:
+    """One row per arm; every count out of the arm's planned sessions."""
+    table = Table(title=title)
+    columns = ("arm", "planned", "queued", "running", "recorded", "refused", "failed",
+               "retried", "spend")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for arm, c in sorted(arms.items()):
+        table.add_row(arm, str(c.planned), str(c.queued), str(c.running),
+                      f"{c.recorded}/{c.planned}", str(c.refused), str(c.failed), str(c.retried),
+                      usd(c.cost_usd, lower_bound=c.cost_unknown > 0))
+    return table
+
+
+def budget_line(stats: BatchStatistics, max_cost_cents: int | None) -> str:
+    """The batch's spend, and its budget when it has one."""
+    spend = usd(stats.spend_usd, lower_bound=stats.cost_unknown > 0)
+    if max_cost_cents is None:
+        return f"spend {spend} (no cost budget)"
+    return f"spend {spend} of a ${Decimal(max_cost_cents) / 100:.2f} budget"
+
+
+def failures_table(failures: tuple[Failure, ...]) -> Table | None:
+    """The last failed or refused attempts with state and reason; None when there are none."""
+    if not failures:
+        return None
+    table = Table(title="last failures", show_header=True)
+    for col in ("arm", "probe", "session", "attempt", "state", "reason"):
+        table.add_column(col)
+    for f in failures:
+        reason = f.reason if len(f.reason) <= REASON_CHARS else f.reason[:REASON_CHARS] + "..."
+        table.add_row(f.key.arm, f.key.probe, f.key.session, str(f.attempt), f.state, reason)
+    return table
+
+
+def in_flight_table(flights: tuple[InFlight, ...], now_s: float) -> Table | None:
+    """The sessions running now with their elapsed time; None when none runs."""
+    if not flights:
+        return None
+    table = Table(title=f"in flight ({len(flights)})")
+    for col in ("arm", "probe", "session", "attempt", "elapsed"):
+        table.add_column(col)
+    for f in sorted(flights, key=lambda f: f.started_s)[:IN_FLIGHT_SHOWN]:
+        table.add_row(f.key.arm, f.key.probe, f.key.session, str(f.attempt),
+                      duration(now_s - f.started_s))
+    if len(flights) > IN_FLIGHT_SHOWN:
+        table.caption = f"and {len(flights) - IN_FLIGHT_SHOWN} more"
+    return table
+
+
+def progress_line(live: LiveStatistics) -> str:
+    """Elapsed, completion rate, time left, retries, and why no session starts (if so)."""
+    rate = (f"{live.finals_now / live.elapsed_s * 60:.1f}/min" if live.elapsed_s > 0
+            else "-")
+    parts = [f"elapsed {duration(live.elapsed_s)}", f"rate {rate}",
+             f"outstanding {live.outstanding}", f"left ~{duration(live.eta_s)}",
+             f"retries {live.retries_now}"]
+    if live.max_wall_s is not None:
+        parts.append(f"wall budget {duration(live.max_wall_s)}")
+    if live.stopping:
+        parts.append(f"stopping: {live.stopping}")
+    return " | ".join(parts)
+
+
+def live_renderable(live: LiveStatistics, now_s: float) -> RenderableType:
+    """Everything the live view shows, for one snapshot."""
+    parts: list[RenderableType] = [
+        arms_table(live.batch.arms),
+        Text(budget_line(live.batch, live.max_cost_cents)),
+        Text(progress_line(live)),
+    ]
+    for table in (in_flight_table(live.in_flight, now_s),
+                  failures_table(live.batch.last_failures)):
+        if table is not None:
+            parts.append(table)
+    return Group(*parts)
+
+
+class LiveView:
+    """The batch's view while it runs: rich live on a terminal, plain lines elsewhere.
+
+    The supervisor calls `update`, `attempt_ended` and `note` on the event
+    loop's thread; nothing here reaches into the supervisor.
+    """
+
+    def __init__(self, *, stream: TextIO | None = None, force_plain: bool = False) -> None:
+        self._console = Console(file=stream, stderr=stream is None, highlight=False)
+        self._plain = force_plain or not self._console.is_terminal
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveView:
+        if not self._plain:
+            self._live = Live(console=self._console, auto_refresh=False, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+    def update(self, live: LiveStatistics, now_s: float) -> None:
+        """Redraw from a snapshot (terminal only)."""
+        if self._live is not None:
+            self._live.update(live_renderable(live, now_s), refresh=True)
+
+    def attempt_ended(self, record: FinalRecord, live: LiveStatistics) -> None:
+        """An attempt ended: off a terminal, one line naming it, its state and why."""
+        if self._live is not None:
+            return
+        final = sum(c.final for c in live.batch.arms.values())
+        planned = sum(c.planned for c in live.batch.arms.values())
+        why = "" if record.state == "recorded" else f" ({record.reason})"
+        self._console.print(
+            f"[{final}/{planned}] {record.arm} {record.probe} {record.session} "
+            f"attempt {record.attempt}: {record.state}{why}",
+            markup=False, soft_wrap=True)
+
+    def note(self, text: str) -> None:
+        """A notice (a retry's wait, a budget, a signal): printed above the live view."""
+        self._console.print(text, markup=False, soft_wrap=True)

@@ -1,0 +1,1 @@
+"""The supervisor: resolved session specs, their order, one attempt, the fan-out and budgets."""

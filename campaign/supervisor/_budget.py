@@ -1,0 +1,80 @@
+"""Budgets: when the batch stops starting sessions (exit 3, resumable).
+
+Two budgets, each optional (docs/batch.md, "Budgets"):
+
+* cost, ``--max-cost-cents N``: the batch's whole spend, every attempt of every
+  invocation (RC-14's figure), plus a projection for each session in flight
+  and for the one about to start, must not be able to pass ``N``. The
+  projection of one session is the largest cost of one attempt so far, or
+  ``--est-session-cents`` while that is larger (or nothing is known yet).
+* wall, ``--max-wall D``: this invocation's elapsed seconds plus the longest
+  session of this invocation so far must not pass ``D``.
+
+Sessions in flight always finish; a stopped batch stays resumable, and a
+``resume --max-cost-cents N`` gives the batch a new total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Final
+
+from campaign.batch._records import Budget
+
+_CENTS_PER_USD: Final = Decimal(100)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetVerdict:
+    """A budget that says: start no further session."""
+
+    budget: Budget
+    limit: float
+    """Cents for ``cost``, seconds for ``wall``."""
+    used: float
+    """Cents spent, or seconds elapsed."""
+    projection: float
+    """Cents (or seconds) projected for one more session."""
+
+    def describe(self) -> str:
+        """One sentence for the console and the ledger."""
+        if self.budget == "cost":
+            return (f"the cost budget of {self.limit:g} cents could be passed: "
+                    f"{self.used:.2f} cents spent, {self.projection:g} projected per session "
+                    "in flight and for the next one")
+        return (f"the wall-clock budget of {self.limit:g} s could be passed: {self.used:.0f} s "
+                f"elapsed, {self.projection:.0f} s projected for the next session")
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """The budgets of one invocation (None = no such budget)."""
+
+    max_cost_cents: int | None = None
+    est_session_cents: int | None = None
+    max_wall_s: float | None = None
+
+    def check(self, *, spent_usd: Decimal, largest_attempt_usd: Decimal | None, in_flight: int,
+              elapsed_s: float, longest_session_s: float | None) -> BudgetVerdict | None:
+        """Whether one more session may start now; None = yes.
+
+        Args:
+            spent_usd: Every known attempt cost of the batch so far, USD.
+            largest_attempt_usd: The largest known cost of one attempt, USD; None before any.
+            in_flight: Sessions running now (they will finish and spend).
+            elapsed_s: Seconds since this invocation began.
+            longest_session_s: The longest session of this invocation, seconds; None before any.
+        """
+        if self.max_cost_cents is not None:
+            spent = spent_usd * _CENTS_PER_USD
+            largest = (largest_attempt_usd or Decimal(0)) * _CENTS_PER_USD
+            projection = max(largest, Decimal(self.est_session_cents or 0))
+            if spent >= self.max_cost_cents or (
+                    spent + projection * (in_flight + 1) > self.max_cost_cents):
+                return BudgetVerdict("cost", self.max_cost_cents, float(spent), float(projection))
+        if self.max_wall_s is not None:
+            projection_s = longest_session_s or 0.0
+            if elapsed_s >= self.max_wall_s or elapsed_s + projection_s > self.max_wall_s:
+                return BudgetVerdict("wall", self.max_wall_s, elapsed_s, projection_s)
+        return None

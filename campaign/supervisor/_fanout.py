@@ -1,0 +1,370 @@
+"""The supervisor: a batch's sessions fanned out under a concurrency limit, retried, budgeted.
+
+A bounded channel of session specs (capacity = concurrency) feeds exactly
+``concurrency`` workers; outcomes go to the ledger (through the journal), never
+to a list, so memory is flat in the number of sessions (DESIGN.md, targets:
+scale). Each worker runs a session's attempts: a retryable state is tried
+again, at most ``retries`` further times in this invocation, after an
+exponential backoff with jitter; refusals never retry, and an attempt ended by
+the runner stopping does not count. Before every attempt the budgets are
+asked (`Budgets`); once one says stop, no session starts and those in flight
+finish. SIGINT/SIGTERM stop the batch: no session starts, those in flight are
+cancelled (the driver reaps each within its bounded grace and the attempt is
+written ``killed``), transcripts are rendered, and the outcome names the
+signal; a second signal kills what is still running at once.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Protocol
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from campaign.batch._records import BudgetStopRecord, StoppedRecord, StopReason
+from recorder._vocab import is_recorded
+
+from ._budget import Budgets, BudgetVerdict
+from ._session import BatchContext, HostWriteRefused, refused_write, run_attempt
+
+if TYPE_CHECKING:
+    from campaign.batch._fold import BatchStatistics, SessionKey
+    from campaign.batch._journal import Journal
+    from campaign.batch._records import FinalRecord
+
+    from ._spec import SessionSpec
+
+RENDER_EVERY_S: Final = 5.0
+"""Least seconds between two renders of the transcripts while a batch runs."""
+RENDER_SHARE: Final = 10.0
+"""Renders are spaced at least this many times their own duration (a large arm renders less
+often, so rendering never takes more than a tenth of the runner's time)."""
+BACKOFF_CAP_S: Final = 300.0
+"""The longest wait before a retry, seconds."""
+VIEW_EVERY_S: Final = 0.5
+"""Seconds between two redraws of the live view."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """How the supervisor runs one invocation's sessions."""
+
+    concurrency: int
+    retries: int
+    """Further attempts per session in this invocation, for retryable states."""
+    backoff_s: float
+    """Wait before the first retry of a session, seconds; doubled per retry, jittered."""
+    budgets: Budgets = field(default_factory=Budgets)
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A session whose attempt is running now."""
+
+    key: SessionKey
+    attempt: int
+    started_s: float
+    """``time.monotonic()`` at its start."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStatistics:
+    """What the live view shows: the ledger's counts plus this invocation's running state."""
+
+    batch: BatchStatistics
+    in_flight: tuple[InFlight, ...]
+    elapsed_s: float
+    finals_now: int
+    """Attempts that ended in this invocation."""
+    retries_now: int
+    """Retries started in this invocation."""
+    outstanding: int
+    stopping: str | None
+    """Why no session starts any more (a signal, a budget), or None."""
+    max_cost_cents: int | None
+    max_wall_s: float | None
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at this invocation's completion rate; None before any final."""
+        if not self.finals_now or self.elapsed_s <= 0:
+            return None
+        return self.outstanding / (self.finals_now / self.elapsed_s)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    """How one invocation of a batch ended."""
+
+    stop: StopReason
+    detail: str
+    signal: int | None
+    """The signal that stopped it (SIGINT 2, SIGTERM 15), or None."""
+    outstanding: int
+    """Planned sessions not finished (``resume`` runs them)."""
+    recorded: int
+    """Sessions of the whole batch whose last attempt is recorded."""
+    budget_stopped: bool = False
+    """A budget stopped this invocation from starting sessions."""
+    write_refused: bool = False
+    """The host refused a write (disk full, quota)."""
+
+
+class View(Protocol):
+    """What the supervisor tells a display (the CLI's `LiveView`); called on the loop thread."""
+
+    def update(self, live: LiveStatistics, now_s: float) -> None:
+        """Redraw from a snapshot."""
+
+    def attempt_ended(self, record: FinalRecord, live: LiveStatistics) -> None:
+        """An attempt ended in ``record.state``."""
+
+    def note(self, text: str) -> None:
+        """A notice: a retry's wait, a budget, a signal."""
+
+
+class _NoView:
+    def update(self, live: LiveStatistics, now_s: float) -> None:
+        pass
+
+    def attempt_ended(self, record: FinalRecord, live: LiveStatistics) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+class Supervisor:
+    """Runs sessions of one open batch; one `run` per invocation.
+
+    Args:
+        ctx: What every session shares.
+        journal: The batch's ledger, fold and transcripts.
+        limits: Concurrency, retries, backoff, budgets.
+        view: Told of progress (nothing by default).
+    """
+
+    def __init__(self, ctx: BatchContext, journal: Journal, limits: RunLimits,
+                 view: View | None = None) -> None:
+        self.ctx = ctx
+        self.journal = journal
+        self.limits = limits
+        self.view: View = view or _NoView()
+        self._in_flight: dict[SessionKey, InFlight] = {}
+        self._started_s = time.monotonic()
+        self._finals = 0
+        self._retries = 0
+        self._longest_s: float | None = None
+        self._stop_reason: StopReason | None = None
+        self._budget_hit = False
+        self._write_refused = False
+        self._stop_detail = ""
+        self._signal: int | None = None
+        self._work: anyio.CancelScope | None = None
+        self._rng = random.Random()
+
+    # -- statistics -------------------------------------------------------------------------
+
+    def statistics(self) -> LiveStatistics:
+        """A frozen snapshot for the live view (never the supervisor's internals)."""
+        return LiveStatistics(
+            batch=self.journal.fold.statistics(), in_flight=tuple(self._in_flight.values()),
+            elapsed_s=time.monotonic() - self._started_s, finals_now=self._finals,
+            retries_now=self._retries, outstanding=len(self.journal.fold.outstanding()),
+            stopping=self._stop_detail or None,
+            max_cost_cents=self.limits.budgets.max_cost_cents,
+            max_wall_s=self.limits.budgets.max_wall_s,
+        )
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def run(self, specs: Iterable[SessionSpec], *,
+                  watch_signals: bool = True) -> BatchOutcome:
+        """Run ``specs`` (lazily, in their order) to the end, or until a stop.
+
+        **Cancellation:** from outside, as a signal would: sessions in flight
+        are reaped and written ``killed``, the transcripts rendered (shielded),
+        then the cancellation propagates. Signals are handled here when
+        ``watch_signals`` (the outcome then names the signal).
+
+        Raises:
+            Exception: only bugs; states, refusals, budgets and refused writes are outcomes.
+        """
+        self._started_s = time.monotonic()
+        try:
+            async with anyio.create_task_group() as outer:
+                if watch_signals:
+                    outer.start_soon(self._watch_signals)
+                outer.start_soon(self._render_loop)
+                outer.start_soon(self._view_loop)
+                with anyio.CancelScope() as self._work:
+                    await self._fan_out(specs)
+                outer.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish()
+        return self._outcome()
+
+    async def _fan_out(self, specs: Iterable[SessionSpec]) -> None:
+        send, receive = anyio.create_memory_object_stream["SessionSpec"](self.limits.concurrency)
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.limits.concurrency):
+                tg.start_soon(self._worker, receive.clone())
+            receive.close()
+            async with send:
+                for spec in specs:
+                    if self._stop_reason is not None:
+                        break
+                    await send.send(spec)
+
+    async def _worker(self, receive: MemoryObjectReceiveStream[SessionSpec]) -> None:
+        async with receive:
+            async for spec in receive:
+                if self._stop_reason is None:
+                    await self._session(spec)
+
+    async def _session(self, spec: SessionSpec) -> None:
+        retries_here = 0
+        while self._stop_reason is None:
+            if not await self._budget_allows():
+                return
+            key = spec.key
+            log = self.journal.fold.sessions.get(key)
+            attempt = (log.attempts if log else 0) + 1
+            self._in_flight[key] = InFlight(key, attempt, time.monotonic())
+            try:
+                record = await run_attempt(spec, attempt, self.ctx, self.journal)
+            except HostWriteRefused as exc:
+                self._stop("write-refused", str(exc))
+                return
+            finally:
+                flight = self._in_flight.pop(key)
+                took = time.monotonic() - flight.started_s
+                self._longest_s = max(self._longest_s or 0.0, took)
+            self._finals += 1
+            self.view.attempt_ended(record, self.statistics())
+            if is_recorded(record.state) or not record.retryable or not record.counts:
+                return
+            if retries_here >= self.limits.retries or self._stop_reason is not None:
+                return
+            retries_here += 1
+            self._retries += 1
+            wait_s = self._backoff(retries_here)
+            self.view.note(f"{key.arm} {key.probe} {key.session}: {record.state}, worth another "
+                           f"attempt: retry {retries_here} of {self.limits.retries} in "
+                           f"{wait_s:.0f} s")
+            await anyio.sleep(wait_s)
+
+    def _backoff(self, retry: int) -> float:
+        """Exponential, capped, with jitter (half to all of the step), so retries spread out."""
+        step = min(BACKOFF_CAP_S, self.limits.backoff_s * 2.0 ** (retry - 1))
+        return step * (0.5 + self._rng.random() / 2)
+
+    async def _budget_allows(self) -> bool:
+        fold = self.journal.fold
+        verdict = self.limits.budgets.check(
+            spent_usd=fold.spend_usd, largest_attempt_usd=fold.largest_attempt_usd,
+            in_flight=len(self._in_flight), elapsed_s=time.monotonic() - self._started_s,
+            longest_session_s=self._longest_s)
+        if verdict is None:
+            return True
+        if not self._budget_hit:
+            self._budget_hit = True
+        if self._stop_reason is None:
+            self._stop_reason, self._stop_detail = "budget", verdict.describe()
+            self.view.note(f"budget: {verdict.describe()}; no further session starts, those "
+                           "in flight finish")
+            await self._record_budget_stop(verdict)
+        return False
+
+    async def _record_budget_stop(self, verdict: BudgetVerdict) -> None:
+        try:
+            await self.journal.record(BudgetStopRecord(
+                invocation=self.ctx.invocation, budget=verdict.budget, limit=verdict.limit,
+                used=verdict.used, projection=verdict.projection,
+                in_flight=len(self._in_flight)))
+        except OSError as exc:
+            if not refused_write(exc):
+                raise
+            self._stop("write-refused", f"the host refused a write (the ledger): {exc}")
+
+    def _stop(self, reason: StopReason, detail: str) -> None:
+        """Stop starting sessions; for a signal or a refused write, cancel those in flight."""
+        if reason == "write-refused":
+            self._write_refused = True
+        if self._stop_reason in (None, "budget"):
+            self._stop_reason, self._stop_detail = reason, detail
+        if reason != "budget" and self._work is not None:
+            self._work.cancel()
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                if self._signal is None:
+                    self._signal = int(signum)
+                    self._stop("signal", f"stopped by {signal.Signals(signum).name}")
+                    self.view.note(f"{signal.Signals(signum).name}: stopping; sessions in flight "
+                                   "are ended and written killed (a second signal ends them at "
+                                   "once)")
+                else:
+                    self.view.note("second signal: ending every session now")
+                    self._escalate()
+
+    def _escalate(self) -> None:
+        """A second signal: end every session still running now, without the grace."""
+        from recorder._driver import kill_running_now
+
+        kill_running_now()
+
+    async def _render_loop(self) -> None:
+        while True:
+            await anyio.sleep(max(RENDER_EVERY_S, RENDER_SHARE * self.journal.last_render_s))
+            try:
+                await self.journal.render()
+            except OSError as exc:
+                if not refused_write(exc):
+                    raise
+                self._stop("write-refused", f"the host refused a write (a transcript): {exc}")
+                return
+
+    async def _view_loop(self) -> None:
+        while True:
+            self.view.update(self.statistics(), time.monotonic())
+            await anyio.sleep(VIEW_EVERY_S)
+
+    async def _finish(self) -> None:
+        """Shielded end of an invocation: render every arm, write the ``stopped`` record."""
+        try:
+            await self.journal.render(self.journal.arms)
+        except OSError as exc:
+            if not refused_write(exc):
+                raise
+            self._stop("write-refused", f"the host refused a write (a transcript): {exc}")
+        reason = self._stop_reason or "done"
+        detail = self._stop_detail or "every session of this invocation reached a final state"
+        try:
+            await self.journal.record(StoppedRecord(
+                invocation=self.ctx.invocation, reason=reason, detail=detail,
+                outstanding=len(self.journal.fold.outstanding())))
+        except OSError as exc:
+            if not refused_write(exc):
+                raise
+            self._write_refused = True
+            if self._stop_reason is None or self._stop_reason == "budget":
+                self._stop_reason = "write-refused"
+                self._stop_detail = f"the host refused a write (the ledger): {exc}"
+        self.view.update(self.statistics(), time.monotonic())
+
+    def _outcome(self) -> BatchOutcome:
+        fold = self.journal.fold
+        recorded = sum(c.recorded for c in fold.arms.values())
+        return BatchOutcome(
+            stop=self._stop_reason or "done",
+            detail=self._stop_detail or "every session reached a final state",
+            signal=self._signal, outstanding=len(fold.outstanding()), recorded=recorded,
+            budget_stopped=self._budget_hit, write_refused=self._write_refused)

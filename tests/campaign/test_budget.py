@@ -1,0 +1,71 @@
+"""Budgets, from their definitions (docs/batch.md, "Budgets").
+
+cost: stop when spend >= N, or spend + projection x (in flight + 1) > N, where the
+projection is the larger of the largest attempt cost and --est-session-cents.
+wall: stop when elapsed >= D, or elapsed + the longest session so far > D.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from campaign.supervisor._budget import Budgets
+
+
+def check(budgets: Budgets, *, spent: str = "0", largest: str | None = None, in_flight: int = 0,
+          elapsed: float = 0.0, longest: float | None = None) -> str | None:
+    verdict = budgets.check(spent_usd=Decimal(spent),
+                            largest_attempt_usd=Decimal(largest) if largest else None,
+                            in_flight=in_flight, elapsed_s=elapsed, longest_session_s=longest)
+    return None if verdict is None else verdict.budget
+
+
+def test_no_budget_never_stops() -> None:
+    assert check(Budgets(), spent="1000", in_flight=50, elapsed=1e9) is None
+
+
+@pytest.mark.parametrize(
+    ("spent", "largest", "in_flight", "stops"),
+    [
+        ("0.40", "0.10", 0, False),   # 40 + 10 x 1 = 50: not over 50
+        ("0.40", "0.11", 0, True),    # 40 + 11 x 1 = 51 > 50
+        ("0.20", "0.10", 2, False),   # 20 + 10 x 3 = 50
+        ("0.21", "0.10", 2, True),    # 21 + 10 x 3 = 51
+        ("0.50", None, 0, True),      # the spend alone reaches the budget
+        ("0.49", None, 5, False),     # nothing known to project yet
+    ],
+)
+def test_the_cost_budget_projects_every_session_in_flight_and_the_next(
+    spent: str, largest: str | None, in_flight: int, stops: bool
+) -> None:
+    budgets = Budgets(max_cost_cents=50)
+    assert (check(budgets, spent=spent, largest=largest, in_flight=in_flight) == "cost") is stops
+
+
+def test_the_estimate_projects_until_a_larger_cost_is_known() -> None:
+    budgets = Budgets(max_cost_cents=50, est_session_cents=20)
+    assert check(budgets, spent="0", in_flight=1) is None           # 0 + 20 x 2 = 40
+    assert check(budgets, spent="0", in_flight=2) == "cost"         # 0 + 20 x 3 = 60
+    assert check(budgets, spent="0", largest="0.05", in_flight=1) is None   # 20 still larger
+    assert check(budgets, spent="0", largest="0.30", in_flight=0) is None   # 30 x 1
+    assert check(budgets, spent="0", largest="0.30", in_flight=1) == "cost"  # 30 x 2 = 60
+
+
+@pytest.mark.parametrize(
+    ("elapsed", "longest", "stops"),
+    [(50.0, None, False), (100.0, None, True), (70.0, 30.0, False), (70.0, 31.0, True)],
+)
+def test_the_wall_budget_projects_the_longest_session(elapsed: float, longest: float | None,
+                                                      stops: bool) -> None:
+    budgets = Budgets(max_wall_s=100.0)
+    assert (check(budgets, elapsed=elapsed, longest=longest) == "wall") is stops
+
+
+def test_a_verdict_says_what_stopped_in_words() -> None:
+    verdict = Budgets(max_cost_cents=50).check(spent_usd=Decimal("0.6"), largest_attempt_usd=None,
+                                               in_flight=0, elapsed_s=0,
+                                               longest_session_s=None)
+    assert verdict is not None
+    assert verdict.describe().startswith("the cost budget of 50 cents could be passed: 60.00")

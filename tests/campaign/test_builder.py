@@ -1,0 +1,130 @@
+"""The incremental transcript of an arm: the RC-14..RC-16 figures from hand-built records.
+
+Expected values come from the rules: cost_cents = ceiling(100 x the sum of every
+attempt's cost), unknown costs adding nothing and named (RC-14); one row per
+session with its last state, an event only for recorded ones (RC-15, RC-16);
+a batch with sessions outstanding says so in the prose.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from campaign._corpus import load_corpus
+from campaign._plan import Plan, compose_plan
+from campaign.batch._fold import SessionKey
+from campaign.batch._journal import Journal
+from campaign.batch._records import FinalRecord, StartedRecord
+from recorder._transcript import parse_transcript, render_transcript
+from tests.campaign.corpora import probe_yml, write_files
+
+NOTE = "Provider: scripted. A test double."
+
+
+@pytest.fixture
+def plan(tmp_path: Path) -> Plan:
+    files = {".headwater/probe.yml": probe_yml()}
+    for n in (1, 2):
+        files[f"docs/probes/p{n}.md"] = (f"---\nid: HW-PRB-00{n}\ntitle: Probe {n}\n"
+                                         "answers: [yes]\nexamines: []\n---\n\n## Task\n\nGo.\n")
+    write_files(tmp_path / "corpus", files)
+    return compose_plan(load_corpus(tmp_path / "corpus"), tier="campaign")
+
+
+def _started(probe: str, session: str, attempt: int, at: str) -> StartedRecord:
+    return StartedRecord(arm="present", probe=probe, session=session, repetition=1,
+                         attempt=attempt, invocation=1, position=0, at=at)
+
+
+def _final(probe: str, session: str, attempt: int, state: str, cost: str | None, *,
+           event: bool = False, retryable: bool = False) -> FinalRecord:
+    return FinalRecord(
+        arm="present", probe=probe, session=session, repetition=1, attempt=attempt,
+        invocation=1, started_at="2026-12-01T00:00:00Z", state=state, reason=state,  # type: ignore[arg-type]
+        retryable=retryable, cost_usd=cost, cost_known=cost is not None or state in (
+            "refused-seal", "refused-confinement"),
+        served_model="claude-x-1" if event else None,
+        event={"probe": probe, "session": session, "calls": [], "answer": "yes"} if event
+        else None)
+
+
+def _planned(plan: Plan) -> list[tuple[SessionKey, int]]:
+    return [(SessionKey(arm, p.id, f"s{rep}"), rep) for rep in (1, 2) for p in plan.probes
+            for arm in plan.arms]
+
+
+async def _feed(journal: Journal, records: list[object]) -> None:
+    for record in records:
+        await journal.record(record)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_an_arms_transcript_from_its_records(plan: Plan, tmp_path: Path) -> None:
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    records: list[object] = [
+        _started("HW-PRB-001", "s1", 1, "2026-12-01T00:00:05Z"),
+        _final("HW-PRB-001", "s1", 1, "harness-error", "0.0033333", retryable=True),
+        _started("HW-PRB-001", "s1", 2, "2026-12-01T00:00:09Z"),
+        _final("HW-PRB-001", "s1", 2, "recorded", "0.0033333", event=True),
+        _started("HW-PRB-002", "s1", 1, "2026-12-01T00:00:01Z"),
+        _final("HW-PRB-002", "s1", 1, "timed-out", None, retryable=True),
+        _started("HW-PRB-002", "s2", 1, "2026-12-01T00:00:20Z"),
+        _final("HW-PRB-002", "s2", 1, "refused-seal", None),
+    ]
+    with Journal(batch, plan, planned=_planned(plan), network="host",
+                 provider_note=NOTE) as journal:
+        await _feed(journal, records)
+        await journal.render(["present"])
+    text = (batch / "transcripts" / "present.md").read_text()
+    t = parse_transcript(text)
+    # Every attempt's cost counts, summed before one ceiling: 2 x 0.0033333 = 0.67 cents -> 1.
+    assert t.identity.cost_cents == 1
+    assert t.identity.at == "2026-12-01T00:00:01Z"  # the first session's start
+    assert t.identity.served_version == "claude-x-1"
+    assert [(r.probe, r.session, r.state) for r in t.sessions] == [
+        ("HW-PRB-001", "s1", "recorded"), ("HW-PRB-002", "s1", "timed-out"),
+        ("HW-PRB-002", "s2", "refused-seal")]
+    assert [(e.probe, e.session, e.answer) for e in t.events] == [("HW-PRB-001", "s1", "yes")]
+    # The timed-out attempt's cost is unknown and named; the refused seal spent nothing.
+    assert "HW-PRB-002/s1 attempt 1" in t.prose and "HW-PRB-002/s2 attempt" not in t.prose
+    assert "lower bound" in t.prose
+    # 4 planned for the arm (2 probes x 2 repetitions): s1 of p2 is retryable, s2 of p1 never ran.
+    assert "This batch is incomplete: 2 of the 4 planned sessions of this arm" in t.prose
+    assert NOTE in t.prose
+
+
+@pytest.mark.anyio
+async def test_a_journal_opened_on_a_ledger_builds_what_the_live_journal_built(
+    plan: Plan, tmp_path: Path
+) -> None:
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    records: list[object] = [_started("HW-PRB-001", "s1", 1, "2026-12-01T00:00:05Z"),
+                             _final("HW-PRB-001", "s1", 1, "recorded", "0.5", event=True)]
+    with Journal(batch, plan, planned=_planned(plan), network="host",
+                 provider_note=NOTE) as live:
+        await _feed(live, records)
+        before = render_transcript(live.arms["present"].freeze().transcript())
+    with Journal(batch, plan, planned=_planned(plan), network="host",
+                 provider_note=NOTE) as reopened:
+        after = render_transcript(reopened.arms["present"].freeze().transcript())
+    assert after == before
+
+
+@pytest.mark.anyio
+async def test_render_writes_only_the_arms_that_changed(plan: Plan, tmp_path: Path) -> None:
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    with Journal(batch, plan, planned=_planned(plan), network="host",
+                 provider_note=NOTE) as journal:
+        await journal.render()
+        first = {p.name: p.stat().st_mtime_ns for p in (batch / "transcripts").iterdir()}
+        await _feed(journal, [_started("HW-PRB-001", "s1", 1, "2026-12-01T00:00:05Z")])
+        await journal.render()
+        second = {p.name: p.stat().st_mtime_ns for p in (batch / "transcripts").iterdir()}
+    assert set(first) == {"present.md", "absent.md"}
+    assert second["absent.md"] == first["absent.md"]
+    assert second["present.md"] != first["present.md"]

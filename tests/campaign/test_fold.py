@@ -1,0 +1,103 @@
+"""The fold: what the ledger says of each session and each arm, one record at a time.
+
+Expected values come from the definitions: a session is finished when its last
+attempt is final and not retryable (DESIGN.md "Session states"); outstanding
+otherwise (never started, started with no final, or last final retryable);
+every attempt's cost counts (RC-14); denominators are planned counts.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from campaign.batch._fold import BatchFold, SessionKey
+from campaign.batch._records import FinalRecord, InvocationRecord, StartedRecord, StoppedRecord
+
+A = SessionKey("present", "P-1", "s1")
+B = SessionKey("absent", "P-1", "s1")
+C = SessionKey("present", "P-2", "s1")
+
+
+def started(key: SessionKey, attempt: int = 1) -> StartedRecord:
+    return StartedRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,  # type: ignore[arg-type]
+                         attempt=attempt, invocation=1, position=0)
+
+
+def final(key: SessionKey, state: str, *, attempt: int = 1, retryable: bool = False,
+          cost: str | None = None, known: bool = True, reason: str = "why") -> FinalRecord:
+    return FinalRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,  # type: ignore[arg-type]
+                       attempt=attempt, invocation=1, started_at="2026-12-01T00:00:00Z",
+                       state=state, reason=reason, retryable=retryable, cost_usd=cost,  # type: ignore[arg-type]
+                       cost_known=known)
+
+
+def fold_of(*records: object) -> BatchFold:
+    fold = BatchFold([(A, 1), (B, 1), (C, 1)])
+    for record in records:
+        fold.apply(record)  # type: ignore[arg-type]
+    return fold
+
+
+def test_every_planned_session_is_outstanding_before_anything_ran() -> None:
+    fold = fold_of()
+    assert {log.key for log in fold.outstanding()} == {A, B, C}
+    assert fold.arms["present"].planned == 2 and fold.arms["absent"].planned == 1
+    assert fold.arms["present"].queued == 2
+
+
+def test_a_started_attempt_without_a_final_is_running_and_outstanding() -> None:
+    fold = fold_of(started(A))
+    assert fold.sessions[A].running and fold.sessions[A].outstanding
+    assert (fold.arms["present"].running, fold.arms["present"].queued) == (1, 1)
+
+
+def test_recorded_and_non_retryable_states_finish_retryable_ones_do_not() -> None:
+    fold = fold_of(started(A), final(A, "recorded"),
+                   started(B), final(B, "timed-out", retryable=True, known=False),
+                   started(C), final(C, "refused-init"))
+    assert {log.key for log in fold.outstanding()} == {B}
+    present, absent = fold.arms["present"], fold.arms["absent"]
+    assert (present.recorded, present.refused, present.failed, present.running) == (1, 1, 0, 0)
+    assert (absent.failed, absent.cost_unknown) == (1, 1)
+
+
+def test_a_retry_moves_the_session_and_counts_it_retried_once() -> None:
+    fold = fold_of(started(A), final(A, "harness-error", retryable=True, cost="0.10"),
+                   started(A, 2), final(A, "harness-error", attempt=2, retryable=True,
+                                        cost="0.20"),
+                   started(A, 3), final(A, "recorded", attempt=3, cost="0.30"))
+    log = fold.sessions[A]
+    assert (log.attempts, log.state, log.first_state, log.finished) == (
+        3, "recorded", "harness-error", True)
+    counts = fold.arms["present"]
+    assert (counts.recorded, counts.failed, counts.retried) == (1, 0, 1)
+    # RC-14: every attempt's cost counts, whatever its state.
+    assert counts.cost_usd == Decimal("0.60") == fold.spend_usd
+    assert fold.largest_attempt_usd == Decimal("0.30")
+
+
+def test_statistics_are_a_copy_that_later_records_do_not_change() -> None:
+    fold = fold_of(InvocationRecord(number=1, command="run", pid=9, runner="x", retries=2,
+                                    max_cost_cents=500, est_session_cents=None, max_wall_s=None))
+    stats = fold.statistics()
+    fold.apply(started(A))
+    assert stats.arms["present"].running == 0 and fold.arms["present"].running == 1
+    assert (stats.max_cost_cents, stats.last_invocation_pid) == (500, 9)
+
+
+def test_the_last_failures_are_kept_newest_first_and_a_stop_is_remembered() -> None:
+    fold = fold_of(final(A, "no-result", retryable=True, known=False, reason="first"),
+                   final(B, "truncated", retryable=True, known=False, reason="second"),
+                   StoppedRecord(invocation=1, reason="signal", detail="stopped by SIGINT",
+                                 outstanding=3))
+    stats = fold.statistics()
+    assert [f.reason for f in stats.last_failures] == ["second", "first"]
+    assert stats.stopped is not None and stats.stopped.reason == "signal"
+
+
+def test_a_session_not_planned_is_added_when_seen() -> None:
+    fold = BatchFold()
+    key = SessionKey("present", "P-1", "r1")
+    fold.apply(started(key))
+    fold.apply(final(key, "recorded"))
+    assert fold.arms["present"].planned == 1 and fold.arms["present"].recorded == 1
