@@ -386,13 +386,17 @@ class ScriptedProvider:
             (an unnamed script is called ``script<N>``, its position).
         host: Address to bind; loopback unless a sandbox must reach it elsewhere.
         port: TCP port; 0 picks a free one (read it from `url`).
+        overloaded_first: The first this many requests, of any session, are answered
+            529 overloaded: a provider that is overloaded for a while (the batch's
+            retries must ride it out), as opposed to a script's per-session faults.
 
     Raises:
         ValueError: two scripts share a name.
     """
 
     def __init__(
-        self, scripts: Sequence[Script], *, host: str = "127.0.0.1", port: int = 0
+        self, scripts: Sequence[Script], *, host: str = "127.0.0.1", port: int = 0,
+        overloaded_first: int = 0,
     ) -> None:
         named = [
             s if s.name else s.model_copy(update={"name": f"script{i}"})
@@ -411,8 +415,17 @@ class ScriptedProvider:
         self._errors = 0
         self._tool_results: dict[str, tuple[bool, str]] = {}
         self._fault_hits: dict[tuple[str, str, int], int] = {}
+        self._overloaded_left = overloaded_first
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    def _overloaded(self) -> bool:
+        """Whether this request is one of the first ``overloaded_first`` (counts it)."""
+        with self._lock:
+            if self._overloaded_left > 0:
+                self._overloaded_left -= 1
+                return True
+            return False
 
     @property
     def url(self) -> str:
@@ -587,6 +600,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             provider._count_error()
             self._send_json(400, _error_body("invalid_request_error", "body is not a JSON object"))
+            return
+        if provider._overloaded():
+            self._send_json(529, _error_body(_ERROR_TYPES[529], "overloaded for a while"))
             return
         reply = provider._decide(body, session=self.headers.get(SESSION_HEADER, ""))
         streaming = body.get("stream") is True

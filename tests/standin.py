@@ -83,3 +83,45 @@ def write_standin(
     path.write_text(text, encoding="ascii")
     path.chmod(0o755)
     return path
+
+
+_SESSION_TEMPLATE: Final = '''#!{python}
+"""Stand-in harness written by tests/standin.py: one well-formed session for any task."""
+import json, os, sys, time
+
+ANSWER, COST, SLEEP_S, MODEL = {answer!r}, {cost!r}, {sleep_s!r}, {model!r}
+
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (headwater session stand-in)")
+    sys.exit(0)
+
+
+def emit(obj):
+    os.write(1, (json.dumps(obj) + "\\n").encode())
+
+
+emit({{"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Read"],
+      "mcp_servers": [], "model": MODEL, "permissionMode": "dontAsk", "skills": [],
+      "plugins": [], "memory_paths": {{}}, "claude_code_version": "0.0.0-standin"}})
+time.sleep(SLEEP_S)
+emit({{"type": "assistant", "parent_tool_use_id": None, "message": {{
+    "id": "m1", "model": MODEL, "content": [{{"type": "text", "text": "Done.\\n" + ANSWER}}]}}}})
+os.write(1, ('{{"type":"result","subtype":"success","is_error":false,"api_error_status":null,'
+             '"num_turns":1,"result":"","total_cost_usd":' + COST + '}}\\n').encode())
+'''
+
+
+def write_session_standin(path: Path, *, answer: str = "yes", cost: str = "0.0100",
+                          sleep_s: float = 0.0, model: str = "claude-standin-1") -> Path:
+    """Write a stand-in that prints one complete, recordable session for whatever task.
+
+    Its init line passes the init check (dontAsk, nothing loaded), it waits
+    ``sleep_s`` seconds, then says ``answer`` on the last line of its one
+    message and ends with a result line of ``cost`` USD (JSON number text).
+    ``--version`` answers at once.
+    """
+    text = _SESSION_TEMPLATE.format(python=STANDIN_PYTHON, answer=answer, cost=cost,
+                                    sleep_s=float(sleep_s), model=model)
+    path.write_text(text, encoding="ascii")
+    path.chmod(0o755)
+    return path

@@ -56,11 +56,18 @@ class LedgerCorrupt(Exception):
 
 
 def encode_record(record: BaseModel) -> bytes:
-    """One ledger line for ``record``: compact JSON, keys sorted, defaults left out, ``\\n``."""
-    data = record.model_dump(mode="json", exclude_defaults=True)
-    for key in _ALWAYS_WRITTEN:
-        if key in type(record).model_fields:
-            data[key] = getattr(record, key)
+    """One ledger line for ``record``: compact JSON, keys sorted, ``\\n``.
+
+    A field at its fixed default (``counts: true``, ``event: null``) is left
+    out; the tag, the format and every field whose default is made when the
+    record is (the times) are always written.
+    """
+    data = record.model_dump(mode="json")
+    for name, info in type(record).model_fields.items():
+        fixed = info.default_factory is None and not info.is_required()
+        if fixed and name not in _ALWAYS_WRITTEN and data.get(name) == info.default:
+            del data[name]
+
     text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return text.encode("utf-8") + b"\n"
 

@@ -187,7 +187,7 @@ def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOp
 
 def execute(inv: _Invocation) -> int:
     """Open the batch, run its outstanding sessions under the view, report; the exit status."""
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     options = inv.options
     request = BatchRequest(
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,

@@ -80,7 +80,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     Reads and probes only: it removes left-over credentials copies (and says
     so) but creates no user; see campaign._doctor for the checks.
     """
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     for left in sweep_config_root():
         err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False,
                   soft_wrap=True)

@@ -55,7 +55,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     harness = resolve_harness(args.harness, default_harness())
     options = _options(args, "record", corpus=corpus.root, tier=plan.tier, harness=harness,
                        model=plan.model, retries=0)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
                            planned=(), arms_used=(args.arm,), probes_used=(args.probe,))

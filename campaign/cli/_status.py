@@ -106,7 +106,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics) -> None:
-    out = Console(file=sys.stdout, highlight=False)
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     if data["running"]:
         who = f"process {data['pid']}" if data["pid"] else "another process"
         out.print(f"batch {batch}: running ({who} holds it)", markup=False)

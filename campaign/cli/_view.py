@@ -137,7 +137,8 @@ class LiveView:
     """
 
     def __init__(self, *, stream: TextIO | None = None, force_plain: bool = False) -> None:
-        self._console = Console(file=stream, stderr=stream is None, highlight=False)
+        self._console = Console(file=stream, stderr=stream is None, highlight=False,
+                                soft_wrap=True)
         self._plain = force_plain or not self._console.is_terminal
         self._live: Live | None = None
 

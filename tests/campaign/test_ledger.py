@@ -155,3 +155,13 @@ async def test_aappend_writes_whole_even_while_its_caller_is_cancelled(tmp_path:
                                     cost_usd=None, cost_known=False, counts=False))
     finals = [r for r in read_ledger(path) if isinstance(r, FinalRecord)]
     assert [(f.state, f.counts) for f in finals] == [("killed", False)]
+
+
+def test_a_record_reads_back_as_written_times_included(tmp_path: Path) -> None:
+    # A time made when the record is made is evidence, never a default to leave out.
+    path = tmp_path / "ledger.jsonl"
+    written = [_started(), _final(), _final(outside_paths=0, counts=True, event=None)]
+    with Ledger(path) as ledger:
+        for record in written:
+            ledger.append(record)
+    assert list(read_ledger(path))[1:] == written

@@ -445,3 +445,29 @@ async def test_drive_works_without_pidfd(tmp_path: Path, monkeypatch: pytest.Mon
     assert (result.exit_status, result.end, len(seen)) == (4, "exited", 3)
     result, _ = await drive(python_child("import time; time.sleep(60)"), tmp_path, watchdog_s=0.3)
     assert (result.end, result.exit_status) == ("watchdog", -signal.SIGTERM)
+
+
+async def test_kill_running_now_ends_a_child_that_ignores_sigterm_without_the_grace(
+    tmp_path: Path,
+) -> None:
+    # A runner told twice to stop does not wait out the grace of a child deaf to SIGTERM.
+    code = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('{}', flush=True); time.sleep(60)")
+    started = time.monotonic()
+    ended: list[float] = []
+
+    async def run() -> None:
+        try:
+            await drive(python_child(code), tmp_path, grace_s=20.0)
+        finally:
+            ended.append(time.monotonic())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await anyio.sleep(1.0)
+        tg.cancel_scope.cancel()  # the first signal: the reap sends SIGTERM, then waits
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(0.5)
+            assert _driver.kill_running_now() == 1  # the second: SIGKILL now
+    assert ended[0] - started < 5.0  # not the 20 s grace
+    assert _driver.kill_running_now() == 0  # reaped, nothing left to kill

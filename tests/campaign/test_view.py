@@ -1,0 +1,118 @@
+"""What a batch shows: plain lines off a terminal, tables with planned denominators, status."""
+
+from __future__ import annotations
+
+import io
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from campaign._corpus import load_corpus
+from campaign._plan import compose_plan
+from campaign.batch._config import BatchConfig, BatchFacts, OrderFacts, write_config, write_plan
+from campaign.batch._fold import ArmCounts, BatchFold, SessionKey
+from campaign.batch._ledger import Ledger
+from campaign.batch._lock import BatchLock
+from campaign.batch._options import BatchOptions
+from campaign.batch._records import FinalRecord, InvocationRecord, StartedRecord, StoppedRecord
+from campaign.cli._status import status_data
+from campaign.cli._view import LiveView, arms_table, duration, usd
+from campaign.supervisor._fanout import LiveStatistics
+from tests.campaign.corpora import probe_yml, write_files
+
+
+def _final(key: SessionKey, state: str, attempt: int = 1, cost: str | None = "0.01",
+           retryable: bool = False) -> FinalRecord:
+    return FinalRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,  # type: ignore[arg-type]
+                       attempt=attempt, invocation=1, started_at="2026-12-01T00:00:00Z",
+                       state=state, reason=f"{state}: why", retryable=retryable, cost_usd=cost,  # type: ignore[arg-type]
+                       cost_known=cost is not None)
+
+
+def _live(fold: BatchFold) -> LiveStatistics:
+    return LiveStatistics(batch=fold.statistics(), in_flight=(), elapsed_s=60.0, finals_now=2,
+                          retries_now=0, outstanding=len(fold.outstanding()), stopping=None,
+                          max_cost_cents=None, max_wall_s=None)
+
+
+def test_off_a_terminal_each_ended_attempt_is_one_line_counted_over_the_planned_batch() -> None:
+    a, b = SessionKey("present", "P-1", "s1"), SessionKey("absent", "P-1", "s1")
+    fold = BatchFold([(a, 1), (b, 1), (SessionKey("present", "P-2", "s1"), 1),
+                      (SessionKey("absent", "P-2", "s1"), 1)])
+    out = io.StringIO()
+    with LiveView(stream=out) as view:
+        for record in (_final(a, "recorded"), _final(b, "no-result", cost=None, retryable=True)):
+            fold.apply(record)
+            view.attempt_ended(record, _live(fold))
+        view.note("absent P-1 s1: no-result, worth another attempt: retry 1 of 2 in 9 s")
+    assert out.getvalue().splitlines() == [
+        "[1/4] present P-1 s1 attempt 1: recorded",
+        "[2/4] absent P-1 s1 attempt 1: no-result (no-result: why)",
+        "absent P-1 s1: no-result, worth another attempt: retry 1 of 2 in 9 s",
+    ]
+
+
+def test_the_arms_table_counts_out_of_planned_and_marks_a_lower_bound() -> None:
+    arms = {"present": ArmCounts(planned=8, recorded=3, refused=1, failed=1, running=2,
+                                 retried=1, cost_usd=Decimal("0.1234"), cost_unknown=1)}
+    out = io.StringIO()
+    from rich.console import Console
+    Console(file=out, width=200).print(arms_table(arms))
+    row = next(line for line in out.getvalue().splitlines() if "present" in line)
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    # planned, queued (8 - 5 final - 2 running), running, recorded of planned, refused, failed
+    assert cells == ["present", "8", "1", "2", "3/8", "1", "1", "1", ">= $0.1234"]
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(None, "-"), (5, "5s"), (125, "2m05s"),
+                                               (3725, "1h02m")])
+def test_durations_read_as_people_say_them(seconds: float | None, text: str) -> None:
+    assert duration(seconds) == text
+
+
+def test_usd_is_four_places_and_says_when_it_is_a_lower_bound() -> None:
+    assert (usd(Decimal("0.5"), lower_bound=False), usd(Decimal(0), lower_bound=True)) == (
+        "$0.5000", ">= $0.0000")
+
+
+def test_status_of_a_stopped_batch_and_of_one_that_is_held(tmp_path: Path) -> None:
+    corpus = load_corpus(write_files(tmp_path / "corpus", {
+        ".headwater/probe.yml": probe_yml(),
+        "docs/probes/p.md": "---\nid: HW-PRB-001\ntitle: P\nanswers: []\nexamines: []\n---\n\n"
+                            "## Task\n\nGo.\n"}))
+    plan = compose_plan(corpus, tier="campaign")
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign", seed=0,
+                           harness="/h", max_cost_cents=500)
+    write_config(batch, BatchConfig(options=options, facts=BatchFacts(
+        runner="r", harness_version="v", network="host", network_note="n", provider_note="p",
+        arms={}, order=OrderFacts(algorithm="a", seed=0))))
+    write_plan(batch, plan)
+    key = SessionKey("present", "HW-PRB-001", "s1")
+    with Ledger(batch / "ledger.jsonl") as ledger:
+        ledger.append(InvocationRecord(number=1, command="run", pid=4242, runner="r", retries=2,
+                                       max_cost_cents=500, est_session_cents=None,
+                                       max_wall_s=None))
+        ledger.append(StartedRecord(arm="present", probe="HW-PRB-001", session="s1",
+                                    repetition=1, attempt=1, invocation=1, position=0))
+        ledger.append(_final(key, "timed-out", cost=None, retryable=True))
+        ledger.append(StartedRecord(arm="absent", probe="HW-PRB-001", session="s1",
+                                    repetition=1, attempt=1, invocation=1, position=1))
+        ledger.append(StoppedRecord(invocation=1, reason="signal", detail="stopped by SIGINT",
+                                    outstanding=4))
+    data = status_data(batch)
+    assert (data["running"], data["pid"], data["outstanding"]) == (False, None, 4)
+    assert data["interrupted"] == [{"arm": "absent", "probe": "HW-PRB-001", "session": "s1",
+                                    "attempt": 1}]
+    assert data["arms"]["present"]["planned"] == 2 and data["arms"]["present"]["failed"] == 1
+    assert data["stopped"]["reason"] == "signal" and data["max_cost_cents"] == 500
+    assert data["last_failures"][0]["state"] == "timed-out"
+    json.dumps(data)  # the --json form is plain JSON
+    with BatchLock(batch):
+        held = status_data(batch)
+    assert (held["running"], held["pid"], held["interrupted"]) == (True, __import__("os").getpid(),
+                                                                  [])
+    assert held["in_flight"] == data["interrupted"]
