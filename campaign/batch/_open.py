@@ -213,7 +213,7 @@ def _provider(options: BatchOptions) -> Iterator[str]:
     if options.provider != "scripted":
         yield options.provider_url or PUBLIC_API_URL
         return
-    from campaign._provider import ScriptedProvider, load_scripts
+    from demo import ScriptedProvider, load_scripts
 
     if not options.scripts:
         raise BatchRefused("--provider scripted needs --scripts DIR (the provider's scripts)")

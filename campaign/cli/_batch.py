@@ -8,11 +8,8 @@ live view, a summary, and the exit status of docs/cli.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.resources
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +27,7 @@ from campaign.supervisor._budget import Budgets
 from campaign.supervisor._fanout import BatchOutcome, RunLimits, Supervisor
 from campaign.supervisor._session import BatchContext
 from campaign.supervisor._spec import SessionSpec, planned_sessions, session_order
+from demo import example_paths
 from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 from sandbox._config import Credentials, host_credentials
 from sandbox._errors import CredentialsMissing
@@ -61,14 +59,6 @@ def default_harness() -> Path:
         if candidate.exists():
             return candidate
     return checkout() / ".harness" / "node_modules" / ".bin" / "claude"
-
-
-@contextlib.contextmanager
-def example_paths() -> Iterator[tuple[Path, Path]]:
-    """The bundled example corpus and the demo's provider scripts, as real paths."""
-    root = importlib.resources.files("campaign") / "example"
-    with importlib.resources.as_file(root) as path:
-        yield Path(path) / "corpus", Path(path) / "scripts"
 
 
 def load_corpus_or_usage(root: Path) -> Corpus:
@@ -146,7 +136,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """``demo``: the bundled example corpus, tier campaign, the scripted provider, the real
     pinned CLI under real bwrap."""
     harness = resolve_harness(args.harness, default_harness())
-    with example_paths() as (corpus_root, scripts_dir):
+    with example_paths() as (corpus_root, scripts_dir):  # the demo double's own corpus
         corpus = load_corpus_or_usage(corpus_root)
         plan = compose(corpus, tier=DEFAULT_TIER, seed=0, plan_file=None, model=None)
         options = _options(args, "demo", corpus=corpus.root, tier=plan.tier, harness=harness,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "campaign" / "example" / "corpus"
+EXAMPLE = REPO / "demo" / "example" / "corpus"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

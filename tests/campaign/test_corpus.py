@@ -21,7 +21,7 @@ from tests.campaign.corpora import (
     write_files,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "campaign" / "example" / "corpus"
+EXAMPLE = Path(__file__).resolve().parents[2] / "demo" / "example" / "corpus"
 
 
 def _corpus_with(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -14,7 +14,7 @@ from campaign._errors import PlanError, TreeMismatch, UnknownTier
 from campaign._plan import Plan, compose_plan, dump_plan, load_plan_file
 from tests.campaign.corpora import minimal_corpus, probe_doc, seal_corpus, write_files
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "campaign" / "example" / "corpus"
+EXAMPLE = Path(__file__).resolve().parents[2] / "demo" / "example" / "corpus"
 
 
 def _sha(data: bytes) -> str:

@@ -37,7 +37,7 @@ from tests.campaign.corpora import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "campaign" / "example" / "corpus"
+EXAMPLE = REPO / "demo" / "example" / "corpus"
 SHELF_AND_HEADWATER = {"docs/probes/retry-budget.md", "docs/probes/client-retries.md",
                        "docs/probes/hook-log.md", ".headwater/probe.yml",
                        ".headwater/taxonomy.lock"}

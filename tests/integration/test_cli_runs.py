@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign._provider import ScriptedProvider, load_scripts
-from campaign.cli._batch import example_paths
+from demo import ScriptedProvider, example_paths, load_scripts
 from sandbox._config import CONFIG_ROOT
 from tests import contract_check
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign._provider import ScriptedProvider, load_scripts
+from demo import ScriptedProvider, load_scripts
 from sandbox._config import sweep_config_root
 from tests.integration import kit
 

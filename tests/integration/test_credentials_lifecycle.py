@@ -38,10 +38,10 @@ import pytest
 
 from campaign._corpus import load_corpus
 from campaign._plan import compose_plan
-from campaign._provider import ScriptedProvider, load_scripts
 from campaign.batch._journal import Journal
 from campaign.supervisor._session import BatchContext, run_attempt
 from campaign.supervisor._spec import SessionSpec
+from demo import ScriptedProvider, load_scripts
 from sandbox import CONFIG_ROOT, SESSION_USER, Credentials
 from sandbox._layout import measure_host_layout
 from tests.integration import kit

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from campaign._provider import ScriptedProvider, load_scripts
-from campaign.cli._batch import example_paths
+from demo import ScriptedProvider, example_paths, load_scripts
 from tests import contract_check
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.slow]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign._provider import ScriptedProvider, load_scripts
+from demo import ScriptedProvider, load_scripts
 from tests import contract_check
 from tests.integration import kit
 

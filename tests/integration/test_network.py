@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from campaign._provider import Script, ScriptedProvider, load_scripts
 from campaign.batch import _open
 from campaign.batch._options import BatchOptions
-from campaign.cli._batch import example_paths
+from demo import Script, ScriptedProvider, example_paths, load_scripts
 from sandbox._preflight import Check
 from tests import contract_check
 from tests.integration import kit

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign._provider import ScriptedProvider, load_scripts
+from demo import ScriptedProvider, load_scripts
 from sandbox import SESSION_USER
 from tests.integration import kit
 

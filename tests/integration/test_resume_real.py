@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign._provider import ScriptedProvider, load_scripts
 from campaign.batch._ledger import read_ledger
 from campaign.batch._records import FinalRecord, InvocationRecord
+from demo import ScriptedProvider, load_scripts
 from tests import contract_check
 from tests.integration import kit
 

@@ -16,15 +16,9 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
-from campaign._provider import (
-    NO_SCRIPT_TEXT,
-    Script,
-    ScriptedProvider,
-    ScriptError,
-    first_user_text,
-    load_scripts,
-    turn_index,
-)
+from demo import Script, ScriptedProvider, ScriptError, load_scripts
+from demo._server import NO_SCRIPT_TEXT
+from demo._wire import first_user_text, turn_index
 
 SERVED = "claude-opus-4-8-20261101"
 TOOL_INPUT = {"pattern": "alpha", "path": "docs", "output_mode": "content", "-n": True}
@@ -505,3 +499,12 @@ def test_real_cli_recovers_from_a_cut_stream_through_the_fallback(
         lines = _run_cli(harness, provider, tmp_path)
     _check_stream(lines)
     assert provider.requests == {"script0": 4}
+
+
+def test_load_scripts_takes_a_string_and_names_a_directory_that_is_not_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.json").write_text(json.dumps({"match": "x", "turns": [_text_turn("hi")]}))
+    assert [s.name for s in load_scripts(str(tmp_path))] == ["a"]
+    with pytest.raises(ScriptError, match="not a directory"):
+        load_scripts(str(tmp_path / "a.json"))

@@ -1,4 +1,4 @@
-"""A scripted Anthropic Messages API on loopback, for the demo and the tests.
+"""A scripted Anthropic Messages API on loopback: a test and demo double, never a provider.
 
 The real Claude Code CLI honours ``ANTHROPIC_BASE_URL``; pointed at a
 `ScriptedProvider`, it plays scripted model turns while executing real tools
@@ -37,12 +37,11 @@ the first events of the stream (or before any answer to a non-streaming
 request).
 """
 
+
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import socket
 import struct
 import sys
@@ -50,21 +49,14 @@ import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import TracebackType
-from typing import Annotated, Any, Final, Literal, Self, TypeAlias
+from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
 import anyio
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    ValidationError,
-    model_validator,
-)
+
+from ._scripts import CutFault, Fault, HttpFault, Script, TextBlock, Turn
+from ._wire import error_body, first_user_text, stream_events, turn_index, whole_message
 
 NO_SCRIPT_TEXT: Final = "no script for this request"
 """The final text served to a request that no script covers."""
@@ -72,8 +64,6 @@ FALLBACK_MODEL: Final = "claude-scripted"
 """Served model when neither the turn, the script nor the request names one."""
 SESSION_HEADER: Final = "X-Claude-Code-Session-Id"
 """The CLI's per-session header (STREAM_JSON_FACTS 10); keys fault counters."""
-DELTA_PIECES: Final = 3
-"""Text and tool input JSON are streamed in this many deltas, as a real stream splits them."""
 HANDLER_TIMEOUT_S: Final = 60.0
 """Socket timeout per connection: a stalled client frees its thread after this long."""
 POLL_INTERVAL_S: Final = 0.05
@@ -82,281 +72,7 @@ STOP_JOIN_S: Final = 5.0
 """Bound on joining the server thread in `ScriptedProvider.stop`."""
 CUT_AFTER_EVENTS: Final = 2
 """A ``cut`` fault resets the connection after this many SSE events."""
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 _ERROR_TYPES: Final = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TextBlock(_Strict):
-    """A text block of a scripted turn."""
-
-    type: Literal["text"]
-    text: str
-
-
-class ThinkingBlock(_Strict):
-    """A thinking block; streamed as ``thinking_delta`` then ``signature_delta``."""
-
-    type: Literal["thinking"]
-    thinking: str
-    signature: str = "c2NyaXB0ZWQ="
-
-
-class ToolUseBlock(_Strict):
-    """A tool call; ``input`` is streamed as ``input_json_delta`` pieces.
-
-    Use workspace-relative paths in ``input``: every session has its own
-    workspace, and the CLI resolves relative paths against its cwd.
-    """
-
-    type: Literal["tool_use"]
-    id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    input: dict[str, Any]
-
-
-Block: TypeAlias = Annotated[TextBlock | ThinkingBlock | ToolUseBlock, Field(discriminator="type")]
-
-
-class Usage(_Strict):
-    """Token counts reported for a turn; the CLI prices them locally."""
-
-    input_tokens: int = Field(default=100, ge=0)
-    output_tokens: int = Field(default=20, ge=0)
-    cache_read_input_tokens: int = Field(default=0, ge=0)
-    cache_creation_input_tokens: int = Field(default=0, ge=0)
-
-
-class Turn(_Strict):
-    """One model message, answered to the request whose assistant count is its index."""
-
-    blocks: list[Block] = Field(min_length=1)
-    model: str | None = None
-    """Served model for this turn; default: the script's, else the request's."""
-    usage: Usage = Usage()
-
-
-class HttpFault(_Strict):
-    """Answer ``times`` requests for the next turn with an HTTP error status."""
-
-    fault: Literal["http"]
-    status: Literal[429, 500, 529]
-    times: int = Field(default=1, ge=1)
-
-
-class CutFault(_Strict):
-    """Reset the connection of ``times`` requests for the next turn."""
-
-    fault: Literal["cut"]
-    times: int = Field(default=1, ge=1)
-
-
-Fault: TypeAlias = HttpFault | CutFault
-
-
-def _step_kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return str(value.get("fault", "turn"))
-    return "turn" if isinstance(value, Turn) else str(getattr(value, "fault", "turn"))
-
-
-Step: TypeAlias = Annotated[
-    Annotated[Turn, Tag("turn")]
-    | Annotated[HttpFault, Tag("http")]
-    | Annotated[CutFault, Tag("cut")],
-    Discriminator(_step_kind),
-]
-
-
-class Script(_Strict):
-    """The scripted conversation of one probe (or one subagent prompt)."""
-
-    match: str = Field(min_length=1)
-    """A phrase of the task text (or Agent prompt) that selects this script."""
-    model: str | None = None
-    """Default served model (``message.model``) of this script's turns."""
-    turns: list[Step] = Field(min_length=1)
-    name: str = ""
-    """Key of `ScriptedProvider.requests`; `load_scripts` sets the file's stem."""
-
-    def playbook(self) -> list[tuple[tuple[Fault, ...], Turn]]:
-        """Each real turn with the fault steps that precede it, by turn index."""
-        played: list[tuple[tuple[Fault, ...], Turn]] = []
-        pending: list[Fault] = []
-        for step in self.turns:
-            if isinstance(step, Turn):
-                played.append((tuple(pending), step))
-                pending = []
-            else:
-                pending.append(step)
-        if pending:
-            raise ValueError("fault steps after the last turn apply to no turn")
-        return played
-
-    @model_validator(mode="after")
-    def _faults_precede_a_turn(self) -> Self:
-        self.playbook()
-        return self
-
-
-class ScriptError(ValueError):
-    """Raised by `load_scripts` for a script file that cannot be read or validated."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"bad script {path}: {reason}")
-        self.path = path
-        self.reason = reason
-
-
-def _substitute(value: Any, home: str) -> Any:
-    if isinstance(value, str):
-        return value.replace("{home}", home)
-    if isinstance(value, list):
-        return [_substitute(item, home) for item in value]
-    if isinstance(value, dict):
-        return {key: _substitute(item, home) for key, item in value.items()}
-    return value
-
-
-def load_scripts(directory: Path, *, home: str | None = None) -> list[Script]:
-    """Read every ``*.json`` script of ``directory``, sorted by file name.
-
-    Args:
-        directory: Where the scripts are (not recursive).
-        home: Replaces the template ``{home}`` in every string of a script;
-            default: the runner's ``$HOME``. Nothing else is templated.
-
-    Raises:
-        ScriptError: a file is not JSON or breaks the script model (the
-            message names the file), or the directory holds no script.
-    """
-    home = home if home is not None else os.environ.get("HOME", str(Path.home()))
-    paths = sorted(directory.glob("*.json"))
-    if not paths:
-        raise ScriptError(directory, "no *.json scripts there")
-    scripts: list[Script] = []
-    for path in paths:
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(raw, dict):
-                raw.setdefault("name", path.stem)
-            script = Script.model_validate(_substitute(raw, home))
-        except (OSError, ValueError) as exc:  # JSONDecodeError and ValidationError are ValueErrors
-            reason = str(exc) if not isinstance(exc, ValidationError) else _short(exc)
-            raise ScriptError(path, reason) from exc
-        scripts.append(script)
-    return scripts
-
-
-def _short(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-
-
-def first_user_text(body: Mapping[str, Any]) -> str:
-    """The first ``user`` message's text blocks joined by ``\\n``, system reminders removed."""
-    for message in body.get("messages") or ():
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                texts = [content]
-            else:
-                texts = [
-                    str(block.get("text", ""))
-                    for block in content or ()
-                    if isinstance(block, dict) and block.get("type") == "text"
-                ]
-            return _REMINDER.sub("", "\n".join(texts))
-    return ""
-
-
-def turn_index(body: Mapping[str, Any]) -> int:
-    """The number of ``assistant`` messages in the request: the stateless turn key."""
-    messages = body.get("messages") or ()
-    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-
-
-def _usage(usage: Usage, *, output_tokens: int) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": output_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-    }
-
-
-def _stop_reason(turn: Turn) -> str:
-    return "tool_use" if any(isinstance(b, ToolUseBlock) for b in turn.blocks) else "end_turn"
-
-
-def _pieces(text: str) -> list[str]:
-    size = max(1, math.ceil(len(text) / DELTA_PIECES))
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-def _block_events(
-    index: int, block: TextBlock | ThinkingBlock | ToolUseBlock
-) -> list[dict[str, Any]]:
-    start: dict[str, Any]
-    deltas: list[dict[str, Any]]
-    if isinstance(block, TextBlock):
-        start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block.text)]
-    elif isinstance(block, ThinkingBlock):
-        start = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block.thinking)]
-        deltas.append({"type": "signature_delta", "signature": block.signature})
-    else:
-        start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
-        partial = json.dumps(block.input, ensure_ascii=False)
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(partial)]
-    return [
-        {"type": "content_block_start", "index": index, "content_block": start},
-        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
-        {"type": "content_block_stop", "index": index},
-    ]
-
-
-def stream_events(turn: Turn, *, model: str, message_id: str) -> list[dict[str, Any]]:
-    """The SSE payloads of one streamed turn, in order (each has its ``type``)."""
-    start: dict[str, Any] = {
-        "id": message_id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": _usage(turn.usage, output_tokens=1),
-    }
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}, {"type": "ping"}]
-    for index, block in enumerate(turn.blocks):
-        events.extend(_block_events(index, block))
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": _stop_reason(turn), "stop_sequence": None},
-            "usage": _usage(turn.usage, output_tokens=turn.usage.output_tokens),
-        }
-    )
-    events.append({"type": "message_stop"})
-    return events
-
-
-def whole_message(turn: Turn, *, model: str, message_id: str) -> dict[str, Any]:
-    """The non-streaming answer: the same turn as one Messages API message."""
-    return {
-        "id": message_id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [block.model_dump() for block in turn.blocks],
-        "stop_reason": _stop_reason(turn),
-        "stop_sequence": None,
-        "usage": _usage(turn.usage, output_tokens=turn.usage.output_tokens),
-    }
 
 
 _NO_SCRIPT_TURN: Final = Turn(blocks=[TextBlock(type="text", text=NO_SCRIPT_TEXT)])
@@ -585,12 +301,12 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence the base class's per-request stderr line."""
 
     def do_GET(self) -> None:
-        self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
+        self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
 
     def do_POST(self) -> None:
         provider = self.server.provider
         if urlsplit(self.path).path != "/v1/messages":
-            self._send_json(404, _error_body("not_found_error", f"no route {self.path}"))
+            self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
             return
         try:
             length = int(self.headers.get("Content-Length", "0"))
@@ -599,10 +315,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         if not isinstance(body, dict):
             provider._count_error()
-            self._send_json(400, _error_body("invalid_request_error", "body is not a JSON object"))
+            self._send_json(400, error_body("invalid_request_error", "body is not a JSON object"))
             return
         if provider._overloaded():
-            self._send_json(529, _error_body(_ERROR_TYPES[529], "overloaded for a while"))
+            self._send_json(529, error_body(_ERROR_TYPES[529], "overloaded for a while"))
             return
         reply = provider._decide(body, session=self.headers.get(SESSION_HEADER, ""))
         streaming = body.get("stream") is True
@@ -610,7 +326,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if isinstance(reply.fault, HttpFault):
                 status = reply.fault.status
-                self._send_json(status, _error_body(_ERROR_TYPES[status], f"scripted {status}"))
+                self._send_json(status, error_body(_ERROR_TYPES[status], f"scripted {status}"))
             elif isinstance(reply.fault, CutFault):
                 self._cut(reply, message_id) if streaming else self._reset()
             elif streaming:
@@ -666,7 +382,3 @@ class _Handler(BaseHTTPRequestHandler):
         # and later writes by the base class fail as OSError on the detached socket.
         os.close(self.connection.detach())
         self.close_connection = True
-
-
-def _error_body(kind: str, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": kind, "message": message}}

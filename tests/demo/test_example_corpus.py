@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from campaign._provider import Script, ToolUseBlock, Turn, load_scripts
+from demo import Script, load_scripts
+from demo._scripts import ToolUseBlock, Turn
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "campaign" / "example"
+EXAMPLE = REPO / "demo" / "example"
 CORPUS = EXAMPLE / "corpus"
 SCRIPTS = EXAMPLE / "scripts"
 SHELF = CORPUS / "docs" / "probes"
@@ -252,7 +253,7 @@ def _copy_sources(target: Path) -> Path:
         if (REPO / name).exists():
             shutil.copy2(REPO / name, target / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for package in ("campaign", "recorder", "sandbox"):
+    for package in ("campaign", "recorder", "sandbox", "demo"):
         shutil.copytree(REPO / package, target / package, ignore=ignore)
     return target
 
@@ -276,12 +277,12 @@ def test_the_wheel_carries_the_whole_example(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     expected = {
-        f"campaign/example/{path.relative_to(EXAMPLE).as_posix()}"
+        f"demo/example/{path.relative_to(EXAMPLE).as_posix()}"
         for path in EXAMPLE.rglob("*")
         if path.is_file()
     }
-    assert "campaign/example/corpus/.headwater/probe.yml" in expected
-    assert "campaign/example/corpus/.claude/settings.json" in expected
+    assert "demo/example/corpus/.headwater/probe.yml" in expected
+    assert "demo/example/corpus/.claude/settings.json" in expected
     assert len([n for n in expected if n.endswith("SKILL.md")]) == 1
     assert len([n for n in expected if "/docs/probes/" in n]) >= 4
     assert len([n for n in expected if "/scripts/" in n]) >= 4

@@ -1,0 +1,27 @@
+"""The demo's and the tests' doubles: the scripted provider and the bundled example corpus.
+
+Not part of the product's measurement: the scripted provider is a loopback
+test double of the Anthropic Messages API (docs/provider.md), and the example
+corpus is what ``headwater-campaign demo`` runs. ``campaign`` starts the
+provider only for ``demo`` and ``run --provider scripted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._scripts import Script as Script
+from ._scripts import ScriptError as ScriptError
+from ._scripts import load_scripts as load_scripts
+from ._server import ScriptedProvider as ScriptedProvider
+
+
+@contextlib.contextmanager
+def example_paths() -> Iterator[tuple[Path, Path]]:
+    """The bundled example corpus and the demo's provider scripts, as real paths."""
+    root = importlib.resources.files("demo") / "example"
+    with importlib.resources.as_file(root) as path:
+        yield Path(path) / "corpus", Path(path) / "scripts"
