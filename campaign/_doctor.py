@@ -89,7 +89,9 @@ def check_credentials(api_key_env: str | None) -> Check:
     try:
         found = host_credentials(api_key_env=api_key_env, environ=os.environ)
     except CredentialsMissing as exc:
-        return Check("credentials", "broken", exc.detail,
+        return Check("credentials", "broken", f"{exc.detail} (only a real batch needs "
+                     "credentials: `demo` and `run --provider scripted` give their sessions a "
+                     "placeholder key for the scripted loopback provider)",
                      "log in with Claude Code on the host (it writes .credentials.json), or "
                      "pass --api-key-env NAME naming a variable that holds the key")  # fmt: skip
     if found.api_key_env is not None:
@@ -191,12 +193,21 @@ def check_network(bwrap: str) -> Check:
 
 
 def print_report(report: PreflightReport) -> None:
-    """Print one line per check: its answer, name and detail; then its fix when not ok."""
+    """Print one line per check: its answer, name and detail; then its fix when not ok.
+
+    When credentials are the only check not verified ok, a last line says that
+    the demo and scripted dry runs can run here all the same.
+    """
     width = max(len(label) for label in LABELS.values())
     for check in report.checks:
         print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {check.detail}")
         if check.fix and check.verdict != "ok":
             print(f"{'':>{width}}  fix: {check.fix}")
+    failing = [c.name for c in report.checks if c.verdict != "ok"]
+    if failing == ["credentials"]:
+        print("everything but the credentials is verified ok: `demo` and `run --provider "
+              "scripted` can run here; a batch against a real provider needs the credentials")
+
 
 
 def exit_status(report: PreflightReport) -> int:

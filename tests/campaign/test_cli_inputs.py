@@ -80,3 +80,62 @@ def test_a_batch_in_use_is_refused(tmp_path: Path) -> None:
         os.close(fd)
     assert proc.returncode == 2 and "in use by another" in proc.stderr
     assert not (batch / "ledger.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [("--session-timeout", "0", "more than zero"), ("--watchdog", "-3", "not a duration"),
+     ("--post-result-grace", "soon", "not a duration"), ("--seed", "-5", "0 or more"),
+     ("--retries", "-1", "0 or more"), ("--max-cost-cents", "0", "at least 1"),
+     ("--est-session-cents", "-2", "at least 1"), ("--max-wall", "0h", "more than zero"),
+     ("--concurrency", "two", "not a whole number")],
+)
+def test_numbers_are_checked_at_the_command_line(tmp_path: Path, flag: str, value: str,
+                                                 said: str) -> None:
+    proc = _cli("run", str(EXAMPLE), flag, value, "--batch-dir", str(tmp_path / "b"))
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90", 90.0), ("45m", 2700.0), ("8h", 28800.0),
+                                               ("1.5s", 1.5)])
+def test_durations_take_seconds_or_a_unit(text: str, seconds: float) -> None:
+    from campaign.cli._args import duration_s
+
+    assert duration_s(text) == seconds
+
+
+def test_version_names_the_runner_and_the_pinned_harness() -> None:
+    proc = _cli("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("headwater-campaign ") and "Claude Code 2.1.197" in proc.stdout
+
+
+def test_a_read_only_command_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    done = subprocess.run(
+        f"{sys.executable} -m campaign seal --corpus {EXAMPLE} --probe HW-PRB-0002 --arm present "
+        f"--out {tmp_path / 'ws'} --explain | head -1; echo status=${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120,
+        check=False)
+    assert "status=0" in done.stdout, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "unexpected error" not in done.stderr
+
+
+def test_check_transcript_takes_several_files_and_answers_for_each(tmp_path: Path) -> None:
+    good = tmp_path / "good.md"
+    bad = tmp_path / "bad.md"
+    bad.write_text("no headings at all\n")
+    missing = tmp_path / "missing.md"
+    from recorder._transcript import write_transcript
+    from tests.recorder.test_check import transcript
+
+    write_transcript(good, transcript())
+
+    proc = _cli("check-transcript", str(good), str(missing))
+    assert proc.returncode == 4
+    answers = [line.split(": ", 1)[1] for line in proc.stdout.splitlines()
+               if line.startswith("/")]
+    assert answers == ["verified clean", "could not verify"]
+
+    assert _cli("check-transcript", str(good), str(bad), str(missing)).returncode == 1
+    assert _cli("check-transcript", str(good)).returncode == 0

@@ -59,7 +59,12 @@ def test_missing_credentials_are_broken_with_the_fix(harness: Path, tmp_path: Pa
     assert lines["credentials"][0] == "verified broken"
     assert str(tmp_path / ".claude" / ".credentials.json") in lines["credentials"][1]
     assert "fix: log in with Claude Code" in stdout
+    # A machine where the demo just ran is told that only real batches need them.
+    assert "only a real batch needs credentials" in lines["credentials"][1]
+    if all(v == "verified ok" for name, (v, _) in lines.items() if name != "credentials"):
+        assert "`demo` and `run --provider scripted` can run here" in stdout
     status, stdout, lines = _run_doctor("--api-key-env", "HW_UNSET_KEY", HOME=str(tmp_path))
+
     assert (status, lines["credentials"][0]) == (12, "verified broken")
     assert "HW_UNSET_KEY" in lines["credentials"][1]
 
