@@ -19,17 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from ._argv import HARNESS_MOUNT
+from ._capture import Run
+from ._capture import run_bounded_sync as run_bounded
 from ._errors import SessionUserUnusable
 from ._layout import HostLayout, measure_host_layout
 from ._privileges import SESSION_USER, SessionUser, drop_argv, session_user
-from ._probes import (
-    STDERR_TAIL_CHARS,
-    ConfinedLines,
-    Run,
-    confined_lines,
-    run_bounded,
-    run_confined,
-)
+from ._probes import STDERR_TAIL_CHARS, ConfinedLines, confined_lines, run_confined
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

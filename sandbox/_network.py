@@ -31,12 +31,10 @@ every connection the proxy refuses is counted and named per session.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import os
 import shlex
 import shutil
-import subprocess
 import tempfile
 import threading
 from contextlib import asynccontextmanager
@@ -47,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from anyio.from_thread import start_blocking_portal
 
 from ._argv import Confinement, NetworkMode, bwrap_argv
+from ._capture import run_bounded_sync
 from ._egress import EGRESS_ROOT, EgressProxy, Target, open_egress_proxy, target_of_url
 from ._env import SESSION_PATH
 from ._errors import SessionUserUnusable
@@ -55,6 +54,7 @@ from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
 from ._preflight import Check
 from ._privileges import SessionUser, drop_argv, hand_over, session_user
+from ._process import payload_pipe
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -219,40 +219,17 @@ def _probe(
         )
         script = _PROBE_SCRIPT.format(socat=shlex.quote(socat), bridge=BRIDGE_PORT)
         inner = ["/bin/sh", "-c", script, "probe", str(port), f"127.0.0.2:{port}"]
-        read_fd, write_fd = os.pipe()
-        life_r, life_w = os.pipe()  # the probe's lifeline, as a session's (sandbox._init)
-        try:
-            os.write(write_fd, b"--setenv\0PATH\0" + SESSION_PATH.encode() + b"\0")
-            os.close(write_fd)
-            write_fd = -1
-            command = session_init_command(inner, lifeline=True, bridge=True, socat=socat,
-                                           port=BRIDGE_PORT)  # fmt: skip
+        command = session_init_command(inner, lifeline=True, bridge=True, socat=socat,
+                                       port=BRIDGE_PORT)  # fmt: skip
+        payload = b"--setenv\0PATH\0" + SESSION_PATH.encode() + b"\0"
+        with payload_pipe(payload) as read_fd:
             argv = bwrap_argv(conf, command, bwrap=bwrap, args_fd=read_fd)
-            return _run_bounded([*drop_argv(user), *argv], timeout_s, read_fd, life_r)
-        finally:
-            for fd in (read_fd, life_r, life_w, write_fd):
-                if fd >= 0:
-                    os.close(fd)
-
-
-def _run_bounded(argv: Sequence[str], timeout_s: float, args_fd: int, lifeline: int) -> _Run:
-    try:
-        process = subprocess.Popen(
-            list(argv), stdin=lifeline, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={}, start_new_session=True, pass_fds=(args_fd,),
-        )
-    except OSError as exc:
-        return _Run(None, "", f"cannot execute {argv[0]}: {exc}")
-    try:
-        out, err = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, 9)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.communicate(timeout=5.0)
+            # The probe's lifeline, as a session's (sandbox._init).
+            run = run_bounded_sync([*drop_argv(user), *argv], timeout_s=timeout_s,
+                                   stdin="lifeline", pass_fds=(read_fd,))  # fmt: skip
+    if run.timed_out:
         return _Run(None, "", f"timed out after {timeout_s} s")
-    return _Run(process.returncode, out.decode("utf-8", "replace"),
-                err.decode("utf-8", "replace"))
+    return _Run(run.returncode, run.stdout, run.stderr)
 
 
 def _sections(stdout: str) -> dict[str, str]:

@@ -21,18 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ._argv import Confinement, bwrap_argv
+from ._capture import Run, run_bounded_sync
 from ._config import Credentials
 from ._env import session_environment, setenv_payload
 from ._init import session_init_command
 from ._privileges import SessionUser, drop_argv, hand_over
+from ._process import REAP_TIMEOUT_S
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from ._layout import HostLayout
 
-REAP_TIMEOUT_S: Final = 5.0
-"""Bound on collecting output after SIGKILL of a timed-out check; teardown must not hang."""
 STDERR_TAIL_CHARS: Final = 2000
 """How much of bwrap's own message a check quotes."""
 MAX_PROBE_LINE_BYTES: Final = 4 * 1024 * 1024
@@ -40,16 +40,6 @@ MAX_PROBE_LINE_BYTES: Final = 4 * 1024 * 1024
 _READ_CHUNK_BYTES: Final = 65536
 _PIPE_CAPACITY_BYTES: Final = 65536
 """Linux default pipe buffer (pipe(7)): a payload this small is written before the spawn."""
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    """What one bounded subprocess did: exit status (None: not run or killed), output."""
-
-    returncode: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
 
 
 @contextlib.contextmanager
@@ -81,7 +71,7 @@ def run_confined(
         env = _probe_env(dirs, provider_url=None, api_key=None)
         with _args_fd(env) as read_fd:
             argv = _confined_argv(executable, layout, harness, command, user, dirs, read_fd)
-            return run_bounded(argv, timeout_s=timeout_s, pass_fds=(read_fd,))
+            return run_bounded_sync(argv, timeout_s=timeout_s, pass_fds=(read_fd,))
 
 
 def _probe_env(dirs: dict[str, Path], *, provider_url: str | None, api_key: str | None) -> dict[
@@ -132,47 +122,6 @@ def _args_fd(env: dict[str, str]) -> Iterator[int]:
         os.close(read_fd)
         if write_fd >= 0:
             os.close(write_fd)
-
-
-def run_bounded(argv: Sequence[str], *, timeout_s: float, pass_fds: Sequence[int] = ()) -> Run:
-    """Run ``argv`` with an empty environment; on timeout, SIGKILL its whole process group."""
-    try:
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={},
-            start_new_session=True,
-            pass_fds=tuple(pass_fds),
-        )
-    except OSError as exc:
-        return Run(returncode=None, stdout="", stderr=f"cannot execute {argv[0]}: {exc}")
-    try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        # Kill the group, not only the child: a grandchild holding our pipes would
-        # otherwise keep communicate() waiting for EOF (CPython issue #81605 / bpo-37424).
-        _kill_group(process)
-        try:
-            stdout, stderr = process.communicate(timeout=REAP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:  # an escaped descendant still holds the pipes
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    stream.close()
-            process.wait(timeout=REAP_TIMEOUT_S)
-            stdout, stderr = b"", b""
-        return Run(None, _text(stdout), _text(stderr), timed_out=True)
-    return Run(process.returncode, _text(stdout), _text(stderr))
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +226,15 @@ def _read_until(
         timed_out = bool(selector.get_map())
     returncode = None if timed_out else process.wait(timeout=REAP_TIMEOUT_S)
     return ConfinedLines(None, tuple(lines), _tail(buffers, process), timed_out, returncode)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _tail(buffers: dict[int, bytearray], process: subprocess.Popen[bytes]) -> str:
