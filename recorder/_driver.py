@@ -73,6 +73,8 @@ class DriveResult:
     """Seconds from spawn to reaped (monotonic clock)."""
     line_too_long: LineTooLong | None
     """The reader's error when ``end == "line-too-long"``, else None."""
+    stderr_end: bytes = b""
+    """The last `STDERR_TAIL_BYTES` of stderr (what ``stderr_tail`` receives)."""
 
 
 class _Silence(Exception):
@@ -151,6 +153,7 @@ async def drive_child(
         stderr_bytes=session.stderr_bytes,
         duration_s=time.monotonic() - child.started,
         line_too_long=session.too_long,
+        stderr_end=bytes(session.stderr_ring),
     )
 
 

@@ -21,7 +21,7 @@ from recorder._driver import DriveResult, drive_child
 from recorder._lines import MAX_LINE_BYTES
 from sandbox._process import open_child
 from tests.conftest import FIXTURES, python_child
-from tests.standin import STANDIN_PYTHON, write_standin
+from tests.standin import write_standin
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -304,51 +304,3 @@ async def test_drive_leaks_no_fd(tmp_path: Path) -> None:
     with anyio.move_on_after(0.3):  # cancelled mid-drive, the stderr tail not written
         await drive(python_child("import time; time.sleep(60)"), tmp_path, stderr_tail=None)
     assert open_fds() == before
-
-
-def bwrap_argv(bwrap: str, standin: Path) -> list[str]:
-    """A minimal RC-02-shaped sandbox for a stand-in: /usr read-only, host symlinks recreated."""
-    argv = [
-        bwrap,
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-user",
-        "--unshare-pid",
-        "--clearenv",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    for top in ("/bin", "/lib", "/lib64", "/sbin"):
-        path = Path(top)
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), top]
-        elif path.is_dir():
-            argv += ["--ro-bind", top, top]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    argv += ["--ro-bind", str(standin), "/opt/harness/standin"]
-    return [*argv, STANDIN_PYTHON, "/opt/harness/standin"]
-
-
-@pytest.mark.bwrap
-@pytest.mark.timeout(90)
-async def test_drive_bwrap_session_longer_than_10s_ends_with_its_own_status_bc17(
-    bwrap: str, tmp_path: Path
-) -> None:
-    """BC-17: --die-with-parent follows the spawning thread; a 25 s session must not die at 10 s.
-
-    Spawning from trio's worker thread (anyio.open_process, to_thread) kills
-    bwrap with -9 when that thread exits after 10 s idle.
-    """
-    standin = write_standin(
-        tmp_path / "standin",
-        stdout=b'{"type":"system","subtype":"init"}\n',
-        exit_code=7,
-        sleep_s=25,
-    )
-    started = time.monotonic()
-    result, seen = await drive(
-        bwrap_argv(bwrap, standin), tmp_path, deadline_s=80, wall_limit_s=70, watchdog_s=70
-    )
-    assert (result.exit_status, result.end, len(seen)) == (7, "exited", 1)
-    assert time.monotonic() - started >= 25
