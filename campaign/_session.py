@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -20,20 +19,20 @@ from typing import Any, Final
 import anyio
 
 from recorder._command import PERMISSION_MODE, harness_command
-from recorder._driver import drive_harness
+from recorder._driver import drive_child
 from recorder._event import build_event, observed_calls
 from recorder._findings import run_checker
 from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
 from recorder._transform import Observation, StreamObserver
-from sandbox._argv import Confinement, NetworkMode, bwrap_argv
+from sandbox._argv import NetworkMode
 from sandbox._config import Credentials, session_config_dir
+from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import EgressProxy
-from sandbox._env import session_environment, setenv_payload
+from sandbox._env import session_environment
 from sandbox._errors import SessionUserUnusable
-from sandbox._init import session_init_command
 from sandbox._layout import HostLayout
 from sandbox._network import BRIDGE_URL, open_session_egress
-from sandbox._privileges import SessionUser, drop_argv, hand_over
+from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
 
 from ._batch import session_paths
@@ -189,15 +188,6 @@ async def _drive(
     egress: EgressProxy | None = None,
 ) -> dict[str, Any]:
     probe = ctx.corpus.probes[spec.probe]
-    try:  # before any credentials copy: a refusal here has spent nothing
-        hand_over(ctx.session_user, own=[paths.workspace, paths.log_dir],
-                  reach=[ctx.harness, *([egress.socket_path] if egress else [])])
-    except SessionUserUnusable as exc:
-        return _final_record(
-            spec, started, state="refused-confinement", reason=f"RC-05: {exc}", cost_usd=None,
-            cost_known=True, outside_paths=0, anomalies=0, retryable=False,
-            served_model=None, claude_code_version=None,
-        )
     name = f"{spec.arm}-{spec.probe}-{spec.session}"
     with session_config_dir(ctx.credentials, name=name, owner=ctx.session_user) as cfg:
         policy = InitPolicy(
@@ -211,31 +201,31 @@ async def _drive(
             config_dir=cfg, log_dir=paths.log_dir, provider_url=ctx.provider_url,
             credentials=ctx.credentials, egress_proxy=BRIDGE_URL if egress else None,
         )
-        conf = Confinement(
-            workspace=paths.workspace, harness=ctx.harness, harness_mount=HARNESS_MOUNT,
-            log_dir=paths.log_dir, config_dir=cfg, host_layout=ctx.layout,
-            network="confined" if egress else "host",
-            egress_socket=egress.socket_path if egress else None,
-        )
         command = harness_command(
             harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
             allowed_tools=ctx.plan.arm_spec(spec.arm).allowed_tools,  # per arm (mcp adds)
         )
-        # The lifeline ends the session with the runner, however the runner ends; with a
-        # confined network socat bridges loopback to the egress socket first (sandbox._init).
-        command = session_init_command(command, lifeline=True, bridge=egress is not None)
-
-        def argv_for(fd: int | None) -> Sequence[str]:
-            assert fd is not None
-            # A root runner's sessions start as the session user: no root inside (issue 5).
-            return [*drop_argv(ctx.session_user),
-                    *bwrap_argv(conf, command, bwrap=ctx.bwrap, args_fd=fd)]
-
-        result = await drive_harness(
-            argv_for, args_payload=setenv_payload(env), on_line=observer.feed,
-            stderr_tail=paths.stderr_tail, wall_limit_s=ctx.session_timeout_s,
-            watchdog_s=ctx.watchdog_s, lifeline=True,
+        # The recipe of every sandbox: hand-over to the session user, init shell and
+        # lifeline, the bridge with a confined network, --args, teardown (sandbox._confined).
+        confined = ConfinedSpec(
+            command=command, executable=ctx.harness, mount=HARNESS_MOUNT,
+            network="confined" if egress else "host",
+            egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
+            layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
+            log_dir=paths.log_dir, config_dir=cfg, name=name,
         )
+        try:  # a refusal before the spawn has spent nothing
+            async with open_confined(confined) as sandbox:
+                result = await drive_child(
+                    sandbox.child, on_line=observer.feed, stderr_tail=paths.stderr_tail,
+                    wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
+                )
+        except SessionUserUnusable as exc:
+            return _final_record(
+                spec, started, state="refused-confinement", reason=f"RC-05: {exc}",
+                cost_usd=None, cost_known=True, outside_paths=0, anomalies=0,
+                retryable=False, served_model=None, claude_code_version=None,
+            )
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None)
     facts: dict[str, Any] = {
