@@ -18,17 +18,16 @@ from typing import TYPE_CHECKING, Final, Literal, final
 
 import anyio
 
-from sandbox._errors import SpawnFailed
 from sandbox._process import DRAIN_AFTER_EXIT_S as DRAIN_AFTER_EXIT_S
 from sandbox._process import GRACE_S as GRACE_S
-from sandbox._process import MAX_PAYLOAD_BYTES, Child, payload_pipe, spawn
 from sandbox._process import REAP_TIMEOUT_S as REAP_TIMEOUT_S
+from sandbox._process import Child
 
-from ._errors import HarnessSpawnFailed, LineTooLong
+from ._errors import LineTooLong
 from ._lines import READ_CHUNK_BYTES, LineReader
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable
     from pathlib import Path
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "DriveEnd",
     "DriveResult",
     "drive_child",
-    "drive_harness",
 ]
 
 STDERR_TAIL_BYTES: Final = 64 * 1024
@@ -155,52 +153,6 @@ async def drive_child(
         line_too_long=session.too_long,
         stderr_end=bytes(session.stderr_ring),
     )
-
-
-async def drive_harness(
-    argv_for: Callable[[int | None], Sequence[str]],
-    *,
-    args_payload: bytes | None,
-    on_line: Callable[[bytes], None],
-    stderr_tail: Path,
-    wall_limit_s: float,
-    watchdog_s: float,
-    grace_s: float = GRACE_S,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
-    lifeline: bool = False,
-) -> DriveResult:
-    """Spawn ``argv_for(fd)`` (`sandbox.spawn`) and `drive_child` it (callers not yet moved).
-
-    ``args_payload`` travels on a pipe whose read end is ``fd`` in the child
-    (`sandbox.payload_pipe`; None: no fd, ``argv_for(None)``); ``lifeline``
-    gives the child the lifeline as stdin; ``env`` is its whole environment.
-
-    Raises:
-        ValueError: ``args_payload`` is over `sandbox.MAX_PAYLOAD_BYTES` or
-            ``argv_for`` returned an empty command.
-        HarnessSpawnFailed: the command could not be executed (nothing ran).
-        As `drive_child` otherwise.
-    """
-    if args_payload is not None and len(args_payload) > MAX_PAYLOAD_BYTES:
-        raise ValueError(f"args_payload is {len(args_payload)} bytes, over the "
-                         f"{MAX_PAYLOAD_BYTES}-byte limit of one pipe buffer")  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        fd = None if args_payload is None else stack.enter_context(payload_pipe(args_payload))
-        argv = list(argv_for(fd))
-        if not argv:
-            raise ValueError("argv_for returned an empty command")
-        try:
-            child = spawn(argv, env=env, cwd=cwd, stdin="lifeline" if lifeline else "devnull",
-                          pass_fds=() if fd is None else (fd,))  # fmt: skip
-        except SpawnFailed as exc:
-            raise HarnessSpawnFailed(exc.executable, exc.reason) from exc
-    try:
-        return await drive_child(child, on_line=on_line, stderr_tail=stderr_tail,
-                                 wall_limit_s=wall_limit_s, watchdog_s=watchdog_s,
-                                 grace_s=grace_s)  # fmt: skip
-    finally:
-        child.close()
 
 
 @final
