@@ -228,7 +228,7 @@ class Child:
 
 
 def spawn(
-    argv: Sequence[str],
+    argv: Sequence[str | bytes],
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
@@ -270,7 +270,7 @@ def spawn(
                 cwd=cwd, start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds),
             )  # fmt: skip
         except OSError as exc:
-            raise SpawnFailed(argv[0], str(exc)) from exc
+            raise SpawnFailed(os.fsdecode(argv[0]), str(exc)) from exc
     except BaseException:
         for fd in ours.values():
             os.close(fd)
@@ -304,7 +304,7 @@ def _open_pidfd(pid: int) -> int | None:
 
 @asynccontextmanager
 async def open_child(
-    argv: Sequence[str],
+    argv: Sequence[str | bytes],
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
