@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal, final
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, final
 
 import anyio
 
@@ -27,12 +28,12 @@ from ._errors import LineTooLong
 from ._lines import READ_CHUNK_BYTES, LineReader
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
 __all__ = [
     "DRAIN_AFTER_EXIT_S",
     "GRACE_S",
+    "POST_RESULT_GRACE_S",
     "REAP_TIMEOUT_S",
     "STDERR_TAIL_BYTES",
     "DriveEnd",
@@ -42,9 +43,16 @@ __all__ = [
 
 STDERR_TAIL_BYTES: Final = 64 * 1024
 """The last bytes of stderr kept with the session (DESIGN.md, batch layout ``stderr.tail``)."""
+POST_RESULT_GRACE_S: Final = 30.0
+"""Seconds a harness may stay silent and alive after a result line before the driver ends
+it (DESIGN.md "Session states", ``--post-result-grace``): a harness that hangs after its
+result is a known CLI fault, and background subagents print within seconds."""
 
-DriveEnd = Literal["exited", "timed-out", "watchdog", "line-too-long"]
+DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long"]
 """How a drive ended: the child exited by itself, or the driver stopped it for a reason."""
+LineSink: TypeAlias = Callable[[bytes], bool | None]
+"""Takes one stdout line; returns True when it was a result line (the post-result grace
+starts), anything falsy otherwise. The driver knows nothing of the lines' format."""
 _PumpEnd = Literal["eof", "watchdog", "line-too-long", "consumer-failed", "drain-cut"]
 
 
@@ -57,7 +65,9 @@ class DriveResult:
     None only when the child could not be reaped (logged)."""
     end: DriveEnd
     """``exited`` (by itself), ``timed-out`` (wall limit), ``watchdog`` (no stdout byte
-    for ``watchdog_s``) or ``line-too-long``; in the last three the driver stopped it."""
+    for ``watchdog_s``), ``post-result-grace`` (after a result line, neither a stdout byte
+    nor the exit for ``post_result_grace_s``) or ``line-too-long``; in all but ``exited``
+    the driver stopped it."""
     tail: bytes | None
     """The final stdout fragment that had no newline (a cut line), None when the
     stream ended on a newline or with nothing; None for ``line-too-long``."""
@@ -86,10 +96,11 @@ class _DrainOver(Exception):
 async def drive_child(
     child: Child,
     *,
-    on_line: Callable[[bytes], None],
+    on_line: LineSink,
     stderr_tail: Path | None,
     wall_limit_s: float,
     watchdog_s: float,
+    post_result_grace_s: float = POST_RESULT_GRACE_S,
     grace_s: float = GRACE_S,
 ) -> DriveResult:
     """Read ``child``'s stdout to its end, handing each line to ``on_line``; reap it.
@@ -104,19 +115,30 @@ async def drive_child(
     always reaped (`sandbox.Child.reap`: SIGTERM to it and its group,
     ``grace_s``, SIGKILL, bounded); the caller still closes it (its context does).
 
+    **Post-result grace** (DESIGN.md "Session states"): once ``on_line`` has
+    returned True for a line (a result line), the child must print or exit
+    within ``post_result_grace_s`` seconds (time in ``on_line`` not counted);
+    every stdout byte after it (background subagents, a second result)
+    restarts that wait. Otherwise the driver ends the child
+    (``end="post-result-grace"``) and the caller decides the session from what
+    it printed. The grace replaces the watchdog from then on, when shorter.
+
     **Cancellation:** the child is reaped as above (shielded, bounded), the
     stderr tail written, then the cancellation propagates.
 
     Args:
         child: The running child, not yet read from.
         on_line: Called with each newline-terminated stdout line (bytes, newline
-            removed), synchronously, in order.
+            removed), synchronously, in order; returns True for a result line
+            (`LineSink`).
         stderr_tail: File that receives the last `STDERR_TAIL_BYTES` of stderr;
             None keeps them only in memory.
         wall_limit_s: Seconds from the spawn after which the child is stopped
             (``end="timed-out"``).
         watchdog_s: Seconds without any stdout byte (time spent in ``on_line``
             not counted) after which the child is stopped (``end="watchdog"``).
+        post_result_grace_s: Seconds, after a result line, without a stdout byte
+            or the exit after which the child is stopped (``end="post-result-grace"``).
         grace_s: Seconds between SIGTERM and SIGKILL.
 
     Returns:
@@ -128,7 +150,8 @@ async def drive_child(
             caller's); the child was reaped first.
         Exception: whatever ``on_line`` raised, after the child was reaped.
     """
-    session = _Session(child, on_line, watchdog_s=watchdog_s)
+    session = _Session(child, on_line, watchdog_s=watchdog_s,
+                       post_result_grace_s=post_result_grace_s)  # fmt: skip
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
     except BaseException:
@@ -160,11 +183,13 @@ class _Session:
     """The concurrent parts of one drive: stdout pump, stderr drain, exit watch."""
 
     def __init__(
-        self, child: Child, on_line: Callable[[bytes], None], *, watchdog_s: float
+        self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float
     ) -> None:
         self._child = child
         self._on_line = on_line
         self._watchdog_s = watchdog_s
+        self._grace_s = post_result_grace_s
+        self._result_seen = False  # a result line arrived: the grace bounds silence from now
         self.reader = LineReader(self._receive_stdout)
         self.stderr_ring = bytearray()
         self.stderr_bytes = 0
@@ -198,22 +223,29 @@ class _Session:
             return await self._until_exit()
         return "exited" if self._child.has_exited() else "timed-out"
 
+    def _silence_bound(self) -> tuple[float, DriveEnd]:
+        """Seconds of silence allowed now, and the end that names their passing."""
+        if self._result_seen and self._grace_s <= self._watchdog_s:
+            return self._grace_s, "post-result-grace"
+        return self._watchdog_s, "watchdog"
+
     async def _until_exit(self) -> DriveEnd:
         pumped = await self._pump()
         if pumped == "line-too-long":
             return "line-too-long"
         if pumped == "eof":
-            with anyio.move_on_after(self._watchdog_s):  # stdout closed, the child lingers
+            with anyio.move_on_after(self._silence_bound()[0]):  # stdout closed, it lingers
                 await self._child.wait_exit()
         if self._child.has_exited() or pumped == "consumer-failed":
             return "exited"
-        return "watchdog"
+        return self._silence_bound()[1]
 
     async def _pump(self) -> _PumpEnd:
         try:
             async for line in self.reader:
                 try:
-                    self._on_line(line)
+                    if self._on_line(line):
+                        self._result_seen = True
                 except Exception as exc:  # re-raised by drive_child once the child is reaped
                     self.failure = exc
                     return "consumer-failed"
@@ -229,7 +261,7 @@ class _Session:
     async def _receive_stdout(self) -> bytes:
         """Next stdout chunk, b"" at EOF. Waits are bounded; bytes in the pipe are always taken.
 
-        Raises _Silence after ``watchdog_s`` of waiting, and _DrainOver once the
+        Raises _Silence after the silence bound (`_silence_bound`), and _DrainOver once the
         child has exited, `DRAIN_AFTER_EXIT_S` have passed and everything it
         wrote before exiting has been read (what remains is a descendant's).
         """
@@ -242,7 +274,8 @@ class _Session:
             chunk = self._child.try_read("stdout", READ_CHUNK_BYTES)
             if chunk is not None:
                 return chunk
-            deadline = min(anyio.current_time() + self._watchdog_s, self._drain_deadline)
+            silence_s = self._silence_bound()[0]
+            deadline = min(anyio.current_time() + silence_s, self._drain_deadline)
             with anyio.CancelScope(deadline=deadline) as waiting:
                 self._waiting = waiting  # the exit watcher may bring its deadline forward
                 await self._child.wait_readable("stdout")

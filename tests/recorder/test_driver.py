@@ -304,3 +304,84 @@ async def test_drive_leaks_no_fd(tmp_path: Path) -> None:
     with anyio.move_on_after(0.3):  # cancelled mid-drive, the stderr tail not written
         await drive(python_child("import time; time.sleep(60)"), tmp_path, stderr_tail=None)
     assert open_fds() == before
+
+
+# --- the post-result grace (DESIGN.md "Session states", last paragraph) ----------------------
+
+RESULT = b'{"type":"result"}'
+
+
+def results_are(line: bytes) -> bool:
+    """The grace's seam: on_line answers True for a result line (here: `RESULT` itself)."""
+    return line == RESULT
+
+
+async def test_a_child_silent_and_alive_after_its_result_is_ended_after_the_grace(
+    tmp_path: Path,
+) -> None:
+    """Result, then it hangs: ended ``post_result_grace_s`` after the result, not at the
+    watchdog; every line it printed is kept."""
+    standin = write_standin(tmp_path / "standin", stdout=b"{}\n" + RESULT + b"\n", sleep_s=60)
+    seen: list[bytes] = []
+
+    def on_line(line: bytes) -> bool:
+        seen.append(line)
+        return results_are(line)
+
+    started = time.monotonic()
+    result, _ = await drive([str(standin)], tmp_path, on_line=on_line, watchdog_s=30,
+                            post_result_grace_s=0.5)  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert (result.end, result.exit_status) == ("post-result-grace", -signal.SIGTERM)
+    assert seen == [b"{}", RESULT]
+    assert 0.5 <= elapsed < 5  # the grace, then SIGTERM ends the stand-in at once
+
+
+async def test_output_after_the_result_restarts_the_grace(tmp_path: Path) -> None:
+    """A background line 0.4 s after the result and a second result 0.4 s later: each restarts
+    the 0.6 s grace, so all are read; the child is ended 0.6 s after the second result."""
+    standin = write_standin(tmp_path / "standin", stdout=RESULT + b"\n", sleep_s=60,
+                            later=[(0.4, b'{"type":"assistant"}\n'), (0.4, RESULT + b"\n")])
+    seen: list[bytes] = []
+
+    def on_line(line: bytes) -> bool:
+        seen.append(line)
+        return results_are(line)
+
+    started = time.monotonic()
+    result, _ = await drive([str(standin)], tmp_path, on_line=on_line, watchdog_s=30,
+                            post_result_grace_s=0.6)  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert result.end == "post-result-grace"
+    assert seen == [RESULT, b'{"type":"assistant"}', RESULT]
+    assert 0.8 + 0.6 <= elapsed < 6
+
+
+async def test_a_child_that_exits_within_the_grace_ends_by_itself(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=RESULT + b"\n", sleep_s=0.3,
+                            exit_code=0)  # fmt: skip
+    result, _ = await drive([str(standin)], tmp_path, on_line=results_are, watchdog_s=30,
+                            post_result_grace_s=5)  # fmt: skip
+    assert (result.end, result.exit_status) == ("exited", 0)
+
+
+async def test_after_its_result_a_child_that_closed_stdout_and_lingers_is_ended_too(
+    tmp_path: Path,
+) -> None:
+    line = RESULT + b"\n"
+    code = f"import os, time\nos.write(1, {line!r})\nos.close(1)\ntime.sleep(60)"
+    started = time.monotonic()
+    result, _ = await drive(python_child(code), tmp_path, on_line=results_are, watchdog_s=30,
+                            post_result_grace_s=0.5)  # fmt: skip
+    assert (result.end, result.exit_status) == ("post-result-grace", -signal.SIGTERM)
+    assert time.monotonic() - started < 5
+
+
+async def test_before_any_result_only_the_watchdog_bounds_silence(tmp_path: Path) -> None:
+    """The grace starts at a result line: a silent child that printed none meets the watchdog."""
+    standin = write_standin(tmp_path / "standin", stdout=b"{}\n", sleep_s=60)
+    started = time.monotonic()
+    result, _ = await drive([str(standin)], tmp_path, on_line=results_are, watchdog_s=1.5,
+                            post_result_grace_s=0.3)  # fmt: skip
+    assert result.end == "watchdog"
+    assert time.monotonic() - started >= 1.5
