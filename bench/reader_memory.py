@@ -1,4 +1,4 @@
-"""Benchmark (not a test): peak RSS and throughput of drive_harness over long streams.
+"""Benchmark (not a test): peak RSS and throughput of drive_child over long streams.
 
 DESIGN.md "Targets: memory": the runner's peak RSS is flat in stream length
 (within 10 % between 100 MB and 1 GB of the same lines) and under 100 MB.
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import anyio
 
-from recorder._driver import drive_harness
+from recorder._driver import drive_child
+from sandbox._process import open_child
 
 MB = 1_000_000
 DEFAULT_SIZES_MB = (100, 1000)
@@ -68,14 +69,10 @@ async def _one(size_mb: int) -> dict[str, float]:
         generator.write_text(GENERATOR)
         rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()
-        result = await drive_harness(
-            lambda fd: [sys.executable, str(generator), str(size_mb * MB)],
-            args_payload=None,
-            on_line=on_line,
-            stderr_tail=Path(tmp) / "stderr.tail",
-            wall_limit_s=3600,
-            watchdog_s=600,
-        )
+        async with open_child([sys.executable, str(generator), str(size_mb * MB)]) as child:
+            result = await drive_child(child, on_line=on_line,
+                                       stderr_tail=Path(tmp) / "stderr.tail",
+                                       wall_limit_s=3600, watchdog_s=600)
         seconds = time.monotonic() - started
     assert result.exit_status == 0, result
     assert result.end == "exited", result

@@ -23,19 +23,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from recorder._command import harness_command
+from recorder._driver import DriveResult, drive_child
 from recorder._initcheck import host_skill_names
 from sandbox._argv import HARNESS_MOUNT
 from sandbox._checks import Check, check_session_user
 from sandbox._config import host_credentials
-from sandbox._errors import CredentialsMissing, SessionUserUnusable
+from sandbox._confined import open_confined
+from sandbox._errors import CredentialsMissing, SessionUserUnusable, SpawnFailed
 from sandbox._layout import measure_host_layout
 from sandbox._preflight import PreflightReport, preflight
-from sandbox._probes import confined_lines
+from sandbox._probes import probe_spec
+from sandbox._process import run_sync
 
 from .batch._dir import default_root, is_under_home
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from sandbox._confined import ConfinedSpec
 
 SKILLS_PROBE_TIMEOUT_S: Final = 60.0
 """The init line comes before any request (about 1 s measured); a cold 240 MB binary may take
@@ -142,25 +147,52 @@ def check_skills(
                  f"{len(host)} skill directories ({where}) shadow none")  # fmt: skip
 
 
+class _InitSeen(Exception):
+    """The skills probe's init line arrived: stop the harness (it carries the line)."""
+
+    def __init__(self, line: bytes) -> None:
+        super().__init__("init line seen")
+        self.line = line
+
+
 def _listed_skills(bwrap: str, harness: Path) -> tuple[set[str] | None, str]:
     try:
         _, user, _ = check_session_user()
-        seen = confined_lines(
-            bwrap=bwrap, layout=measure_host_layout(), harness=harness.resolve(),
+        spec = probe_spec(
+            bwrap=bwrap, layout=measure_host_layout(), executable=harness.resolve(),
             command=harness_command(harness_mount=HARNESS_MOUNT, task=PROBE_TASK,
                                     model=PROBE_MODEL, allowed_tools=("Read",)),
-            user=user, until=_is_init, provider_url=DEAD_PROVIDER_URL, api_key=PROBE_API_KEY,
-            timeout_s=SKILLS_PROBE_TIMEOUT_S,
+            user=user, provider_url=DEAD_PROVIDER_URL, api_key=PROBE_API_KEY,
         )  # fmt: skip
-    except (OSError, SessionUserUnusable) as exc:
+        matched, ended = run_sync(_first_init_line, spec)
+    except (OSError, SessionUserUnusable, SpawnFailed) as exc:
         return None, f"the harness could not be started for its skill list: {exc}"
-    if seen.matched is None:
-        how = "timed out" if seen.timed_out else f"ended with status {seen.returncode}"
-        return None, f"the harness printed no init line ({how}): {seen.stderr.strip()[-300:]}"
-    skills = json.loads(seen.matched).get("skills")
+    if matched is None:
+        how = ("timed out" if ended is None or ended.end != "exited"
+               else f"ended with status {ended.exit_status}")  # fmt: skip
+        tail = ended.stderr_end.decode("utf-8", "replace") if ended is not None else ""
+        return None, f"the harness printed no init line ({how}): {tail.strip()[-300:]}"
+    skills = json.loads(matched).get("skills")
     if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
         return None, f"the init line's skills field has an unknown shape: {skills!r:.200}"
     return set(skills), ""
+
+
+async def _first_init_line(spec: ConfinedSpec) -> tuple[bytes | None, DriveResult | None]:
+    """Run the probe until its first init line (then it is stopped) or its end."""
+
+    def on_line(line: bytes) -> None:
+        if _is_init(line):
+            raise _InitSeen(line)
+
+    try:
+        async with open_confined(spec) as sandbox:
+            ended = await drive_child(sandbox.child, on_line=on_line, stderr_tail=None,
+                                      wall_limit_s=SKILLS_PROBE_TIMEOUT_S,
+                                      watchdog_s=SKILLS_PROBE_TIMEOUT_S)  # fmt: skip
+    except _InitSeen as seen:
+        return seen.line, None
+    return None, ended
 
 
 def _is_init(line: bytes) -> bool:

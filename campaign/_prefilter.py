@@ -32,6 +32,9 @@ or a rename sets ctime to the current time, and nothing sets it back):
   read, which spans grep's read): the seal's bytes are the load's and
   grep's. Otherwise that file is searched in full.
 
+grep runs through the process layer (`sandbox._process`: spawned without a
+shell, an environment of its own, reaped however the seal ends); it is not
+confined, as it reads only the corpus, which the runner reads anyway.
 Only ``/usr/bin/grep`` is run, and only if it says it is GNU grep; every
 listed path must be a file of the corpus. Any failure (no GNU grep, status
 2, anything on stderr, a timeout, an anchor holding a NUL byte, a directory
@@ -41,12 +44,16 @@ as without it.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 import tempfile
 import time
 from typing import IO, TYPE_CHECKING, Final
+
+import anyio
+
+from sandbox._capture import run_bounded_sync
+from sandbox._errors import SpawnFailed
+from sandbox._process import Child, run_sync, spawn
 
 from ._corpus import FileSignature
 
@@ -59,6 +66,8 @@ GREP: Final = "/usr/bin/grep"
 _ENV: Final = {"LC_ALL": "C", "PATH": "/usr/bin:/bin"}
 GREP_TIMEOUT_S: Final = 600.0
 """Bound on the prefilter; over it, the seal searches every file itself."""
+GREP_VERSION_TIMEOUT_S: Final = 30.0
+"""``grep --version`` prints at once; the bound only absorbs a loaded host."""
 _EXCLUDED_TOP: Final = frozenset({".git"})
 """Top-level entries the corpus never holds (`campaign._corpus.load_corpus`)."""
 
@@ -71,13 +80,9 @@ def _gnu_grep() -> str | None:
     """`GREP` if it is GNU grep (its ``--version``'s first line), else None (asked again)."""
     if GREP in _KNOWN_GNU:
         return GREP
-    try:
-        run = subprocess.run([GREP, "--version"], env=_ENV, stdin=subprocess.DEVNULL,
-                             capture_output=True, timeout=30, check=False)  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    first = run.stdout.split(b"\n", 1)[0]
-    if run.returncode != 0 or not first.startswith(b"grep (GNU grep)"):
+    run = run_bounded_sync([GREP, "--version"], env=_ENV, timeout_s=GREP_VERSION_TIMEOUT_S)
+    first = run.stdout.split("\n", 1)[0]
+    if run.returncode != 0 or not first.startswith("grep (GNU grep)"):
         return None
     _KNOWN_GNU.add(GREP)
     return GREP
@@ -100,6 +105,10 @@ class Prefilter:
     """One grep over the corpus, started at once, read when it is done. Use as a context
     manager (the grep is killed and reaped on exit).
 
+    Synchronous: `wait` and `close` wait through the process layer's sync shim
+    (`sandbox._process.run_sync`), so use it from a thread that runs no event
+    loop (a session's seal runs in a worker thread).
+
     `listed` never waits: while grep runs it answers None (search the file),
     so the seal works on meanwhile, on the other CPU. Its stdout and stderr
     go to unlinked temporary files, never pipes, so grep never blocks on us.
@@ -113,7 +122,7 @@ class Prefilter:
 
     def __init__(self, corpus: Corpus, names: Names) -> None:
         self._corpus = corpus
-        self._process: subprocess.Popen[bytes] | None = None
+        self._child: Child | None = None
         self._out: IO[bytes] | None = None
         self._err: IO[bytes] | None = None
         self._answer: frozenset[str] | None = None
@@ -127,13 +136,11 @@ class Prefilter:
         try:
             self._out = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
             self._err = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-            self._process = subprocess.Popen(
-                argv, cwd=corpus.root, env=_ENV, stdin=subprocess.DEVNULL, stdout=self._out,
-                stderr=self._err,
-            )  # fmt: skip
+            self._child = spawn(argv, cwd=corpus.root, env=_ENV, stdout=self._out.fileno(),
+                                stderr=self._err.fileno())  # fmt: skip
             self._done = False
             self._deadline = time.monotonic() + GREP_TIMEOUT_S
-        except (OSError, ValueError, subprocess.SubprocessError):
+        except (OSError, ValueError, SpawnFailed):
             self.close()
 
     @staticmethod
@@ -159,28 +166,28 @@ class Prefilter:
 
     def listed(self) -> frozenset[str] | None:
         """The files grep lists, once it is done and proven sound; None until then, or ever."""
-        if not self._done and self._process is not None:
-            if self._process.poll() is None and time.monotonic() < self._deadline:
+        if not self._done and self._child is not None:
+            if not self._child.has_exited() and time.monotonic() < self._deadline:
                 return None
-            self._answer = self._finish(self._process)
+            self._answer = self._finish(self._child)
             self._done = True
             self.close()
         return self._answer
 
     def wait(self) -> frozenset[str] | None:
         """`listed`, after waiting for grep (at most `GREP_TIMEOUT_S`)."""
-        if self._process is not None and not self._done:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._process.wait(max(0.0, self._deadline - time.monotonic()))
+        if self._child is not None and not self._done:
+            run_sync(_wait_exit, self._child, max(0.0, self._deadline - time.monotonic()))
         return self.listed()
 
-    def _finish(self, process: subprocess.Popen[bytes]) -> frozenset[str] | None:
-        if process.poll() is None:
+    def _finish(self, child: Child) -> frozenset[str] | None:
+        if not child.has_exited():
             return None  # over time: killed in close()
+        run_sync(child.reap)  # it has exited: this only collects its status
         if self._out is None or self._err is None:
             return None
         self._err.seek(0)
-        if process.returncode not in (0, 1) or self._err.read(1):
+        if child.returncode not in (0, 1) or self._err.read(1):
             return None
         self._out.seek(0)
         found: set[str] = set()
@@ -195,11 +202,11 @@ class Prefilter:
         return frozenset(found)
 
     def close(self) -> None:
-        """Kill grep if it still runs, reap it, drop its output; idempotent."""
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.kill()  # grep does not fork: the process is all there is
-            process.wait()
+        """Stop grep if it still runs, reap it, drop its output; idempotent."""
+        child, self._child = self._child, None
+        if child is not None:
+            run_sync(child.reap)  # SIGTERM ends grep at once (it does not fork)
+            child.close()
         for spool in (self._out, self._err):
             if spool is not None:
                 spool.close()
@@ -211,6 +218,11 @@ class Prefilter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def _wait_exit(child: Child, bound_s: float) -> None:
+    with anyio.move_on_after(bound_s):
+        await child.wait_exit()
 
 
 def candidates(corpus: Corpus, names: Names) -> frozenset[str] | None:

@@ -2,10 +2,10 @@
 
 * RecorderError            - base class of every error the recorder raises
   x LineTooLong            - a harness stdout line exceeded the reader's cap (recorder._lines)
-  x HarnessSpawnFailed     - the harness (bwrap) could not be executed (recorder._driver)
 
 Other recorder modules add their own subclasses here; callers above the
-recorder catch these types, never ``OSError``.
+recorder catch these types, never ``OSError``. A child that cannot be started is
+`sandbox.SpawnFailed`, raised by the process layer the driver reads from.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class LineTooLong(RecorderError):
     """A stdout line of the harness exceeded the line cap (BC-03).
 
     Raised by `recorder._lines.LineReader` before it buffers past the cap;
-    `recorder._driver.drive_harness` turns it into ``end="line-too-long"``
+    `recorder._driver.drive_child` turns it into ``end="line-too-long"``
     and keeps it in the result. The session is never resumed past the line:
     a silent skip would hide a call.
 
@@ -43,21 +43,3 @@ class LineTooLong(RecorderError):
         self.size_bytes = size_bytes
         self.limit_bytes = limit_bytes
         self.complete = complete
-
-
-class HarnessSpawnFailed(RecorderError):
-    """The harness command could not be started (not found, not executable).
-
-    Raised by `recorder._driver.drive_harness` before any child exists, so
-    nothing was spent. A child that starts and then fails is data in
-    `DriveResult`, not this error.
-
-    Attributes:
-        executable: ``argv[0]`` of the command that failed.
-        reason: The operating system's explanation.
-    """
-
-    def __init__(self, executable: str, reason: str) -> None:
-        super().__init__(f"cannot start the harness {executable!r}: {reason}")
-        self.executable = executable
-        self.reason = reason

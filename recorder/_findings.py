@@ -9,10 +9,9 @@ The interface (docs/recorder.md, "Findings"):
   an absolute host path. Further words are its arguments; the workspace path
   is appended as the last one.
 - It runs after the session, once, as the session's user (a root runner's
-  sessions run as ``headwater-session``, `sandbox._privileges`), under bwrap
-  with the session's own mounts
-  (`sandbox._argv.bwrap_argv`, RC-02), then the workspace remounted
-  read-only and the network unshared (`harden_checker_argv`): it sees
+  sessions run as ``headwater-session``, `sandbox._privileges`), confined like
+  a session (`sandbox.open_confined`: the RC-02 mounts, the lifeline) but with
+  the workspace read-only and a network namespace with no way out: it sees
   ``/usr``, ``/etc``, the workspace and itself (bound read-only at
   `CHECKER_MOUNT`), and no host home, batch directory, corpus or other
   session. It must be a self-contained file run by an interpreter under
@@ -39,22 +38,18 @@ from __future__ import annotations
 import json
 import posixpath
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from recorder._driver import drive_harness
-from recorder._errors import HarnessSpawnFailed
-from sandbox._argv import Confinement, bwrap_argv
-from sandbox._env import SESSION_PATH, setenv_payload
-from sandbox._errors import SessionUserUnusable
-from sandbox._init import session_init_command
-from sandbox._privileges import drop_argv, hand_over
+from recorder._driver import drive_child
+from sandbox._confined import ConfinedDirs, ConfinedSpec, open_confined
+from sandbox._env import SESSION_PATH
+from sandbox._errors import SessionUserUnusable, SpawnFailed
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from sandbox._layout import HostLayout
     from sandbox._privileges import SessionUser
@@ -185,35 +180,18 @@ async def run_checker(
     except (ValueError, OSError) as exc:
         return CheckerOutcome.failed(str(exc))
     parser = FindingsParser(workspace)
-    with tempfile.TemporaryDirectory(prefix="headwater-checker-") as scratch:
-        home, log_dir = Path(scratch) / "home", Path(scratch) / "log"
-        home.mkdir()
-        log_dir.mkdir()
-        try:  # as for a session: the user owns the scratch dirs and can reach the checker
-            hand_over(user, own=[home, log_dir], reach=[executable])
-            prefix = drop_argv(user)
-        except SessionUserUnusable as exc:
-            return CheckerOutcome.failed(str(exc))
-        conf = Confinement(workspace=workspace, harness=executable, harness_mount=CHECKER_MOUNT,
-                           log_dir=log_dir, config_dir=home, host_layout=layout)
-        env = {"PATH": SESSION_PATH, "LANG": "C.UTF-8", "HOME": str(home)}
-
-        def argv_for(fd: int | None) -> list[str]:
-            assert fd is not None
-            # The lifeline ends the checker with the runner, as a session (sandbox._init).
-            command = session_init_command([CHECKER_MOUNT, *args, str(workspace)],
-                                           lifeline=True, bridge=False)  # fmt: skip
-            return [*prefix, *harden_checker_argv(
-                bwrap_argv(conf, command, bwrap=bwrap, args_fd=fd), workspace)]
-
-        try:
-            result = await drive_harness(
-                argv_for, args_payload=setenv_payload(env), on_line=parser.feed,
-                stderr_tail=stderr_tail, wall_limit_s=wall_limit_s, watchdog_s=watchdog_s,
-                lifeline=True,
-            )
-        except HarnessSpawnFailed as exc:
-            return CheckerOutcome.failed(str(exc))
+    spec = ConfinedSpec(
+        command=[CHECKER_MOUNT, *args, str(workspace)], executable=executable,
+        mount=CHECKER_MOUNT, network="none", env=_checker_env, bwrap=bwrap, layout=layout,
+        user=user, workspace=workspace, workspace_read_only=True, name="checker",
+    )  # fmt: skip
+    try:  # as for a session: the user owns the scratch dirs and can reach the checker
+        async with open_confined(spec) as sandbox:
+            result = await drive_child(sandbox.child, on_line=parser.feed,
+                                       stderr_tail=stderr_tail, wall_limit_s=wall_limit_s,
+                                       watchdog_s=watchdog_s)  # fmt: skip
+    except (SessionUserUnusable, SpawnFailed) as exc:
+        return CheckerOutcome.failed(str(exc))
     if result.tail is not None:
         parser.feed(result.tail)
     if result.end != "exited":
@@ -226,27 +204,6 @@ async def run_checker(
     return CheckerOutcome(findings=parser.findings())
 
 
-def harden_checker_argv(argv: Iterable[str], workspace: Path) -> list[str]:
-    """``argv`` with no network and a read-only workspace for the checker (bwrap(1)).
-
-    Adds ``--unshare-net`` after the bwrap executable (only a loopback
-    interface inside: a checker has nothing to fetch) unless it is there, and
-    ``--remount-ro WORKSPACE`` right after the workspace's bind: the checker
-    reads the workspace and must not change it, because the event's digests
-    describe what the session left. Binds apply in argv order, so the remount
-    lands on the bind just made.
-
-    Raises:
-        ValueError: ``argv`` has no ``--bind WORKSPACE WORKSPACE``.
-    """
-    out = list(argv)
-    path = str(workspace)
-    for index in range(len(out) - 2):
-        if out[index : index + 3] == ["--bind", path, path]:
-            out[index + 3 : index + 3] = ["--remount-ro", path]
-            break
-    else:
-        raise ValueError(f"no --bind of the workspace {path} in the checker's argv")
-    if "--unshare-net" not in out[: out.index("--")]:
-        out.insert(1, "--unshare-net")
-    return out
+def _checker_env(dirs: ConfinedDirs) -> dict[str, str]:
+    """``PATH``, ``LANG`` and ``HOME`` (the sandbox's empty scratch config directory)."""
+    return {"PATH": SESSION_PATH, "LANG": "C.UTF-8", "HOME": str(dirs.config_dir)}

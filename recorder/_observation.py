@@ -1,7 +1,7 @@
 """What one attempt's stdout showed: the frozen facts `StreamObserver.finish` returns.
 
 Data only (no logic): the transform (`recorder._transform`) fills these, the
-event builder (`recorder._event`) and the session (`campaign._session`) read
+event builder (`recorder._event`) and the session (`campaign.supervisor._session`) read
 them. Nothing here holds tool output: per call a name, an argument, an id and a
 digest.
 """

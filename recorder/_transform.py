@@ -27,6 +27,11 @@ Order of precedence (the first that applies):
    message may be that line (another writer's bytes injected into it), so no
    earlier message may supply the answer;
 7. else ``recorded``.
+
+A harness the driver ended after the post-result grace
+(``end="post-result-grace"``) is decided by 5-7 too, from what it printed
+(docs/batch.md, "Session states"); its SIGTERM status is not a ``killed``
+(that needs no result line).
 """
 
 from __future__ import annotations
@@ -63,8 +68,8 @@ from recorder._vocab import SessionState, harness_error_retryable, state_retryab
 if TYPE_CHECKING:
     from pathlib import Path
 
-End: TypeAlias = Literal["exited", "timed-out", "watchdog", "line-too-long"]
-"""How the driver saw the stream end."""
+End: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long"]
+"""How the driver saw the stream end (`recorder._driver.DriveEnd`)."""
 
 ANOMALIES_KEPT: Final = 8
 """Non-JSON lines kept aside verbatim (truncated); later ones are only counted."""
@@ -72,6 +77,8 @@ ANOMALY_EXCERPT_BYTES: Final = 240
 """Bytes of each kept anomaly: enough to recognise a banner or a debug line."""
 REASON_TEXT_CHARS: Final = 200
 """Characters of a result text quoted in a harness-error reason."""
+_AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
+                       "after it and was ended by the runner")
 
 
 @dataclass(slots=True)
@@ -145,13 +152,19 @@ class StreamObserver:
         return (f"<StreamObserver lines={self._lines} inits={self._inits} "
                 f"calls={len(self._calls)} result={self._result is not None}>")
 
-    def feed(self, line: bytes) -> None:
-        """Take the next complete stdout line (without its newline)."""
+    def feed(self, line: bytes) -> bool:
+        """Take the next complete stdout line (without its newline).
+
+        Returns:
+            True when the line was a ``result`` line the state is decided from
+            (after the first init line): the driver's post-result grace starts
+            or restarts (DESIGN.md "Session states"; `recorder.drive_child`).
+        """
         self._lines += 1
         obj = parse_line(line)
         if obj is None:
             self._anomaly(line)
-            return
+            return False
         kind = line_kind(obj)
         if kind == "init":
             self._init(obj)
@@ -166,6 +179,8 @@ class StreamObserver:
             self._user(obj)
         elif kind == "result":
             self._result_line(obj)
+            return True
+        return False
 
     def finish(self, *, end: End, exit_status: int | None, tail: bytes | None,
                too_long: str | None = None) -> Observation:
@@ -222,7 +237,7 @@ class StreamObserver:
                 self._too_long or f"line {self._lines + 1} exceeded the reader's line cap")
         if end == "timed-out":
             return "timed-out", "timed-out: the session's wall-clock limit fired"
-        if end == "watchdog":
+        if end == "watchdog" or (end == "post-result-grace" and self._result is None):
             return "timed-out", "timed-out: the no-output watchdog fired"
         if tail is not None:
             return "truncated", f"truncated: the last line ({len(tail)} bytes) has no newline"
@@ -241,16 +256,17 @@ class StreamObserver:
                                   f"(exit status {exit_status}) with no result line")
             return "no-result", (f"no-result: the stream ended (exit status {exit_status}) "
                                  "with no result line")
+        ended = f"; {_AFTER_GRACE}" if end == "post-result-grace" else ""
         if result.is_error:
             text = (result.text or "")[:REASON_TEXT_CHARS]
             return "harness-error", (f"harness-error: last result is_error true "
                                      f"(subtype {result.subtype}, "
-                                     f"api_error_status {result.api_error_status}): {text}")
+                                     f"api_error_status {result.api_error_status}): {text}{ended}")
         if result.damaged_at is not None:
             return "damaged", (f"damaged: line {result.damaged_at} is not JSON and stands after "
                                "the last main-thread assistant message, before the result: the "
-                               "final message may be that line, so no answer is read")
-        return "recorded", "recorded: the last result line has is_error false"
+                               f"final message may be that line, so no answer is read{ended}")
+        return "recorded", f"recorded: the last result line has is_error false{ended}"
 
     def _refuse(self, reason: str) -> None:
         if reason not in self._refusals:

@@ -20,8 +20,12 @@ HARNESS_MOUNT: Final = "/opt/harness/claude"
 EGRESS_MOUNT: Final = "/run/headwater/egress.sock"
 """Where the egress proxy's Unix socket appears inside a confined sandbox (RC-02)."""
 NetworkMode = Literal["confined", "host"]
-"""``confined``: a private network namespace whose only way out is the egress socket;
-``host``: the host's network, shared (RC-05's one admitted exception)."""
+"""A session's network (``--network``): ``confined``, a private network namespace whose
+only way out is the egress socket; ``host``, the host's network, shared (RC-05's one
+admitted exception)."""
+SandboxNetwork = Literal["confined", "host", "none"]
+"""`NetworkMode`, plus ``none``: a private network namespace with no way out at all (a
+loopback interface only), for what needs no network (the findings checker)."""
 
 NAMESPACE_FLAGS: Final = (
     # SIGKILL the sandbox when the spawning *thread* dies (DESIGN.md, RC-05 block, BC-17)
@@ -33,8 +37,8 @@ NAMESPACE_FLAGS: Final = (
     "--unshare-uts",
     "--unshare-cgroup-try",  # skipped, not failed, on kernels without cgroup namespaces
 )
-"""Namespaces and process flags. ``--unshare-net`` is added for ``network="confined"``;
-with ``network="host"`` the network namespace is shared, the one exception RC-05 admits."""
+"""Namespaces and process flags. ``--unshare-net`` is added unless ``network="host"``,
+where the network namespace is shared, the one exception RC-05 admits."""
 
 _SYSTEM_MOUNTS: Final = frozenset({"/", "/usr", "/etc", "/proc", "/dev", "/tmp", "/opt"})
 """Paths a session mount must never replace: binding a workspace here would hide the system."""
@@ -56,9 +60,12 @@ class Confinement:
         host_layout: How the host has /bin, /lib, /lib64, /sbin (`measure_host_layout`).
         network: ``"confined"``: ``--unshare-net`` (only a loopback interface
             inside) and ``egress_socket`` bound read-only at `EGRESS_MOUNT`;
-            the caller runs the bridge (`sandbox._network.bridge_command`).
+            the caller runs the bridge (`sandbox._init.session_init_command`).
+            ``"none"``: ``--unshare-net`` and nothing bound: no way out.
             ``"host"``: the network namespace is shared (RC-05's one
             admitted exception).
+        workspace_read_only: Bind the workspace read-only (``--ro-bind``):
+            for what reads a session's workspace after it and must not change it.
         egress_socket: Host path of the session's egress proxy socket
             (`sandbox._egress.open_egress_proxy`); required with
             ``"confined"``, refused with ``"host"``.
@@ -66,7 +73,7 @@ class Confinement:
     Raises:
         ValueError: a path is relative, contains ``..``, or is a system mount
             point (``/``, ``/usr``, ``/etc``, ``/proc``, ``/dev``, ``/tmp``, ...);
-            or ``network`` is not ``"confined"`` or ``"host"``, or
+            or ``network`` is not one of `SandboxNetwork`, or
             ``egress_socket`` is missing with ``"confined"`` or given with ``"host"``.
     """
 
@@ -76,16 +83,18 @@ class Confinement:
     log_dir: Path
     config_dir: Path
     host_layout: HostLayout
-    network: NetworkMode = "host"
+    network: SandboxNetwork = "host"
     egress_socket: Path | None = None
+    workspace_read_only: bool = False
 
     def __post_init__(self) -> None:
         reserved = _SYSTEM_MOUNTS | {link for link, _ in self.host_layout.symlinks}
         reserved |= set(self.host_layout.directories)
         for field_name in ("workspace", "harness", "harness_mount", "log_dir", "config_dir"):
             _check_mount_path(field_name, str(getattr(self, field_name)), reserved)
-        if self.network not in ("confined", "host"):
-            raise ValueError(f"network must be 'confined' or 'host', got {self.network!r}")
+        if self.network not in ("confined", "host", "none"):
+            raise ValueError(f"network must be 'confined', 'host' or 'none', "
+                             f"got {self.network!r}")
         if (self.network == "confined") != (self.egress_socket is not None):
             raise ValueError("network 'confined' needs an egress_socket, and only it takes one")
         if self.egress_socket is not None:
@@ -112,8 +121,9 @@ def bwrap_argv(
     TARGET LINK`` for a symlink, never a bind onto it; ``--ro-bind D D`` for a
     real directory); private ``/proc``, ``/dev``, ``/tmp`` (before any bind
     that may lie under /tmp, which would otherwise be hidden by the tmpfs);
-    the workspace, harness, log and config binds; with ``network="confined"``,
-    ``--unshare-net`` among the namespace flags and the egress socket bound
+    the workspace (read-only with ``workspace_read_only``), harness, log and
+    config binds; with ``network="confined"`` or ``"none"``, ``--unshare-net``
+    among the namespace flags, and for ``"confined"`` the egress socket bound
     read-only at `EGRESS_MOUNT` after the config bind; ``--clearenv``; then
     ``--args ARGS_FD``, which must come *after* ``--clearenv`` because bwrap
     applies both while parsing and ``--clearenv`` would wipe the variables
@@ -149,11 +159,11 @@ def bwrap_argv(
     if args_fd < 0:
         raise ValueError(f"args_fd must be a file descriptor number >= 0, got {args_fd}")
     workspace, log_dir, config_dir = str(conf.workspace), str(conf.log_dir), str(conf.config_dir)
-    argv = [bwrap, *NAMESPACE_FLAGS, *(["--unshare-net"] if conf.network == "confined" else [])]
+    argv = [bwrap, *NAMESPACE_FLAGS, *(["--unshare-net"] if conf.network != "host" else [])]
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     argv += _top_level_mounts(conf.host_layout)
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    argv += ["--bind", workspace, workspace]
+    argv += ["--ro-bind" if conf.workspace_read_only else "--bind", workspace, workspace]
     argv += ["--ro-bind", str(conf.harness), conf.harness_mount]
     argv += ["--bind", log_dir, log_dir]
     argv += ["--bind", config_dir, config_dir]

@@ -19,17 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from ._argv import HARNESS_MOUNT
+from ._capture import Run
+from ._capture import run_bounded_sync as run_bounded
 from ._errors import SessionUserUnusable
 from ._layout import HostLayout, measure_host_layout
 from ._privileges import SESSION_USER, SessionUser, drop_argv, session_user
-from ._probes import (
-    STDERR_TAIL_CHARS,
-    ConfinedLines,
-    Run,
-    confined_lines,
-    run_bounded,
-    run_confined,
-)
+from ._probes import STDERR_TAIL_CHARS, probe_spec, run_confined
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -208,8 +203,10 @@ def check_sandbox(
     true = _true()
     if true is None:
         return Check("sandbox", "unverified", f"no `true` to run: none of {_TRUE_CANDIDATES}")
+    spec = probe_spec(bwrap=executable, layout=layout, executable=Path(true).resolve(),
+                      command=[true], user=user)  # fmt: skip
     try:
-        run = run_confined(executable, layout, Path(true).resolve(), [true], user, timeout_s)
+        run = run_confined(spec, timeout_s=timeout_s)
     except SessionUserUnusable as exc:
         return Check("sandbox", "broken", exc.detail, exc.fix)
     if run.timed_out:
@@ -237,9 +234,10 @@ def check_harness(
             f"{harness} is not a file",
             "install it (`make harness`) or pass --harness",
         )
-    command = [HARNESS_MOUNT, "--version"]
+    spec = probe_spec(bwrap=executable, layout=layout, executable=harness.resolve(),
+                      command=[HARNESS_MOUNT, "--version"], user=user)  # fmt: skip
     try:
-        run = run_confined(executable, layout, harness.resolve(), command, user, timeout_s)
+        run = run_confined(spec, timeout_s=timeout_s)
     except SessionUserUnusable as exc:
         return Check("harness", "broken", exc.detail, exc.fix)
     if run.timed_out:
@@ -304,7 +302,6 @@ def _true() -> str | None:
 __all__ = [
     "SESSION_USER",
     "Check",
-    "ConfinedLines",
     "Run",
     "Verdict",
     "check_bwrap",
@@ -313,7 +310,6 @@ __all__ = [
     "check_sandbox",
     "check_session_user",
     "check_userns",
-    "confined_lines",
     "failed",
     "run_bounded",
     "run_confined",

@@ -3,7 +3,8 @@
 * SandboxError
   x PreflightFailed     - the host cannot confine a session (RC-05); nothing was started
   x CredentialsMissing  - the credentials the caller named are absent (RC-03)
-  x SessionUserUnusable - a root runner cannot drop to the session user (issue 5, no root inside)
+  x SessionUserUnusable - a root runner cannot drop to the session user (no root inside)
+  x SpawnFailed         - a child could not be started (its executable); nothing ran
 
 Argument mistakes (a relative path, an empty command, a NUL in an environment
 value) are programming errors and raise `ValueError`, not a `SandboxError`.
@@ -68,3 +69,21 @@ class SessionUserUnusable(SandboxError):
         super().__init__(f"cannot drop privileges for the session: {detail} (fix: {fix})")
         self.detail = detail
         self.fix = fix
+
+
+class SpawnFailed(SandboxError):
+    """A child could not be started: its executable is missing or not executable.
+
+    Raised by `sandbox._process.spawn` (and everything built on it) before any
+    child exists, so nothing ran and nothing was spent. A child that starts
+    and then fails is data (its exit status), not this error.
+
+    Attributes:
+        executable: ``argv[0]`` of the command, or what could not be prepared.
+        reason: The operating system's explanation.
+    """
+
+    def __init__(self, executable: str, reason: str) -> None:
+        super().__init__(f"cannot start {executable!r}: {reason}")
+        self.executable = executable
+        self.reason = reason

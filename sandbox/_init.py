@@ -6,8 +6,8 @@ and again in its pid 1, each some time after the fork that created it
 spawn leaves the whole sandbox alive, reparented to the host's init). No
 flag of bwrap closes that window, so a session's sandbox carries its own tie.
 
-The tie is the *lifeline*: the driver (`recorder.drive_harness` with
-``lifeline=True``) gives the sandbox, as its stdin, the read end of a pipe
+The tie is the *lifeline*: `sandbox.open_confined` (through `sandbox._process.spawn`
+with ``stdin="lifeline"``) gives the sandbox, as its stdin, the read end of a pipe
 whose write end only the runner holds, and closes that end once the harness
 has been reaped. However the runner ends (a return, an exception, SIGKILL),
 the kernel closes the write end with it, and a read of the pipe returns
@@ -102,7 +102,8 @@ def session_init_command(
     Args:
         command: The command to run inside, ``command[0]`` an absolute path.
         lifeline: Watch stdin as the runner's lifeline (the driver must give
-            the sandbox that pipe as stdin: ``drive_harness(lifeline=True)``);
+            the sandbox that pipe as stdin: ``spawn(stdin="lifeline")``, as
+            `sandbox.open_confined` does);
             the command then runs with stdin ``/dev/null``. False: stdin is
             passed through and nothing is watched (short probes).
         bridge: Start socat on ``127.0.0.1:port`` bridged to `EGRESS_MOUNT`

@@ -31,33 +31,30 @@ every connection the proxy refuses is counted and named per session.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import os
 import shlex
 import shutil
-import subprocess
-import tempfile
 import threading
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from anyio.from_thread import start_blocking_portal
-
-from ._argv import Confinement, NetworkMode, bwrap_argv
-from ._egress import EGRESS_ROOT, EgressProxy, Target, open_egress_proxy, target_of_url
+from ._argv import NetworkMode
+from ._capture import Run, capture
+from ._confined import ConfinedSpec, open_confined
+from ._egress import EGRESS_ROOT, EgressProxy, EgressStats, Target, open_egress_proxy, target_of_url
 from ._env import SESSION_PATH
-from ._errors import SessionUserUnusable
+from ._errors import SessionUserUnusable, SpawnFailed
 from ._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
-from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT, session_init_command
+from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT
 from ._layout import HostLayout, measure_host_layout
 from ._preflight import Check
-from ._privileges import SessionUser, drop_argv, hand_over, session_user
+from ._privileges import SessionUser, session_user
+from ._process import run_sync
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import AsyncIterator
 
 BRIDGE_URL: Final = f"http://127.0.0.1:{BRIDGE_PORT}"
 """The proxy URL a confined session is given (``HTTPS_PROXY`` and friends)."""
@@ -65,25 +62,6 @@ DEFAULT_PROVIDER_URL: Final = "https://api.anthropic.com"
 """The harness's own default provider, allowed when the session is given no base URL."""
 NETWORK_PROBE_TIMEOUT_S: Final = 30.0
 """The preflight's confined probe takes about a second; more means something hangs."""
-
-
-def bridge_command(
-    command: Sequence[str], *, socat: str = SOCAT, port: int = BRIDGE_PORT
-) -> list[str]:
-    """Wrap ``command`` so it starts only once the loopback-to-egress-socket bridge listens.
-
-    Pure; `sandbox._init.session_init_command` without the lifeline (for
-    short probes whose stdin is their own). The result is ``["/bin/sh", "-c",
-    SCRIPT, "headwater-init", *command]``; the script runs ``socat
-    TCP-LISTEN:PORT,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:EGRESS_MOUNT``
-    in the background, polls ``/proc/net/tcp`` (the sandbox's own namespace)
-    until the port listens, then ``exec``s ``command`` with its arguments
-    untouched (``"$@"``: no word is re-split).
-
-    Raises:
-        ValueError: ``command`` is empty or ``port`` is out of range.
-    """
-    return session_init_command(command, lifeline=False, bridge=True, socat=socat, port=port)
 
 
 @asynccontextmanager
@@ -182,77 +160,35 @@ def network_preflight(
     except SessionUserUnusable as exc:
         return Check("network", "unverified", f"not run: {exc} (see the session-user check)")
     owner = (who.uid, who.gid) if who else None
-    with _TokenServer() as port, start_blocking_portal("trio") as portal:
-        allowed = Target("127.0.0.1", port)
-        with portal.wrap_async_context_manager(
-            open_egress_proxy(allowed, root=egress_root, owner=owner)
-        ) as proxy:
-            try:
-                run = _probe(executable, layout, socat, proxy.socket_path, port, timeout_s, who)
-            except SessionUserUnusable as exc:
-                return Check("network", "unverified", f"not run: {exc}")
-            stats = proxy.stats()
+    with _TokenServer() as port:
+        try:
+            run, stats = run_sync(_check, executable, layout, socat, egress_root, owner, port,
+                                  timeout_s, who)  # fmt: skip
+        except SessionUserUnusable as exc:
+            return Check("network", "unverified", f"not run: {exc}")
     return _verdict(run, stats.denied, stats.allowed, port)
 
 
-@dataclass(frozen=True, slots=True)
-class _Run:
-    returncode: int | None
-    stdout: str
-    stderr: str
-
-
-def _probe(
-    bwrap: str, layout: HostLayout, socat: str, socket: Path, port: int, timeout_s: float,
-    user: SessionUser | None,
-) -> _Run:
-    with tempfile.TemporaryDirectory(prefix="headwater-netcheck-") as scratch:
-        root = Path(scratch).resolve()
-        dirs = {name: root / name for name in ("workspace", "log", "config")}
-        for path in dirs.values():
-            path.mkdir(mode=0o700)
-        hand_over(user, own=[root], reach=[Path(socat).resolve(), socket])
-        conf = Confinement(
-            workspace=dirs["workspace"], harness=Path(socat).resolve(), log_dir=dirs["log"],
-            config_dir=dirs["config"], host_layout=layout, network="confined",
-            egress_socket=socket,
-        )
+async def _check(
+    bwrap: str, layout: HostLayout, socat: str, egress_root: Path, owner: tuple[int, int] | None,
+    port: int, timeout_s: float, user: SessionUser | None,
+) -> tuple[Run, EgressStats]:
+    """The proxy and the confined probe, on one event loop; the proxy's counts after it."""
+    async with open_egress_proxy(Target("127.0.0.1", port), root=egress_root,
+                                 owner=owner) as proxy:  # fmt: skip
         script = _PROBE_SCRIPT.format(socat=shlex.quote(socat), bridge=BRIDGE_PORT)
-        inner = ["/bin/sh", "-c", script, "probe", str(port), f"127.0.0.2:{port}"]
-        read_fd, write_fd = os.pipe()
-        life_r, life_w = os.pipe()  # the probe's lifeline, as a session's (sandbox._init)
+        spec = ConfinedSpec(
+            command=["/bin/sh", "-c", script, "probe", str(port), f"127.0.0.2:{port}"],
+            executable=Path(socat), network="confined", egress_socket=proxy.socket_path,
+            env={"PATH": SESSION_PATH}, bwrap=bwrap, layout=layout, user=user, socat=socat,
+            bridge_port=BRIDGE_PORT, name="netcheck",
+        )  # fmt: skip
         try:
-            os.write(write_fd, b"--setenv\0PATH\0" + SESSION_PATH.encode() + b"\0")
-            os.close(write_fd)
-            write_fd = -1
-            command = session_init_command(inner, lifeline=True, bridge=True, socat=socat,
-                                           port=BRIDGE_PORT)  # fmt: skip
-            argv = bwrap_argv(conf, command, bwrap=bwrap, args_fd=read_fd)
-            return _run_bounded([*drop_argv(user), *argv], timeout_s, read_fd, life_r)
-        finally:
-            for fd in (read_fd, life_r, life_w, write_fd):
-                if fd >= 0:
-                    os.close(fd)
-
-
-def _run_bounded(argv: Sequence[str], timeout_s: float, args_fd: int, lifeline: int) -> _Run:
-    try:
-        process = subprocess.Popen(
-            list(argv), stdin=lifeline, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={}, start_new_session=True, pass_fds=(args_fd,),
-        )
-    except OSError as exc:
-        return _Run(None, "", f"cannot execute {argv[0]}: {exc}")
-    try:
-        out, err = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, 9)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.communicate(timeout=5.0)
-        return _Run(None, "", f"timed out after {timeout_s} s")
-    return _Run(process.returncode, out.decode("utf-8", "replace"),
-                err.decode("utf-8", "replace"))
+            async with open_confined(spec) as sandbox:
+                run = await capture(sandbox.child, timeout_s=timeout_s)
+        except SpawnFailed as exc:
+            run = Run(None, "", str(exc))
+        return run, proxy.stats()
 
 
 def _sections(stdout: str) -> dict[str, str]:
@@ -267,9 +203,10 @@ def _sections(stdout: str) -> dict[str, str]:
     return found
 
 
-def _verdict(run: _Run, denied: dict[str, int], allowed: int, port: int) -> Check:
-    if run.returncode is None and run.stderr.startswith("timed out"):
-        return Check("network", "unverified", f"the confined probe {run.stderr}")
+def _verdict(run: Run, denied: dict[str, int], allowed: int, port: int) -> Check:
+    if run.timed_out:
+        return Check("network", "unverified",
+                     f"the confined probe timed out (bound: {NETWORK_PROBE_TIMEOUT_S} s)")
     message = run.stderr.strip()[-1000:]
     if run.returncode == INIT_FAILED_STATUS:
         return Check("network", "broken", f"the probe's sandbox refused to start: {message}",

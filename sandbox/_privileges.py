@@ -28,11 +28,11 @@ import pwd
 import shutil
 import stat
 import struct
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from ._capture import run_bounded_sync
 from ._errors import SessionUserUnusable
 
 if TYPE_CHECKING:
@@ -131,13 +131,11 @@ def ensure_session_user() -> tuple[SessionUser | None, bool]:
             f"the runner is root, {SESSION_USER} does not exist and useradd is not found",
             "create an unprivileged system user named headwater-session",
         )
-    try:
-        run = subprocess.run(
-            [useradd, *USERADD_ARGV[1:]], capture_output=True, text=True,
-            timeout=USERADD_TIMEOUT_S, check=False, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SessionUserUnusable(f"cannot run useradd: {exc}", "create it by hand") from exc
+    run = run_bounded_sync([useradd, *USERADD_ARGV[1:]], timeout_s=USERADD_TIMEOUT_S,
+                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})  # fmt: skip
+    if run.returncode is None:
+        why = "timed out" if run.timed_out else run.stderr.strip()
+        raise SessionUserUnusable(f"cannot run useradd: {why}", "create it by hand")
     if run.returncode != 0 and not _user_exists():  # exit 9: another runner won the race
         raise SessionUserUnusable(
             f"useradd exited {run.returncode}: {run.stderr.strip()}", "create it by hand"

@@ -317,7 +317,7 @@ class Supervisor:
 
     def _escalate(self) -> None:
         """A second signal: end every session still running now, without the grace."""
-        from recorder._driver import kill_running_now
+        from sandbox._process import kill_running_now
 
         kill_running_now()
 

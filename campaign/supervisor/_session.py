@@ -28,24 +28,24 @@ from campaign.batch._atomic import write_atomic
 from campaign.batch._dir import session_paths
 from campaign.batch._records import FinalRecord, StartedRecord, utc_now
 from recorder._command import PERMISSION_MODE, harness_command
-from recorder._driver import drive_harness
+from recorder._driver import drive_child
 from recorder._event import build_event, observed_calls
 from recorder._findings import run_checker
 from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
 from recorder._transform import Observation, StreamObserver
-from sandbox._argv import Confinement, NetworkMode, bwrap_argv
+from sandbox._argv import NetworkMode
 from sandbox._config import Credentials, session_config_dir
+from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import EgressProxy
-from sandbox._env import session_environment, setenv_payload
+from sandbox._env import session_environment
 from sandbox._errors import SessionUserUnusable
-from sandbox._init import session_init_command
 from sandbox._layout import HostLayout
 from sandbox._network import BRIDGE_URL, open_session_egress
-from sandbox._privileges import SessionUser, drop_argv, hand_over
+from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator
 
     from campaign.batch._journal import Journal
 
@@ -202,13 +202,6 @@ async def _drive(
     egress: EgressProxy | None = None,
 ) -> dict[str, Any]:
     probe = spec.probe
-    try:  # before any credentials copy: a refusal here has spent nothing
-        hand_over(ctx.session_user, own=[paths.workspace, paths.log_dir],
-                  reach=[ctx.harness, *([egress.socket_path] if egress else [])])
-    except SessionUserUnusable as exc:
-        return {"state": "refused-confinement",
-                "reason": f"refused-confinement: the session cannot be confined: {exc} (RC-05)",
-                **_NOTHING_RAN}
     name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
     with session_config_dir(ctx.credentials, name=name, owner=ctx.session_user) as cfg:
         policy = InitPolicy(
@@ -222,31 +215,30 @@ async def _drive(
             config_dir=cfg, log_dir=paths.log_dir, provider_url=ctx.provider_url,
             credentials=ctx.credentials, egress_proxy=BRIDGE_URL if egress else None,
         )
-        conf = Confinement(
-            workspace=paths.workspace, harness=ctx.harness, harness_mount=HARNESS_MOUNT,
-            log_dir=paths.log_dir, config_dir=cfg, host_layout=ctx.layout,
-            network="confined" if egress else "host",
-            egress_socket=egress.socket_path if egress else None,
-        )
         command = harness_command(
             harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
             allowed_tools=spec.arm.allowed_tools,  # per arm (mcp adds)
         )
-        # The lifeline ends the session with the runner, however the runner ends; with a
-        # confined network socat bridges loopback to the egress socket first (sandbox._init).
-        command = session_init_command(command, lifeline=True, bridge=egress is not None)
-
-        def argv_for(fd: int | None) -> Sequence[str]:
-            assert fd is not None
-            # A root runner's sessions start as the session user: no root inside the sandbox.
-            return [*drop_argv(ctx.session_user),
-                    *bwrap_argv(conf, command, bwrap=ctx.bwrap, args_fd=fd)]
-
-        result = await drive_harness(
-            argv_for, args_payload=setenv_payload(env), on_line=observer.feed,
-            stderr_tail=paths.stderr_tail, wall_limit_s=ctx.session_timeout_s,
-            watchdog_s=ctx.watchdog_s, lifeline=True,
+        # The recipe of every sandbox: hand-over to the session user, init shell and
+        # lifeline, the bridge with a confined network, --args, teardown (sandbox._confined).
+        confined = ConfinedSpec(
+            command=command, executable=ctx.harness, mount=HARNESS_MOUNT,
+            network="confined" if egress else "host",
+            egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
+            layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
+            log_dir=paths.log_dir, config_dir=cfg, name=name,
         )
+        try:  # a refusal before the spawn has spent nothing
+            async with open_confined(confined) as sandbox:
+                result = await drive_child(
+                    sandbox.child, on_line=observer.feed, stderr_tail=paths.stderr_tail,
+                    wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
+                    post_result_grace_s=ctx.post_result_grace_s,
+                )
+        except SessionUserUnusable as exc:
+            return {"state": "refused-confinement",
+                    "reason": f"refused-confinement: the session cannot be confined: {exc} "
+                              "(RC-05)", **_NOTHING_RAN}
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None)
     facts: dict[str, Any] = {

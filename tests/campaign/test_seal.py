@@ -24,6 +24,7 @@ from campaign._names import Text, doc_names
 from campaign._prefilter import candidates
 from campaign._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
 from campaign._sealplan import names_for
+from sandbox._process import Child, run_sync, spawn
 from tests.campaign.corpora import (
     ANSWER_KEY,
     BINARY_BYTES,
@@ -632,20 +633,20 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
     decoy.mkdir()
     (decoy / "leak.md").write_text("x" * len(LEAK))
     corpus = _load_as_if_later(root, monkeypatch)
-    real = prefilter.subprocess.Popen
+    real = prefilter.spawn
 
     def swapped(argv: Any, **kwargs: Any) -> Any:
         os.rename(root / "notes", tmp_path / "real-notes")
         os.rename(decoy, root / "notes")
         try:
-            process = real(argv, **kwargs)
-            process.wait()
-            return process
+            child = real(argv, **kwargs)
+            run_sync(child.wait_exit)
+            return child
         finally:
             os.rename(root / "notes", decoy)
             os.rename(tmp_path / "real-notes", root / "notes")
 
-    monkeypatch.setattr(prefilter.subprocess, "Popen", swapped)
+    monkeypatch.setattr(prefilter, "spawn", swapped)
     assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
     _, out = _seal(corpus, tmp_path)
     assert not (out / "notes/leak.md").exists()
@@ -677,24 +678,24 @@ def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
 
 
 class _HeldGrep:
-    """Stands in for grep's Popen: runs the real grep only when released (campaign._prefilter)."""
+    """Wraps grep's spawn (campaign._prefilter): grep starts only when released, through a
+    shell that waits on a FIFO before it execs grep; `release` lets it go and waits for it."""
 
-    real_popen = subprocess.Popen
+    def __init__(self, fifo: Path) -> None:
+        os.mkfifo(fifo)
+        self.fifo = fifo
+        self.child: Child | None = None
 
-    def __init__(self, argv: Any, **kwargs: Any) -> None:
-        self.argv, self.kwargs, self.returncode = argv, kwargs, None
+    def spawn(self, argv: Any, **kwargs: Any) -> Child:
+        held = ["/bin/sh", "-c", 'read _ < "$0"; exec "$@"', str(self.fifo), *argv]
+        self.child = spawn(held, **kwargs)
+        return self.child
 
     def release(self) -> None:
-        self.returncode = self.real_popen(self.argv, **self.kwargs).wait()
-
-    def poll(self) -> int | None:
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        return self.returncode
-
-    def kill(self) -> None:
-        pass
+        assert self.child is not None
+        with open(self.fifo, "w") as fifo:
+            fifo.write("go\n")
+        run_sync(self.child.wait_exit)
 
 
 def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
@@ -707,10 +708,9 @@ def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
 
     files = {**seal_files(), "notes/leak.md": LEAK}
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
-    held: list[_HeldGrep] = []
-    assert prefilter._gnu_grep() is not None  # asked now, before Popen is replaced
-    monkeypatch.setattr(prefilter.subprocess, "Popen",
-                        lambda argv, **kw: held.append(_HeldGrep(argv, **kw)) or held[-1])
+    held = [_HeldGrep(tmp_path / "fifo")]
+    assert prefilter._gnu_grep() is not None  # asked now, before spawn is replaced
+    monkeypatch.setattr(prefilter, "spawn", held[0].spawn)
     real = sealplan._read
 
     def read(path: str) -> Any:
@@ -725,7 +725,7 @@ def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
 
     monkeypatch.setattr(sealplan, "_read", read)
     _, out = _seal(corpus, tmp_path)
-    assert held and held[0].returncode in (0, 1)
+    assert held[0].child is not None and held[0].child.returncode in (0, 1)
     assert not (out / "notes/leak.md").exists() or "HW-PRB-001" not in (
         out / "notes/leak.md").read_text()
 

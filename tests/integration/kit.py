@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +178,27 @@ def processes_mentioning(*needles: str) -> dict[int, str]:
             if pid != me and any(n in cmd for n in needles)}  # fmt: skip
 
 
+def processes_under(root: Path) -> dict[int, str]:
+    """The processes whose cmdline names ``root`` or whose working directory is under it.
+
+    A session's bwrap names its batch directory on its command line; the harness,
+    the egress bridge (socat) and whatever they start work in its workspace. Other
+    sessions on the host (other batches, other test runs) match neither.
+    """
+    me = os.getpid()
+    found: dict[int, str] = {}
+    for pid, cmd in process_cmdlines().items():
+        if pid == me:
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            cwd = ""
+        if str(root) in cmd or cwd == str(root) or cwd.startswith(str(root) + "/"):
+            found[pid] = cmd
+    return found
+
+
 def wait_for(predicate: Any, *, timeout_s: float, what: str) -> Any:
     """Poll ``predicate()`` every 50 ms until truthy; fail the test after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -187,6 +208,13 @@ def wait_for(predicate: Any, *, timeout_s: float, what: str) -> Any:
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def kill_all(pids: Iterable[int]) -> None:
+    """SIGKILL each of ``pids`` (test cleanup); one that has gone meanwhile is not an error."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def kill_group(process: subprocess.Popen[str]) -> None:

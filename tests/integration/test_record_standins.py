@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from recorder._driver import POST_RESULT_GRACE_S
 from tests import contract_check
 from tests.campaign.corpora import doc, probe_doc, write_files
 from tests.integration import kit
@@ -228,6 +229,56 @@ def test_stream_stops_while_the_process_lives_is_timed_out(tmp_path: Path, corpu
     final = check_session(run, tmp_path / "b", state="timed-out", status=1)
     assert "watchdog" in final["reason"]
     assert [c["tool"] for c in final["calls"]] == ["Read"]
+
+
+GRACE_S = 30.0
+"""DESIGN.md "Session states": the post-result grace, ``--post-result-grace S``, default 30 s."""
+WATCHDOG_S = 600.0
+"""DESIGN.md defaults: the no-output watchdog, 600 s."""
+
+
+def test_the_drivers_default_grace_is_the_designs() -> None:
+    assert POST_RESULT_GRACE_S == GRACE_S
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_harness_that_hangs_after_its_result_is_recorded_after_the_grace(
+        tmp_path: Path, corpus: Path, sealed_notes: str, bwrap: str) -> None:
+    """A valid stream with its result line, then the stand-in sleeps for an hour: the runner
+    ends it after the post-result grace (not the watchdog) and records it from what it
+    printed; nothing of it is left running."""
+    harness = write_standin(tmp_path / "claude", stdout=SESSION, sleep_s=3600)
+    started = time.monotonic()
+    run = record(corpus, tmp_path / "b", harness, timeout=280)
+    elapsed = time.monotonic() - started
+    final = check_session(run, tmp_path / "b", state="recorded", status=0)
+    assert final["end"] == "post-result-grace"
+    assert "post-result grace" in final["reason"]
+    assert final["event"]["answer"] == "HW-DR-0052"
+    assert final["event"]["calls"] == [{"tool": "Read", "argument": "docs/notes.md",
+                                        "result": sealed_notes}]
+    assert final["duration_s"] >= GRACE_S and elapsed < WATCHDOG_S / 4
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert str(harness) not in ps.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_second_result_during_the_grace_restarts_it_and_decides(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """A first result, then 10 s later (inside the grace) a new turn and a second result, then
+    the stand-in hangs: the grace restarts at the second result, and the session is decided by
+    the last result (its cost, its final message)."""
+    first = init() + READ + say("first", msg="m2") + result(cost="0.004", text="first")
+    second = say("Later.\nHW-DR-0052", msg="m3") + result(cost="0.0051")
+    harness = write_standin(tmp_path / "claude", stdout=first, later=[(10.0, second)],
+                            sleep_s=3600)  # fmt: skip
+    run = record(corpus, tmp_path / "b", harness, timeout=280)
+    final = check_session(run, tmp_path / "b", state="recorded", status=0)
+    assert final["end"] == "post-result-grace"
+    assert (final["cost_usd"], final["event"]["answer"]) == ("0.0051", "HW-DR-0052")
+    assert 10.0 + GRACE_S <= final["duration_s"] < WATCHDOG_S / 4
 
 
 def test_harness_exits_while_a_descendant_holds_stdout(tmp_path: Path, corpus: Path,

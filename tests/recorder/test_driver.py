@@ -1,4 +1,8 @@
-"""drive_harness: exit facts, limits, bounded drains, reaping, no leaks, BC-13, BC-17."""
+"""drive_child: exit facts, limits, bounded drains, reaping, no leaks, BC-13, BC-17.
+
+The child comes from the process layer (`sandbox.open_child`), whose own
+tests (spawn, pidfd, payload pipes, reap) are tests/sandbox/test_process.py.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,11 @@ import anyio
 import pytest
 
 from recorder import _driver
-from recorder._driver import DriveResult, drive_harness
-from recorder._errors import HarnessSpawnFailed, RecorderError
+from recorder._driver import DriveResult, drive_child
 from recorder._lines import MAX_LINE_BYTES
+from sandbox._process import open_child
 from tests.conftest import FIXTURES, python_child
-from tests.standin import STANDIN_PYTHON, write_standin
+from tests.standin import write_standin
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,8 +42,8 @@ async def drive(
 ) -> tuple[DriveResult, list[bytes]]:
     """Drive ``argv`` with test defaults; a hang fails at ``deadline_s``, never stalls."""
     seen: list[bytes] = []
+    env = overrides.pop("env", None)
     params: dict[str, Any] = {
-        "args_payload": None,
         "on_line": seen.append,
         "stderr_tail": tmp_path / "stderr.tail",
         "wall_limit_s": 30.0,
@@ -48,7 +52,8 @@ async def drive(
     }
     params.update(overrides)
     with anyio.fail_after(deadline_s):
-        result = await drive_harness(lambda fd: list(argv), **params)
+        async with open_child(argv, env=env) as child:
+            result = await drive_child(child, **params)
     return result, seen
 
 
@@ -74,6 +79,14 @@ def pids_running(path: Path) -> list[int]:
         if str(path).encode() in cmdline and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def gone_within(path: Path, bound_s: float) -> list[int]:
+    """`pids_running` once it is empty, or after ``bound_s`` seconds (polling every 20 ms)."""
+    deadline = time.monotonic() + bound_s
+    while (left := pids_running(path)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
 
 
 def open_fds() -> set[str]:
@@ -155,13 +168,8 @@ async def test_drive_bounds_the_drain_when_a_descendant_holds_stdout(
     assert (result.end, result.exit_status, result.tail) == ("exited", 5, None)
     assert seen == STREAM.split(b"\n")[:-1]
     assert 1.0 <= elapsed < 4
-    # The descendant went with the session: SIGKILLed by the reap; dying is the kernel's part,
-    # which takes a moment on a loaded host.
-    for _ in range(100):
-        if not pids_running(standin):
-            break
-        await anyio.sleep(0.02)
-    assert pids_running(standin) == []
+    # The reap SIGKILLs the child's group; the kernel ends the descendant a moment later.
+    assert gone_within(standin, 2.0) == []  # the descendant went with the session
 
 
 async def test_drive_reads_all_the_child_wrote_before_exit_however_slow_on_line_is(
@@ -235,15 +243,9 @@ async def test_drive_cancellation_reaps_a_child_that_ignores_sigterm(tmp_path: P
     seen: list[bytes] = []
     started = time.monotonic()
     with anyio.fail_after(10), anyio.move_on_after(1.0) as scope:
-        await drive_harness(
-            lambda fd: python_child(code),
-            args_payload=None,
-            on_line=seen.append,
-            stderr_tail=tmp_path / "stderr.tail",
-            wall_limit_s=30,
-            watchdog_s=30,
-            grace_s=0.5,
-        )
+        async with open_child(python_child(code)) as child:
+            await drive_child(child, on_line=seen.append, stderr_tail=tmp_path / "stderr.tail",
+                              wall_limit_s=30, watchdog_s=30, grace_s=0.5)
     elapsed = time.monotonic() - started
     assert scope.cancelled_caught
     pid = int(seen[0])
@@ -292,165 +294,105 @@ async def test_drive_reads_bc03_whole_through_a_standin(tmp_path: Path) -> None:
     assert (result.exit_status, result.stdout_bytes) == (0, len(data))
 
 
-async def test_drive_passes_the_args_payload_on_an_fd(tmp_path: Path) -> None:
-    payload = b"--setenv\0ANTHROPIC_API_KEY\0sk-secret\0" * 100
-    code = (
-        "import os, sys\n"
-        "fd = int(sys.argv[1]); chunks = []\n"
-        "while chunk := os.read(fd, 4096):\n"
-        "    chunks.append(chunk)\n"
-        "print(b''.join(chunks).hex())"
-    )
-    fds: list[int | None] = []
-
-    def argv_for(fd: int | None) -> list[str]:
-        fds.append(fd)
-        return [*python_child(code), str(fd)]
-
-    seen: list[bytes] = []
-    with anyio.fail_after(20):
-        result = await drive_harness(
-            argv_for,
-            args_payload=payload,
-            on_line=seen.append,
-            stderr_tail=tmp_path / "stderr.tail",
-            wall_limit_s=10,
-            watchdog_s=10,
-        )
-    assert result.exit_status == 0
-    assert seen == [payload.hex().encode()]
-    assert fds[0] is not None
-    assert fds[0] > 2
-
-
-async def test_drive_calls_argv_for_with_none_without_payload(tmp_path: Path) -> None:
-    fds: list[int | None] = []
-
-    def argv_for(fd: int | None) -> list[str]:
-        fds.append(fd)
-        return ["/usr/bin/true"]
-
-    await drive_harness(
-        argv_for,
-        args_payload=None,
-        on_line=lambda line: None,
-        stderr_tail=tmp_path / "t",
-        wall_limit_s=10,
-        watchdog_s=10,
-    )
-    assert fds == [None]
-
-
-async def test_drive_rejects_a_payload_over_60_kib_before_spawning(tmp_path: Path) -> None:
-    def argv_for(fd: int | None) -> list[str]:
-        raise AssertionError("must not be called")
-
-    with pytest.raises(ValueError, match="61441 bytes"):
-        await drive_harness(
-            argv_for,
-            args_payload=b"x" * (60 * 1024 + 1),
-            on_line=lambda line: None,
-            stderr_tail=tmp_path / "t",
-            wall_limit_s=10,
-            watchdog_s=10,
-        )
-
-
-@pytest.mark.parametrize("kind", ["missing", "not-executable"])
-async def test_drive_translates_spawn_failures(tmp_path: Path, kind: str) -> None:
-    exe = tmp_path / "claude"
-    if kind == "not-executable":
-        exe.write_text("#!/bin/sh\n")
-        exe.chmod(0o644)
-    with pytest.raises(HarnessSpawnFailed) as caught:
-        await drive([str(exe)], tmp_path)
-    assert isinstance(caught.value, RecorderError)
-    assert caught.value.executable == str(exe)
-    assert str(exe) in str(caught.value)
-
-
-async def test_drive_gives_the_child_exactly_env(tmp_path: Path) -> None:
-    _, seen = await drive(["/usr/bin/env"], tmp_path)
-    assert seen == []  # bwrap starts with an empty environment (RC-03)
-    _, seen = await drive(["/usr/bin/env"], tmp_path, env={"LANG": "C.UTF-8"})
-    assert seen == [b"LANG=C.UTF-8"]
-
-
 async def test_drive_leaks_no_fd(tmp_path: Path) -> None:
     before = open_fds()
     standin = write_standin(tmp_path / "standin", stdout=STREAM)
     await drive([str(standin)], tmp_path)
-    await drive([str(standin)], tmp_path, args_payload=b"a\0b\0")
     await drive(python_child("import time; time.sleep(60)"), tmp_path, wall_limit_s=0.3)
     with anyio.move_on_after(0.3):
         await drive(python_child("import time; time.sleep(60)"), tmp_path)
-    with pytest.raises(HarnessSpawnFailed):
-        await drive([str(tmp_path / "missing")], tmp_path, args_payload=b"x")
+    with anyio.move_on_after(0.3):  # cancelled mid-drive, the stderr tail not written
+        await drive(python_child("import time; time.sleep(60)"), tmp_path, stderr_tail=None)
     assert open_fds() == before
 
 
-def bwrap_argv(bwrap: str, standin: Path) -> list[str]:
-    """A minimal RC-02-shaped sandbox for a stand-in: /usr read-only, host symlinks recreated."""
-    argv = [
-        bwrap,
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-user",
-        "--unshare-pid",
-        "--clearenv",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    for top in ("/bin", "/lib", "/lib64", "/sbin"):
-        path = Path(top)
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), top]
-        elif path.is_dir():
-            argv += ["--ro-bind", top, top]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    argv += ["--ro-bind", str(standin), "/opt/harness/standin"]
-    return [*argv, STANDIN_PYTHON, "/opt/harness/standin"]
+# --- the post-result grace (DESIGN.md "Session states", last paragraph) ----------------------
+
+RESULT = b'{"type":"result"}'
 
 
-@pytest.mark.bwrap
-@pytest.mark.timeout(90)
-async def test_drive_bwrap_session_longer_than_10s_ends_with_its_own_status_bc17(
-    bwrap: str, tmp_path: Path
+def results_are(line: bytes) -> bool:
+    """The grace's seam: on_line answers True for a result line (here: `RESULT` itself)."""
+    return line == RESULT
+
+
+async def test_a_child_silent_and_alive_after_its_result_is_ended_after_the_grace(
+    tmp_path: Path,
 ) -> None:
-    """BC-17: --die-with-parent follows the spawning thread; a 25 s session must not die at 10 s.
+    """Result, then it hangs: ended ``post_result_grace_s`` after the result, not at the
+    watchdog; every line it printed is kept."""
+    standin = write_standin(tmp_path / "standin", stdout=b"{}\n" + RESULT + b"\n", sleep_s=60)
+    seen: list[bytes] = []
 
-    Spawning from trio's worker thread (anyio.open_process, to_thread) kills
-    bwrap with -9 when that thread exits after 10 s idle.
-    """
-    standin = write_standin(
-        tmp_path / "standin",
-        stdout=b'{"type":"system","subtype":"init"}\n',
-        exit_code=7,
-        sleep_s=25,
-    )
+    def on_line(line: bytes) -> bool:
+        seen.append(line)
+        return results_are(line)
+
     started = time.monotonic()
-    result, seen = await drive(
-        bwrap_argv(bwrap, standin), tmp_path, deadline_s=80, wall_limit_s=70, watchdog_s=70
-    )
-    assert (result.exit_status, result.end, len(seen)) == (7, "exited", 1)
-    assert time.monotonic() - started >= 25
+    result, _ = await drive([str(standin)], tmp_path, on_line=on_line, watchdog_s=30,
+                            post_result_grace_s=0.5)  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert (result.end, result.exit_status) == ("post-result-grace", -signal.SIGTERM)
+    assert seen == [b"{}", RESULT]
+    assert 0.5 <= elapsed < 5  # the grace, then SIGTERM ends the stand-in at once
 
 
-async def test_drive_works_without_pidfd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kernels without pidfd_open(2): the exit is polled; limits and reaping still hold."""
-    monkeypatch.setattr(_driver, "_open_pidfd", lambda pid: None)
-    standin = write_standin(tmp_path / "standin", stdout=STREAM, exit_code=4)
-    result, seen = await drive([str(standin)], tmp_path)
-    assert (result.exit_status, result.end, len(seen)) == (4, "exited", 3)
-    result, _ = await drive(python_child("import time; time.sleep(60)"), tmp_path, watchdog_s=0.3)
-    assert (result.end, result.exit_status) == ("watchdog", -signal.SIGTERM)
+async def test_output_after_the_result_restarts_the_grace(tmp_path: Path) -> None:
+    """A background line 0.4 s after the result and a second result 0.4 s later: each restarts
+    the 0.6 s grace, so all are read; the child is ended 0.6 s after the second result."""
+    standin = write_standin(tmp_path / "standin", stdout=RESULT + b"\n", sleep_s=60,
+                            later=[(0.4, b'{"type":"assistant"}\n'), (0.4, RESULT + b"\n")])
+    seen: list[bytes] = []
+
+    def on_line(line: bytes) -> bool:
+        seen.append(line)
+        return results_are(line)
+
+    started = time.monotonic()
+    result, _ = await drive([str(standin)], tmp_path, on_line=on_line, watchdog_s=30,
+                            post_result_grace_s=0.6)  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert result.end == "post-result-grace"
+    assert seen == [RESULT, b'{"type":"assistant"}', RESULT]
+    assert 0.8 + 0.6 <= elapsed < 6
+
+
+async def test_a_child_that_exits_within_the_grace_ends_by_itself(tmp_path: Path) -> None:
+    standin = write_standin(tmp_path / "standin", stdout=RESULT + b"\n", sleep_s=0.3,
+                            exit_code=0)  # fmt: skip
+    result, _ = await drive([str(standin)], tmp_path, on_line=results_are, watchdog_s=30,
+                            post_result_grace_s=5)  # fmt: skip
+    assert (result.end, result.exit_status) == ("exited", 0)
+
+
+async def test_after_its_result_a_child_that_closed_stdout_and_lingers_is_ended_too(
+    tmp_path: Path,
+) -> None:
+    line = RESULT + b"\n"
+    code = f"import os, time\nos.write(1, {line!r})\nos.close(1)\ntime.sleep(60)"
+    started = time.monotonic()
+    result, _ = await drive(python_child(code), tmp_path, on_line=results_are, watchdog_s=30,
+                            post_result_grace_s=0.5)  # fmt: skip
+    assert (result.end, result.exit_status) == ("post-result-grace", -signal.SIGTERM)
+    assert time.monotonic() - started < 5
+
+
+async def test_before_any_result_only_the_watchdog_bounds_silence(tmp_path: Path) -> None:
+    """The grace starts at a result line: a silent child that printed none meets the watchdog."""
+    standin = write_standin(tmp_path / "standin", stdout=b"{}\n", sleep_s=60)
+    started = time.monotonic()
+    result, _ = await drive([str(standin)], tmp_path, on_line=results_are, watchdog_s=1.5,
+                            post_result_grace_s=0.3)  # fmt: skip
+    assert result.end == "watchdog"
+    assert time.monotonic() - started >= 1.5
 
 
 async def test_kill_running_now_ends_a_child_that_ignores_sigterm_without_the_grace(
     tmp_path: Path,
 ) -> None:
     # A runner told twice to stop does not wait out the grace of a child deaf to SIGTERM.
+    from sandbox import _process
+
     code = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
             "print('{}', flush=True); time.sleep(60)")
     started = time.monotonic()
@@ -468,6 +410,6 @@ async def test_kill_running_now_ends_a_child_that_ignores_sigterm_without_the_gr
         tg.cancel_scope.cancel()  # the first signal: the reap sends SIGTERM, then waits
         with anyio.CancelScope(shield=True):
             await anyio.sleep(0.5)
-            assert _driver.kill_running_now() == 1  # the second: SIGKILL now
+            assert _process.kill_running_now() == 1  # the second: SIGKILL now
     assert ended[0] - started < 5.0  # not the 20 s grace
-    assert _driver.kill_running_now() == 0  # reaped, nothing left to kill
+    assert _process.kill_running_now() == 0  # reaped, nothing left to kill

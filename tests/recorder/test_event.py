@@ -18,7 +18,7 @@ from pydantic import ValidationError
 import recorder._event as event_module
 from recorder._digest import digest_bytes, digest_file
 from recorder._event import build_event, cites_in_file, cites_in_text, produced_artifacts
-from recorder._findings import FindingsParser, harden_checker_argv, resolve_checker
+from recorder._findings import FindingsParser, resolve_checker
 from recorder._transcript import Artifact, Call, Event
 from recorder._transform import Observation, ObservedCall
 
@@ -332,16 +332,6 @@ def test_resolve_checker_relative_to_the_corpus(tmp_path: Path) -> None:
     for bad in ("", "'unclosed", "missing.sh"):
         with pytest.raises(ValueError):
             resolve_checker(bad, corpus_root=tmp_path)
-
-
-def test_harden_checker_argv_remounts_workspace_read_only_and_unshares_net() -> None:
-    argv = ["bwrap", "--die-with-parent", "--bind", "/w", "/w", "--ro-bind", "/c", "/opt/c",
-            "--", "/opt/c", "/w"]
-    assert harden_checker_argv(argv, Path("/w")) == [
-        "bwrap", "--unshare-net", "--die-with-parent", "--bind", "/w", "/w", "--remount-ro", "/w",
-        "--ro-bind", "/c", "/opt/c", "--", "/opt/c", "/w"]
-    with pytest.raises(ValueError, match="no --bind"):
-        harden_checker_argv(["bwrap", "--", "x"], Path("/w"))
 
 
 @pytest.mark.parametrize(

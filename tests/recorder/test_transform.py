@@ -456,6 +456,29 @@ def test_state_no_init_line_before_a_timeout_is_the_timeout(end: str) -> None:
     assert observe(end=end, exit_status=-9).state == "timed-out"
 
 
+def test_feed_says_which_lines_are_result_lines() -> None:
+    """The driver's post-result grace starts at a result line the state is decided from:
+    one after the init line; a result before it is a refusal, not a result."""
+    observer = StreamObserver(policy=POLICY, workspace=WS)
+    assert [observer.feed(line) for line in (result(), init(), text("x"), b"not json",
+                                             result(), result(is_error=True))] == [
+        False, False, False, False, True, True]
+
+
+@pytest.mark.parametrize(("bwrap_status", "is_error", "state"), [
+    (-15, False, "recorded"), (143, False, "recorded"), (-15, True, "harness-error")])
+def test_a_harness_ended_after_the_post_result_grace_is_decided_from_what_it_printed(
+    bwrap_status: int, is_error: bool, state: str,
+) -> None:
+    """DESIGN.md "Session states": ended by the runner after its result, the session is the
+    last result's, never `killed` (that is a signal with no result line)."""
+    obs = observe(init(), text("Done.\nanswer"), result(is_error=is_error),
+                  end="post-result-grace", exit_status=bwrap_status)
+    assert obs.state == state
+    assert "post-result grace" in obs.reason and "ended by the runner" in obs.reason
+    assert obs.final_text == "Done.\nanswer" and obs.cost_usd == Decimal("0.01")
+
+
 def test_state_truncated_tail() -> None:
     obs = observe(init(), text("x"), tail=b'{"type":"res')
     assert (obs.state, obs.retryable, obs.cost_usd) == ("truncated", True, None)

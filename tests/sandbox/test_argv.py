@@ -122,6 +122,23 @@ def test_bwrap_argv_unshares_no_network_with_network_host() -> None:
     assert "--share-net" not in argv
 
 
+def test_bwrap_argv_network_none_unshares_the_network_and_binds_no_socket() -> None:
+    argv = bwrap_argv(_conf(network="none"), ["/usr/bin/true"], args_fd=3)
+    assert argv.count("--unshare-net") == 1 and argv.index("--unshare-net") < argv.index("--")
+    assert "/run/headwater/egress.sock" not in argv
+    with pytest.raises(ValueError, match="egress_socket"):
+        _conf(network="none", egress_socket=Path("/var/tmp/e.sock"))
+
+
+def test_bwrap_argv_read_only_workspace_is_a_read_only_bind_at_its_path() -> None:
+    """A reader of the workspace after the session (the checker) must not change it."""
+    ws = str(_conf().workspace)
+    argv = bwrap_argv(_conf(workspace_read_only=True), ["/usr/bin/true"], args_fd=3)
+    binds = [argv[i : i + 3] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind")]
+    assert ["--ro-bind", ws, ws] in binds and ["--bind", ws, ws] not in binds
+    assert argv[argv.index("--chdir") + 1] == ws
+
+
 def test_bwrap_argv_mounts_nothing_else() -> None:
     """RC-02: no host home, no batch dir, nothing beyond the listed destinations."""
     argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
@@ -184,9 +201,9 @@ def test_confinement_rejects_unusable_mount_paths(field: str, value: object, mes
         _conf(**{field: value})
 
 
-def test_confinement_accepts_only_network_host() -> None:
+def test_confinement_accepts_only_the_three_network_options() -> None:
     with pytest.raises(ValueError, match="network"):
-        _conf(network="none")
+        _conf(network="bridged")
 
 
 def test_confinement_is_frozen() -> None:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
 
-from recorder._driver import drive_harness
-from sandbox._argv import Confinement, bwrap_argv
-from sandbox._env import setenv_payload
+from recorder._driver import drive_child
+from sandbox import _argv as argv_module
+from sandbox._capture import capture
+from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._init import INIT_FAILED_STATUS, session_init_command
 from sandbox._layout import measure_host_layout
+from sandbox._privileges import session_user
 
 COMMAND = ["/opt/harness/claude", "-p", "--", "-a task; with $(words) and 'quotes'"]
 GONE_WITHIN_S = 2.0
@@ -66,44 +67,35 @@ def _with(*needle: str) -> list[int]:
     return found
 
 
-def _confinement(tmp_path: Path) -> Confinement:
-    dirs = {name: tmp_path / name for name in ("workspace", "log", "config")}
-    for path in dirs.values():
-        path.mkdir()
-    return Confinement(workspace=dirs["workspace"], harness=Path("/usr/bin/true"),
-                       log_dir=dirs["log"], config_dir=dirs["config"],
-                       host_layout=measure_host_layout())  # fmt: skip
+def _spec(tmp_path: Path, command: list[str]) -> ConfinedSpec:
+    """A sandbox like a session's (`open_confined`), running ``command``, host network."""
+    return ConfinedSpec(command=command, executable=Path("/usr/bin/true"), network="host",
+                        env={"PATH": "/usr/bin:/bin"}, workspace=tmp_path,
+                        layout=measure_host_layout(), user=session_user())  # fmt: skip
 
 
 @pytest.mark.bwrap
 @pytest.mark.anyio
 @pytest.mark.timeout(60)
 async def test_a_detached_process_goes_when_the_lifeline_closes(
-    bwrap: str, tmp_path: Path
+    bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The harness leaves a detached sleep and exits; the driver closes the lifeline after
-    the reap, and the watcher ends the sleep: nothing of the session is left. bwrap's own
-    tie (``--die-with-parent``) is taken out here: the lifeline alone must do it, as it must
-    while bwrap has not yet armed that tie."""
+    """The harness leaves a detached sleep and exits; the sandbox's teardown closes the
+    lifeline after the reap, and the watcher ends the sleep: nothing of the session is left.
+    bwrap's own tie (``--die-with-parent``) is taken out here: the lifeline alone must do it,
+    as it must while bwrap has not yet armed that tie."""
+    flags = tuple(f for f in argv_module.NAMESPACE_FLAGS if f != "--die-with-parent")
+    monkeypatch.setattr(argv_module, "NAMESPACE_FLAGS", flags)
     duration = _unique(71)
     lines: list[bytes] = []
-    conf = _confinement(tmp_path)
     harness = ["/bin/sh", "-c", f"setsid -f sleep {duration} >/dev/null 2>&1; "
                "readlink /proc/self/fd/0; echo pid=$$"]  # fmt: skip
-    command = session_init_command(harness, lifeline=True, bridge=False)
-
-    def argv_for(fd: int | None) -> list[str]:
-        argv = bwrap_argv(conf, command, bwrap=bwrap, args_fd=fd or 0)
-        argv.remove("--die-with-parent")
-        return argv
-
     try:
-        result = await drive_harness(
-            argv_for,
-            args_payload=setenv_payload({"PATH": "/usr/bin:/bin"}), on_line=lines.append,
-            stderr_tail=tmp_path / "stderr", wall_limit_s=30, watchdog_s=30, lifeline=True,
-        )
-        assert result.exit_status == 0, (tmp_path / "stderr").read_text()
+        async with open_confined(_spec(tmp_path, harness)) as sandbox:
+            assert "--die-with-parent" not in sandbox.argv
+            result = await drive_child(sandbox.child, on_line=lines.append, stderr_tail=None,
+                                       wall_limit_s=30, watchdog_s=30)  # fmt: skip
+        assert result.exit_status == 0, result.stderr_end
         assert lines == [b"/dev/null", b"pid=2"]  # the harness never holds the lifeline
         for _ in range(int(GONE_WITHIN_S / 0.05)):  # polls another process's state
             if not _with(f"sleep {duration}"):
@@ -121,37 +113,25 @@ async def test_a_detached_process_goes_when_the_lifeline_closes(
 async def test_with_the_lifeline_open_the_session_runs_on(bwrap: str, tmp_path: Path) -> None:
     """The watcher waits for the runner: while the lifeline is open it kills nothing."""
     lines: list[bytes] = []
-    conf = _confinement(tmp_path)
     harness = ["/bin/sh", "-c", "sleep 1; echo still-here"]
-    command = session_init_command(harness, lifeline=True, bridge=False)
-    result = await drive_harness(
-        lambda fd: bwrap_argv(conf, command, bwrap=bwrap, args_fd=fd or 0),
-        args_payload=setenv_payload({"PATH": "/usr/bin:/bin"}), on_line=lines.append,
-        stderr_tail=tmp_path / "stderr", wall_limit_s=30, watchdog_s=30, lifeline=True,
-    )
+    async with open_confined(_spec(tmp_path, harness)) as sandbox:
+        result = await drive_child(sandbox.child, on_line=lines.append, stderr_tail=None,
+                                   wall_limit_s=30, watchdog_s=30)  # fmt: skip
     assert (result.exit_status, lines) == (0, [b"still-here"])
 
 
 @pytest.mark.bwrap
+@pytest.mark.anyio
 @pytest.mark.timeout(60)
-def test_the_shell_refuses_to_start_unless_it_is_pid_2(bwrap: str, tmp_path: Path) -> None:
+async def test_the_shell_refuses_to_start_unless_it_is_pid_2(
+    bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As pid 1 (``--as-pid-1``: a namespace, so a broken guard harms nothing) it refuses."""
-    conf = _confinement(tmp_path)
-    marker = conf.workspace / "ran"
-    command = session_init_command(["/bin/sh", "-c", f"touch {marker}"], lifeline=True,
-                                   bridge=False)  # fmt: skip
-    read_fd, write_fd = os.pipe()
-    os.write(write_fd, setenv_payload({"PATH": "/usr/bin:/bin"}))
-    os.close(write_fd)
-    argv = bwrap_argv(conf, command, bwrap=bwrap, args_fd=read_fd)
-    argv.insert(argv.index("--clearenv"), "--as-pid-1")
-    life_r, life_w = os.pipe()
-    try:
-        run = subprocess.run(argv, stdin=life_r, env={}, pass_fds=(read_fd,),
-                             capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
-    finally:
-        for fd in (read_fd, life_r, life_w):
-            os.close(fd)
+    monkeypatch.setattr(argv_module, "NAMESPACE_FLAGS",
+                        (*argv_module.NAMESPACE_FLAGS, "--as-pid-1"))  # fmt: skip
+    marker = tmp_path / "ran"
+    async with open_confined(_spec(tmp_path, ["/bin/sh", "-c", f"touch {marker}"])) as sandbox:
+        run = await capture(sandbox.child, timeout_s=30)
     assert run.returncode == INIT_FAILED_STATUS, run.stderr
     assert "is pid 1, not 2: no private pid namespace" in run.stderr
     assert not marker.exists()

@@ -10,13 +10,11 @@ nothing else; every denial counted and named), never from the proxy's output.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import struct
-import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,11 @@ from typing import Any
 import anyio
 import pytest
 
+from sandbox import _confined as confined_module
 from sandbox._argv import EGRESS_MOUNT, Confinement, bwrap_argv
+from sandbox._capture import capture
 from sandbox._config import Credentials
+from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import (
     MALFORMED_NAME,
     BadProxyRequest,
@@ -35,12 +36,12 @@ from sandbox._egress import (
     parse_proxy_request,
     target_of_url,
 )
-from sandbox._env import session_environment, setenv_payload
+from sandbox._env import session_environment
+from sandbox._init import session_init_command
 from sandbox._layout import HostLayout, measure_host_layout
 from sandbox._network import (
     BRIDGE_FAILED_STATUS,
     BRIDGE_URL,
-    bridge_command,
     network_preflight,
 )
 
@@ -153,16 +154,16 @@ def test_confined_environment_names_the_bridge_as_proxy_in_both_cases() -> None:
         session_environment(**common, egress_proxy="")  # type: ignore[arg-type]
 
 
-def test_bridge_command_execs_the_command_unchanged_after_socat() -> None:
+def test_the_bridge_step_starts_socat_and_waits_for_its_port_then_execs() -> None:
     command = ["/opt/harness/claude", "-p", "--", "-a task; with $(words) and 'quotes'"]
-    argv = bridge_command(command, port=4321)
+    argv = session_init_command(command, lifeline=False, bridge=True, port=4321)
     assert argv[:2] == ["/bin/sh", "-c"] and argv[3:] == ["headwater-init", *command]
     script = argv[2]
     assert f"TCP-LISTEN:4321,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{EGRESS_MOUNT}" in script
     assert ":10E1 00000000:0000 0A" in script  # 4321 = 0x10E1, state LISTEN
     assert script.rstrip().endswith('exec "$@"')
     with pytest.raises(ValueError, match="empty"):
-        bridge_command([])
+        session_init_command([], lifeline=False, bridge=True)
 
 
 # --- the proxy on its own (real sockets, no sandbox) -----------------------------------------
@@ -391,36 +392,31 @@ def resolver() -> Iterator[FakeResolver]:
     fake.close()
 
 
-def _confinement(tmp_path: Path, sock: Path) -> Confinement:
-    dirs = [tmp_path / n for n in ("ws", "log", "cfg")]
-    for d in dirs:
-        d.mkdir(exist_ok=True)
-    return Confinement(
-        workspace=dirs[0], harness=Path(PY).resolve(), log_dir=dirs[1], config_dir=dirs[2],
-        host_layout=measure_host_layout(), network="confined", egress_socket=sock,
-    )
+def _spec(tmp_path: Path, sock: Path, command: list[str], **changes: Any) -> ConfinedSpec:
+    """A confined sandbox (`open_confined`) for ``command``, run as the runner, env PATH only."""
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    fields: dict[str, Any] = {
+        "command": command, "executable": Path(PY), "network": "confined", "egress_socket": sock,
+        "env": {"PATH": "/usr/bin:/bin"}, "workspace": ws, "layout": measure_host_layout(),
+    }
+    fields.update(changes)
+    return ConfinedSpec(**fields)
 
 
-def _with_loopback_resolver(argv: list[str], tmp_path: Path) -> list[str]:
+def _with_loopback_resolver(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Test only: name a resolver on loopback, so an escaped lookup is seen without leaving it."""
     resolv = tmp_path / "resolv.conf"
     resolv.write_text("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
-    i = argv.index("--clearenv")
-    return [*argv[:i], "--ro-bind", str(resolv), "/etc/resolv.conf", *argv[i:]]
 
+    def with_resolver(*args: Any, **kwargs: Any) -> list[str]:
+        argv = bwrap_argv(*args, **kwargs)
+        i = argv.index("--clearenv")
+        return [*argv[:i], "--ro-bind", str(resolv), "/etc/resolv.conf", *argv[i:]]
 
-def _run(
-    argv_for: Callable[[int], list[str]], env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    """Run bwrap with ``env`` on ``--args FD``, from this (worker) thread until it is reaped."""
-    read_fd, write_fd = os.pipe()
-    os.write(write_fd, setenv_payload(env))
-    os.close(write_fd)
-    try:
-        return subprocess.run(argv_for(read_fd), env={}, pass_fds=(read_fd,),
-                              capture_output=True, text=True, timeout=60, check=False)
-    finally:
-        os.close(read_fd)
+    monkeypatch.setattr(confined_module, "bwrap_argv", with_resolver)
 
 
 def _bridge_processes(port: int) -> list[int]:
@@ -446,7 +442,8 @@ def _free_port() -> int:
 @pytest.mark.anyio
 @pytest.mark.timeout(90)
 async def test_confined_sandbox_reaches_only_the_provider_through_the_proxy(
-    bwrap: str, tmp_path: Path, provider: Server, repository: Server, resolver: FakeResolver
+    bwrap: str, tmp_path: Path, provider: Server, repository: Server, resolver: FakeResolver,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bridge_port = _free_port()  # unique, so the bridge's processes can be found by cmdline
     env = {"PATH": "/usr/bin:/bin", **dict.fromkeys(
@@ -454,15 +451,11 @@ async def test_confined_sandbox_reaches_only_the_provider_through_the_proxy(
     )}
     command = [PY, "-c", STAND_IN, str(provider.port), str(repository.port), "7"]
     allowed = Target("127.0.0.1", provider.port)
+    _with_loopback_resolver(monkeypatch, tmp_path)
     async with open_egress_proxy(allowed, root=tmp_path / "eg") as proxy:
-        conf = _confinement(tmp_path, proxy.socket_path)
-
-        def argv_for(fd: int) -> list[str]:
-            argv = bwrap_argv(conf, bridge_command(command, port=bridge_port), bwrap=bwrap,
-                              args_fd=fd)
-            return _with_loopback_resolver(argv, tmp_path)
-
-        run = await anyio.to_thread.run_sync(_run, argv_for, env)
+        spec = _spec(tmp_path, proxy.socket_path, command, env=env, bridge_port=bridge_port)
+        async with open_confined(spec) as sandbox:
+            run = await capture(sandbox.child, timeout_s=60)
         stats = proxy.stats()
     assert run.returncode == 7, run.stderr  # the command's own status: it was exec'd
     out = json.loads(run.stdout)
@@ -480,6 +473,10 @@ async def test_confined_sandbox_reaches_only_the_provider_through_the_proxy(
     assert repository.hits == 0 and provider.hits == 2
     assert stats.denied == {f"127.0.0.1:{repository.port}": 3}
     assert stats.allowed == 2
+    for _ in range(100):  # the pid namespace ends with bwrap's pid 1, a moment after bwrap
+        if not _bridge_processes(bridge_port):
+            break
+        await anyio.sleep(0.02)
     assert _bridge_processes(bridge_port) == []  # socat died with the sandbox
 
 
@@ -488,14 +485,12 @@ async def test_confined_sandbox_reaches_only_the_provider_through_the_proxy(
 async def test_bridge_that_cannot_start_ends_the_sandbox_before_the_command(
     bwrap: str, tmp_path: Path
 ) -> None:
+    marker = tmp_path / "ws" / "ran"
     async with open_egress_proxy(Target("127.0.0.1", 9), root=tmp_path / "eg") as proxy:
-        conf = _confinement(tmp_path, proxy.socket_path)
-        marker = conf.workspace / "ran"
-        command = bridge_command(["/bin/sh", "-c", f"touch {marker}"], socat="/usr/bin/no-socat")
-        run = await anyio.to_thread.run_sync(
-            _run, lambda fd: bwrap_argv(conf, command, bwrap=bwrap, args_fd=fd),
-            {"PATH": "/usr/bin:/bin"},
-        )
+        spec = _spec(tmp_path, proxy.socket_path, ["/bin/sh", "-c", f"touch {marker}"],
+                     socat="/usr/bin/no-socat")  # fmt: skip
+        async with open_confined(spec) as sandbox:
+            run = await capture(sandbox.child, timeout_s=60)
     assert run.returncode == BRIDGE_FAILED_STATUS
     assert "egress bridge (/usr/bin/no-socat) did not start" in run.stderr
     assert not marker.exists()
@@ -519,7 +514,7 @@ def test_network_preflight_sees_a_namespace_that_is_not_private(
     def shared(*args: Any, **kwargs: Any) -> list[str]:
         return [a for a in bwrap_argv(*args, **kwargs) if a != "--unshare-net"]
 
-    monkeypatch.setattr(network, "bwrap_argv", shared)
+    monkeypatch.setattr(confined_module, "bwrap_argv", shared)
     port = _free_port()
     monkeypatch.setattr(network, "BRIDGE_PORT", port)  # no clash with anything on host loopback
     check = network.network_preflight(bwrap=bwrap, egress_root=tmp_path)

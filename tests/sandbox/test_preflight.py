@@ -26,6 +26,7 @@ from sandbox import (
     raise_for,
 )
 from sandbox._checks import userns_causes
+from sandbox._init import session_init_command
 from sandbox._preflight import userns_sysctls
 from sandbox._privileges import SESSION_USER
 
@@ -230,15 +231,15 @@ def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
         tmp_path,
         f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
 case "$*" in *--proc*) ;; *) exit 0;; esac
-for a in "$@"; do printf '%s\\n' "$a"; done > {record}
-fd=$(awk 'prev == "--args" {{ print; exit }} {{ prev = $0 }}' {record})
+for a in "$@"; do printf '%s\\0' "$a"; done > {record}
+prev=; for a in "$@"; do [ "$prev" = --args ] && fd=$a; prev=$a; done
 cat /dev/fd/"$fd" > {payload}
 """,
     )
     layout = HostLayout(symlinks=(("/lib64", "usr/lib64"),), directories=("/bin", "/lib"))
     report = preflight(layout=layout, euid=None)
     assert report.ok, report.problems
-    argv = record.read_text().splitlines()
+    argv = record.read_bytes().decode().split("\0")[:-1]
     # Rebuild the confinement from the recorded paths, then ask bwrap_argv for the whole list.
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     harness = argv[argv.index("/opt/harness/claude") - 1]
@@ -251,7 +252,9 @@ cat /dev/fd/"$fd" > {payload}
     )
     fd = int(argv[argv.index("--args") + 1])
     command = argv[argv.index("--") + 1 :]
-    assert command in (["/usr/bin/true"], ["/bin/true"])
+    # The session's init shell (lifeline, pid-2 guard) then `true`, as for a session.
+    assert command in [session_init_command([true], lifeline=True, bridge=False)
+                       for true in ("/usr/bin/true", "/bin/true")]
     assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd)[1:]
     assert argv[argv.index("--symlink") :][:3] == ["--symlink", "usr/lib64", "/lib64"]
     assert argv[argv.index("/bin") - 1 :][:3] == ["--ro-bind", "/bin", "/bin"]

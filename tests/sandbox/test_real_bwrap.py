@@ -1,4 +1,8 @@
-"""The argv and payload under the real bwrap: what a session can see (RC-02, RC-03)."""
+"""A session's sandbox under the real bwrap: what it can see (RC-02, RC-03).
+
+The first test runs the very recipe a session runs (`sandbox.open_confined`);
+the second shows why its argv is ordered as it is, with bwrap alone.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,15 @@ import pytest
 
 from sandbox import (
     HARNESS_MOUNT,
-    Confinement,
-    bwrap_argv,
     host_credentials,
     measure_host_layout,
     session_config_dir,
     session_environment,
     setenv_payload,
 )
+from sandbox._confined import ConfinedSpec
+from sandbox._privileges import session_user
+from sandbox._probes import run_confined
 
 SECRET = "sk-ant-test-real-bwrap-3f9d0a71"
 CANARY = "HW_PARENT_CANARY"
@@ -67,46 +72,16 @@ def test_session_under_real_bwrap_sees_only_rc03_env_and_rc02_mounts(
         session_config_dir(credentials, name="real", root=tmp_path / "cfg") as config_dir,
         session_config_dir(credentials, name="neighbour", root=tmp_path / "cfg") as neighbour,
     ):
-        conf = Confinement(
-            workspace=workspace,
-            harness=harness.resolve(),
-            log_dir=log_dir,
-            config_dir=config_dir,
-            host_layout=measure_host_layout(),
-        )
         env = session_environment(
             config_dir=config_dir, log_dir=log_dir, provider_url=PROVIDER, credentials=credentials
         )
-        read_fd, write_fd = os.pipe()
-        os.write(write_fd, setenv_payload(env))
-        os.close(write_fd)
-        try:
-            argv = bwrap_argv(
-                conf,
-                [
-                    "/bin/sh",
-                    "-c",
-                    SCRIPT,
-                    "sh",
-                    str(host_home),
-                    str(other),
-                    str(neighbour),
-                    str(workspace),
-                ],
-                bwrap=bwrap,
-                args_fd=read_fd,
-            )
-            run = subprocess.run(
-                argv,
-                env={},
-                pass_fds=(read_fd,),
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        finally:
-            os.close(read_fd)
+        spec = ConfinedSpec(
+            command=["/bin/sh", "-c", SCRIPT, "sh", str(host_home), str(other), str(neighbour),
+                     str(workspace)],
+            executable=harness, network="host", env=env, workspace=workspace, log_dir=log_dir,
+            config_dir=config_dir, layout=measure_host_layout(), user=session_user(),
+        )  # fmt: skip
+        run = run_confined(spec, timeout_s=30)
 
     assert run.returncode == 0, run.stderr
     out = _sections(run.stdout)

@@ -34,16 +34,75 @@ One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
 the spawning thread), to hit the moments bwrap is still setting itself up.
 ``HW_KILL_AFTER_SPAWN_OF=checker`` picks the findings checker's sandbox instead.
+
+Every sandbox is started by `sandbox.open_confined`, which builds its argv with
+`sandbox._argv.bwrap_argv` and `sandbox._init.session_init_command` and spawns it
+with `sandbox._process.spawn` (``subprocess.Popen``). The patches replace those
+module attributes as each module is imported (an import hook: importing the
+runner's modules here, before pytest starts, would import anyio before pytest
+can rewrite its plugin's assertions), and watch ``Popen`` for a bwrap argv.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import os
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 WEAKEN = {name for name in os.environ.get("HW_WEAKEN", "").split(",") if name}
 CHECKOUT = Path(__file__).resolve().parents[3]
+_PATCHES: dict[str, list[Callable[[ModuleType], None]]] = {}
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader: importlib.abc.Loader, name: str) -> None:
+        self._loader = loader
+        self._name = name
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        for patch in _PATCHES.pop(self._name, []):
+            patch(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ...: the real loader's
+        return getattr(self._loader, name)
+
+
+class _PatchingFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Sequence[str] | None, target: Any = None) -> Any:
+        if name not in _PATCHES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader, name)
+                return spec
+        return None
+
+
+def _after_import(name: str, patch: Callable[[ModuleType], None]) -> None:
+    """Run ``patch(module)`` right after module ``name`` is first executed."""
+    if name in sys.modules:
+        patch(sys.modules[name])
+        return
+    if not any(isinstance(f, _PatchingFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchingFinder())
+    _PATCHES.setdefault(name, []).append(patch)
+
+
+def _is_bwrap(args: Any) -> bool:
+    """A sandbox's spawn: bwrap somewhere in the argv (after a privilege drop, say)."""
+    return any(os.path.basename(str(arg)) == "bwrap" for arg in list(args))
 
 
 def _insert_before(argv: list[str], marker: str, extra: list[str]) -> list[str]:
@@ -51,22 +110,27 @@ def _insert_before(argv: list[str], marker: str, extra: list[str]) -> list[str]:
     return [*argv[:at], *extra, *argv[at:]]
 
 
-def _weaken_argv() -> None:
-    import sandbox._argv as argv_module
-    import sandbox._env as env_module
+_LAST_ENV: dict[str, str] = {}
 
-    original = argv_module.bwrap_argv
-    last_env: dict[str, str] = {}
+
+def _weaken_env(env_module: ModuleType) -> None:
     original_env = env_module.session_environment
 
     def session_environment(**kwargs: Any) -> dict[str, str]:
         env = original_env(**kwargs)
-        last_env.clear()
-        last_env.update(env)
-        return env
+        _LAST_ENV.clear()
+        _LAST_ENV.update(env)
+        return dict(env)
+
+    setattr(env_module, "session_environment", session_environment)  # noqa: B010
+
+
+def _weaken_argv(argv_module: ModuleType) -> None:
+    original = argv_module.bwrap_argv
+    last_env = _LAST_ENV
 
     def bwrap_argv(conf: Any, command: Any, **kwargs: Any) -> list[str]:
-        argv = original(conf, command, **kwargs)
+        argv: list[str] = list(original(conf, command, **kwargs))
         if "bind-home" in WEAKEN:
             home = os.environ["HOME"]
             argv = _insert_before(argv, "--clearenv", ["--ro-bind", home, home])
@@ -83,7 +147,6 @@ def _weaken_argv() -> None:
             argv = _insert_before(argv, "--chdir", pairs)
         return argv
 
-    setattr(env_module, "session_environment", session_environment)  # noqa: B010
     setattr(argv_module, "bwrap_argv", bwrap_argv)  # noqa: B010
     flags = tuple(argv_module.NAMESPACE_FLAGS)
     if "no-pid" in WEAKEN:
@@ -102,25 +165,28 @@ def _weaken_spawn() -> None:
     original = subprocess.Popen.__init__
 
     def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
-        if kwargs.get("env") == {} and any("bwrap" in str(arg) for arg in list(args)[:8]):
+        if kwargs.get("env") == {} and _is_bwrap(args):
             kwargs["env"] = dict(os.environ)
         original(self, args, *rest, **kwargs)
 
     setattr(subprocess.Popen, "__init__", init)  # noqa: B010
 
 
+def _weaken_init(init_module: ModuleType) -> None:
+    """No lifeline watcher: the init shell is built without it."""
+    original_command = init_module.session_init_command
+
+    def session_init_command(command: Any, **kwargs: Any) -> list[str]:
+        return list(original_command(command, **{**kwargs, "lifeline": False}))
+
+    setattr(init_module, "session_init_command", session_init_command)  # noqa: B010
+
+
 def _weaken_lifeline() -> None:
     """No lifeline: the init shell is built without it and bwrap's stdin is /dev/null."""
     import subprocess
 
-    import sandbox._init as init_module
-
-    original_command = init_module.session_init_command
-
-    def session_init_command(command: Any, **kwargs: Any) -> list[str]:
-        return original_command(command, **{**kwargs, "lifeline": False})
-
-    setattr(init_module, "session_init_command", session_init_command)  # noqa: B010
+    _after_import("sandbox._init", _weaken_init)
     original = subprocess.Popen.__init__
 
     def init(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
@@ -133,14 +199,12 @@ def _weaken_lifeline() -> None:
 
 def _is_session(args: Any) -> bool:
     """A session's sandbox (not a preflight probe): bwrap running the stream-json harness."""
-    words = [str(arg) for arg in list(args)]
-    return any("bwrap" in word for word in words[:8]) and "stream-json" in words
+    return _is_bwrap(args) and "stream-json" in [str(arg) for arg in list(args)]
 
 
 def _is_checker(args: Any) -> bool:
     """The findings checker's sandbox: bwrap running the checker's mount."""
-    words = [str(arg) for arg in list(args)]
-    return any("bwrap" in word for word in words[:8]) and "/opt/headwater/checker" in words
+    return _is_bwrap(args) and "/opt/headwater/checker" in [str(arg) for arg in list(args)]
 
 
 def _kill_after_spawn(delay_s: float) -> None:
@@ -162,12 +226,12 @@ def _kill_after_spawn(delay_s: float) -> None:
     setattr(subprocess.Popen, "__init__", init)  # noqa: B010
 
 
-def _weaken_privileges_and_config() -> None:
-    import sandbox._config as config
-    import sandbox._privileges as privileges
+def _weaken_privileges(privileges: ModuleType) -> None:
+    # The runner takes itself for a non-root one: no drop, no hand-over.
+    setattr(privileges, "session_user", lambda euid=None: None)  # noqa: B010
 
-    if "no-drop" in WEAKEN:  # the runner takes itself for a non-root one: no drop, no hand-over
-        setattr(privileges, "session_user", lambda euid=None: None)  # noqa: B010
+
+def _weaken_config(config: ModuleType) -> None:
     if "keep-config" in WEAKEN:
         setattr(config, "remove_tree", lambda path: None)  # noqa: B010
     if "no-sweep" in WEAKEN:
@@ -177,9 +241,13 @@ def _weaken_privileges_and_config() -> None:
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
     _kill_after_spawn(float(os.environ["HW_KILL_AFTER_SPAWN_S"]))
 if WEAKEN:
-    _weaken_argv()
+    _after_import("sandbox._env", _weaken_env)
+    _after_import("sandbox._argv", _weaken_argv)
     if "no-lifeline" in WEAKEN:
         _weaken_lifeline()
     if "leak-env" in WEAKEN:
         _weaken_spawn()
-    _weaken_privileges_and_config()
+    if "no-drop" in WEAKEN:
+        _after_import("sandbox._privileges", _weaken_privileges)
+    if WEAKEN & {"keep-config", "no-sweep"}:
+        _after_import("sandbox._config", _weaken_config)

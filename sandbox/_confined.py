@@ -1,0 +1,260 @@
+"""Open a confined command: the one recipe for every sandbox the runner starts.
+
+`open_confined(spec)` is how a session, the findings checker and every
+preflight probe are run, so each rule of the confinement applies at every
+spawn and no caller edits an argv. In order, it:
+
+1. makes the scratch directories the spec leaves to it (a workspace, a log
+   and a config directory under ``/tmp/headwater-<name>-*``);
+2. hands the session's own directories over to the session user and lets it
+   reach every bind source (`sandbox._privileges.hand_over`; nothing for a
+   runner that is not root);
+3. wraps the command in the session's init shell (`sandbox._init`: the pid-2
+   guard, the lifeline watcher, the egress bridge with a confined network);
+4. builds the argv: the privilege drop (`drop_argv`), then `bwrap_argv` with
+   the RC-02 mounts, the network option and a read-only workspace if asked;
+5. passes the environment as the ``--args FD`` payload (RC-03: nothing on the
+   command line; bwrap itself starts with an empty environment);
+6. spawns on the calling thread, which must be the event loop's own
+   (`sandbox._process.spawn`; ``--die-with-parent`` follows the thread), with
+   the lifeline as stdin and both output pipes;
+7. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
+   bounded), closes the lifeline, and removes the scratch directories once
+   nothing of the sandbox can use them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, final
+
+import anyio
+
+from ._argv import HARNESS_MOUNT, Confinement, SandboxNetwork, bwrap_argv
+from ._config import remove_tree
+from ._env import setenv_payload
+from ._errors import SpawnFailed
+from ._init import BRIDGE_PORT, SOCAT, session_init_command
+from ._layout import HostLayout, measure_host_layout
+from ._privileges import SessionUser, drop_argv, hand_over
+from ._process import GRACE_S, Child, payload_pipe, spawn
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+
+__all__ = ["ConfinedDirs", "ConfinedSpec", "Limits", "Sandbox", "open_confined"]
+
+SCRATCH_DIR_MODE: Final = 0o700
+"""Mode of the scratch directories before they are handed over."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-sandbox resource limits; None is no limit. Carried by the spec; enforced as
+    `sandbox._cgroup` and bwrap allow (see there).
+
+    Attributes:
+        pids: Most processes and threads alive at once in the sandbox.
+        memory_bytes: Most memory, in bytes, the sandbox's processes may use.
+        tmp_bytes: Size, in bytes, of the private ``/tmp`` (a tmpfs).
+    """
+
+    pids: int | None = None
+    memory_bytes: int | None = None
+    tmp_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfinedDirs:
+    """The host directories a sandbox binds read-write (each at its own path)."""
+
+    workspace: Path
+    """The working directory; read-only inside with ``workspace_read_only``."""
+    log_dir: Path
+    """The session's own log directory (``HEADWATER_LOG_DIR``)."""
+    config_dir: Path
+    """The session's config directory (``HOME``, ``CLAUDE_CONFIG_DIR``)."""
+
+
+def _no_env(dirs: ConfinedDirs) -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfinedSpec:
+    """What to run in a sandbox and how (module docstring). Frozen; validated when made.
+
+    Attributes:
+        command: The command inside; ``command[0]`` an absolute path in the
+            sandbox (e.g. ``mount``).
+        executable: Host path of the file bound read-only at ``mount`` (the
+            harness, the checker, a probe's tool); resolved here.
+        network: `SandboxNetwork`: ``confined`` needs ``egress_socket`` (the
+            bridge starts first), ``none`` has no way out, ``host`` shares the
+            host's network (RC-05's one admitted exception).
+        env: The whole environment inside, or a function of the directories
+            (a scratch directory's path is known only once it is made). It
+            travels on ``--args FD``, never on the command line (RC-03).
+        mount: Where ``executable`` appears inside.
+        bwrap: The bwrap executable, a name on PATH or a path.
+        layout: How the host has /bin, /lib, /lib64, /sbin; None measures ``/``.
+        user: Who the sandbox runs as: a root runner's session user, or None
+            for the runner itself (`sandbox._privileges.session_user`).
+        workspace, log_dir, config_dir: Host directories; None makes a scratch
+            one, removed on exit. Given ones are the caller's to keep.
+        workspace_read_only: Bind the workspace read-only (and do not hand it
+            over: it stays the session's).
+        egress_socket: The session's egress proxy socket (`sandbox._egress`).
+        socat: The bridge's socat (with ``network="confined"``).
+        bridge_port: The bridge's loopback port inside (the namespace is
+            private; tests pick a unique one to find the bridge by its argv).
+        limits: Resource limits (`Limits`).
+        name: A short label for the scratch directory's name.
+
+    Raises:
+        ValueError: ``command`` is empty or relative, ``egress_socket`` is
+            missing with ``network="confined"`` or given without it.
+    """
+
+    command: Sequence[str]
+    executable: Path
+    network: SandboxNetwork
+    env: Mapping[str, str] | Callable[[ConfinedDirs], Mapping[str, str]] = _no_env
+    mount: str = HARNESS_MOUNT
+    bwrap: str = "bwrap"
+    layout: HostLayout | None = None
+    user: SessionUser | None = None
+    workspace: Path | None = None
+    workspace_read_only: bool = False
+    log_dir: Path | None = None
+    config_dir: Path | None = None
+    egress_socket: Path | None = None
+    socat: str = SOCAT
+    bridge_port: int = BRIDGE_PORT
+    limits: Limits = field(default_factory=Limits)
+    name: str = "probe"
+
+    def __post_init__(self) -> None:
+        if not self.command or not self.command[0].startswith("/"):
+            raise ValueError(f"command[0] must be an absolute path, got {list(self.command[:1])}")
+        if (self.network == "confined") != (self.egress_socket is not None):
+            raise ValueError("network 'confined' needs an egress_socket, and only it takes one")
+
+
+@final
+class Sandbox:
+    """A running confined command, as `open_confined` yields it.
+
+    Attributes:
+        child: bwrap (after the privilege drop), with both output pipes; read
+            it with `recorder.drive_child` or `sandbox._capture.capture`.
+        dirs: The directories bound into it.
+        argv: The argv it was started with (for tests and messages).
+    """
+
+    def __init__(self, child: Child, dirs: ConfinedDirs, argv: Sequence[str]) -> None:
+        self.child = child
+        self.dirs = dirs
+        self.argv = tuple(argv)
+
+    def __repr__(self) -> str:
+        return f"<Sandbox {self.child!r} workspace={self.dirs.workspace}>"
+
+
+@asynccontextmanager
+async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> AsyncIterator[Sandbox]:
+    """Start ``spec`` in its sandbox; on exit, end it and everything it started.
+
+    Call from the event loop's own thread (`sandbox._process.spawn`).
+
+    **Cancellation:** the exit's teardown is shielded and bounded (the reap's
+    bounds); the cancellation then propagates.
+
+    Args:
+        spec: What to run and how.
+        grace_s: Seconds between SIGTERM and SIGKILL when bwrap is still
+            running at the exit.
+
+    Raises:
+        SpawnFailed: bwrap is not found, or cannot be executed (nothing ran).
+        SessionUserUnusable: a root runner cannot hand the directories over or
+            drop to the session user (nothing ran).
+        ValueError: the spec's paths do not make a valid `Confinement`, or the
+            environment is too large for one pipe buffer.
+    """
+    executable = shutil.which(spec.bwrap)
+    if executable is None:
+        raise SpawnFailed(spec.bwrap, "not found on PATH")
+    scratch: Path | None = None
+    if None in (spec.workspace, spec.log_dir, spec.config_dir):
+        # The runner's pid in the name: a killed runner's scratch can be told apart and swept.
+        scratch = Path(tempfile.mkdtemp(prefix=f"headwater-{spec.name}-{os.getpid()}-"))
+    try:
+        # Directories, the hand-over (a walk of the workspace) and the host layout: off the loop.
+        dirs, layout, bound = await anyio.to_thread.run_sync(_prepare, spec, scratch)
+        env = spec.env(dirs) if callable(spec.env) else spec.env
+        conf = Confinement(
+            workspace=dirs.workspace, harness=bound, harness_mount=spec.mount,
+            log_dir=dirs.log_dir, config_dir=dirs.config_dir, host_layout=layout,
+            network=spec.network, egress_socket=spec.egress_socket,
+            workspace_read_only=spec.workspace_read_only,
+        )  # fmt: skip
+        command = session_init_command(spec.command, lifeline=True,
+                                       bridge=spec.network == "confined", socat=spec.socat,
+                                       port=spec.bridge_port)  # fmt: skip
+        with payload_pipe(setenv_payload(env)) as args_fd:
+            argv = [*drop_argv(spec.user),
+                    *bwrap_argv(conf, command, bwrap=executable, args_fd=args_fd)]  # fmt: skip
+            child = spawn(argv, stdin="lifeline", pass_fds=(args_fd,))
+        try:
+            yield Sandbox(child, dirs, argv)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await child.reap(grace_s)
+                child.close()  # the lifeline last: the watcher inside ends what is left
+    finally:
+        if scratch is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(remove_tree, scratch)
+
+
+def _prepare(
+    spec: ConfinedSpec, scratch: Path | None
+) -> tuple[ConfinedDirs, HostLayout, Path]:
+    """Make the scratch directories and hand everything over (blocking: run in a thread).
+
+    Returns the directories, the host layout and the resolved executable to bind.
+    """
+    root = None if scratch is None else scratch.resolve()
+    dirs = _dirs(spec, root)
+    executable = spec.executable.resolve()
+    own = [p for p in (root, dirs.log_dir, dirs.config_dir) if p is not None]
+    if not spec.workspace_read_only:
+        own.append(dirs.workspace)
+    reach = [executable, *_given(spec.egress_socket)]
+    if spec.workspace_read_only:
+        reach.append(dirs.workspace)
+    hand_over(spec.user, own=own, reach=reach)
+    return dirs, spec.layout or measure_host_layout(), executable
+
+
+def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:
+    made: dict[str, Path] = {}
+    for name in ("workspace", "log_dir", "config_dir"):
+        given = getattr(spec, name)
+        if given is None:
+            assert scratch is not None
+            given = scratch / name
+            given.mkdir(mode=SCRATCH_DIR_MODE)
+        made[name] = given
+    return ConfinedDirs(**made)
+
+
+def _given(path: Path | None) -> list[Path]:
+    return [] if path is None else [path]

@@ -1,0 +1,404 @@
+"""One way to run a child: spawn on the calling thread, a pidfd, the lifeline, a bounded reap.
+
+Every process the runner starts goes through `spawn` (or `open_child`), and
+every one is reaped by `Child.reap`: shielded, SIGTERM to the child and its
+process group, a grace, SIGKILL, a bounded wait, SIGKILL to group members
+that outlived it. This module is the one place that sees ``OSError`` from
+process creation and pipes; above it there are `SpawnFailed` and data.
+
+Rules it implements:
+
+* DESIGN.md, "spawned from a thread that outlives it": ``--die-with-parent``
+  arms PR_SET_PDEATHSIG, which follows the *thread* that forked (prctl(2)).
+  `spawn` calls `subprocess.Popen` on the calling thread, and every caller
+  calls it from the event loop's own thread (or, through `run_sync`, from a
+  thread that waits until the child is reaped). ``anyio.open_process`` on trio
+  spawns in a worker thread that exits after 10 s idle, killing a sandbox
+  (seen here: exit -9 at 10.0 s).
+* The lifeline (`sandbox._init`): with ``stdin="lifeline"`` the child's stdin
+  is the read end of a pipe whose write end only this process holds
+  (close-on-exec, in no other child); `Child.close` closes it after the reap.
+  However the runner ends, SIGKILL included, the kernel closes it too.
+* RC-03: a child gets exactly the environment it is given; None is empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import struct
+import subprocess
+import termios
+import time
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, Literal, TypeVar, final
+
+import anyio
+
+from ._errors import SpawnFailed
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+    from pathlib import Path
+
+__all__ = [
+    "DRAIN_AFTER_EXIT_S",
+    "GRACE_S",
+    "MAX_PAYLOAD_BYTES",
+    "READ_CHUNK_BYTES",
+    "REAP_TIMEOUT_S",
+    "Child",
+    "open_child",
+    "payload_pipe",
+    "run_sync",
+    "spawn",
+]
+
+logger = logging.getLogger(__name__)
+
+GRACE_S: Final = 5.0
+"""Seconds between SIGTERM and SIGKILL. bwrap forwards SIGTERM to the harness, which
+needs a moment to flush; tests shrink it with ``grace_s``."""
+REAP_TIMEOUT_S: Final = 30.0
+"""Upper bound, in seconds, on waiting after SIGKILL: a lost exit must not hang teardown."""
+DRAIN_AFTER_EXIT_S: Final = 5.0
+"""Seconds after a child's exit during which its pipes are still read to EOF: a
+descendant that inherited a pipe may hold it open for ever."""
+READ_CHUNK_BYTES: Final = 64 * 1024
+"""Bytes asked for per read: one Linux pipe buffer, so one read empties a full pipe."""
+MAX_PAYLOAD_BYTES: Final = 60 * 1024
+"""Largest `payload_pipe` payload, in bytes. It is written whole before the child starts,
+so it must fit a pipe buffer (64 KiB on Linux, pipe(7))."""
+_EXIT_POLL_S: Final = 0.05
+"""Polling period, in seconds, for a child's exit when pidfd_open(2) is unavailable."""
+
+Stdin = Literal["devnull", "lifeline"]
+"""``devnull``: stdin is /dev/null; ``lifeline``: the lifeline pipe (module docstring)."""
+Output = Literal["pipe"] | int
+"""``pipe``: a pipe whose read end `Child` holds (non-blocking); an int: that file descriptor."""
+PipeName = Literal["stdout", "stderr"]
+_T = TypeVar("_T")
+
+
+_LIVE: set[Child] = set()
+"""Every child `spawn` started that is not reaped yet (for `kill_running_now`)."""
+
+
+def kill_running_now() -> int:
+    """SIGKILL every child of this process that is not reaped yet, and its process group.
+
+    For a runner told twice to stop: the bounded grace of each reap is not
+    waited for. Each owner still reaps its own child. Returns how many were signalled.
+    """
+    live = list(_LIVE)
+    for child in live:
+        child.kill_now()
+    return len(live)
+
+
+@final
+class Child:
+    """A spawned child: its Popen, our pipe ends, its pidfd and its lifeline; made by `spawn`.
+
+    Not thread-safe; use it from the thread that spawned it. Every method that
+    waits is async; `run_sync` runs one from synchronous code.
+    """
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], *, stdout_fd: int | None, stderr_fd: int | None,
+        pidfd: int | None, lifeline_fd: int | None, started: float,
+    ) -> None:
+        self.proc = proc
+        self.started = started
+        """`time.monotonic` just before the spawn, in seconds."""
+        self._fds: dict[str, int | None] = {
+            "stdout": stdout_fd, "stderr": stderr_fd, "pid": pidfd, "lifeline": lifeline_fd,
+        }  # fmt: skip
+        self._wait_lock: anyio.Lock | None = None  # trio lets one task at a time wait on an fd
+        self._exited = False
+        self._reap_done = False
+
+    def __repr__(self) -> str:
+        state = "running" if not self._exited else f"exited {self.proc.returncode}"
+        return f"<Child pid={self.proc.pid} {state}>"
+
+    @property
+    def pid(self) -> int:
+        """The child's pid (also its process group and session id)."""
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """Popen's return code once reaped: >= 0 exit status, -N killed by signal N."""
+        return self.proc.returncode
+
+    def is_open(self, name: PipeName) -> bool:
+        """Whether our read end of the child's ``name`` pipe is still open."""
+        return self._fds[name] is not None
+
+    def try_read(self, name: PipeName, max_bytes: int = READ_CHUNK_BYTES) -> bytes | None:
+        """One non-blocking read of ``name``: bytes, b"" at EOF, None when nothing is there yet."""
+        try:
+            return os.read(self._fd(name), max_bytes)
+        except BlockingIOError:
+            return None
+
+    async def wait_readable(self, name: PipeName) -> None:
+        """Return when ``name`` has bytes or is at EOF (a checkpoint; cancellable)."""
+        await anyio.wait_readable(self._fd(name))
+
+    async def read(self, name: PipeName, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
+        """The next bytes of ``name`` (at most ``max_bytes``), b"" at EOF. Cancellable."""
+        while (chunk := self.try_read(name, max_bytes)) is None:
+            await self.wait_readable(name)
+        return chunk
+
+    def pending(self, name: PipeName) -> int:
+        """Bytes waiting in the ``name`` pipe now (FIONREAD, pipe(7))."""
+        buf = fcntl.ioctl(self._fd(name), termios.FIONREAD, b"\0\0\0\0")
+        return int(struct.unpack("i", buf)[0])
+
+    def has_exited(self) -> bool:
+        """True once the child has exited; it stays an unreaped zombie until `reap`."""
+        if not self._exited:
+            # WNOWAIT: the zombie keeps its pid, hence its process group id, from
+            # being reused until the group has been swept (waitid(2)).
+            flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+            self._exited = os.waitid(os.P_PID, self.proc.pid, flags) is not None
+        return self._exited
+
+    async def wait_exit(self) -> None:
+        """Return when the child has exited, without reaping it. Cancellable."""
+        if self._wait_lock is None:
+            self._wait_lock = anyio.Lock()
+        async with self._wait_lock:
+            pidfd = self._fds["pid"]
+            while not self.has_exited():
+                if pidfd is None:
+                    await anyio.sleep(_EXIT_POLL_S)
+                else:
+                    await anyio.wait_readable(pidfd)  # readable once the process exits
+
+    async def reap(self, grace_s: float = GRACE_S) -> None:
+        """Stop the child if it runs, sweep its process group, reap it. Idempotent.
+
+        Closes our stdout end first (a child blocked writing it gets EPIPE),
+        then SIGTERM to the child and its group, ``grace_s`` seconds, SIGKILL,
+        at most `REAP_TIMEOUT_S` seconds of waiting (a warning is logged if the
+        child still has not exited; it is then left unreaped). Members of its
+        group that outlived it get SIGKILL.
+
+        **Cancellation:** shielded; returns only when done (bounded as above).
+        """
+        with anyio.CancelScope(shield=True):
+            if self._reap_done:
+                return
+            self._reap_done = True
+            self._close("stdout")
+            for sig, bound_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, REAP_TIMEOUT_S)):
+                if self.has_exited():
+                    break
+                self._signal(sig)
+                with anyio.move_on_after(bound_s):
+                    await self.wait_exit()
+            if not self.has_exited():
+                logger.warning("pid %d not reaped %.0f s after SIGKILL", self.pid, REAP_TIMEOUT_S)
+                return
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            self.proc.poll()  # reaps: the child has exited (has_exited above)
+            _LIVE.discard(self)
+
+    def kill_now(self) -> None:
+        """SIGKILL the child and its group at once, unless it is reaped already."""
+        if self.proc.returncode is None:  # not reaped: the pid is still this child's
+            self._signal(signal.SIGKILL)
+
+    def close(self) -> None:
+        """Close every fd we hold for the child, the lifeline last; idempotent."""
+        for name in ("stdout", "stderr", "pid", "lifeline"):
+            self._close(name)
+
+    def close_pipe(self, name: PipeName) -> None:
+        """Close our read end of ``name`` (a child writing it then gets EPIPE); idempotent."""
+        self._close(name)
+
+    def _fd(self, name: str) -> int:
+        fd = self._fds[name]
+        if fd is None:
+            raise RuntimeError(f"the child's {name} is already closed")
+        return fd
+
+    def _signal(self, sig: signal.Signals) -> None:
+        # The child leads its own session and process group (start_new_session).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def _close(self, name: str) -> None:
+        fd = self._fds[name]
+        if fd is not None:
+            self._fds[name] = None
+            if name in ("stdout", "stderr", "pid"):
+                with contextlib.suppress(RuntimeError):  # no event loop here: nobody waits on it
+                    anyio.notify_closing(fd)
+            os.close(fd)
+
+
+def spawn(
+    argv: Sequence[str | bytes],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin: Stdin = "devnull",
+    stdout: Output = "pipe",
+    stderr: Output = "pipe",
+    pass_fds: Sequence[int] = (),
+) -> Child:
+    """Start ``argv`` now, on the calling thread, in a session of its own.
+
+    The child gets exactly ``env`` (None: empty, RC-03), no inherited fd but
+    ``pass_fds``, ``stdin`` per `Stdin`, and stdout/stderr per `Output`. Call it
+    from the event loop's own thread (or inside `run_sync`), never from a worker
+    thread: ``--die-with-parent`` follows the spawning thread (module docstring).
+
+    Returns:
+        The `Child`; the caller must `Child.reap` and `Child.close` it
+        (`open_child` does both).
+
+    Raises:
+        ValueError: ``argv`` is empty.
+        SpawnFailed: ``argv[0]`` could not be executed (nothing ran).
+    """
+    if not argv:
+        raise ValueError("argv is empty")
+    theirs: list[int] = []  # the child's ends: closed here once it has them
+    ours: dict[str, int] = {}  # our ends: closed here only on failure
+    try:
+        out = _pipe_end(stdout, "stdout", ours, theirs)
+        err = _pipe_end(stderr, "stderr", ours, theirs)
+        child_stdin: int = subprocess.DEVNULL
+        if stdin == "lifeline":  # os.pipe() ends are close-on-exec: only the child's copy crosses
+            child_stdin, ours["lifeline"] = os.pipe()
+            theirs.append(child_stdin)
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdin=child_stdin, stdout=out, stderr=err, env=dict(env or {}),
+                cwd=cwd, start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds),
+            )  # fmt: skip
+        except OSError as exc:
+            raise SpawnFailed(os.fsdecode(argv[0]), str(exc)) from exc
+    except BaseException:
+        for fd in ours.values():
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    for name in ("stdout", "stderr"):
+        if name in ours:
+            os.set_blocking(ours[name], False)
+    child = Child(proc, stdout_fd=ours.get("stdout"), stderr_fd=ours.get("stderr"),
+                  pidfd=_open_pidfd(proc.pid), lifeline_fd=ours.get("lifeline"),
+                  started=started)  # fmt: skip
+    _LIVE.add(child)
+    return child
+
+
+
+def _pipe_end(mode: Output, name: str, ours: dict[str, int], theirs: list[int]) -> int:
+    if mode != "pipe":
+        return mode
+    read_end, write_end = os.pipe()
+    ours[name] = read_end
+    theirs.append(write_end)
+    return write_end
+
+
+def _open_pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd_open(2) here: poll instead
+        return None
+
+
+@asynccontextmanager
+async def open_child(
+    argv: Sequence[str | bytes],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin: Stdin = "devnull",
+    stdout: Output = "pipe",
+    stderr: Output = "pipe",
+    pass_fds: Sequence[int] = (),
+    grace_s: float = GRACE_S,
+) -> AsyncIterator[Child]:
+    """`spawn` ``argv`` (the options as for `spawn`); on exit it is reaped and closed, always.
+
+    **Cancellation:** the exit's reap is shielded and bounded (`Child.reap`,
+    ``grace_s`` seconds between SIGTERM and SIGKILL).
+
+    Raises:
+        ValueError, SpawnFailed: as `spawn`.
+    """
+    child = spawn(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, stderr=stderr,
+                  pass_fds=pass_fds)  # fmt: skip
+    try:
+        yield child
+    finally:
+        await child.reap(grace_s)
+        child.close()
+
+
+@contextlib.contextmanager
+def payload_pipe(payload: bytes) -> Iterator[int]:
+    """A pipe's read end holding ``payload`` then EOF (write end closed); closed on exit.
+
+    For data a child reads on an fd before it starts its work (bwrap's
+    ``--args FD``, ``--seccomp FD``): pass the fd in ``pass_fds``; the payload
+    is written whole now, without blocking, so it must fit a pipe buffer.
+
+    Raises:
+        ValueError: ``payload`` is over `MAX_PAYLOAD_BYTES`.
+        SpawnFailed: the pipe took less than the payload (a host with smaller pipes).
+    """
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"the payload is {len(payload)} bytes, over the "
+                         f"{MAX_PAYLOAD_BYTES}-byte limit of one pipe buffer")  # fmt: skip
+    read_fd, write_fd = os.pipe()
+    try:
+        os.set_blocking(write_fd, False)  # never block the loop; an empty pipe takes 64 KiB
+        view = memoryview(payload)
+        try:
+            while view:
+                view = view[os.write(write_fd, view) :]
+        except OSError as exc:  # BlockingIOError: a pipe smaller than usual (pipe(7) limits)
+            reason = f"cannot write {len(payload)} bytes: {exc}"
+            raise SpawnFailed("a payload pipe", reason) from exc
+        os.close(write_fd)
+        write_fd = -1
+        yield read_fd
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+
+
+def run_sync(fn: Callable[..., Awaitable[_T]], *args: object) -> _T:
+    """The sync shim: run ``fn(*args)`` to completion on a new trio loop on this thread.
+
+    For synchronous callers (the preflight, the seal's prefilter). The calling
+    thread blocks until ``fn`` returns, so a child spawned inside is reaped
+    before the thread can go on: ``--die-with-parent`` holds.
+
+    Raises:
+        RuntimeError: this thread already runs an event loop (call ``fn`` instead).
+        Whatever ``fn`` raises.
+    """
+    return anyio.run(fn, *args, backend="trio")

@@ -1,0 +1,191 @@
+"""The sandbox's seccomp filter: no ptrace, no process_vm_readv/writev inside.
+
+Rule: nothing inside a sandbox can trace or read another process's memory.
+Without this, a session (same uid as bwrap's pid 1, which is dumpable, and a
+host without Yama) could ``PTRACE_SEIZE`` bwrap's pid 1 and inject
+``prctl(PR_SET_PDEATHSIG, 0)``, so that pid 1 (and every daemon the session
+left under it) outlives the runner. The filter is passed to bwrap with
+``--seccomp FD`` (bubblewrap 0.8.0), which installs it, with no_new_privs,
+right before it runs the command: it binds the session's first process and
+everything it starts, never bwrap's own pid 1.
+
+Why a fixed BPF program built here rather than libseccomp: libseccomp2 is on
+the host, but its Python binding (Debian's python3-seccomp) is not installed
+and binds only Debian's interpreter, not the venv's; PyPI's pyseccomp would be
+a new dependency loading the C library through ctypes at run time. The
+program this rule needs is small and fixed (a deny-list of three system calls
+per ABI), so it is written out here as classic BPF (linux/filter.h,
+linux/seccomp.h), with no dependency and no set-up step, and its tests run it
+through an interpreter against the kernel headers' numbers.
+
+The program, per ABI of the host (``platform.machine()``):
+
+* load ``seccomp_data.arch``; for each ABI the host can run, if it matches:
+  load ``seccomp_data.nr``; the denied calls return ``EPERM``; everything else
+  is allowed;
+* on x86-64, a system call number with the x32 bit set returns ``ENOSYS``:
+  nothing in a sandbox uses the x32 ABI, and its own ptrace numbers would
+  otherwise need a table of their own;
+* any other ABI kills the process (fail closed: its numbers are unknown).
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "DENIED_CALLS",
+    "SECCOMP_RET_ALLOW",
+    "SECCOMP_RET_ERRNO",
+    "SECCOMP_RET_KILL_PROCESS",
+    "Abi",
+    "UnsupportedMachine",
+    "abis_for",
+    "build_filter",
+    "session_filter",
+]
+
+DENIED_CALLS: Final = ("ptrace", "process_vm_readv", "process_vm_writev")
+"""The system calls no sandboxed process may make (module docstring)."""
+
+# linux/filter.h: instruction classes and fields
+_BPF_LD_W_ABS: Final = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
+_BPF_JEQ_K: Final = 0x05 | 0x10 | 0x00  # BPF_JMP | BPF_JEQ | BPF_K
+_BPF_JGE_K: Final = 0x05 | 0x30 | 0x00  # BPF_JMP | BPF_JGE | BPF_K
+_BPF_RET_K: Final = 0x06 | 0x00  # BPF_RET | BPF_K
+_INSTRUCTION: Final = struct.Struct("=HBBI")  # struct sock_filter: code, jt, jf, k
+_MAX_JUMP: Final = 255  # jt/jf are one byte
+# linux/seccomp.h: actions, and struct seccomp_data's field offsets
+SECCOMP_RET_KILL_PROCESS: Final = 0x80000000
+SECCOMP_RET_ERRNO: Final = 0x00050000
+SECCOMP_RET_ALLOW: Final = 0x7FFF0000
+_NR_OFFSET: Final = 0
+_ARCH_OFFSET: Final = 4
+# linux/audit.h
+AUDIT_ARCH_X86_64: Final = 0xC000003E
+AUDIT_ARCH_I386: Final = 0x40000003
+AUDIT_ARCH_AARCH64: Final = 0xC00000B7
+X32_SYSCALL_BIT: Final = 0x40000000
+
+
+class UnsupportedMachine(ValueError):
+    """The host's machine has no table of system call numbers here (`abis_for`)."""
+
+    def __init__(self, machine: str) -> None:
+        super().__init__(f"no seccomp table for the machine {machine!r} "
+                         "(known: x86_64, aarch64)")  # fmt: skip
+        self.machine = machine
+
+
+@dataclass(frozen=True, slots=True)
+class Abi:
+    """One system call ABI a host can run: its audit arch and its denied calls' numbers.
+
+    Attributes:
+        name: For messages, e.g. ``"x86_64"``.
+        arch: The ``AUDIT_ARCH_*`` value the kernel puts in ``seccomp_data.arch``.
+        numbers: ``DENIED_CALLS`` name -> system call number in this ABI.
+        x32: True for x86-64, whose numbers with `X32_SYSCALL_BIT` are the x32 ABI.
+    """
+
+    name: str
+    arch: int
+    numbers: Mapping[str, int]
+    x32: bool = False
+
+
+_ABIS: Final[Mapping[str, tuple[Abi, ...]]] = {
+    # asm/unistd_64.h and asm/unistd_32.h
+    "x86_64": (
+        Abi("x86_64", AUDIT_ARCH_X86_64,
+            {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311}, x32=True),
+        Abi("i386", AUDIT_ARCH_I386,
+            {"ptrace": 26, "process_vm_readv": 347, "process_vm_writev": 348}),
+    ),
+    # asm-generic/unistd.h (arm64 has no 32-bit table here: such a call is killed)
+    "aarch64": (
+        Abi("aarch64", AUDIT_ARCH_AARCH64,
+            {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271}),
+    ),
+}  # fmt: skip
+
+
+def abis_for(machine: str) -> tuple[Abi, ...]:
+    """The ABIs a host of ``machine`` (``platform.machine()``) runs, native first.
+
+    Raises:
+        UnsupportedMachine: no table for ``machine``.
+    """
+    try:
+        return _ABIS[machine]
+    except KeyError:
+        raise UnsupportedMachine(machine) from None
+
+
+def build_filter(abis: tuple[Abi, ...]) -> bytes:
+    """The BPF program (module docstring) for ``abis``, as bwrap's ``--seccomp FD`` reads it.
+
+    Pure. The result is an array of ``struct sock_filter`` in host byte order
+    (8 bytes each); every jump is forward and within one byte.
+
+    Raises:
+        ValueError: ``abis`` is empty, or an ABI lacks a number for a `DENIED_CALLS` call.
+    """
+    if not abis:
+        raise ValueError("no ABI to build a filter for")
+    program: list[tuple[int, str | int, str | int, int]] = []  # jumps by label, resolved below
+    labels: dict[str, int] = {}
+    for index, abi in enumerate(abis):
+        missing = set(DENIED_CALLS) - set(abi.numbers)
+        if missing:
+            raise ValueError(f"the {abi.name} table lacks {sorted(missing)}")
+        labels[f"abi{index}"] = len(program)
+        program.append((_BPF_LD_W_ABS, 0, 0, _ARCH_OFFSET))
+        program.append((_BPF_JEQ_K, 0, f"abi{index + 1}", abi.arch))
+        program.append((_BPF_LD_W_ABS, 0, 0, _NR_OFFSET))
+        if abi.x32:
+            program.append((_BPF_JGE_K, "x32", 0, X32_SYSCALL_BIT))
+        for name in DENIED_CALLS:
+            program.append((_BPF_JEQ_K, "deny", 0, abi.numbers[name]))
+        program.append((_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    labels[f"abi{len(abis)}"] = len(program)
+    program.append((_BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS))
+    labels["deny"] = len(program)
+    program.append((_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM))
+    labels["x32"] = len(program)
+    program.append((_BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS))
+    return b"".join(
+        _INSTRUCTION.pack(code, _offset(at, jt, labels), _offset(at, jf, labels), k)
+        for at, (code, jt, jf, k) in enumerate(program)
+    )
+
+
+def _offset(at: int, target: str | int, labels: Mapping[str, int]) -> int:
+    if isinstance(target, int):
+        return target
+    skip = labels[target] - at - 1  # BPF jumps count the instructions skipped
+    if not 0 <= skip <= _MAX_JUMP:
+        raise ValueError(f"jump from {at} to {target} is out of range ({skip})")
+    return skip
+
+
+_BUILT: dict[str, bytes] = {}
+
+
+def session_filter(machine: str | None = None) -> bytes:
+    """The filter every sandbox gets, for this host's machine (built once per process).
+
+    Raises:
+        UnsupportedMachine: no table for the machine; a sandbox then cannot be opened.
+    """
+    key = machine or platform.machine()
+    if key not in _BUILT:
+        _BUILT[key] = build_filter(abis_for(key))
+    return _BUILT[key]
