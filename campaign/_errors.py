@@ -32,17 +32,22 @@ class CampaignError(Exception):
 
 
 class CorpusError(CampaignError):
-    """A corpus file breaks the layout the built-in planner reads.
+    """A corpus file breaks the layout the built-in planner reads, or there is no corpus.
 
     Raised by `load_corpus`; never for a seal refusal (that is `SealRefused`).
+    The message always names the corpus root: ``corpus /abs/root: docs/a.md:
+    <problem>``, or ``corpus /abs/root: <problem>`` for the root itself.
     """
 
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"corpus file {path}: {problem}")
+    def __init__(self, root: str, path: str | None, problem: str) -> None:
+        where = f"corpus {root}: {path}: " if path else f"corpus {root}: "
+        super().__init__(where + problem)
+        self.root = root
+        """The corpus root as given to `load_corpus`."""
         self.path = path
-        """The corpus-relative path (or the corpus root) the problem is in."""
+        """The corpus-relative POSIX path the problem is in; None for the root itself."""
         self.problem = problem
-        """What is wrong, naming the rule."""
+        """What is wrong, in words (a rule code may follow, never alone)."""
 
 
 class UnknownProbe(CampaignError):

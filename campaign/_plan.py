@@ -34,14 +34,16 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from recorder._digest import digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
-from ._corpus import Corpus, Tier, TierConfig, describe_validation
+from ._corpus import Corpus, Tier, TierConfig
 from ._errors import PlanError, TreeMismatch, UnknownTier
+from ._schema import DIGEST_PATTERN, describe_validation
+from ._yamlload import describe_yaml_error, load_yaml
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
 """The version when the distribution is not installed (a bare checkout on sys.path)."""
 
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+Digest = Annotated[str, Field(pattern=DIGEST_PATTERN)]
 
 
 class _Closed(BaseModel):
@@ -271,12 +273,16 @@ def _parse(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError(str(path), f"cannot read: {exc}") from exc
-    try:
-        if path.suffix == ".json" or text.lstrip().startswith("{"):
+    if path.suffix == ".json" or text.lstrip().startswith("{"):
+        try:
             return json.loads(text)
-        return YAML(typ="safe", pure=True).load(text)
-    except (json.JSONDecodeError, YAMLError) as exc:
-        raise PlanError(str(path), f"not valid YAML or JSON: {' '.join(str(exc).split())}") from exc
+        except json.JSONDecodeError as exc:
+            raise PlanError(str(path), f"not valid JSON, at line {exc.lineno}, column "
+                                       f"{exc.colno}: {exc.msg}") from exc
+    try:
+        return load_yaml(text)
+    except YAMLError as exc:
+        raise PlanError(str(path), f"not valid YAML, at {describe_yaml_error(exc, text)}") from exc
 
 
 def load_plan_file(path: Path, corpus: Corpus) -> Plan:
@@ -297,7 +303,7 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     try:
         given = Plan.model_validate(_parse(path))
     except ValidationError as exc:
-        raise PlanError(where, describe_validation(exc)) from exc
+        raise PlanError(where, describe_validation(exc, Plan)) from exc
     if given.tree != corpus.tree:
         raise TreeMismatch(where, given.tree, corpus.tree)
     ids = [p.id for p in given.probes]
