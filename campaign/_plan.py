@@ -14,7 +14,9 @@ so a plan file fixes what every arm ran, and the session passes
 ``plan.arm_spec(arm).allowed_tools`` to the harness.
 
 The built-in planner selects every probe on the shelf; the tier selects arms
-and repetitions. A plan file (``--plan``) may select fewer probes.
+and repetitions. A plan file (``--plan``) may select fewer probes. The plan
+lists the corpus's untyped files (``untyped_files``: Markdown under docs/
+without front matter).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from recorder._digest import digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
-from ._corpus import Corpus, Tier, TierConfig
+from ._corpus import SHELF, Corpus, Tier, TierConfig
 from ._errors import PlanError, TreeMismatch, UnknownTier
 from ._schema import DIGEST_PATTERN, describe_validation
 from ._yamlload import describe_yaml_error, load_yaml
@@ -42,6 +44,9 @@ from ._yamlload import describe_yaml_error, load_yaml
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
 """The version when the distribution is not installed (a bare checkout on sys.path)."""
+
+UNTYPED_KEY: Final = "untyped_files"
+"""The plan key listing the corpus's untyped files (a plan file without it is refused)."""
 
 Digest = Annotated[str, Field(pattern=DIGEST_PATTERN)]
 
@@ -110,6 +115,9 @@ class Plan(_Closed):
     probes: tuple[PlanProbe, ...] = Field(min_length=1)
     read_set_files: tuple[FileDigest, ...]
     """The files ``read_set`` covers, sorted by path bytes."""
+    untyped_files: tuple[str, ...]
+    """The corpus's untyped files (Markdown under docs/ without front matter), sorted by path
+    bytes: in ``tree``, sealed and acted on by the arms, never cited (`Corpus.untyped`)."""
 
     @model_validator(mode="after")
     def _count(self) -> Plan:
@@ -173,7 +181,7 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
         "tools": tools, "lock_source": corpus.lock_source, "probes": probes,
         "arm_specs": [{"arm": a.arm, "allowed_tools": a.allowed_tools, "layer": a.layer,
                        "flags": a.flags, "identity": a.identity} for a in specs],
-        "read_set_files": read,
+        "read_set_files": read, UNTYPED_KEY: corpus.untyped,
     })
 
 
@@ -265,6 +273,11 @@ def _text(plan: Plan) -> str:
         lines += ["  examines:"] + [f"    {e.digest} {e.path}" for e in probe.examines]
     lines += ["", f"read set ({len(plan.read_set_files)} documents):"]
     lines += [f"  {f.digest} {f.path}" for f in plan.read_set_files]
+    lines += ["", f"untyped files: {len(plan.untyped_files)} (Markdown under docs/ without front "
+                  "matter: in the tree, sealed and acted on by the arms, never cited; "
+                  "--format yaml lists them)"]
+    lines += [f"  {p}: on the shelf without front matter, so not a probe"
+              for p in plan.untyped_files if p.startswith(SHELF) and "/" not in p[len(SHELF):]]
     return "\n".join(lines) + "\n"
 
 
@@ -295,17 +308,27 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
 
     Raises:
         PlanError: unreadable; not YAML/JSON; a key outside the closed set
-            or missing; a probe not on the shelf or listed twice; ``lock``,
-            ``selection`` or ``read_set`` not what the corpus composes.
+            or missing (``untyped_files`` too: a file of an older planner);
+            a probe not on the shelf or listed twice; ``untyped_files``,
+            ``lock``, ``selection`` or ``read_set`` not what the corpus composes.
         TreeMismatch: the file's ``tree`` differs from the corpus's (exit 2).
     """
     where = str(path)
+    data = _parse(path)
+    if isinstance(data, dict) and UNTYPED_KEY not in data:
+        raise PlanError(where, f"missing key {UNTYPED_KEY!r}, the corpus's untyped files "
+                               "(Markdown under docs/ without front matter): the file was "
+                               "composed by an older planner; compose it again with "
+                               "`headwater-campaign plan CORPUS --format yaml`")
     try:
-        given = Plan.model_validate(_parse(path))
+        given = Plan.model_validate(data)
     except ValidationError as exc:
         raise PlanError(where, describe_validation(exc, Plan)) from exc
     if given.tree != corpus.tree:
         raise TreeMismatch(where, given.tree, corpus.tree)
+    if given.untyped_files != corpus.untyped:
+        raise PlanError(where, f"{UNTYPED_KEY} differs from the corpus's untyped files "
+                               f"({', '.join(corpus.untyped) or 'none'}); compose the plan again")
     ids = [p.id for p in given.probes]
     if len(set(ids)) != len(ids):
         raise PlanError(where, "a probe is listed twice")
