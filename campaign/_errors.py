@@ -2,6 +2,7 @@
 
 * CampaignError                 - base class; ``exit_status`` 2 (usage or bad input)
   x CorpusError                 - a corpus file breaks the layout the planner reads
+  x UnknownTool                 - an allowed-tools entry the pinned harness does not know
   x UnknownProbe                - a probe id that is not on the shelf ``docs/probes/``
   x PlanError                   - a plan cannot be composed or a plan file cannot be read
     x UnknownTier               - a tier that ``probe.yml`` does not declare
@@ -48,6 +49,32 @@ class CorpusError(CampaignError):
         """The corpus-relative POSIX path the problem is in; None for the root itself."""
         self.problem = problem
         """What is wrong, in words (a rule code may follow, never alone)."""
+
+
+class UnknownTool(CampaignError):
+    """An allowed-tools entry the pinned harness does not know (`campaign._tools`).
+
+    Raised when a plan is composed or a plan file is read, before anything is
+    spent: a name the harness does not know would silently allow nothing.
+    """
+
+    def __init__(self, tool: str, problem: str, *, source: str, version: str,
+                 known: Iterable[str]) -> None:
+        self.tool = tool
+        self.problem = problem
+        """Why ``tool`` is refused (a near name when there is one)."""
+        self.source = source
+        """Where the list is: ``.headwater/probe.yml`` or the plan file."""
+        self.version = version
+        """The pinned Claude Code version whose tool list applies."""
+        self.known = tuple(known)
+        """The tool names that version knows, sorted."""
+        super().__init__(
+            f"{source}: allowed tools: {problem}. Claude Code {version} knows "
+            f"{', '.join(self.known)}. Also accepted: a permission rule over one of these, "
+            "such as Bash(git log:*), and mcp__<server> or mcp__<server>__<tool> for a server "
+            "the corpus's .mcp.json declares (docs/plan.md, \"Allowed tools\")"
+        )
 
 
 class UnknownProbe(CampaignError):

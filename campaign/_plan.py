@@ -16,7 +16,8 @@ so a plan file fixes what every arm ran, and the session passes
 The built-in planner selects every probe on the shelf; the tier selects arms
 and repetitions. A plan file (``--plan``) may select fewer probes. The plan
 lists the corpus's untyped files (``untyped_files``: Markdown under docs/
-without front matter).
+without front matter) and refuses an allowed-tools entry the pinned harness
+does not know (`campaign._tools`).
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from recorder._digest import digest_text, tree_digest
+from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 
 from ._arms import Arm, arm_spec
-from ._corpus import SHELF, Corpus, Tier, TierConfig
+from ._corpus import PROBE_YML, SHELF, Corpus, Tier, TierConfig
 from ._errors import PlanError, TreeMismatch, UnknownTier
 from ._schema import DIGEST_PATTERN, describe_validation
+from ._tools import check_allowed_tools
 from ._yamlload import describe_yaml_error, load_yaml
 
 DISTRIBUTION: Final = "headwater-campaign"
@@ -161,9 +164,19 @@ def _files(corpus: Corpus, paths: Iterable[str]) -> tuple[FileDigest, ...]:
     return tuple(FileDigest(path=p, digest=corpus.files[p]) for p in ordered)
 
 
+def _check_tools(corpus: Corpus, tools: tuple[str, ...], source: str) -> None:
+    """`check_allowed_tools` against the servers the corpus's root ``.mcp.json`` declares."""
+    try:
+        servers = declared_mcp_servers_of(corpus.root)
+    except McpConfigError as exc:
+        raise PlanError(source, f"the corpus's .mcp.json cannot be read: {exc}") from exc
+    check_allowed_tools(tools, mcp_servers=servers, source=source)
+
+
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
            repetitions: int, seed: int, harness: str, model: str,
-           tools: tuple[str, ...]) -> Plan:
+           tools: tuple[str, ...], tools_source: str) -> Plan:
+    _check_tools(corpus, tools, tools_source)
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
     probes = [
@@ -190,7 +203,9 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
 
     Raises:
         UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
-        PlanError: the shelf holds no probe.
+        PlanError: the shelf holds no probe; the corpus's ``.mcp.json`` cannot be read.
+        UnknownTool: probe.yml's ``tools`` holds an entry the pinned harness does not
+            know (`campaign._tools.check_allowed_tools`).
         ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object (`arm_spec`).
     """
     declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}
@@ -201,7 +216,8 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
     chosen = declared[tier]
     return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
                   repetitions=chosen.repetitions, seed=seed, harness=harness_version(),
-                  model=corpus.config.model, tools=corpus.config.tools)
+                  model=corpus.config.model, tools=corpus.config.tools,
+                  tools_source=f"{PROBE_YML} `tools`")
 
 
 def _yaml_value(value: Any) -> Any:
@@ -312,6 +328,7 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
             a probe not on the shelf or listed twice; ``untyped_files``,
             ``lock``, ``selection`` or ``read_set`` not what the corpus composes.
         TreeMismatch: the file's ``tree`` differs from the corpus's (exit 2).
+        UnknownTool: the file's ``tools`` holds an entry the pinned harness does not know.
     """
     where = str(path)
     data = _parse(path)
@@ -336,7 +353,8 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     if missing:
         raise PlanError(where, f"probe {missing[0]!r} is not on the shelf docs/probes/")
     plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
-                  seed=given.seed, harness=given.harness, model=given.model, tools=given.tools)
+                  seed=given.seed, harness=given.harness, model=given.model, tools=given.tools,
+                  tools_source=f"{where} `tools`")
     for member in ("lock", "selection", "read_set", "arm_specs"):
         if getattr(given, member) != getattr(plan, member):
             if member == "arm_specs":
