@@ -1,4 +1,4 @@
-"""Errors raised by the campaign package for bad input (DESIGN.md, exit status 2).
+"""Errors raised by the campaign package for bad input (exit status 2, docs/cli.md).
 
 * CampaignError                 - base class; ``exit_status`` 2 (usage or bad input)
   x CorpusError                 - a corpus file breaks the layout the planner reads
@@ -25,7 +25,7 @@ from typing import ClassVar
 class CampaignError(Exception):
     """Base class for every error raised by `campaign` for bad input.
 
-    ``exit_status`` is the CLI's status for the error (DESIGN.md: 2 for usage
+    ``exit_status`` is the CLI's status for the error (docs/cli.md: 2 for usage
     or bad input). ``record`` maps `SealRefused` to 12 itself.
     """
 

@@ -1,6 +1,6 @@
 """The plan: six identity members, the probes with their tasks, the read set, the count.
 
-Digest rules (DESIGN.md, "Digests"; the file shape is in docs/plan.md):
+Digest rules (docs/plan.md, "The six identity members"; the file shape is there too):
 
 * ``tree`` - `tree_digest` over every regular file of the corpus except ``.git/``.
 * ``lock`` - the lock file's digest; without one, probe.yml's (``lock_source`` says so).
