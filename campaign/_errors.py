@@ -102,13 +102,14 @@ class PlanError(CampaignError):
 class UnknownTier(PlanError):
     """A tier that ``.headwater/probe.yml`` does not declare."""
 
-    def __init__(self, tier: str, known: Iterable[str]) -> None:
+    def __init__(self, tier: str, known: Iterable[str], *, corpus_root: str | None = None) -> None:
         self.tier = tier
         self.known = tuple(sorted(known))
+        where = f"corpus {corpus_root}: " if corpus_root else ""
         super().__init__(
             f"tier {tier!r}",
-            ".headwater/probe.yml declares no such tier "
-            f"(known: {', '.join(self.known) or 'none'})",
+            f"{where}.headwater/probe.yml declares no such tier "
+            f"(it declares: {', '.join(self.known) or 'none'})",
         )
 
 

@@ -210,14 +210,16 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
     """
     declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}
     if tier not in declared:
-        raise UnknownTier(tier, declared)
+        raise UnknownTier(tier, declared, corpus_root=str(corpus.root))
     if not corpus.probes:
-        raise PlanError(f"tier {tier!r}", "the shelf docs/probes/ holds no probe; nothing to run")
+        raise PlanError(f"tier {tier!r}", f"corpus {corpus.root}: the shelf docs/probes/ holds no "
+                                          "probe (a Markdown file there with front matter); "
+                                          "nothing to run")
     chosen = declared[tier]
     return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
                   repetitions=chosen.repetitions, seed=seed, harness=harness_version(),
                   model=corpus.config.model, tools=corpus.config.tools,
-                  tools_source=f"{PROBE_YML} `tools`")
+                  tools_source=f"corpus {corpus.root}: {PROBE_YML} `tools`")
 
 
 def _yaml_value(value: Any) -> Any:

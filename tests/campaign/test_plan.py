@@ -58,7 +58,8 @@ def test_unknown_tier_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(UnknownTier) as caught:
         compose_plan(corpus, tier="documentation")
     assert caught.value.known == ("campaign", "regression") and caught.value.exit_status == 2
-    assert "campaign, regression" in str(caught.value)
+    assert f"corpus {corpus.root}: .headwater/probe.yml declares no such tier (it declares: " \
+        "campaign, regression)" in str(caught.value)
 
 
 TASK = "- starts with a dash: `x`  \n\n\tindented \"quoted\" 'single' # not a comment\nünïcode: ok"

@@ -101,7 +101,8 @@ def test_compose_plan_refuses_an_unknown_tool(tmp_path: Path) -> None:
     write_files(root, {".headwater/probe.yml": probe_yml(tools=["Read", "Reed"])})
     with pytest.raises(UnknownTool) as caught:
         compose_plan(load_corpus(root), tier="campaign")
-    assert str(caught.value).startswith(".headwater/probe.yml `tools`: allowed tools: 'Reed'")
+    assert str(caught.value).startswith(
+        f"corpus {root}: .headwater/probe.yml `tools`: allowed tools: 'Reed' is not a tool")
 
 
 def test_mcp_tools_follow_the_corpus_mcp_json(tmp_path: Path) -> None:
