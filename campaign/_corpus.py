@@ -243,11 +243,9 @@ def _front(data: bytes, rel: str) -> tuple[dict[str, Any], str, int] | None:
         _Refused: the first line is ``---`` and the front matter is broken: not
             UTF-8, never closed, not YAML, or not a mapping.
     """
-    if not data.startswith(b"---"):
+    if not opens_front_matter(data):
         return None
     text = _text(data, rel)
-    if not opens_front_matter(text):
-        return None
     front, body = split_front_matter(text)
     if front is None:
         raise _Refused(rel, "the front matter opens with `---` on line 1 and no later line `---` "

@@ -19,6 +19,7 @@ from typing import Final
 _LINE_RE: Final = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _OPEN_RE: Final = re.compile(r"---\r*(?:\n|\Z)")
 """A first line ``---`` (what ``line.rstrip("\\r\\n") == "---"`` accepts for a first line)."""
+_OPEN_BYTES_RE: Final = re.compile(rb"---\r*(?:\n|\Z)")
 _CLOSE_RE: Final = re.compile(r"^---\r*$", re.MULTILINE)
 """A later line ``---``: in MULTILINE mode ``^`` and ``$`` see ``\\n`` only, as `split_lines`."""
 _FENCE_RE: Final = re.compile(r"\A {0,3}(`{3,}|~{3,})")
@@ -40,8 +41,14 @@ def split_lines(text: str) -> list[str]:
     return _LINE_RE.findall(text)
 
 
-def opens_front_matter(text: str) -> bool:
-    """True when the first line of ``text`` is ``---`` (trailing ``\\r`` allowed)."""
+def opens_front_matter(text: str | bytes) -> bool:
+    """True when the first line of ``text`` is ``---`` (trailing ``\\r`` allowed).
+
+    Bytes are looked at as they are, so a file in another encoding that does
+    not open front matter is never decoded.
+    """
+    if isinstance(text, bytes):
+        return _OPEN_BYTES_RE.match(text) is not None
     return _OPEN_RE.match(text) is not None
 
 

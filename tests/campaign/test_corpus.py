@@ -297,6 +297,7 @@ UNTYPED = {
     "docs/probes/README.md": "How the shelf works.\n",
     "docs/crlf.md": "\r\n---\r\nnot front matter: the first line is empty\r\n",
     "docs/latin1.md": "caf\xe9 in Latin-1\n".encode("latin-1"),
+    "docs/rule.md": "----\nA thematic break, then caf\xe9 in Latin-1\n".encode("latin-1"),
 }
 """Markdown under docs/ whose first line is not `---`: untyped, by the corpus layout rule."""
 

@@ -28,6 +28,7 @@ PIECES = ["---", "--", "----", " ---", "--- ", "\n", "\r", "\r\n", "id: x", "a",
 @given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
 def test_split_front_matter_is_the_line_definition(text: str) -> None:
     assert split_front_matter(text) == _by_definition(text)
+    assert opens_front_matter(text.encode("utf-8")) == opens_front_matter(text)
     assert opens_front_matter(text) == (split_lines(text)[:1] != []
                                         and split_lines(text)[0].rstrip("\r\n") == "---")
 
@@ -39,3 +40,4 @@ def test_split_front_matter_examples() -> None:
     assert split_front_matter("---\nid: x\n") == (None, "---\nid: x\n")
     assert split_front_matter("# Title\n---\n") == (None, "# Title\n---\n")
     assert opens_front_matter("---\nid: x\n") and not opens_front_matter("--- x\n")
+    assert opens_front_matter(b"---\r\nid: x\n") and not opens_front_matter(b"----\n\xe9")
