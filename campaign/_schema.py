@@ -202,7 +202,9 @@ def _one(err: Any, model: type[BaseModel]) -> str:
     if kind == "greater_than_equal":
         return f"{where} must be at least {ctx.get('ge')}, not {_shown(value)}"
     if kind == "too_short":
-        return f"{where} must hold at least {ctx.get('min_length')} entry, not none"
+        least = ctx.get("min_length")
+        return (f"{where} must hold at least {least} {'entry' if least == 1 else 'entries'}, "
+                f"not {ctx.get('actual_length', 'fewer')}")
     if kind == "string_too_short":
         return f"{where} must not be empty"
     if kind == "string_type":

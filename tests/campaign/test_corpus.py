@@ -158,7 +158,7 @@ ARMS_IN_WORDS = "present, absent, no-hook, no-skills, no-claude-md, mcp"
         ({"tiers": {"campaign": {"arms": ["present"], "repetitions": "two"}}},
          "tiers.campaign.repetitions must be a whole number, not a string 'two'"),
         ({"tiers": {"campaign": {"arms": [], "repetitions": 1}}},
-         "tiers.campaign.arms must hold at least 1 entry, not none"),
+         "tiers.campaign.arms must hold at least 1 entry, not 0"),
         ({"tiers": {"campaign": {"arms": ["present", "present"], "repetitions": 1}}},
          "tiers.campaign.arms: an arm is listed twice: present, present"),
         ({"tiers": {"campaign": {"arms": ["present"], "repetitions": 1, "repeat": 2}}},
