@@ -114,7 +114,7 @@ class UnknownTier(PlanError):
 
 
 class TreeMismatch(PlanError):
-    """``--plan FILE`` was composed over another corpus tree (DESIGN.md, "Digests")."""
+    """``--plan FILE`` was composed over another corpus tree (docs/plan.md, `tree`)."""
 
     def __init__(self, plan_file: str, plan_tree: str, corpus_tree: str) -> None:
         self.plan_tree = plan_tree
