@@ -175,8 +175,10 @@ def _check_tools(corpus: Corpus, tools: tuple[str, ...], source: str) -> None:
 
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
            repetitions: int, seed: int, harness: str, model: str,
-           tools: tuple[str, ...], tools_source: str) -> Plan:
-    _check_tools(corpus, tools, tools_source)
+           tools: tuple[str, ...], tools_source: str | None = None) -> Plan:
+    """The plan of ``ids`` over ``corpus``; ``tools_source`` names where ``tools`` come from in
+    an error (default: the corpus's probe.yml)."""
+    _check_tools(corpus, tools, tools_source or f"corpus {corpus.root}: {PROBE_YML} `tools`")
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
     probes = [
@@ -218,8 +220,7 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
     chosen = declared[tier]
     return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
                   repetitions=chosen.repetitions, seed=seed, harness=harness_version(),
-                  model=corpus.config.model, tools=corpus.config.tools,
-                  tools_source=f"corpus {corpus.root}: {PROBE_YML} `tools`")
+                  model=corpus.config.model, tools=corpus.config.tools)
 
 
 def _yaml_value(value: Any) -> Any:
