@@ -1,6 +1,6 @@
 """Benchmark (not a test): seal+verify of one workspace against ``cp -a`` and ``cp -a`` + grep.
 
-Issue 4, "Speed": the seal copies, so copying is the cost. This builds a
+The seal copies, so copying is the cost. This builds a
 synthetic corpus (default 10,000 files, about 200 MB of Markdown with
 identifiers, a probe shelf, a fold, an answer key, files that name the probe
 in each way RC-09 knows, a few binary files), then times, warm (every tree
@@ -18,8 +18,15 @@ The corpus is loaded ``QUIET_S`` + 0.5 s after it was written (as a checkout
 is older than the batch that seals it), so the seal's prefilter applies;
 ``--fresh`` loads it at once, and the seal then searches every file itself.
 It prints the three times and the ratios. Target: seal+verify at most 1.5x
-the ``cp -a`` + grep figure. `load_corpus` (reading and digesting every file
-once per batch, not per workspace) is timed and printed separately.
+the ``cp -a`` + grep figure.
+
+`load_corpus` (reading and digesting every file and parsing every front
+matter, once per batch, not per workspace) is timed separately: the median
+of ``--runs`` loads, each in a fresh interpreter after one warm-up load.
+``--compare-load CHECKOUT`` times another checkout's `load_corpus` (say the
+main branch in a git worktree) the same way, interleaved with this one's, on
+the same corpus, and prints both and the ratio (target: at least 5x faster
+than before the fast YAML path). ``--load-only`` stops after that.
 ``--linearity`` also times `verify_workspace` alone on the workspace and on a
 second corpus whose files are twice as long (the same file count): the ratio
 should be about 2 (linear in corpus bytes).
@@ -28,6 +35,7 @@ Usage::
 
     .venv/bin/python bench/seal.py [--root DIR] [--files N] [--mb MB] [--runs R]
                                    [--linearity] [--keep] [--fresh]
+                                   [--load-only] [--compare-load CHECKOUT]
 
 The default root is ``/var/tmp/headwater-bench-seal`` (``/tmp`` may be a
 small tmpfs); it is removed at the end unless ``--keep``.
@@ -52,6 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from campaign._corpus import QUIET_S, Corpus, load_corpus
 from campaign._seal import seal_workspace, verify_workspace
+
+REPO = Path(__file__).resolve().parent.parent
 
 MB = 1_000_000
 PROBE = "HW-PRB-0001"
@@ -201,6 +211,37 @@ def _interleaved(jobs: dict[str, Callable[[Path], object]], outs: Path, warm: Pa
             for name in jobs}
 
 
+_LOAD_ONCE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+import campaign._corpus
+corpus_dir = Path(sys.argv[2])
+campaign._corpus.load_corpus(corpus_dir)  # warm: imports, page cache, allocator
+start = time.perf_counter()
+campaign._corpus.load_corpus(corpus_dir)
+print(time.perf_counter() - start, campaign._corpus.__file__)
+"""
+"""One timed `load_corpus` of the checkout argv[1] over the corpus argv[2], in a fresh process."""
+
+
+def _load_s(checkout: Path, corpus_dir: Path) -> float:
+    out = subprocess.run([sys.executable, "-c", _LOAD_ONCE, str(checkout), str(corpus_dir)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    if not out[1].startswith(str(checkout.resolve())):  # the other checkout's code, not ours
+        raise RuntimeError(f"loaded {out[1]}, not a module of {checkout}")
+    return float(out[0])
+
+
+def _load_times(checkouts: dict[str, Path], corpus_dir: Path, runs: int) -> dict[str, float]:
+    """Median `load_corpus` seconds of each checkout; they take turns, run by run."""
+    times: dict[str, list[float]] = {name: [] for name in checkouts}
+    for _ in range(runs):
+        for name, checkout in checkouts.items():
+            times[name].append(_load_s(checkout, corpus_dir))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def _cp(src: Path, dst: Path) -> None:
     subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
 
@@ -245,6 +286,10 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true",
                         help="load the corpus right after writing it: no file is quiet, so the "
                              "seal searches every file itself (campaign/_prefilter.py)")
+    parser.add_argument("--load-only", action="store_true",
+                        help="time load_corpus only (no seal, cp or grep)")
+    parser.add_argument("--compare-load", type=Path, metavar="CHECKOUT",
+                        help="also time load_corpus of another checkout of this repository")
     args = parser.parse_args()
     root: Path = args.root
     shutil.rmtree(root, ignore_errors=True)
@@ -253,12 +298,24 @@ def main() -> int:
     if not args.fresh:  # a corpus is a checkout: its files are older than the batch
         time.sleep(QUIET_S + 0.5)
     subprocess.run(["grep", "-rqF", "warm-the-cache", str(corpus_dir)], check=False)
-    start = time.perf_counter()
     corpus = load_corpus(corpus_dir)
-    load_s = time.perf_counter() - start
-    print(f"corpus: {len(corpus.files)} files, {size / MB:.1f} MB at {corpus_dir}")
-    print(f"load_corpus (once per batch, not per workspace): {load_s:.3f} s; "
+    print(f"corpus: {len(corpus.files)} files, {size / MB:.1f} MB at {corpus_dir}; "
           f"{len(corpus.signatures)} files quiet (unchanged {QUIET_S:.0f} s before loading)")
+    checkouts = {"this checkout": REPO}
+    if args.compare_load is not None:
+        checkouts[str(args.compare_load)] = args.compare_load
+    loads = _load_times(checkouts, corpus_dir, args.runs)
+    print(f"load_corpus (once per batch, not per workspace), median of {args.runs} runs, "
+          "each in a fresh interpreter after a warm-up load:")
+    for name, seconds in loads.items():
+        print(f"  {name}: {seconds:.3f} s")
+    if args.compare_load is not None:
+        print(f"  ratio {args.compare_load} / this checkout = "
+              f"{loads[str(args.compare_load)] / loads['this checkout']:.1f}x")
+    if args.load_only:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        return 0
     out.mkdir()
     figures = _interleaved({"cp": lambda dst: _cp(corpus_dir, dst),
                             "cp+grep": lambda dst: _cp_grep(corpus_dir, dst),

@@ -1,37 +1,44 @@
-"""Load a corpus: ``.headwater/probe.yml``, the probe shelf and every document's id.
+"""Load a corpus: ``.headwater/probe.yml``, the probe shelf, every document's id, the untyped files.
 
-Layout (DESIGN.md, "Plan and corpus layout the built-in planner reads"; the
-exact rules are in docs/plan.md):
+Layout (the exact rules are in docs/plan.md):
 
-* ``.headwater/probe.yml`` - a closed mapping (`ProbeConfig`): a typo is an error.
-* ``docs/probes/*.md`` - one probe each: front matter ``id``, ``title``,
+* ``.headwater/probe.yml`` - a closed mapping (`campaign._schema.ProbeConfig`).
+* ``docs/probes/*.md`` with front matter - one probe each: ``id``, ``title``,
   ``answers``, ``examines``, and a ``## Task`` section (`task_of`).
-* every other ``docs/**/*.md`` - a document with ``id:`` in its front matter.
+* every other ``docs/**/*.md`` with front matter - a document, with an ``id:``.
+* a ``docs/**/*.md`` whose first line is not ``---`` - an *untyped file* (a
+  nested CLAUDE.md, a README, an imported page): in the tree like every file,
+  sealed and acted on by the arms like every file, never cited, no id
+  (`Corpus.untyped`). Front matter that opens and is broken is an error.
 
-Everything is read once, here; `Corpus` holds the digest of every regular
-file (the ``tree`` entries), so plans and seals never walk the tree again.
+Everything is read once, here: each file's bytes give its digest (the
+``tree`` entries) and, for Markdown under docs/, its front matter, so plans
+and seals never walk the tree again. Front matter is YAML 1.2 through
+`campaign._yamlload.load_yaml` (a C parser proven against the pure one).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Final, NamedTuple
+from pathlib import Path
+from typing import Any, Final, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from ruamel.yaml import YAML
+from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
-from recorder._digest import digest_file, tree_digest
-from recorder._vocab import Arm as Arm
-from recorder._vocab import Tier as Tier
+from recorder._digest import digest_bytes, digest_file, tree_digest
 
 from ._errors import CorpusError
+from ._markdown import TaskSectionError, opens_front_matter, split_front_matter, task_of
+from ._markdown import split_lines as split_lines
+from ._schema import ID_RE, ID_RULE, ProbeConfig, ProbeFront, describe_validation
+from ._schema import Arm as Arm
+from ._schema import Tier as Tier
+from ._schema import TierConfig as TierConfig
+from ._yamlload import describe_yaml_error, load_yaml
 
 PROBE_YML: Final = ".headwater/probe.yml"
 DEFAULT_LOCK: Final = ".headwater/taxonomy.lock"
@@ -40,172 +47,17 @@ NO_LOCK_SOURCE: Final = "probe.yml (no lock file)"
 SHELF: Final = "docs/probes/"
 DOCS: Final = "docs/"
 HEADWATER: Final = ".headwater/"
-
-ID_PATTERN: Final = r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$"
-ID_RE: Final = re.compile(ID_PATTERN.replace("$", r"\Z"))
-"""A corpus id: starts and ends with a letter, digit (or ``_`` at the end), so its
-word boundaries (docs/sealing.md) are well defined."""
+FRONT_MATTER_FIRST_LINE: Final = 2
+"""The file line of the front matter's first YAML line (after the opening ``---``)."""
 
 
-_LINE_RE: Final = re.compile(r"[^\n]*\n|[^\n]+\Z")
-_FENCE_RE: Final = re.compile(r"\A {0,3}(`{3,}|~{3,})")
-_HEADING_RE: Final = re.compile(r"\A {0,3}(#{1,6})(?:[ \t]|\Z)")
-_TASK_HEADING_RE: Final = re.compile(r"\A {0,3}##[ \t]+Task[ \t]*(?:#+[ \t]*)?\Z")
+class _Refused(Exception):
+    """A problem in one corpus file; `load_corpus` turns it into `CorpusError` (naming the root)."""
 
-
-class TaskSectionError(ValueError):
-    """A probe body without exactly one non-empty ``## Task`` section."""
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines ending at ``\n`` only, each with its terminator (the last may have none)."""
-    return _LINE_RE.findall(text)
-
-
-def split_front_matter(text: str) -> tuple[str | None, str]:
-    """Split ``text`` into (front matter YAML, body); (None, text) when there is none.
-
-    Front matter is the lines between a first line ``---`` and the next line
-    ``---`` (a trailing ``\r`` allowed on both).
-    """
-    lines = split_lines(text)
-    if not lines or lines[0].rstrip("\r\n") != "---":
-        return None, text
-    for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n") == "---":
-            return "".join(lines[1:i]), "".join(lines[i + 1 :])
-    return None, text
-
-
-def _headings(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(index, level, content) of each ATX heading outside fenced code blocks."""
-    found: list[tuple[int, int, str]] = []
-    fence: str | None = None
-    for i, line in enumerate(lines):
-        content = line.rstrip("\r\n")
-        opener = _FENCE_RE.match(content)
-        if fence is not None:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence) \
-                    and content.strip() == opener.group(1):
-                fence = None
-            continue
-        if opener:
-            fence = opener.group(1)
-        elif heading := _HEADING_RE.match(content):
-            found.append((i, len(heading.group(1)), content))
-    return found
-
-
-def task_of(body: str) -> str:
-    """The body of the ``## Task`` section, word for word (RC-04; docs/plan.md).
-
-    The section runs from the line after the heading ``## Task`` to the next
-    ATX heading of level 1 or 2 outside a fenced code block, or the end of
-    the file. Blank (empty or white-space-only) lines at its start and end are
-    dropped, and the line terminator of its last line; every other byte is
-    kept (inner blank lines, indentation, trailing spaces, ``\r``, ``###``
-    sub-headings).
-
-    Raises:
-        TaskSectionError: no ``## Task`` heading, more than one, or an empty section.
-    """
-    lines = split_lines(body)
-    heads = _headings(lines)
-    starts = [i for i, level, content in heads if level == 2 and _TASK_HEADING_RE.match(content)]
-    if len(starts) != 1:
-        raise TaskSectionError(
-            "no `## Task` section (the prompt of the probe, RC-04)" if not starts
-            else f"{len(starts)} `## Task` sections; a probe has exactly one"
-        )
-    end = next((i for i, level, _ in heads if i > starts[0] and level <= 2), len(lines))
-    section = lines[starts[0] + 1 : end]
-    while section and not section[0].strip():
-        section.pop(0)
-    while section and not section[-1].strip():
-        section.pop()
-    if not section:
-        raise TaskSectionError("the `## Task` section is empty")
-    task = "".join(section)
-    return task.removesuffix("\n").removesuffix("\r") if task.endswith("\n") else task
-
-
-def _check_relpath(value: str) -> str:
-    pure = PurePosixPath(value)
-    if (not value or pure.is_absolute() or "\\" in value or pure.as_posix() != value
-            or any(part in {".", ".."} for part in pure.parts)):
-        raise ValueError(f"{value!r} is not a normalised corpus-relative POSIX path")
-    return value
-
-
-RelPath = Annotated[str, Field(min_length=1)]
-
-
-class _Closed(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-
-class TierConfig(_Closed):
-    """One tier of ``probe.yml``: which arms, how many repetitions."""
-
-    arms: tuple[Arm, ...] = Field(min_length=1)
-    """Arms run for every probe, in this order; no arm twice."""
-    repetitions: int = Field(ge=1, strict=True)
-    """Sessions per probe and arm."""
-
-    @field_validator("arms")
-    @classmethod
-    def _unique(cls, arms: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(arms)) != len(arms):
-            raise ValueError(f"an arm is listed twice: {list(arms)}")
-        return arms
-
-
-class ProbeConfig(_Closed):
-    """``.headwater/probe.yml``, closed: an unknown key refuses the corpus."""
-
-    lock: RelPath | None = None
-    """The taxonomy lock file; absent: ``.headwater/taxonomy.lock`` when it exists."""
-    tiers: dict[Tier, TierConfig] = Field(min_length=1)
-    tools: tuple[str, ...]
-    """The one ``--allowedTools`` list of every arm (RC-04)."""
-    model: str = Field(min_length=1, strict=True)
-    checker: str | None = None
-    """The findings checker command, run over the workspace (RC-11); optional."""
-    folds: dict[str, tuple[RelPath, ...]] = Field(default_factory=dict)
-    """Probe id -> files outside docs/ that name the probe and are kept (RC-09)."""
-    answer_keys: dict[str, tuple[RelPath, ...]] = Field(default_factory=dict)
-    """Probe id -> documents answering the probe, removed with every line naming them."""
-
-    @field_validator("lock")
-    @classmethod
-    def _lock_path(cls, value: str | None) -> str | None:
-        return None if value is None else _check_relpath(value)
-
-    @field_validator("folds", "answer_keys")
-    @classmethod
-    def _paths(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-        for paths in value.values():
-            for path in paths:
-                _check_relpath(path)
-        return value
-
-
-class _ProbeFront(BaseModel):
-    """A probe's front matter. Other keys (taxonomy fields) are allowed and ignored."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    id: str = Field(strict=True, pattern=ID_PATTERN)
-    title: str = Field(strict=True, min_length=1)
-    answers: tuple[Annotated[str, Field(strict=True, pattern=r"\S")], ...]
-    examines: tuple[RelPath, ...]
-
-    @field_validator("examines")
-    @classmethod
-    def _paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for path in value:
-            _check_relpath(path)
-        return value
+    def __init__(self, path: str | None, problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +105,7 @@ class FileSignature(NamedTuple):
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     @classmethod
-    def quiet(cls, path: Path, started_ns: int) -> FileSignature | None:
+    def quiet(cls, path: str | os.PathLike[str], started_ns: int) -> FileSignature | None:
         """``path``'s signature if its ``ctime`` is `QUIET_S` older than ``started_ns``.
 
         ``started_ns``: when loading began, ``time.time_ns()``. None for a file
@@ -286,10 +138,13 @@ class Corpus:
     lock: str
     lock_source: str
     """The lock file's path, or `NO_LOCK_SOURCE`."""
+    untyped: tuple[str, ...] = ()
+    """The untyped files: every ``docs/**/*.md`` without front matter (its first line is not
+    ``---``), sorted by path bytes. In ``files`` like every file; not in ``documents``."""
     signatures: Mapping[str, FileSignature] = field(default_factory=dict)
     """relpath -> the file's `FileSignature` when loaded, for files then unchanged for at
-    least `QUIET_S` (`FileSignature.still`); the seal may trust their digest without
-    hashing them again while the signature holds."""
+    least `QUIET_S`; the seal may trust their digest without hashing them again while the
+    signature holds."""
     directories: Mapping[str, FileSignature] | None = None
     """relpath ("" the root) -> each directory's `FileSignature` at load, taken before the
     files'; None when a directory changed within `QUIET_S` of loading (`campaign._prefilter`
@@ -309,28 +164,37 @@ class Corpus:
         return self.config.answer_keys.get(probe_id, ())
 
 
-def _walk(root: Path) -> tuple[dict[str, Path], list[str], list[str]]:
-    """Regular files (not following symlinks), other entries, and directories ("" the root),
-    except top-level ``.git``."""
-    regular: dict[str, Path] = {}
+def _walk(root: Path) -> tuple[dict[str, str], list[str], list[str]]:
+    """Regular files (relpath -> host path; symlinks not followed), other entries, and
+    directories ("" the root), except the top-level ``.git``.
+
+    ``os.scandir`` tells a regular file from the directory entry's type, so the
+    walk stats nothing itself (the signatures' ``lstat`` comes after it).
+    """
+    regular: dict[str, str] = {}
     irregular: list[str] = []
     directories: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        directories.append("" if here == root else here.relative_to(root).as_posix())
-        if here == root and ".git" in dirnames:
-            dirnames.remove(".git")
-        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
-            path = here / name
-            rel = path.relative_to(root).as_posix()
+    pending = [("", str(root))]
+    while pending:
+        rel_dir, host_dir = pending.pop()
+        directories.append(rel_dir)
+        try:
+            with os.scandir(host_dir) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            raise _Refused(rel_dir or None, f"cannot list the directory: {exc.strerror}") from exc
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if rel == ".git":
                 continue
             try:
                 rel.encode("utf-8")
             except UnicodeEncodeError:
-                raise CorpusError(rel, "the file name is not UTF-8") from None
-            if stat.S_ISREG(path.lstat().st_mode):
-                regular[rel] = path
+                raise _Refused(rel, "the file name is not UTF-8") from None
+            if entry.is_dir(follow_symlinks=False):
+                pending.append((rel, entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                regular[rel] = entry.path
             else:
                 irregular.append(rel)
     return regular, sorted(irregular), directories
@@ -353,158 +217,220 @@ def _quiet_directories(root: Path, directories: list[str],
     return found
 
 
-def _yaml(text: str, where: str) -> Any:
+def _yaml(text: str, rel: str, *, first_line: int, what: str) -> Any:
     try:
-        return YAML(typ="safe", pure=True).load(text)
+        return load_yaml(text)
     except YAMLError as exc:
-        raise CorpusError(where, f"invalid YAML: {' '.join(str(exc).split())}") from exc
+        raise _Refused(rel, f"{what} is not valid YAML, at "
+                            f"{describe_yaml_error(exc, text, first_line=first_line)}") from exc
 
 
-def describe_validation(exc: ValidationError) -> str:
-    """One line per pydantic error, naming the key (``a.b.0``) and what is wrong."""
-    parts: list[str] = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        if err["type"] == "extra_forbidden":
-            parts.append(f"unknown key {loc!r} (not in the closed key set; a typo?)")
-        elif err["type"] == "missing":
-            parts.append(f"missing key {loc!r}")
-        else:
-            parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
-
-
-def _read_text(path: Path, rel: str) -> str:
+def _text(data: bytes, rel: str) -> str:
     """The file's text, byte for byte (no newline translation: a task keeps its ``\\r\\n``)."""
     try:
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CorpusError(rel, f"not UTF-8 text: {exc}") from exc
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise _Refused(rel, f"not UTF-8 text (byte {exc.start + 1}, line {line}: {exc.reason}); "
+                            "a Markdown file with front matter must be UTF-8") from exc
 
 
-def _front(path: Path, rel: str) -> tuple[dict[str, Any], str]:
-    front, body = split_front_matter(_read_text(path, rel))
+def _front(data: bytes, rel: str) -> tuple[dict[str, Any], str, int] | None:
+    """(front matter mapping, body, the body's first line number) of a Markdown file; None
+    when it is untyped (no front matter).
+
+    Raises:
+        _Refused: the first line is ``---`` and the front matter is broken: not
+            UTF-8, never closed, not YAML, or not a mapping.
+    """
+    if not opens_front_matter(data):
+        return None
+    text = _text(data, rel)
+    front, body = split_front_matter(text)
     if front is None:
-        raise CorpusError(rel, "no front matter (a `---` line, YAML, a `---` line); "
-                               "every document under docs/ has an `id:`")
-    data = _yaml(front, rel)
-    if not isinstance(data, dict):
-        raise CorpusError(rel, "front matter is not a YAML mapping")
-    return data, body
+        raise _Refused(rel, "the front matter opens with `---` on line 1 and no later line `---` "
+                            "closes it (a Markdown file without front matter must not start with "
+                            "a `---` line)")
+    parsed = _yaml(front, rel, first_line=FRONT_MATTER_FIRST_LINE, what="the front matter")
+    if not isinstance(parsed, dict):
+        found = "empty" if parsed is None else f"a YAML {type(parsed).__name__}"
+        raise _Refused(rel, f"the front matter must be a YAML mapping (key: value lines), and it "
+                            f"is {found}")
+    return parsed, body, text.count("\n", 0, len(text) - len(body)) + 1
 
 
-def _load_config(files: Mapping[str, Path]) -> ProbeConfig:
-    if PROBE_YML not in files:
-        raise CorpusError(PROBE_YML, "missing: a corpus declares its tiers, tools and model there")
-    data = _yaml(_read_text(files[PROBE_YML], PROBE_YML), PROBE_YML)
+def _load_config(paths: Mapping[str, str]) -> ProbeConfig:
+    if PROBE_YML not in paths:
+        raise _Refused(PROBE_YML, "missing: a corpus declares its tiers, tools and model there "
+                                  "(docs/plan.md)")
+    with open(paths[PROBE_YML], "rb") as fp:
+        text = _text(fp.read(), PROBE_YML)
+    data = _yaml(text, PROBE_YML, first_line=1, what="the file")
     try:
         return ProbeConfig.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        raise CorpusError(PROBE_YML, describe_validation(exc)) from exc
+        raise _Refused(PROBE_YML, describe_validation(exc, ProbeConfig)) from exc
 
 
-def _load_probe(rel: str, path: Path, digest: str, files: Mapping[str, Path]) -> Probe:
-    data, body = _front(path, rel)
+def _load_probe(rel: str, front: dict[str, Any], body: str, digest: str,
+                body_line: int) -> Probe:
     try:
-        front = _ProbeFront.model_validate(data)
+        probe = ProbeFront.model_validate(front)
     except ValidationError as exc:
-        raise CorpusError(rel, f"probe front matter: {describe_validation(exc)}") from exc
-    for examined in front.examines:
-        if examined not in files:
-            raise CorpusError(rel, f"examines {examined!r}, which is not a file of the corpus")
+        raise _Refused(rel, f"probe front matter: {describe_validation(exc, ProbeFront)}") \
+            from exc
     try:
-        task = task_of(body)
+        task = task_of(body, first_line=body_line)
     except TaskSectionError as exc:
-        raise CorpusError(rel, str(exc)) from exc
-    return Probe(id=front.id, title=front.title.strip(), path=rel, digest=digest, task=task,
-                 answers=front.answers, examines=front.examines)
+        raise _Refused(rel, str(exc)) from exc
+    return Probe(id=probe.id, title=probe.title.strip(), path=rel, digest=digest, task=task,
+                 answers=probe.answers, examines=probe.examines)
 
 
-def _document_id(rel: str, path: Path) -> str:
-    data, _ = _front(path, rel)
-    doc_id = data.get("id")
+def _document_id(rel: str, front: dict[str, Any]) -> str:
+    doc_id = front.get("id")
+    if "id" not in front:
+        raise _Refused(rel, "the front matter has no `id:`. A Markdown file under docs/ with "
+                            "front matter is a document and needs one; without front matter it "
+                            "is an untyped file (never cited)")
     if not isinstance(doc_id, str) or not ID_RE.match(doc_id):
-        raise CorpusError(rel, f"front matter `id:` is missing or malformed ({doc_id!r}); "
-                               "every document under docs/ has one (letters, digits, _ . -)")
+        hint = " (quote it in YAML to make it a string)" if isinstance(doc_id, int | float) else ""
+        raise _Refused(rel, f"`id: {doc_id!r}` is not {ID_RULE}{hint}")
     return doc_id
 
 
 def _check_declarations(config: ProbeConfig, probes: Mapping[str, Probe],
-                        files: Mapping[str, Path]) -> None:
+                        files: Mapping[str, str]) -> None:
+    for probe in probes.values():
+        for examined in probe.examines:
+            if examined not in files:
+                raise _Refused(probe.path, f"examines {examined!r}, which is not a file of the "
+                                           "corpus")
     for key, table in (("folds", config.folds), ("answer_keys", config.answer_keys)):
         for probe_id, paths in table.items():
             if probe_id not in probes:
-                raise CorpusError(PROBE_YML, f"{key} names {probe_id!r}, not a probe of the shelf")
+                raise _Refused(PROBE_YML, f"{key} names {probe_id!r}, which is not a probe of "
+                                          "the shelf docs/probes/")
             for declared in paths:
                 if declared not in files:
-                    raise CorpusError(PROBE_YML, f"{key}.{probe_id}: {declared!r} is not a file "
-                                                 "of the corpus")
+                    raise _Refused(PROBE_YML, f"{key}.{probe_id}: {declared!r} is not a file "
+                                              "of the corpus")
                 if key == "folds" and declared.startswith((DOCS, HEADWATER)):
-                    raise CorpusError(PROBE_YML, f"folds.{probe_id}: {declared!r} is under "
-                                                 f"{declared.split('/')[0]}/; RC-09 keeps only "
-                                                 "folds outside docs/ (and .headwater/ is removed)")
+                    raise _Refused(PROBE_YML, f"folds.{probe_id}: {declared!r} is under "
+                                              f"{declared.split('/')[0]}/, but a fold lies "
+                                              "outside docs/ and .headwater/: the seal removes "
+                                              "every file naming the probe under docs/ and all "
+                                              "of .headwater/ (RC-09)")
         if key == "answer_keys":
             for probe_id, paths in table.items():
                 both = set(paths) & set(config.folds.get(probe_id, ()))
                 if both:
-                    raise CorpusError(PROBE_YML, f"{sorted(both)[0]!r} is both a fold and an "
-                                                 f"answer key of {probe_id}")
+                    raise _Refused(PROBE_YML, f"{sorted(both)[0]!r} is both a fold and an "
+                                              f"answer key of {probe_id}")
+
+
+def _is_markdown_in_docs(rel: str) -> bool:
+    return rel.startswith(DOCS) and rel.endswith(".md")
+
+
+def _is_on_shelf(rel: str) -> bool:
+    return rel.startswith(SHELF) and "/" not in rel[len(SHELF):]
+
+
+@dataclass(slots=True)
+class _Reading:
+    """What the one pass over the files collects."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    probes: dict[str, Probe] = field(default_factory=dict)
+    documents: dict[str, str] = field(default_factory=dict)
+    untyped: list[str] = field(default_factory=list)
+
+    def markdown(self, rel: str, data: bytes) -> None:
+        """Classify one ``docs/**/*.md`` file from its bytes: probe, document or untyped."""
+        parsed = _front(data, rel)
+        if parsed is None:
+            self.untyped.append(rel)
+            return
+        front, body, body_line = parsed
+        if _is_on_shelf(rel):
+            probe = _load_probe(rel, front, body, self.files[rel], body_line)
+            doc_id = probe.id
+            self.probes[doc_id] = probe
+        else:
+            doc_id = _document_id(rel, front)
+        if doc_id in self.documents:
+            raise _Refused(rel, f"id {doc_id!r} is already the id of {self.documents[doc_id]}; "
+                                "ids are unique in a corpus")
+        self.documents[doc_id] = rel
+
+
+def _read_all(ordered: list[str], paths: Mapping[str, str]) -> _Reading:
+    """Digest every file once; a Markdown file under docs/ is parsed from the same bytes."""
+    reading = _Reading()
+    for rel in ordered:
+        if _is_markdown_in_docs(rel):
+            with open(paths[rel], "rb") as fp:
+                data = fp.read()
+            reading.files[rel] = digest_bytes(data)
+            reading.markdown(rel, data)
+        else:
+            reading.files[rel] = digest_file(Path(paths[rel]))
+    return reading
 
 
 def load_corpus(root: Path) -> Corpus:
-    """Read and check the corpus at ``root`` (DESIGN.md, "Plan and corpus layout").
+    """Read and check the corpus at ``root`` (docs/plan.md, "What the planner reads").
 
-    Reads every regular file once (for its digest); symlinks are neither
-    followed nor digested (`Corpus.irregular`).
+    Reads every regular file once (for its digest, and a Markdown file under
+    docs/ for its front matter from the same bytes); symlinks are neither
+    followed nor digested (`Corpus.irregular`). A Markdown file under docs/
+    whose first line is not ``---`` is untyped (`Corpus.untyped`), not an error.
 
     Raises:
-        CorpusError: ``root`` is not a directory; probe.yml is missing, not
-            YAML or breaks its closed key set; a probe has no ``## Task`` or
-            bad front matter; a document under docs/ has no ``id:``; an id is
-            used twice; an ``examines`` path, fold or answer key is not a
-            file; a fold or answer key names an unknown probe; a fold lies
-            under docs/ or .headwater/.
+        CorpusError: ``root`` does not exist or is not a directory; probe.yml
+            is missing, not YAML or breaks its closed key set; a probe has no
+            ``## Task`` or bad front matter; front matter opens (``---``) and is
+            broken; a document under docs/ has no ``id:``; an id is used twice;
+            an ``examines`` path, fold or answer key is not a file; a fold or
+            answer key names an unknown probe; a fold lies under docs/ or
+            .headwater/. The message names the root and the file.
+        OSError: a file cannot be read (permissions, I/O).
     """
+    if not root.exists():
+        raise CorpusError(str(root), None, "does not exist")
     if not root.is_dir():
-        raise CorpusError(str(root), "the corpus root is not a directory")
+        raise CorpusError(str(root), None, "is not a directory (a corpus is a directory holding "
+                                           ".headwater/probe.yml and docs/)")
+    try:
+        return _load(root)
+    except _Refused as exc:
+        raise CorpusError(str(root), exc.path, exc.problem) from exc
+
+
+def _load(root: Path) -> Corpus:
     started_ns = time.time_ns()
     paths, irregular, directories = _walk(root)
     ordered = sorted(paths, key=lambda p: p.encode("utf-8"))
     quiet_dirs = _quiet_directories(root, directories, started_ns)  # before the files' (see there)
     signatures = {rel: sig for rel in ordered
                   if (sig := FileSignature.quiet(paths[rel], started_ns)) is not None}
-    files = {rel: digest_file(paths[rel]) for rel in ordered}  # after the stat: see FileSignature
-    config = _load_config(paths)
-    probes: dict[str, Probe] = {}
-    documents: dict[str, str] = {}
-    for rel in ordered:
-        if not (rel.startswith(DOCS) and rel.endswith(".md")):
-            continue
-        is_probe = rel.startswith(SHELF) and "/" not in rel[len(SHELF):]
-        if is_probe:
-            probe = _load_probe(rel, paths[rel], files[rel], paths)
-            doc_id = probe.id
-        else:
-            doc_id = _document_id(rel, paths[rel])
-        if doc_id in documents:
-            raise CorpusError(rel, f"id {doc_id!r} is already the id of {documents[doc_id]}")
-        documents[doc_id] = rel
-        if is_probe:
-            probes[doc_id] = probe
-    _check_declarations(config, probes, paths)
-    lock, source = _lock(config, files)
+    config = _load_config(paths)  # before the documents: its problems are reported first
+    reading = _read_all(ordered, paths)  # after the stat: see FileSignature
+    _check_declarations(config, reading.probes, reading.files)
+    lock, source = _lock(config, reading.files)
     return Corpus(
-        root=root, config=config, files=files, irregular=tuple(irregular),
-        probes=dict(sorted(probes.items())), documents=documents,
-        tree=tree_digest(files), lock=lock, lock_source=source, signatures=signatures,
-        directories=quiet_dirs,
+        root=root, config=config, files=reading.files, irregular=tuple(irregular),
+        probes=dict(sorted(reading.probes.items())), documents=reading.documents,
+        tree=tree_digest(reading.files), lock=lock, lock_source=source,
+        untyped=tuple(reading.untyped), signatures=signatures, directories=quiet_dirs,
     )
 
 
 def _lock(config: ProbeConfig, files: Mapping[str, str]) -> tuple[str, str]:
     if config.lock is not None:
         if config.lock not in files:
-            raise CorpusError(PROBE_YML, f"lock: {config.lock!r} is not a file of the corpus")
+            raise _Refused(PROBE_YML, f"lock: {config.lock!r} is not a file of the corpus")
         return files[config.lock], config.lock
     if DEFAULT_LOCK in files:
         return files[DEFAULT_LOCK], DEFAULT_LOCK

@@ -1,7 +1,8 @@
-"""Errors raised by the campaign package for bad input (DESIGN.md, exit status 2).
+"""Errors raised by the campaign package for bad input (exit status 2, docs/cli.md).
 
 * CampaignError                 - base class; ``exit_status`` 2 (usage or bad input)
   x CorpusError                 - a corpus file breaks the layout the planner reads
+  x UnknownTool                 - an allowed-tools entry the pinned harness does not know
   x UnknownProbe                - a probe id that is not on the shelf ``docs/probes/``
   x PlanError                   - a plan cannot be composed or a plan file cannot be read
     x UnknownTier               - a tier that ``probe.yml`` does not declare
@@ -24,7 +25,7 @@ from typing import ClassVar
 class CampaignError(Exception):
     """Base class for every error raised by `campaign` for bad input.
 
-    ``exit_status`` is the CLI's status for the error (DESIGN.md: 2 for usage
+    ``exit_status`` is the CLI's status for the error (docs/cli.md: 2 for usage
     or bad input). ``record`` maps `SealRefused` to 12 itself.
     """
 
@@ -32,17 +33,48 @@ class CampaignError(Exception):
 
 
 class CorpusError(CampaignError):
-    """A corpus file breaks the layout the built-in planner reads.
+    """A corpus file breaks the layout the built-in planner reads, or there is no corpus.
 
     Raised by `load_corpus`; never for a seal refusal (that is `SealRefused`).
+    The message always names the corpus root: ``corpus /abs/root: docs/a.md:
+    <problem>``, or ``corpus /abs/root: <problem>`` for the root itself.
     """
 
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"corpus file {path}: {problem}")
+    def __init__(self, root: str, path: str | None, problem: str) -> None:
+        where = f"corpus {root}: {path}: " if path else f"corpus {root}: "
+        super().__init__(where + problem)
+        self.root = root
+        """The corpus root as given to `load_corpus`."""
         self.path = path
-        """The corpus-relative path (or the corpus root) the problem is in."""
+        """The corpus-relative POSIX path the problem is in; None for the root itself."""
         self.problem = problem
-        """What is wrong, naming the rule."""
+        """What is wrong, in words (a rule code may follow, never alone)."""
+
+
+class UnknownTool(CampaignError):
+    """An allowed-tools entry the pinned harness does not know (`campaign._tools`).
+
+    Raised when a plan is composed or a plan file is read, before anything is
+    spent: a name the harness does not know would silently allow nothing.
+    """
+
+    def __init__(self, tool: str, problem: str, *, source: str, version: str,
+                 known: Iterable[str]) -> None:
+        self.tool = tool
+        self.problem = problem
+        """Why ``tool`` is refused (a near name when there is one)."""
+        self.source = source
+        """Where the list is: ``.headwater/probe.yml`` or the plan file."""
+        self.version = version
+        """The pinned Claude Code version whose tool list applies."""
+        self.known = tuple(known)
+        """The tool names that version knows, sorted."""
+        super().__init__(
+            f"{source}: allowed tools: {problem}. Claude Code {version} knows "
+            f"{', '.join(self.known)}. Also accepted: a permission rule over one of these, "
+            "such as Bash(git log:*), and mcp__<server> or mcp__<server>__<tool> for a server "
+            "the corpus's .mcp.json declares (docs/plan.md, \"Allowed tools\")"
+        )
 
 
 class UnknownProbe(CampaignError):
@@ -70,18 +102,19 @@ class PlanError(CampaignError):
 class UnknownTier(PlanError):
     """A tier that ``.headwater/probe.yml`` does not declare."""
 
-    def __init__(self, tier: str, known: Iterable[str]) -> None:
+    def __init__(self, tier: str, known: Iterable[str], *, corpus_root: str | None = None) -> None:
         self.tier = tier
         self.known = tuple(sorted(known))
+        where = f"corpus {corpus_root}: " if corpus_root else ""
         super().__init__(
             f"tier {tier!r}",
-            ".headwater/probe.yml declares no such tier "
-            f"(known: {', '.join(self.known) or 'none'})",
+            f"{where}.headwater/probe.yml declares no such tier "
+            f"(it declares: {', '.join(self.known) or 'none'})",
         )
 
 
 class TreeMismatch(PlanError):
-    """``--plan FILE`` was composed over another corpus tree (DESIGN.md, "Digests")."""
+    """``--plan FILE`` was composed over another corpus tree (docs/plan.md, `tree`)."""
 
     def __init__(self, plan_file: str, plan_tree: str, corpus_tree: str) -> None:
         self.plan_tree = plan_tree

@@ -1,6 +1,6 @@
 """The plan: six identity members, the probes with their tasks, the read set, the count.
 
-Digest rules (DESIGN.md, "Digests"; the file shape is in docs/plan.md):
+Digest rules (docs/plan.md, "The six identity members"; the file shape is there too):
 
 * ``tree`` - `tree_digest` over every regular file of the corpus except ``.git/``.
 * ``lock`` - the lock file's digest; without one, probe.yml's (``lock_source`` says so).
@@ -14,7 +14,10 @@ so a plan file fixes what every arm ran, and the session passes
 ``plan.arm_spec(arm).allowed_tools`` to the harness.
 
 The built-in planner selects every probe on the shelf; the tier selects arms
-and repetitions. A plan file (``--plan``) may select fewer probes.
+and repetitions. A plan file (``--plan``) may select fewer probes. The plan
+lists the corpus's untyped files (``untyped_files``: Markdown under docs/
+without front matter) and refuses an allowed-tools entry the pinned harness
+does not know (`campaign._tools`).
 """
 
 from __future__ import annotations
@@ -32,16 +35,23 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from recorder._digest import digest_text, tree_digest
+from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 
 from ._arms import Arm, arm_spec
-from ._corpus import Corpus, Tier, TierConfig, describe_validation
+from ._corpus import PROBE_YML, SHELF, Corpus, Tier, TierConfig
 from ._errors import PlanError, TreeMismatch, UnknownTier
+from ._schema import DIGEST_PATTERN, describe_validation
+from ._tools import check_allowed_tools
+from ._yamlload import describe_yaml_error, load_yaml
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
 """The version when the distribution is not installed (a bare checkout on sys.path)."""
 
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+UNTYPED_KEY: Final = "untyped_files"
+"""The plan key listing the corpus's untyped files (a plan file without it is refused)."""
+
+Digest = Annotated[str, Field(pattern=DIGEST_PATTERN)]
 
 
 class _Closed(BaseModel):
@@ -108,6 +118,9 @@ class Plan(_Closed):
     probes: tuple[PlanProbe, ...] = Field(min_length=1)
     read_set_files: tuple[FileDigest, ...]
     """The files ``read_set`` covers, sorted by path bytes."""
+    untyped_files: tuple[str, ...]
+    """The corpus's untyped files (Markdown under docs/ without front matter), sorted by path
+    bytes: in ``tree``, sealed and acted on by the arms, never cited (`Corpus.untyped`)."""
 
     @model_validator(mode="after")
     def _count(self) -> Plan:
@@ -151,9 +164,21 @@ def _files(corpus: Corpus, paths: Iterable[str]) -> tuple[FileDigest, ...]:
     return tuple(FileDigest(path=p, digest=corpus.files[p]) for p in ordered)
 
 
+def _check_tools(corpus: Corpus, tools: tuple[str, ...], source: str) -> None:
+    """`check_allowed_tools` against the servers the corpus's root ``.mcp.json`` declares."""
+    try:
+        servers = declared_mcp_servers_of(corpus.root)
+    except McpConfigError as exc:
+        raise PlanError(source, f"the corpus's .mcp.json cannot be read: {exc}") from exc
+    check_allowed_tools(tools, mcp_servers=servers, source=source)
+
+
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
            repetitions: int, seed: int, harness: str, model: str,
-           tools: tuple[str, ...]) -> Plan:
+           tools: tuple[str, ...], tools_source: str | None = None) -> Plan:
+    """The plan of ``ids`` over ``corpus``; ``tools_source`` names where ``tools`` come from in
+    an error (default: the corpus's probe.yml)."""
+    _check_tools(corpus, tools, tools_source or f"corpus {corpus.root}: {PROBE_YML} `tools`")
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
     probes = [
@@ -171,7 +196,7 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
         "tools": tools, "lock_source": corpus.lock_source, "probes": probes,
         "arm_specs": [{"arm": a.arm, "allowed_tools": a.allowed_tools, "layer": a.layer,
                        "flags": a.flags, "identity": a.identity} for a in specs],
-        "read_set_files": read,
+        "read_set_files": read, UNTYPED_KEY: corpus.untyped,
     })
 
 
@@ -180,14 +205,18 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
 
     Raises:
         UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
-        PlanError: the shelf holds no probe.
+        PlanError: the shelf holds no probe; the corpus's ``.mcp.json`` cannot be read.
+        UnknownTool: probe.yml's ``tools`` holds an entry the pinned harness does not
+            know (`campaign._tools.check_allowed_tools`).
         ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object (`arm_spec`).
     """
     declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}
     if tier not in declared:
-        raise UnknownTier(tier, declared)
+        raise UnknownTier(tier, declared, corpus_root=str(corpus.root))
     if not corpus.probes:
-        raise PlanError(f"tier {tier!r}", "the shelf docs/probes/ holds no probe; nothing to run")
+        raise PlanError(f"tier {tier!r}", f"corpus {corpus.root}: the shelf docs/probes/ holds no "
+                                          "probe (a Markdown file there with front matter); "
+                                          "nothing to run")
     chosen = declared[tier]
     return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
                   repetitions=chosen.repetitions, seed=seed, harness=harness_version(),
@@ -263,6 +292,11 @@ def _text(plan: Plan) -> str:
         lines += ["  examines:"] + [f"    {e.digest} {e.path}" for e in probe.examines]
     lines += ["", f"read set ({len(plan.read_set_files)} documents):"]
     lines += [f"  {f.digest} {f.path}" for f in plan.read_set_files]
+    lines += ["", f"untyped files: {len(plan.untyped_files)} (Markdown under docs/ without front "
+                  "matter: in the tree, sealed and acted on by the arms, never cited; "
+                  "--format yaml lists them)"]
+    lines += [f"  {p}: on the shelf without front matter, so not a probe"
+              for p in plan.untyped_files if p.startswith(SHELF) and "/" not in p[len(SHELF):]]
     return "\n".join(lines) + "\n"
 
 
@@ -271,12 +305,16 @@ def _parse(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError(str(path), f"cannot read: {exc}") from exc
-    try:
-        if path.suffix == ".json" or text.lstrip().startswith("{"):
+    if path.suffix == ".json" or text.lstrip().startswith("{"):
+        try:
             return json.loads(text)
-        return YAML(typ="safe", pure=True).load(text)
-    except (json.JSONDecodeError, YAMLError) as exc:
-        raise PlanError(str(path), f"not valid YAML or JSON: {' '.join(str(exc).split())}") from exc
+        except json.JSONDecodeError as exc:
+            raise PlanError(str(path), f"not valid JSON, at line {exc.lineno}, column "
+                                       f"{exc.colno}: {exc.msg}") from exc
+    try:
+        return load_yaml(text)
+    except YAMLError as exc:
+        raise PlanError(str(path), f"not valid YAML, at {describe_yaml_error(exc, text)}") from exc
 
 
 def load_plan_file(path: Path, corpus: Corpus) -> Plan:
@@ -289,17 +327,28 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
 
     Raises:
         PlanError: unreadable; not YAML/JSON; a key outside the closed set
-            or missing; a probe not on the shelf or listed twice; ``lock``,
-            ``selection`` or ``read_set`` not what the corpus composes.
+            or missing (``untyped_files`` too: a file of an older planner);
+            a probe not on the shelf or listed twice; ``untyped_files``,
+            ``lock``, ``selection`` or ``read_set`` not what the corpus composes.
         TreeMismatch: the file's ``tree`` differs from the corpus's (exit 2).
+        UnknownTool: the file's ``tools`` holds an entry the pinned harness does not know.
     """
     where = str(path)
+    data = _parse(path)
+    if isinstance(data, dict) and UNTYPED_KEY not in data:
+        raise PlanError(where, f"missing key {UNTYPED_KEY!r}, the corpus's untyped files "
+                               "(Markdown under docs/ without front matter): the file was "
+                               "composed by an older planner; compose it again with "
+                               "`headwater-campaign plan CORPUS --format yaml`")
     try:
-        given = Plan.model_validate(_parse(path))
+        given = Plan.model_validate(data)
     except ValidationError as exc:
-        raise PlanError(where, describe_validation(exc)) from exc
+        raise PlanError(where, describe_validation(exc, Plan)) from exc
     if given.tree != corpus.tree:
         raise TreeMismatch(where, given.tree, corpus.tree)
+    if given.untyped_files != corpus.untyped:
+        raise PlanError(where, f"{UNTYPED_KEY} differs from the corpus's untyped files "
+                               f"({', '.join(corpus.untyped) or 'none'}); compose the plan again")
     ids = [p.id for p in given.probes]
     if len(set(ids)) != len(ids):
         raise PlanError(where, "a probe is listed twice")
@@ -307,7 +356,8 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     if missing:
         raise PlanError(where, f"probe {missing[0]!r} is not on the shelf docs/probes/")
     plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
-                  seed=given.seed, harness=given.harness, model=given.model, tools=given.tools)
+                  seed=given.seed, harness=given.harness, model=given.model, tools=given.tools,
+                  tools_source=f"{where} `tools`")
     for member in ("lock", "selection", "read_set", "arm_specs"):
         if getattr(given, member) != getattr(plan, member):
             if member == "arm_specs":

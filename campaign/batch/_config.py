@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from campaign._plan import Plan, dump_plan
+from campaign._schema import describe_validation
 
 from ._atomic import write_atomic
 from ._options import BatchOptions
@@ -123,10 +124,8 @@ def read_config(batch: Path) -> BatchConfig:
     try:
         return BatchConfig.model_validate(_load(path))
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BatchFileError(path, f"{where}: {first['msg']} (not a config this runner "
-                                   "wrote)") from exc
+        raise BatchFileError(path, f"{describe_validation(exc, BatchConfig)} (not a config "
+                                   "this runner wrote)") from exc
 
 
 def write_plan(batch: Path, plan: Plan) -> None:
@@ -144,6 +143,5 @@ def read_plan(batch: Path) -> Plan:
     try:
         return Plan.model_validate(_load(path))
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BatchFileError(path, f"{where}: {first['msg']} (not a plan)") from exc
+        raise BatchFileError(path, f"{describe_validation(exc, Plan)} (not a plan this runner "
+                                   "wrote)") from exc

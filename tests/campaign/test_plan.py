@@ -58,7 +58,8 @@ def test_unknown_tier_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(UnknownTier) as caught:
         compose_plan(corpus, tier="documentation")
     assert caught.value.known == ("campaign", "regression") and caught.value.exit_status == 2
-    assert "campaign, regression" in str(caught.value)
+    assert f"corpus {corpus.root}: .headwater/probe.yml declares no such tier (it declares: " \
+        "campaign, regression)" in str(caught.value)
 
 
 TASK = "- starts with a dash: `x`  \n\n\tindented \"quoted\" 'single' # not a comment\nünïcode: ok"
@@ -179,3 +180,59 @@ def test_example_corpus_plan_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text(dump_plan(plan, "yaml"), encoding="utf-8")
     assert load_plan_file(path, corpus) == plan
+
+
+UNTYPED = {"docs/guide/CLAUDE.md": "Folder rules.\n", "docs/README.md": "Read me.\n",
+           "docs/probes/README.md": "How the shelf works.\n"}
+
+
+@pytest.fixture
+def untyped_root(tmp_path: Path) -> Path:
+    return write_files(minimal_corpus(tmp_path / "c"), UNTYPED)
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_plan_lists_the_untyped_files_sorted(untyped_root: Path, fmt: str) -> None:
+    text = dump_plan(compose_plan(load_corpus(untyped_root), tier="campaign"), fmt)  # type: ignore[arg-type]
+    data = json.loads(text) if fmt == "json" else YAML(typ="safe", pure=True).load(text)
+    assert data["untyped_files"] == ["docs/README.md", "docs/guide/CLAUDE.md",
+                                     "docs/probes/README.md"]  # sorted by path bytes
+
+
+def test_text_plan_counts_the_untyped_files(untyped_root: Path) -> None:
+    text = dump_plan(compose_plan(load_corpus(untyped_root), tier="campaign"), "text")
+    assert "\nuntyped files: 3 (Markdown under docs/ without front matter" in text
+    assert "  docs/probes/README.md: on the shelf without front matter, so not a probe\n" in text
+
+
+def test_a_plan_file_without_the_untyped_files_is_refused_saying_why(untyped_root: Path,
+                                                                     tmp_path: Path) -> None:
+    data = json.loads(dump_plan(compose_plan(load_corpus(untyped_root), tier="campaign"), "json"))
+    del data["untyped_files"]
+    path = tmp_path / "old-plan.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(PlanError) as caught:
+        load_plan_file(path, load_corpus(untyped_root))
+    assert caught.value.exit_status == 2
+    assert "missing key 'untyped_files', the corpus's untyped files" in str(caught.value)
+    assert "compose it again" in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_a_plan_file_with_other_untyped_files_is_refused(untyped_root: Path,
+                                                         tmp_path: Path) -> None:
+    data = json.loads(dump_plan(compose_plan(load_corpus(untyped_root), tier="campaign"), "json"))
+    data["untyped_files"] = ["docs/README.md"]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(PlanError, match="untyped_files differs from the corpus's untyped files"):
+        load_plan_file(path, load_corpus(untyped_root))
+
+
+def test_a_plan_file_yaml_error_keeps_its_line_and_column(untyped_root: Path,
+                                                          tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text("tree: x\nseed: [0\n", encoding="utf-8")
+    with pytest.raises(PlanError) as caught:
+        load_plan_file(path, load_corpus(untyped_root))
+    assert "not valid YAML, at line 3, column 1: " in str(caught.value)
+    assert "  while parsing a flow sequence (from line 2, column 7)" in str(caught.value)
