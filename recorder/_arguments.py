@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 PATH_ARGUMENT_KEYS: Final = {"Read": "file_path", "Write": "file_path", "Edit": "file_path",
-                             "NotebookEdit": "notebook_path"}
+                             "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 """RC-10: tools whose argument is a path, written workspace-relative when inside."""
 PLAIN_ARGUMENT_KEYS: Final = {"Bash": "command", "Glob": "pattern", "Agent": "description",
                               "Task": "description", "Skill": "skill"}
@@ -29,12 +29,15 @@ WRITE_TOOLS: Final = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "f
 def call_argument(tool: str, tool_input: object, *, workspace: Path) -> str:
     """RC-10's ``argument`` for one tool_use.
 
-    Read/Write/Edit ``file_path`` and NotebookEdit ``notebook_path`` (relative
-    to the workspace when lexically inside it), Bash ``command`` verbatim, Grep
-    ``pattern`` plus `` in <path>`` when a path is given, Glob ``pattern``,
-    Agent/Task ``description``, Skill ``skill``. Anything else, and any of
-    these whose key is missing or not a string: the canonical JSON of the
-    input (sorted keys, no spaces, non-ASCII kept).
+    Read/Write/Edit/MultiEdit ``file_path`` and NotebookEdit ``notebook_path``
+    (relative to the workspace when lexically inside it), Bash ``command``
+    verbatim, Grep ``pattern`` plus `` in <path>`` when a path is given (the
+    path relative to the workspace when inside, ``.`` for the workspace
+    itself), Glob ``pattern``, Agent/Task ``description``, Skill ``skill``.
+    Anything else, and any of these whose key is missing or not a string: the
+    canonical JSON of the input (sorted keys, no spaces, non-ASCII kept). So
+    no path under the batch directory enters an argument through these tools:
+    the same session recorded in two batches gives the same events.
 
     Args:
         tool: the tool's name exactly as the stream gives it (``Agent`` and
@@ -49,7 +52,10 @@ def call_argument(tool: str, tool_input: object, *, workspace: Path) -> str:
             return value
         if tool == "Grep" and isinstance(pattern := tool_input.get("pattern"), str):
             path = tool_input.get("path")
-            return f"{pattern} in {path}" if isinstance(path, str) and path else pattern
+            if isinstance(path, str) and path:
+                return f"{pattern} in {relative_if_inside(path, workspace)}"
+            return pattern
+
     return canonical_json(tool_input)
 
 

@@ -152,7 +152,7 @@ class Expect:
 # The Reads of docs/x.md, Grep/Glob and the nope.md Read of the a_* scripts.
 A_CALLS = (
     ("Read", "docs/x.md", Sealed("docs/x.md")),
-    ("Grep", "TODO in {ws}", Text("toolu_grep1")),
+    ("Grep", "TODO in .", Text("toolu_grep1")),
     ("Glob", "**/*.md", Text("toolu_glob1")),
     ("Grep", "TODO", Text("toolu_grep2")),
     ("Read", "docs/x.md", Sealed("docs/x.md")),  # offset 2 limit 1: a partial read, same digest
@@ -199,8 +199,7 @@ EXPECT: dict[str, Expect] = {
          ("Edit", "src/app.py", Text("toolu_e2_unread")),
          ("Read", "src/app.py", Sealed("src/app.py")),
          ("Edit", "src/app.py", Text("toolu_e3")),
-         ("MultiEdit", '{"edits":[{"new_string":"ONE","old_string":"one"}],'
-                       '"file_path":"{ws}/new.txt"}', Text("toolu_me1")),
+         ("MultiEdit", "new.txt", Text("toolu_me1")),
          ("Read", "nb.ipynb", Sealed("nb.ipynb")),
          ("NotebookEdit", "nb.ipynb", Text("toolu_nb1")),
          ("NotebookEdit", "nb.ipynb", Text("toolu_nb2")),
