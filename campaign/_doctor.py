@@ -241,7 +241,6 @@ def print_report(report: PreflightReport) -> None:
               "scripted` can run here; a batch against a real provider needs the credentials")
 
 
-
 def exit_status(report: PreflightReport) -> int:
     """``doctor``'s status: 0 all verified ok, 12 any verified broken, else 4."""
     if report.broken:

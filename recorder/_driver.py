@@ -53,6 +53,9 @@ DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line
 LineSink: TypeAlias = Callable[[bytes], bool | None]
 """Takes one stdout line; returns True when it was a result line (the post-result grace
 starts), anything falsy otherwise. The driver knows nothing of the lines' format."""
+ChunkSink: TypeAlias = Callable[[bytes], None]
+"""Takes every stdout chunk as it was read from the pipe, before it is split into lines (the
+kept stream: exactly the bytes received, cut lines and over-long lines included)."""
 _PumpEnd = Literal["eof", "watchdog", "line-too-long", "consumer-failed", "drain-cut"]
 
 
@@ -102,6 +105,7 @@ async def drive_child(
     watchdog_s: float,
     post_result_grace_s: float = POST_RESULT_GRACE_S,
     grace_s: float = GRACE_S,
+    on_chunk: ChunkSink | None = None,
 ) -> DriveResult:
     """Read ``child``'s stdout to its end, handing each line to ``on_line``; reap it.
 
@@ -140,6 +144,8 @@ async def drive_child(
         post_result_grace_s: Seconds, after a result line, without a stdout byte
             or the exit after which the child is stopped (``end="post-result-grace"``).
         grace_s: Seconds between SIGTERM and SIGKILL.
+        on_chunk: Called with every chunk read from stdout, in order, before it is
+            split into lines (`ChunkSink`); None keeps nothing.
 
     Returns:
         The observed facts. Exit statuses, signals, limits and an over-long line
@@ -151,7 +157,7 @@ async def drive_child(
         Exception: whatever ``on_line`` raised, after the child was reaped.
     """
     session = _Session(child, on_line, watchdog_s=watchdog_s,
-                       post_result_grace_s=post_result_grace_s)  # fmt: skip
+                       post_result_grace_s=post_result_grace_s, on_chunk=on_chunk)  # fmt: skip
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
     except BaseException:
@@ -183,10 +189,12 @@ class _Session:
     """The concurrent parts of one drive: stdout pump, stderr drain, exit watch."""
 
     def __init__(
-        self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float
+        self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float,
+        on_chunk: ChunkSink | None = None,
     ) -> None:
         self._child = child
         self._on_line = on_line
+        self._on_chunk = on_chunk
         self._watchdog_s = watchdog_s
         self._grace_s = post_result_grace_s
         self._result_seen = False  # a result line arrived: the grace bounds silence from now
@@ -273,7 +281,10 @@ class _Session:
                 raise _DrainOver
             chunk = self._child.try_read("stdout", READ_CHUNK_BYTES)
             if chunk is not None:
+                if chunk and self._on_chunk is not None:
+                    self._on_chunk(chunk)
                 return chunk
+
             silence_s = self._silence_bound()[0]
             deadline = min(anyio.current_time() + silence_s, self._drain_deadline)
             with anyio.CancelScope(deadline=deadline) as waiting:

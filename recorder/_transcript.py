@@ -107,7 +107,6 @@ class TranscriptUnproven(RuntimeError):
         self.detail = detail
 
 
-
 _RFC3339_UTC: Final = re.compile(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z\Z")
 
 

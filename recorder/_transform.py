@@ -116,6 +116,7 @@ class _Message:
     def final_text(self) -> str | None:
         return "".join(self.texts) if self.texts else None
 
+
 SIGNAL_EXIT_BASE: Final = 128
 """An exit status above this is 128 + the signal that ended the process (bwrap, sh)."""
 

@@ -310,7 +310,6 @@ def spawn(
     return child
 
 
-
 def _pipe_end(mode: Output, name: str, ours: dict[str, int], theirs: list[int]) -> int:
     if mode != "pipe":
         return mode

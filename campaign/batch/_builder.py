@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from campaign._plan import Plan
 
-    from ._records import FinalRecord, StartedRecord
+    from ._records import FinalRecord, RederivedRecord, StartedRecord
 
 _LISTED_SESSIONS: Final = 5
 """Sessions named per denied host in the prose; further ones are counted."""
@@ -62,6 +62,10 @@ class _Session:
     served_model: str | None
     notes: tuple[str, ...]
     anomalies: int
+    attempt: int = 1
+    """The attempt whose final record this is (a re-derivation applies to that attempt)."""
+    rederived_by: str | None = None
+    """The runner whose recorder re-derived the row and event from the kept stream, if any."""
 
 
 def session_order(key: SessionKey) -> tuple[str, int, str]:
@@ -135,7 +139,23 @@ class ArmTranscript:
             event_offset=offset if is_recorded(record.state) else None,
             served_model=record.served_model if is_recorded(record.state) else None,
             notes=_session_notes(name, record), anomalies=record.anomalies,
+            attempt=record.attempt,
         )
+        self.dirty = True
+
+    def rederived(self, record: RederivedRecord, offset: int) -> None:
+        """Take a ``rederived`` record: it replaces its attempt's row and event, if that
+        attempt is still the session's last."""
+        key = SessionKey(record.arm, record.probe, record.session)
+        current = self._sessions.get(key)
+        if current is None or current.attempt != record.attempt:
+            return
+        recorded = is_recorded(record.state)
+        self._sessions[key] = _Session(
+            state=record.state, outside_paths=record.outside_paths,
+            event_offset=offset if recorded else None,
+            served_model=record.served_model if recorded else None, notes=current.notes,
+            anomalies=current.anomalies, attempt=record.attempt, rederived_by=record.runner)
         self.dirty = True
 
     def set_outstanding(self, count: int) -> None:
@@ -216,6 +236,11 @@ class FrozenArm:
         )
         tools, arm_line = arm_tools_and_identity(plan, self.arm)
         extra = [self.provider_note, *network_lines, *notes]
+        rederived = Counter(s.rederived_by for s in self.sessions.values() if s.rederived_by)
+        for runner, count in sorted(rederived.items()):
+            extra.append(f"The rows and events of {count} sessions were re-derived from the "
+                         f"streams the runner kept, by the recorder of {runner} "
+                         "(retranscribe); their costs stay those of the original attempts.")
         if self.outstanding:
             extra.append(incomplete_line(self.outstanding, self.planned or len(rows)))
         prose = prose_for(

@@ -171,6 +171,11 @@ class SessionPaths:
         """Last 64 KiB of the harness's stderr."""
         return self.root / "stderr.tail"
 
+    def attempt_dir(self, attempt: int) -> Path:
+        """``attempt-<n>/``: what the runner kept of attempt ``attempt`` (its stream, its final
+        text); kept across retries, unlike the workspace."""
+        return self.root / f"attempt-{attempt}"
+
 
 def session_paths(batch: Path, *, arm: str, probe: str, session: str) -> SessionPaths:
     """The paths of one session of ``batch``."""

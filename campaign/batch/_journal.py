@@ -22,7 +22,7 @@ from ._builder import ArmTranscript
 from ._dir import transcript_path
 from ._fold import BatchFold, SessionKey
 from ._ledger import Ledger, read_ledger_at
-from ._records import FinalRecord, StartedRecord
+from ._records import FinalRecord, RederivedRecord, StartedRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -73,14 +73,16 @@ class Journal:
 
     def _apply(self, record: LedgerRecord, offset: int) -> None:
         self.fold.apply(record)
-        if isinstance(record, StartedRecord | FinalRecord):
+        if isinstance(record, StartedRecord | FinalRecord | RederivedRecord):
             arm = self.arms.get(record.arm)
             if arm is None:
                 return
             if isinstance(record, StartedRecord):
                 arm.started(record)
-            else:
+            elif isinstance(record, FinalRecord):
                 arm.final(record, offset)
+            else:
+                arm.rederived(record, offset)
 
     async def record(self, record: BaseModel) -> None:
         """Append ``record`` to the ledger (durable when this returns), then fold it.

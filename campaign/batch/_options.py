@@ -79,6 +79,8 @@ class BatchOptions(BaseModel):
     max_wall_s: float | None = Field(default=None, gt=0)
     """Wall-clock budget of one invocation, seconds."""
     discard_workspaces: bool = False
+    keep_streams: bool = True
+    """Keep each attempt's stdout, compressed, and its final text (``--no-keep-streams``)."""
     allow_identical_arms: bool = False
 
 

@@ -12,6 +12,7 @@ write is not evidence. The kinds:
 * ``final``      - that attempt ended, in exactly one state (DESIGN.md "Session states").
 * ``budget-stop``- a budget stopped the batch from starting further sessions.
 * ``stopped``    - an invocation ended: done, a signal, a budget, a refused write.
+* ``rederived``  - ``retranscribe`` re-derived an attempt from its kept stream.
 * ``torn``       - a torn last line (a crash mid-append) was set aside at open.
 """
 
@@ -137,6 +138,13 @@ class FinalRecord(SessionRef):
     counts: bool = True
     """False when the attempt ended because the runner stopped (a signal): it does not
     count against ``--retries``."""
+    stream: str | None = None
+    """The kept stream, batch-relative (``sessions/.../attempt-<n>/stdout.jsonl.zst``)."""
+    stream_bytes: int | None = None
+    """Stdout bytes received (what the kept stream decompresses to)."""
+    init_policy: dict[str, Any] | None = None
+    """What the init check held the stream to (permission mode, declared MCP servers, host
+    skill names, config directory), so ``retranscribe`` can hold it to the same."""
 
 
 class BudgetStopRecord(_Record):
@@ -166,6 +174,26 @@ class StoppedRecord(_Record):
     at: str = Field(default_factory=utc_now)
 
 
+class RederivedRecord(SessionRef):
+    """``retranscribe`` re-derived an attempt's outcome from its kept stream.
+
+    The transcripts show it in place of the attempt's own final record; the
+    attempt's cost, retries and the batch's resume decisions keep the original.
+    """
+
+    kind: Literal["rederived"] = "rederived"
+    runner: str
+    """``headwater-campaign <version>`` whose recorder re-derived it."""
+    state: SessionState
+    reason: str
+    outside_paths: int = 0
+    served_model: str | None = None
+    event: dict[str, Any] | None = None
+    """For ``recorded``: the event as the transcript writes it."""
+    calls: list[dict[str, Any]] | None = None
+    at: str = Field(default_factory=utc_now)
+
+
 class TornRecord(_Record):
     """A last line without its newline (a crash mid-append) was moved out of the ledger."""
 
@@ -185,6 +213,7 @@ LedgerRecord: TypeAlias = Annotated[
     | FinalRecord
     | BudgetStopRecord
     | StoppedRecord
+    | RederivedRecord
     | TornRecord,
     Field(discriminator="kind"),
 ]

@@ -106,7 +106,9 @@ def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier:
     }
     for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
                  "retries", "max_cost_cents", "est_session_cents", "max_wall_s",
-                 "retry_backoff_s", "discard_workspaces", "allow_identical_arms"):
+                 "retry_backoff_s", "discard_workspaces", "keep_streams",
+                 "allow_identical_arms"):
+
         value = getattr(args, name, None)
         if value is not None:
             values[name] = value

@@ -211,6 +211,7 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
         session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
         post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
         host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
+        keep_streams=options.keep_streams,
         network=opened.network)
     limits = RunLimits(concurrency=options.concurrency, retries=options.retries,
                        backoff_s=options.retry_backoff_s,

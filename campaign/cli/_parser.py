@@ -17,7 +17,7 @@ from campaign.batch._options import (
     WATCHDOG_S,
 )
 
-from . import _batch, _inspect, _record, _status
+from . import _batch, _inspect, _record, _retranscribe, _show, _status
 from ._args import duration_s, nonnegative_int, positive_int
 from ._errors import EXIT_USAGE
 
@@ -134,6 +134,10 @@ def _limits_args(p: argparse.ArgumentParser) -> None:
                         "doubled per retry, jittered, at most 300 s)")
     p.add_argument("--discard-workspaces", action="store_true", default=None,
                    help="delete each workspace once its attempt is recorded (large batches)")
+    p.add_argument("--no-keep-streams", dest="keep_streams", action="store_false", default=None,
+                   help="do not keep each attempt's stdout (compressed, in attempt-<n>/ of the "
+                        "session; `show` and `retranscribe` read it): for very large batches")
+
     p.add_argument("--allow-identical-arms", action="store_true", default=None,
                    help="run an arm whose component the corpus lacks (it would differ from "
                         "present in nothing); refused by default, before anything is spent")
@@ -212,6 +216,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/batch.md)")
     p.set_defaults(func=_status.cmd_status)
+
+    p = sub.add_parser("show", help="one session's attempts: state and reason, calls, final "
+                                    "text")
+    p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
+    p.add_argument("arm", metavar="ARM", help="the session's arm")
+    p.add_argument("probe", metavar="PROBE", help="the probe's id")
+    p.add_argument("session", metavar="SESSION", help="the session's name (s1, r2, ...)")
+    p.set_defaults(func=_show.cmd_show)
+
+    p = sub.add_parser("retranscribe", help="derive a batch's events again from the streams it "
+                                            "kept, with this recorder (runs nothing)")
+    p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
+    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
+                   help="where the batch's corpus is now (default: the path config.yaml "
+                        "records); it must still plan to the same tree")
+    p.set_defaults(func=_retranscribe.cmd_retranscribe)
 
     p = sub.add_parser("record", help="record one session into a batch (named r<N>)")
     _corpus_args(p)

@@ -27,6 +27,7 @@ from campaign._seal import seal_workspace
 from campaign.batch._atomic import write_atomic
 from campaign.batch._dir import session_paths
 from campaign.batch._records import FinalRecord, StartedRecord, utc_now
+from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_child
 from recorder._event import build_event, observed_calls
@@ -109,6 +110,8 @@ class BatchContext:
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()
     discard_workspaces: bool = False
+    keep_streams: bool = True
+    """Keep each attempt's stdout, compressed, in ``attempt-<n>/`` (``--no-keep-streams``)."""
     network: NetworkMode = "confined"
     """``confined``: own network namespace, egress proxy to the provider only (the default);
     ``host``: the host's network (RC-05's one admitted exception; the prose says so)."""
@@ -176,10 +179,17 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
 async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Any,
                    started: str) -> FinalRecord:
     def fresh() -> None:
-        if paths.root.exists():  # a rerun of an attempt: a retry starts from a fresh seal
-            shutil.rmtree(paths.root)
-        paths.root.mkdir(parents=True)
+        # A retry starts from a fresh seal: only the earlier attempts' kept streams stay.
+        paths.root.mkdir(parents=True, exist_ok=True)
+        for entry in paths.root.iterdir():
+            if entry.name.startswith("attempt-") and entry.name != f"attempt-{attempt}":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         paths.log_dir.mkdir()
+        paths.attempt_dir(attempt).mkdir()
 
     await anyio.to_thread.run_sync(fresh)
     try:
@@ -192,14 +202,26 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
     manifest = json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n"
     await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
     owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
-    async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
-        facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress)
+    keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
+    try:
+        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
+            facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper)
+    finally:
+        if keeper is not None:
+            await anyio.to_thread.run_sync(keeper.close)
+    if keeper is not None:
+        facts["stream"] = keeper.path.relative_to(ctx.batch).as_posix()
+        facts["stream_bytes"] = keeper.bytes_in
+    final_text = facts.pop("final_text", None)
+    if final_text is not None:
+        await anyio.to_thread.run_sync(
+            write_atomic, paths.attempt_dir(attempt) / FINAL_TEXT_NAME, final_text.encode())
     return _final(spec, attempt, ctx, started, **facts)
 
 
 async def _drive(
     spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
-    egress: EgressProxy | None = None,
+    egress: EgressProxy | None = None, keeper: StreamKeeper | None = None,
 ) -> dict[str, Any]:
     probe = spec.probe
     name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
@@ -234,6 +256,7 @@ async def _drive(
                     sandbox.child, on_line=observer.feed, stderr_tail=paths.stderr_tail,
                     wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
                     post_result_grace_s=ctx.post_result_grace_s,
+                    on_chunk=keeper.write if keeper is not None else None,
                 )
         except SessionUserUnusable as exc:
             return {"state": "refused-confinement",
@@ -257,6 +280,11 @@ async def _drive(
         "duration_s": round(result.duration_s, 3),
         "lines": result.lines,
         "network": "confined" if egress else "host",
+        "final_text": obs.final_text,
+        "init_policy": {"permission_mode": policy.permission_mode,
+                        "declared_mcp_servers": sorted(policy.declared_mcp_servers),
+                        "host_skill_names": sorted(policy.host_skill_names),
+                        "config_dir": policy.config_dir},
     }
     if egress is not None:  # the harness has exited: the counts are final
         facts["egress"] = egress.stats().as_record()

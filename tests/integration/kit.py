@@ -222,3 +222,11 @@ def kill_group(process: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.communicate(timeout=30)
+
+
+def ledger_dicts(batch: Path) -> list[dict[str, Any]]:
+    """Every ledger record of ``batch`` in order, as dicts of its fields that are not None."""
+    from campaign.batch._ledger import read_ledger
+
+    return [r.model_dump(mode="json", exclude_none=True)
+            for r in read_ledger(batch / "ledger.jsonl")]

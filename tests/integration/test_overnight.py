@@ -144,10 +144,12 @@ def test_a_batch_that_records_nothing_exits_5(root: Path) -> None:
                        "'subtype':'init','permissionMode':'dontAsk','mcp_servers':[],"
                        "'skills':[],'plugins':[],'memory_paths':{}}))\n")
     harness.chmod(0o755)
-    proc = cli(*run_args(corpus, root / "batch", harness, "--retries", "0"))
+    proc = cli(*run_args(corpus, root / "batch", harness, "--retries", "0", "--no-keep-streams"))
     assert proc.returncode == 5, proc.stderr
     assert {r.state for r in finals(root / "batch")} == {"no-result"}
     assert "no session of the batch was recorded" in proc.stderr
+    assert list((root / "batch" / "sessions").rglob("stdout.jsonl.zst")) == []
+    assert all(r.stream is None for r in finals(root / "batch"))
 
 
 # --- a full disk ---------------------------------------------------------------------------
@@ -186,7 +188,6 @@ def test_a_full_disk_stops_the_batch_with_exit_6_and_resume_finishes_it(
     rows = transcript_rows(batch)
     assert len(rows) == 8 and {s for *_, s in rows} == {"recorded"}
     assert finals(batch)[: len(before)] == before  # what was recorded stands as it was
-
 
 
 # --- a runner killed at random moments, resumed each time ---------------------------------

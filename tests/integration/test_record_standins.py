@@ -544,3 +544,60 @@ def test_a_failing_checker_writes_no_findings_and_says_so(tmp_path: Path, bwrap:
     assert "findings checker failed: exit status 3" in transcript(batch)[0]
     assert (batch / "sessions" / "present" / PROBE / "r1" / "checker.stderr.tail").read_bytes() \
         == b"oops\n"
+
+
+# --- what the runner keeps of each attempt, and show ------------------------------------------
+
+def test_the_stream_is_kept_as_received_and_show_prints_calls_and_final_text(
+    tmp_path: Path,
+) -> None:
+    import zstandard
+
+    corpus = make_corpus(tmp_path / "corpus")
+    stream = SESSION + b"[a stray non-JSON line after the result]"  # cut: no newline at the end
+    harness = write_standin(tmp_path / "standin", stdout=stream)
+    batch = tmp_path / "batch"
+    proc = record(corpus, batch, harness)
+    assert proc.returncode == 1, proc.stderr  # truncated: the last line has no newline
+    attempt = batch / "sessions" / "present" / PROBE / "r1" / "attempt-1"
+    with (attempt / "stdout.jsonl.zst").open("rb") as fp:
+        assert zstandard.ZstdDecompressor().stream_reader(fp).read() == stream
+    assert (attempt / "final.txt").read_text() == "Found it.\nHW-DR-0052"
+    (final,) = finals(batch)
+    assert final["stream"] == "sessions/present/HW-PRB-0001/r1/attempt-1/stdout.jsonl.zst"
+    assert final["stream_bytes"] == len(stream)
+    shown = kit.cli("show", str(batch), "present", PROBE, "r1", env=kit.base_env())
+    assert shown.returncode == 0, shown.stderr
+    assert "state: truncated" in shown.stdout
+    assert "Read docs/notes.md -> sha256:" in shown.stdout
+    assert "    | HW-DR-0052" in shown.stdout
+    missing = kit.cli("show", str(batch), "present", PROBE, "r9", env=kit.base_env())
+    assert missing.returncode == 2 and "no session present HW-PRB-0001 r9" in missing.stderr
+
+
+def test_retranscribe_derives_the_same_events_again_and_holds_streams_to_the_recorded_policy(
+    tmp_path: Path,
+) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    harness = write_standin(tmp_path / "standin", stdout=SESSION)
+    batch = tmp_path / "batch"
+    assert record(corpus, batch, harness).returncode == 0
+    (before,) = finals(batch)
+    again = kit.cli("retranscribe", str(batch), env=kit.base_env())
+    assert again.returncode == 0, again.stderr
+    assert "re-derived 1 sessions" in again.stdout and "changed" not in again.stdout
+    rederived = [r for r in kit.ledger_dicts(batch) if r["kind"] == "rederived"]
+    assert len(rederived) == 1 and rederived[0]["event"] == before["event"]
+    text, _, events, rows = transcript(batch)
+    assert "re-derived from the streams the runner kept" in text
+    assert rows == [[PROBE, "r1", "recorded", "0"]] and events[0]["answer"] == "HW-DR-0052"
+    # The recorded policy is what the stream is held to: one that asked for another
+    # permission mode refuses the same stream.
+    ledger = batch / "ledger.jsonl"
+    ledger.write_text(ledger.read_text().replace('"permission_mode":"dontAsk"',
+                                                 '"permission_mode":"plan"'))
+    changed = kit.cli("retranscribe", str(batch), env=kit.base_env())
+    assert changed.returncode == 0, changed.stderr
+    assert f"changed: present {PROBE} r1: recorded -> refused-init" in changed.stdout
+    _, _, events, rows = transcript(batch)
+    assert rows == [[PROBE, "r1", "refused-init", "0"]] and events == []

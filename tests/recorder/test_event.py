@@ -24,6 +24,7 @@ from recorder._transform import Observation, ObservedCall
 
 # --- the event (RC-10..RC-12, recorder/_event.py) ----------------------------------------------
 
+
 def _call(tool: str, argument: str, *, digest: str | None = "sha256:" + "a" * 64,
           read_path: str | None = None, is_error: bool = False) -> ObservedCall:
     return ObservedCall(tool=tool, argument=argument, tool_use_id="t", result_digest=digest,
@@ -142,8 +143,6 @@ def test_cites_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.Monke
     ids = ["HW-DR-0052", "HW-DR-00521", "A-1", "A-2", "B-7", "B-8", "B-9"]
     assert cites_in_file(path, ids) == cites_in_text(body, ids) == [
         "A-1", "B-8", "HW-DR-0052", "HW-DR-00521"]
-
-
 
 
 # --- named corner cases of issue 3, item 3 -----------------------------------------------------
@@ -349,7 +348,6 @@ def test_rc16_models_refuse_a_key_outside_their_closed_set(data: dict[str, str])
         model.model_validate(data)
     assert [(e["type"], e["loc"]) for e in info.value.errors()] == [
         ("extra_forbidden", ("reasoning",))]
-
 
 
 def test_event_produced_keeps_one_entry_per_name_even_through_symlinks(tmp_path: Path) -> None:

@@ -1,0 +1,62 @@
+"""``retranscribe BATCH [--corpus DIR]``: the batch's events derived again from its kept streams.
+
+Runs no session and spends nothing: see campaign.supervisor._retranscribe.
+Exit 0, or 2 when BATCH is not a batch, is in use, or its corpus changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import anyio
+
+from campaign._errors import CampaignError
+from campaign._plan import recompose
+from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._dir import transcript_path
+from campaign.batch._journal import Journal
+from campaign.batch._lock import BatchLock
+from campaign.batch._open import compare_batch
+from campaign.supervisor._retranscribe import retranscribe
+from campaign.supervisor._spec import planned_sessions
+
+from ._args import corpus_of
+from ._batch import load_corpus_or_usage
+from ._errors import EXIT_OK, UsageError
+
+
+def cmd_retranscribe(args: argparse.Namespace) -> int:
+    """``retranscribe``: append a ``rederived`` record per session and render the transcripts."""
+    batch = Path(args.batch).expanduser().resolve()
+    try:
+        config = read_config(batch)
+        recorded = read_plan(batch)
+    except BatchFileError as exc:
+        raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
+    root = corpus_of(args) or Path(config.options.corpus)
+    corpus = load_corpus_or_usage(root)
+    try:
+        current = recompose(recorded, corpus).model_copy(update={"model": recorded.model,
+                                                                 "harness": recorded.harness})
+    except CampaignError as exc:
+        raise UsageError(f"batch {batch}: {exc}") from exc
+    moved = compare_batch(recorded, current, recorded_harness="", current_harness="")
+    if moved:
+        raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
+                         f"{'; '.join(moved)}; give that corpus with --corpus DIR")
+    planned = () if config.options.command == "record" else tuple(planned_sessions(recorded))
+    with BatchLock(batch), Journal(batch, recorded, planned=planned,
+                                   network=config.facts.network,
+                                   provider_note=config.facts.provider_note) as journal:
+        counts = anyio.run(lambda: retranscribe(journal, batch=batch, plan=recorded,
+                                                corpus=corpus), backend="trio")
+    print(f"re-derived {counts.rederived} sessions from their kept streams")
+    for line in counts.changed:
+        print(f"  changed: {line}")
+    for reason, n in sorted(counts.skipped.items()):
+        print(f"  left as recorded ({n}): {reason}", file=sys.stderr)
+    for arm in recorded.arms:
+        print(f"transcript: {transcript_path(batch, arm)}")
+    return EXIT_OK

@@ -1,0 +1,107 @@
+"""``show BATCH ARM PROBE SESSION``: one session's attempts, calls, final text, state and reason.
+
+Read-only. For each attempt the ledger holds: its state and why, its cost,
+its calls (tool, argument, the digest of what it returned), what it produced
+and its answer when recorded, and the final message's text the runner kept
+(``attempt-<n>/final.txt``), so a session whose answer is null can be
+understood. Exit 0, or 2 when BATCH is not a batch or holds no such session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from campaign.batch._dir import session_paths
+from campaign.batch._ledger import LedgerCorrupt, read_ledger
+from campaign.batch._records import FinalRecord, StartedRecord
+from campaign.supervisor._streams import FINAL_TEXT_NAME
+
+from ._errors import EXIT_OK, UsageError
+from ._status import fold_batch
+
+DIGEST_SHOWN: Final = 19
+"""Characters of a digest shown (``sha256:`` and 12 hex digits); the ledger keeps it whole."""
+ARGUMENT_CHARS: Final = 160
+"""Characters of a call's argument shown on its line."""
+
+
+def _attempts(batch: Path, arm: str, probe: str, session: str) -> dict[int, dict[str, Any]]:
+    found: dict[int, dict[str, Any]] = {}
+    try:
+        for record in read_ledger(batch / "ledger.jsonl"):
+            if isinstance(record, StartedRecord | FinalRecord) and (
+                    record.arm, record.probe, record.session) == (arm, probe, session):
+                slot = found.setdefault(record.attempt, {})
+                slot["started" if isinstance(record, StartedRecord) else "final"] = record
+    except LedgerCorrupt as exc:
+        raise UsageError(str(exc)) from exc
+    return found
+
+
+def _short(text: str, limit: int) -> str:
+    one = text.replace("\n", "\\n")
+    return one if len(one) <= limit else one[:limit] + "..."
+
+
+def _calls(final: FinalRecord) -> list[dict[str, Any]]:
+    if final.event is not None:
+        return list(final.event.get("calls") or [])
+    return list(final.calls or [])
+
+
+def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> None:
+    started: StartedRecord | None = slot.get("started")
+    final: FinalRecord | None = slot.get("final")
+    out.append(f"attempt {n}" + (f" (invocation {started.invocation}, started {started.at})"
+                                 if started else ""))
+    if final is None:
+        out.append("  no final record: the attempt was running when its runner was killed "
+                   "(resume reruns the session)")
+        return
+    cost = f"${final.cost_usd}" if final.cost_usd is not None else "unknown"
+    out.append(f"  state: {final.state}")
+    out.append(f"  reason: {final.reason}")
+    out.append(f"  ended {final.at}; cost {cost}; served model {final.served_model or '-'}; "
+               f"outside paths {final.outside_paths}; stdout lines {final.lines or 0}")
+    calls = _calls(final)
+    out.append(f"  calls ({len(calls)}):")
+    for call in calls:
+        result = call.get("result")
+        shown = result[:DIGEST_SHOWN] if isinstance(result, str) else "(no result)"
+        out.append(f"    {call.get('tool')} {_short(str(call.get('argument')), ARGUMENT_CHARS)}"
+                   f" -> {shown}")
+    if final.event is not None:
+        for art in final.event.get("produced") or []:
+            out.append(f"  produced: {art.get('path')} cites {art.get('cites', '-')}")
+        answer = final.event.get("answer", "(no answer key)")
+        out.append(f"  answer: {answer if answer is not None else 'null'}")
+    text_file = root / f"attempt-{n}" / FINAL_TEXT_NAME
+    if text_file.is_file():
+        out.append("  final text:")
+        out += [f"    | {line}" for line in text_file.read_text(errors="replace").split("\n")]
+    else:
+        out.append("  final text: none kept (no final message, or the batch ran with "
+                   "--no-keep-streams)")
+    if final.stream:
+        out.append(f"  kept stream: {final.stream} ({final.stream_bytes or 0} bytes received)")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """``show``: print one session's attempts (module docstring)."""
+    batch = Path(args.batch).expanduser().resolve()
+    fold, _ = fold_batch(batch)  # refuses what is not a batch
+    slots = _attempts(batch, args.arm, args.probe, args.session)
+    if not slots:
+        known = sorted(f"{k.arm} {k.probe} {k.session}" for k in fold.sessions
+                       if k.probe == args.probe or k.arm == args.arm)[:10]
+        raise UsageError(f"batch {batch} has no session {args.arm} {args.probe} {args.session}"
+                         + (f" (some it has: {'; '.join(known)})" if known else ""))
+    root = session_paths(batch, arm=args.arm, probe=args.probe, session=args.session).root
+    out = [f"{args.arm} {args.probe} {args.session} in {batch}"]
+    for n in sorted(slots):
+        _print_attempt(out, n, slots[n], root)
+    sys.stdout.write("\n".join(out) + "\n")
+    return EXIT_OK

@@ -1,0 +1,161 @@
+"""Re-derive a batch's events from the streams its runner kept, with the current recorder.
+
+For each session whose last attempt kept its stream (``attempt-<n>/stdout.jsonl.zst``),
+the stream is read again through a fresh `StreamObserver`, held to the same
+init policy the attempt was held to (the final record keeps it), and ended
+as the driver saw it end (the final record's ``end`` and exit status). A
+recorded session gets its event built again over its kept workspace and
+manifest; when the workspace was discarded, its produced artifacts' digests
+and cites come from the ledger's event. Nothing runs and nothing is spent.
+Each result is appended as a ``rederived`` record, and the transcripts show it
+in place of the attempt's own (their prose says which recorder derived them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from campaign._plan import harness_version
+from campaign.batch._dir import session_paths
+from campaign.batch._fold import SessionKey
+from campaign.batch._ledger import read_ledger
+from campaign.batch._records import FinalRecord, RederivedRecord
+from recorder._event import build_event, observed_calls
+from recorder._initcheck import InitPolicy
+from recorder._transform import StreamObserver
+from recorder._vocab import is_recorded
+
+from ._streams import stream_lines
+
+if TYPE_CHECKING:
+    from campaign._corpus import Corpus
+    from campaign._plan import Plan
+    from campaign.batch._journal import Journal
+
+
+@dataclass(slots=True)
+class RetranscribeCounts:
+    """What `retranscribe` did, for the console."""
+
+    rederived: int = 0
+    changed: list[str] = field(default_factory=list)
+    """Sessions whose state or event came out different from the ledger's."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Why sessions were left as they are (no stream kept, no policy recorded), counted."""
+
+
+def last_finals(ledger: Path) -> dict[SessionKey, FinalRecord]:
+    """Each session's last final record, in ledger order."""
+    last: dict[SessionKey, FinalRecord] = {}
+    for record in read_ledger(ledger):
+        if isinstance(record, FinalRecord):
+            last[SessionKey(record.arm, record.probe, record.session)] = record
+    return last
+
+
+def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> RederivedRecord:
+    """The outcome of ``final``'s attempt, derived again from its kept stream.
+
+    Raises:
+        OSError: the kept stream cannot be read.
+        ValueError: the final record kept no stream or no init policy.
+    """
+    if final.stream is None or final.init_policy is None:
+        raise ValueError("no kept stream or no recorded init policy")
+    paths = session_paths(batch, arm=final.arm, probe=final.probe, session=final.session)
+    policy = InitPolicy(
+        permission_mode=final.init_policy["permission_mode"],
+        declared_mcp_servers=frozenset(final.init_policy["declared_mcp_servers"]),
+        host_skill_names=frozenset(final.init_policy["host_skill_names"]),
+        config_dir=final.init_policy["config_dir"])
+    observer = StreamObserver(policy=policy, workspace=paths.workspace)
+    tail: bytes | None = None
+    for line, whole in stream_lines(batch / final.stream):
+        if whole:
+            observer.feed(line)
+        else:
+            tail = line
+    end = final.end if final.end in ("exited", "timed-out", "watchdog", "line-too-long",
+                                     "post-result-grace") else "exited"
+    too_long = final.reason if end == "line-too-long" else None
+    obs = observer.finish(end=end, exit_status=final.exit_status,  # type: ignore[arg-type]
+                          tail=None if end == "line-too-long" else tail, too_long=too_long)
+    manifest = _manifest(paths.manifest)
+    facts: dict[str, Any] = {"state": obs.state, "reason": obs.reason,
+                             "outside_paths": len(obs.outside_paths),
+                             "served_model": obs.served_model}
+    if is_recorded(obs.state):
+        probe = next(p for p in plan.probes if p.id == final.probe)
+        event = build_event(obs, probe=final.probe, session=final.session,
+                            workspace=paths.workspace, manifest=manifest,
+                            declared_answers=probe.answers, corpus_ids=corpus.ids,
+                            findings=_findings(final))
+        data = event.model_dump(mode="json", exclude_unset=True)
+        if not paths.workspace.is_dir():
+            data = _produced_from_ledger(data, final)
+        facts["event"] = data
+    else:
+        facts["calls"] = [c.model_dump(mode="json", exclude_unset=True) for c in observed_calls(
+            obs.calls, workspace=paths.workspace, manifest=manifest)]
+    return RederivedRecord(arm=final.arm, probe=final.probe, session=final.session,
+                           repetition=final.repetition, attempt=final.attempt,
+                           invocation=final.invocation, runner=harness_version(), **facts)
+
+
+def _manifest(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _findings(final: FinalRecord) -> dict[str, list[str]] | None:
+    """The checker's findings as the ledger's event holds them (the checker is not run again)."""
+    produced = (final.event or {}).get("produced") or []
+    found = {a["path"]: list(a["findings"]) for a in produced if "findings" in a}
+    return found or None
+
+
+def _produced_from_ledger(event: dict[str, Any], final: FinalRecord) -> dict[str, Any]:
+    """With the workspace discarded, artifacts keep the digests and cites the ledger has."""
+    before = {a["path"]: a for a in (final.event or {}).get("produced") or []}
+    produced = [before.get(a["path"], a) for a in event.get("produced") or []]
+    return {**event, "produced": produced}
+
+
+async def retranscribe(journal: Journal, *, batch: Path, plan: Plan,
+                       corpus: Corpus) -> RetranscribeCounts:
+    """Re-derive every session's last attempt that kept its stream; append the records.
+
+    Raises:
+        OSError: the host refused a write to the ledger.
+    """
+    counts = RetranscribeCounts()
+    for key, final in sorted(last_finals(batch / "ledger.jsonl").items()):
+        reason = _skip_reason(final, batch)
+        if reason is not None:
+            counts.skipped[reason] = counts.skipped.get(reason, 0) + 1
+            continue
+        record = rederive(final, batch=batch, plan=plan, corpus=corpus)
+        await journal.record(record)
+        counts.rederived += 1
+        if record.state != final.state or record.event != final.event:
+            counts.changed.append(f"{key.arm} {key.probe} {key.session}: {final.state} -> "
+                                  f"{record.state}")
+    await journal.render(journal.arms)
+    return counts
+
+
+def _skip_reason(final: FinalRecord, batch: Path) -> str | None:
+    if final.stream is None:
+        return "no stream kept (decided before the harness ran, or --no-keep-streams)"
+    if not (batch / final.stream).is_file():
+        return "the kept stream is missing"
+    if final.init_policy is None:
+        return "no init policy recorded"
+    return None
+
