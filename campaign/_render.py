@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from recorder._cost import cost_cents, decimal_cost
-from recorder._transcript import (
+from recorder._vocab import is_refusal
+from recorder.transcript import (
     Event,
     Identity,
     SessionRow,
@@ -24,7 +25,6 @@ from recorder._transcript import (
     served_version_of,
     write_transcript,
 )
-from recorder._vocab import is_refusal
 
 from ._batch import transcript_path
 from ._ledger import SessionKey, final_records, read_ledger

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final, Literal
 
-from ._transcript import TranscriptRefused, parse_transcript
+from .transcript import TranscriptRefused, parse_transcript
 
 __all__ = ["EXIT_STATUS", "CheckResult", "Verdict", "check_transcript_file"]
 

@@ -30,9 +30,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from recorder import _transcript
 from recorder._cost import CostFigure
-from recorder._transcript import (
+from recorder.transcript import (
     Artifact,
     Call,
     Event,
@@ -41,6 +40,7 @@ from recorder._transcript import (
     Transcript,
     TranscriptRefused,
     TranscriptUnproven,
+    _layout,
     parse_transcript,
     prose_for,
     render_transcript,
@@ -563,7 +563,7 @@ def test_prose_may_not_hold_a_heading_line() -> None:
 
 def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        _transcript,
+        _layout,
         "_table",
         lambda rows: "| probe | session | state | outside paths |\n|---|---|---|---|\n",
     )
@@ -573,9 +573,9 @@ def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.Mo
 
 def test_render_raises_unproven_when_read_back_differs(monkeypatch: pytest.MonkeyPatch) -> None:
     # The read-back parses (valid contract) but is not what was rendered.
-    real = _transcript._yaml_text
+    real = _layout.yaml_text
     monkeypatch.setattr(
-        _transcript, "_yaml_text", lambda data: real(data).replace('"current"', '"other"')
+        _layout, "yaml_text", lambda data: real(data).replace('"current"', '"other"')
     )
     with pytest.raises(TranscriptUnproven, match="differs"):
         render_transcript(transcript())

@@ -1,0 +1,42 @@
+"""Writing a transcript: rendered, proved, and replaced atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._layout import render_transcript
+
+if TYPE_CHECKING:
+    from ._models import Transcript
+
+
+def write_transcript(path: Path, transcript: Transcript) -> None:
+    """Render ``transcript`` and replace ``path`` with it atomically.
+
+    Writes a temporary file in ``path``'s directory, fsyncs it, ``os.replace``s
+    it over ``path`` and fsyncs the directory: a reader sees the old file or
+    the new one, never a part. The temporary file is removed on any failure.
+
+    Raises:
+        TranscriptUnproven: see `render_transcript`; nothing is written.
+        OSError: the directory refused the write; ``path`` is unchanged.
+    """
+    data = render_transcript(transcript).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,251 @@
+"""The RC-16 layout, both directions: `render_transcript` writes it, `parse_transcript` reads it.
+
+The two sit side by side because they are one layout read two ways, and the
+renderer proves its output by handing it to the parser (the writer "proves
+its own output by reading it back through the same closed models", RC-16).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ValidationError
+
+from ._errors import TranscriptRefused, TranscriptUnproven
+from ._models import (
+    HEADINGS,
+    SESSIONS_HEADER,
+    Artifact,
+    Call,
+    Event,
+    Identity,
+    SessionRow,
+    Transcript,
+)
+from ._yaml import yaml_load, yaml_text
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+_SESSIONS_RULE: Final = "|---|---|---|---|"
+
+
+def _table(rows: Sequence[SessionRow]) -> str:
+    lines = [SESSIONS_HEADER, _SESSIONS_RULE]
+    lines += [f"| {r.probe} | {r.session} | {r.state} | {r.outside_paths} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="python", exclude_unset=True)
+
+
+def render_transcript(transcript: Transcript) -> str:
+    """Return the RC-16 Markdown text of ``transcript``, proven by reading it back.
+
+    Layout, exactly: the prose; ``## Run identity`` and one ```` ```yaml ````
+    block (the twelve keys in table order); ``## Events`` and one ```` ```yaml
+    ```` block (a top-level sequence, ``[]`` when empty); ``## Sessions`` and
+    the table ``| probe | session | state | outside paths |``. Every string
+    value is double-quoted; unset optional keys are absent (RC-12).
+
+    Raises:
+        TranscriptUnproven: the text did not parse back to an equal transcript
+            (a bug in this module; the input was already validated).
+    """
+    text = (
+        f"{transcript.prose}\n\n"
+        f"{HEADINGS[0]}\n\n```yaml\n{yaml_text(transcript.identity.model_dump())}```\n\n"
+        f"{HEADINGS[1]}\n\n```yaml\n{yaml_text([_dump(e) for e in transcript.events])}```\n\n"
+        f"{HEADINGS[2]}\n\n{_table(transcript.sessions)}"
+    )
+    if not transcript.prose:
+        text = text.lstrip("\n")
+    try:
+        back = parse_transcript(text)
+    except TranscriptRefused as exc:
+        raise TranscriptUnproven(str(exc)) from exc
+    if back != transcript or _dump(back) != _dump(transcript):
+        raise TranscriptUnproven("parsed transcript differs from the one rendered")
+    return text
+
+
+def _sections(text: str) -> tuple[str, list[list[str]]]:
+    lines = text.split("\n")
+    found: dict[str, list[int]] = {h: [] for h in HEADINGS}
+    for i, line in enumerate(lines):
+        if line in found:
+            found[line].append(i)
+    for heading, where in found.items():
+        if len(where) != 1:
+            state = (
+                "missing"
+                if not where
+                else f"repeated at lines {', '.join(str(i + 1) for i in where)}"
+            )
+            raise TranscriptRefused(
+                "RC-16", f"heading {heading!r} is {state}; each appears exactly once"
+            )
+    starts = [found[h][0] for h in HEADINGS]
+    if starts != sorted(starts):
+        raise TranscriptRefused("RC-16", f"headings out of order; expected {' / '.join(HEADINGS)}")
+    bounds = [*starts, len(lines)]
+    sections = [lines[bounds[k] + 1 : bounds[k + 1]] for k in range(3)]
+    return "\n".join(lines[: starts[0]]), sections
+
+
+def _trim(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def _yaml_block(lines: list[str], heading: str) -> str:
+    body = _trim(lines)
+    if len(body) < 2 or body[0] != "```yaml" or body[-1] != "```":
+        raise TranscriptRefused(
+            "RC-16", f"{heading} must hold exactly one ```yaml block and nothing else"
+        )
+    inner = body[1:-1]
+    for line in inner:
+        if line.startswith("```"):
+            raise TranscriptRefused(
+                "RC-16", f"{heading} must hold exactly one ```yaml block; found another fence"
+            )
+    return "\n".join(inner) + "\n"
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+_NESTED: Final[dict[type[BaseModel], dict[str, type[BaseModel]]]] = {
+    Event: {"calls": Call, "produced": Artifact},
+}
+
+
+def _check_closed(data: object, model: type[BaseModel], where: str) -> dict[str, Any]:
+    """Refuse a non-mapping, or any key outside ``model``'s closed set, naming key and place."""
+    if not isinstance(data, dict):
+        raise TranscriptRefused("RC-16", f"{where} is {_kind(data)}, not a mapping")
+    allowed = list(model.model_fields)
+    for key in data:
+        if key not in allowed:
+            raise TranscriptRefused(
+                "RC-16",
+                f"key {key!r} at {where} is outside the closed set of {model.__name__} "
+                f"({', '.join(allowed)})",
+            )
+    for key, sub in _NESTED.get(model, {}).items():
+        items = data.get(key)
+        if isinstance(items, list):
+            for i, item in enumerate(items):
+                _check_closed(item, sub, f"{where}.{key}[{i}]")
+    return data
+
+
+def _rule_of(error: Mapping[str, Any], default: str) -> str:
+    if str(error["type"]).startswith("RC-"):
+        return str(error["type"])
+    loc = [p for p in error["loc"] if isinstance(p, str)]
+    if "calls" in loc:
+        return "RC-10"
+    if "produced" in loc:
+        return "RC-11"
+    if loc[-1:] == ["answer"]:
+        return "RC-13"
+    return default
+
+
+def _refusal(exc: ValidationError, where: str, default_rule: str) -> TranscriptRefused:
+    errors = exc.errors(include_url=False)
+    parts = []
+    for e in errors:
+        loc = ".".join(str(p) for p in e["loc"])
+        got = (
+            f" (got {e['input']!r})"
+            if isinstance(e.get("input"), (str, int, float, type(None)))
+            else ""
+        )
+        parts.append(f"{loc + ': ' if loc else ''}{e['msg']}{got}")
+    return TranscriptRefused(_rule_of(errors[0], default_rule), f"{where}: {'; '.join(parts)}")
+
+
+_ROW: Final = re.compile(r"\A\|(.*)\|\Z")
+_RULE_ROW: Final = re.compile(r"\A\|(?: *:?-{3,}:? *\|){4}\Z")
+
+
+def _session_rows(lines: list[str]) -> list[SessionRow]:
+    body = _trim(lines)
+    if not body or body[0] != SESSIONS_HEADER:
+        got = body[0] if body else "nothing"
+        raise TranscriptRefused(
+            "RC-16", f"## Sessions must open with {SESSIONS_HEADER!r}; found {got!r}"
+        )
+    if len(body) < 2 or not _RULE_ROW.match(body[1]):
+        raise TranscriptRefused("RC-16", "## Sessions table lacks its |---| separator row")
+    rows = []
+    for line in body[2:]:
+        m = _ROW.match(line)
+        cells = [c.strip() for c in m.group(1).split("|")] if m else []
+        if len(cells) != 4 or not cells[3].isdigit():
+            raise TranscriptRefused("RC-16", f"malformed ## Sessions row: {line!r}")
+        values = dict(zip(("probe", "session", "state"), cells, strict=False))
+        try:
+            rows.append(SessionRow.model_validate({**values, "outside_paths": int(cells[3])}))
+        except ValidationError as exc:
+            raise _refusal(exc, f"## Sessions row {line!r}", "RC-16") from exc
+    return rows
+
+
+def parse_transcript(text: str) -> Transcript:
+    """Check ``text`` against the contract and return the transcript it holds.
+
+    This is the contract check (RC-14..RC-16, RC-10..RC-12): the RC-16 layout
+    exactly (each heading once, in order; one ```` ```yaml ```` block under each
+    of the first two and nothing else there; the sessions table), keys only
+    from the four closed sets, all twelve identity keys, whole-number
+    ``cost_cents``, digests where digests go, session names distinct within a
+    probe, every event's session listed as ``recorded``. Prose is free; only
+    the ``Outside-workspace paths named: N`` line is read (it must equal the
+    table's sum).
+
+    Raises:
+        TranscriptRefused: the first breach found, with its rule and place.
+    """
+    prose, (identity_lines, event_lines, session_lines) = _sections(text)
+    raw = _check_closed(
+        yaml_load(_yaml_block(identity_lines, HEADINGS[0]), HEADINGS[0]),
+        Identity,
+        "## Run identity",
+    )
+    missing = [k for k in Identity.model_fields if k not in raw]
+    if missing:
+        raise TranscriptRefused(
+            "RC-14", f"## Run identity lacks {', '.join(missing)}; all twelve keys are required"
+        )
+    try:
+        identity = Identity.model_validate(raw)
+    except ValidationError as exc:
+        raise _refusal(exc, "## Run identity", "RC-14") from exc
+    raw_events = yaml_load(_yaml_block(event_lines, HEADINGS[1]), HEADINGS[1])
+    if not isinstance(raw_events, list):
+        raise TranscriptRefused(
+            "RC-16", f"## Events holds {_kind(raw_events)}, not a sequence of events"
+        )
+    events = []
+    for i, item in enumerate(raw_events):
+        where = f"events[{i}]"
+        try:
+            events.append(Event.model_validate(_check_closed(item, Event, where)))
+        except ValidationError as exc:
+            raise _refusal(exc, where, "RC-15") from exc
+    sessions = _session_rows(session_lines)
+    try:
+        return Transcript(prose=prose, identity=identity, events=events, sessions=sessions)
+    except ValidationError as exc:
+        raise _refusal(exc, "transcript", "RC-16") from exc
