@@ -9,7 +9,7 @@ A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
 * ``_layout``  `render_transcript` and `parse_transcript`, the two directions
   of one layout; the renderer proves its output by parsing it back
 * ``_prose``   `prose_for` and `served_version_of`
-* ``_io``      `write_transcript`, the atomic replace
+* ``_io``      `write_transcript`, the atomic replace, and `read_transcript`
 * ``_errors``  the error tree below
 
 Errors:
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ._errors import TranscriptRefused as TranscriptRefused
 from ._errors import TranscriptUnproven as TranscriptUnproven
+from ._io import read_transcript as read_transcript
 from ._io import write_transcript as write_transcript
 from ._layout import parse_transcript as parse_transcript
 from ._layout import render_transcript as render_transcript
@@ -49,6 +50,7 @@ __all__ = [
     "TranscriptUnproven",
     "parse_transcript",
     "prose_for",
+    "read_transcript",
     "render_transcript",
     "served_version_of",
     "write_transcript",

@@ -202,6 +202,23 @@ def _session_rows(lines: list[str]) -> list[SessionRow]:
     return rows
 
 
+def _plain_text(text: str) -> None:
+    if "\r" in text:
+        line = text[: text.index("\r")].count("\n") + 1
+        raise TranscriptRefused(
+            "RC-16",
+            f"a carriage return (CRLF line ending) on line {line}; "
+            "a transcript's lines end with \\n only",
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text[: exc.start].count("\n") + 1
+        raise TranscriptRefused(
+            "RC-16", f"line {line} holds {text[exc.start]!r}, which UTF-8 cannot encode"
+        ) from exc
+
+
 def parse_transcript(text: str) -> Transcript:
     """Check ``text`` against the contract and return the transcript it holds.
 
@@ -214,9 +231,15 @@ def parse_transcript(text: str) -> Transcript:
     the ``Outside-workspace paths named: N`` line is read (it must equal the
     table's sum).
 
+    The text itself is plain: its lines end with ``\n`` only (a carriage
+    return, as in a CRLF file, is refused with its line number) and it
+    encodes as UTF-8 (no lone surrogate), so whatever parses here can be
+    written and read back as the UTF-8 Markdown RC-16 defines.
+
     Raises:
         TranscriptRefused: the first breach found, with its rule and place.
     """
+    _plain_text(text)
     prose, (identity_lines, event_lines, session_lines) = _sections(text)
     raw = _check_closed(
         yaml_load(_yaml_block(identity_lines, HEADINGS[0]), HEADINGS[0]),

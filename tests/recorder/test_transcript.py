@@ -328,6 +328,26 @@ def test_awkward_arguments_round_trip(argument: str) -> None:
     text.encode("utf-8")  # writable as UTF-8 whatever the argument held
 
 
+
+@pytest.mark.parametrize(
+    ("prose", "said"),
+    [
+        ("Free prose.\r\n", "carriage return (CRLF line ending) on line 1"),
+        ("Free\n\nprose \udc80.", "line 3 holds '\\udc80', which UTF-8 cannot encode"),
+    ],
+    ids=["carriage-return", "lone-surrogate"],
+)
+def test_text_the_check_would_refuse_is_never_rendered(prose: str, said: str) -> None:
+    """RC-16: the file is UTF-8 Markdown whose lines end with \\n only; the writer's proof
+    holds its text to that, so it never writes a file that check-transcript refuses."""
+    t = transcript(prose=f"{prose}\n\nOutside-workspace paths named: 2")
+    with pytest.raises(TranscriptUnproven, match="RC-16") as info:
+        render_transcript(t)
+    assert said in str(info.value)
+    text = render_transcript(transcript()).replace("Free prose.", prose)
+    assert refused(text).rule == "RC-16" and said in refused(text).detail
+
+
 # --- RC-15: session names distinct within a probe
 
 
