@@ -8,7 +8,8 @@ A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
 * ``_yaml``    the YAML dialect of the two blocks (the only importer of ruamel)
 * ``_layout``  `render_transcript` and `parse_transcript`, the two directions
   of one layout; the renderer proves its output by parsing it back
-* ``_prose``   `prose_for` and `served_version_of`
+* ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
+  and `served_version_of`
 * ``_io``      `write_transcript`, the atomic replace, and `read_transcript`
 * ``_errors``  the error tree below
 
@@ -35,6 +36,7 @@ from ._models import Identity as Identity
 from ._models import SessionRow as SessionRow
 from ._models import Transcript as Transcript
 from ._prose import prose_for as prose_for
+from ._prose import prose_value as prose_value
 from ._prose import served_version_of as served_version_of
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "TranscriptUnproven",
     "parse_transcript",
     "prose_for",
+    "prose_value",
     "read_transcript",
     "render_transcript",
     "served_version_of",

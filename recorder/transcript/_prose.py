@@ -3,10 +3,19 @@
 Nothing reads the prose except for its ``Outside-workspace paths named: N``
 line; what it must say is the contract the batch ran under, the Claude Code
 version, the cost source and that line.
+
+A value that came from the session (the init line's ``claude_code_version``,
+an assistant line's ``message.model``, the egress proxy's denied targets, a
+checker's note) enters the prose only through `prose_value`: one line of
+printable ASCII between double quotes. Written raw, such a value could start
+a line of its own (a heading, a second ``Outside-workspace paths named:``
+line, a fence) or open an HTML comment that hides the lines after it; a
+heading or a second total also made every later render of the batch fail.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
@@ -15,6 +24,34 @@ if TYPE_CHECKING:
 
     from .._cost import CostFigure
     from .._vocab import Arm, Tier
+
+
+_MARKUP_ESCAPES: Final = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&`"})
+"""Beyond JSON's own escapes: HTML's three (as JSON encoders that embed in HTML do) and the
+backtick, which opens a Markdown code span."""
+
+
+def prose_value(value: str) -> str:
+    """``value``, a string that came from the session, as the prose writes it: one JSON literal.
+
+    The rule: the JSON string literal of ``value`` (``json.dumps`` with
+    ``ensure_ascii``): double quotes around it, ``"`` and ``\\`` escaped, every
+    control character and every non-ASCII character as ``\\uXXXX`` (U+2028,
+    U+0085 and a lone surrogate included; a character outside the BMP as its
+    UTF-16 pair), and then ``<``, ``>``, ``&`` and the backtick as ``\\u003c``,
+    ``\\u003e``, ``\\u0026`` and ``\\u0060``. The result is one line of
+    printable ASCII (32..126) whose extent its quotes mark; ``json.loads`` of it
+    gives back ``value`` exactly. So it cannot end its line, be a heading, open
+    an HTML comment or a code span, or close a fence, and it never makes a
+    render fail. No value is cut: a long value gives a long line.
+
+    Args:
+        value: Any string, as the session sent it (any length, any code points).
+
+    Returns:
+        The literal, quotes included, e.g. ``"2.1.197"`` for ``2.1.197``.
+    """
+    return json.dumps(value, ensure_ascii=True).translate(_MARKUP_ESCAPES)
 
 
 def served_version_of(values: Iterable[str], *, fallback: str | None = None) -> str:
@@ -94,15 +131,18 @@ def prose_for(
         allowed_tools: The one ``--allowedTools`` list every session got (RC-04).
         network: The network mode: ``"confined"``, ``"host"`` (the admitted
             exception, RC-05: the prose says the channel was open) or ``"mixed"``.
-        claude_code_versions: ``claude_code_version`` of each init line (repeats fine).
-        served_versions: served ``message.model`` -> number of recorded sessions.
+        claude_code_versions: ``claude_code_version`` of each init line (repeats fine);
+            each distinct one is written as `prose_value` writes it.
+        served_versions: served ``message.model`` -> number of recorded sessions; each
+            model is written as `prose_value` writes it.
         cost: The arm's figure from `recorder._cost.cost_cents`.
         unknown_cost_sessions: Names of the attempts whose cost is unknown
             (e.g. ``"probe-a/r2 attempt 1"``); required when ``cost.lower_bound``.
         outside_paths_total: Sum of the table's outside-paths column (RC-08).
         anomalies_total: Non-JSON stdout lines counted across sessions (RC-07).
         arm_identity: One line naming what the arm is (e.g. its config digest).
-        extra: Further lines appended before the outside-paths line.
+        extra: Further paragraphs appended before the outside-paths line, as given:
+            a caller that puts a session's value in one passes it through `prose_value`.
 
     Returns:
         Markdown paragraphs ending with ``Outside-workspace paths named: <total>``.
@@ -120,14 +160,15 @@ def prose_for(
     ]
     versions = sorted(set(claude_code_versions))
     label = "Claude Code versions" if len(versions) > 1 else "Claude Code version"
-    paras.append(f"{label}: {', '.join(versions) or 'not observed'}.")
+    paras.append(f"{label}: {', '.join(map(prose_value, versions)) or 'not observed'}.")
     served = sorted(served_versions.items())
     if len(served) > 1:
-        listed = ", ".join(f"{v} ({_plural(n, 'session')})" for v, n in served)
+        listed = ", ".join(f"{prose_value(v)} ({_plural(n, 'session')})" for v, n in served)
         paras.append(_SERVED_DIFFER.format(listed=listed))
     elif served:
         paras.append(
-            f"Served version: {served[0][0]} ({_plural(served[0][1], 'recorded session')})."
+            f"Served version: {prose_value(served[0][0])} "
+            f"({_plural(served[0][1], 'recorded session')})."
         )
     cost_line = _COST_SOURCE.format(cents=cost.cents)
     if cost.lower_bound:

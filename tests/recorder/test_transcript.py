@@ -671,10 +671,10 @@ def test_prose_states_the_contract() -> None:
         "bwrap",
         "the session shared the host network, so a Bash call could reach the public internet",
         "Rates from bypassPermissions batches do not compare",
-        "Claude Code version: 2.1.197.",
+        'Claude Code version: "2.1.197".',  # a session's value: a JSON literal
         "the harness's own computed cost, total_cost_usd of the last result line of each attempt; "
         "not the provider's invoice",
-        "claude-served-9",
+        'Served version: "claude-served-9" (4 recorded sessions).',
     ]:
         assert fact in prose
     assert prose.endswith("\nOutside-workspace paths named: 5")
@@ -691,8 +691,8 @@ def test_prose_names_unknown_cost_attempts_and_all_served_versions() -> None:
         anomalies_total=2,
     )
     assert "lower bound" in prose and "p1/r2 attempt 1, p2/r1 attempt 2" in prose
-    assert "v-a (3 sessions), v-b (1 session)" in prose
-    assert "Claude Code versions: 2.1.197, 2.1.200." in prose
+    assert '"v-a" (3 sessions), "v-b" (1 session)' in prose
+    assert 'Claude Code versions: "2.1.197", "2.1.200".' in prose
     assert "Arm identity: present: the corpus as sealed" in prose
     with pytest.raises(ValueError, match="lower-bound"):
         _prose(cost=CostFigure(cents=3, unknown=1, lower_bound=True))
