@@ -22,6 +22,7 @@ from recorder.transcript import (
     SessionRow,
     Transcript,
     prose_for,
+    prose_value,
     served_version_of,
     write_transcript,
 )
@@ -139,8 +140,8 @@ def _session_notes(key: SessionKey, last: dict[str, Any]) -> list[str]:
     notes = []
     name = f"{key.probe}/{key.session}"
     if last.get("findings_note"):
-        notes.append(f"{name}: {last['findings_note']}; its artifacts carry no findings key "
-                     "(not checked, which is not a pass).")
+        notes.append(f"{name}: {prose_value(str(last['findings_note']))}; its artifacts carry "
+                     "no findings key (not checked, which is not a pass).")
     if last.get("orphan_results"):
         notes.append(f"{name}: {len(last['orphan_results'])} tool_result(s) answered no "
                      "tool_use seen before them; the ledger keeps their ids and digests.")
@@ -194,7 +195,8 @@ def network_prose(
     when they differ (a line then names the ``host`` sessions, whose channel
     was open). With confinement, one line names the allowed ``host:port``
     and the connections relayed, and one counts and names every connection
-    the egress proxy denied, over every attempt: ``host:port xN (sessions)``.
+    the egress proxy denied, over every attempt: ``"host:port" xN (sessions)``,
+    the target written by `prose_value` (it came from the session).
 
     Returns:
         ``(mode, lines)``; no lines when no session was confined.
@@ -225,7 +227,7 @@ def network_prose(
         targets = ", ".join(f"{t} ({n} relayed)" for t, n in sorted(allowed.items()))
         lines.append(f"Egress proxy: allowed only the provider, {targets or 'none'}.")
         total = sum(sum(c.values()) for c in denied.values())
-        named = [f"{host} x{sum(c.values())} ({_sessions(c)})"
+        named = [f"{prose_value(host)} x{sum(c.values())} ({_sessions(c)})"
                  for host, c in sorted(denied.items())]
         lines.append(f"Denied connections: {total}" + (f": {', '.join(named)}." if named else "."))
     return mode, lines
