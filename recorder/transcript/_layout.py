@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ValidationError
 
+from ._closed import check_closed, kind, refusal
 from ._errors import TranscriptRefused, TranscriptUnproven
 from ._models import (
     HEADINGS,
     SESSIONS_HEADER,
-    Artifact,
-    Call,
     Event,
     Identity,
     SessionRow,
@@ -26,7 +25,7 @@ from ._models import (
 from ._yaml import yaml_load, yaml_text
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
 _SESSIONS_RULE: Final = "|---|---|---|---|"
 
@@ -119,62 +118,6 @@ def _yaml_block(lines: list[str], heading: str) -> str:
     return "\n".join(inner) + "\n"
 
 
-def _kind(value: object) -> str:
-    return "nothing" if value is None else type(value).__name__
-
-
-_NESTED: Final[dict[type[BaseModel], dict[str, type[BaseModel]]]] = {
-    Event: {"calls": Call, "produced": Artifact},
-}
-
-
-def _check_closed(data: object, model: type[BaseModel], where: str) -> dict[str, Any]:
-    """Refuse a non-mapping, or any key outside ``model``'s closed set, naming key and place."""
-    if not isinstance(data, dict):
-        raise TranscriptRefused("RC-16", f"{where} is {_kind(data)}, not a mapping")
-    allowed = list(model.model_fields)
-    for key in data:
-        if key not in allowed:
-            raise TranscriptRefused(
-                "RC-16",
-                f"key {key!r} at {where} is outside the closed set of {model.__name__} "
-                f"({', '.join(allowed)})",
-            )
-    for key, sub in _NESTED.get(model, {}).items():
-        items = data.get(key)
-        if isinstance(items, list):
-            for i, item in enumerate(items):
-                _check_closed(item, sub, f"{where}.{key}[{i}]")
-    return data
-
-
-def _rule_of(error: Mapping[str, Any], default: str) -> str:
-    if str(error["type"]).startswith("RC-"):
-        return str(error["type"])
-    loc = [p for p in error["loc"] if isinstance(p, str)]
-    if "calls" in loc:
-        return "RC-10"
-    if "produced" in loc:
-        return "RC-11"
-    if loc[-1:] == ["answer"]:
-        return "RC-13"
-    return default
-
-
-def _refusal(exc: ValidationError, where: str, default_rule: str) -> TranscriptRefused:
-    errors = exc.errors(include_url=False)
-    parts = []
-    for e in errors:
-        loc = ".".join(str(p) for p in e["loc"])
-        got = (
-            f" (got {e['input']!r})"
-            if isinstance(e.get("input"), (str, int, float, type(None)))
-            else ""
-        )
-        parts.append(f"{loc + ': ' if loc else ''}{e['msg']}{got}")
-    return TranscriptRefused(_rule_of(errors[0], default_rule), f"{where}: {'; '.join(parts)}")
-
-
 _ROW: Final = re.compile(r"\A\|(.*)\|\Z")
 _RULE_ROW: Final = re.compile(r"\A\|(?: *:?-{3,}:? *\|){4}\Z")
 
@@ -198,7 +141,7 @@ def _session_rows(lines: list[str]) -> list[SessionRow]:
         try:
             rows.append(SessionRow.model_validate({**values, "outside_paths": int(cells[3])}))
         except ValidationError as exc:
-            raise _refusal(exc, f"## Sessions row {line!r}", "RC-16") from exc
+            raise refusal(exc, f"## Sessions row {line!r}", "RC-16") from exc
     return rows
 
 
@@ -241,7 +184,7 @@ def parse_transcript(text: str) -> Transcript:
     """
     _plain_text(text)
     prose, (identity_lines, event_lines, session_lines) = _sections(text)
-    raw = _check_closed(
+    raw = check_closed(
         yaml_load(_yaml_block(identity_lines, HEADINGS[0]), HEADINGS[0]),
         Identity,
         "## Run identity",
@@ -254,21 +197,21 @@ def parse_transcript(text: str) -> Transcript:
     try:
         identity = Identity.model_validate(raw)
     except ValidationError as exc:
-        raise _refusal(exc, "## Run identity", "RC-14") from exc
+        raise refusal(exc, "## Run identity", "RC-14") from exc
     raw_events = yaml_load(_yaml_block(event_lines, HEADINGS[1]), HEADINGS[1])
     if not isinstance(raw_events, list):
         raise TranscriptRefused(
-            "RC-16", f"## Events holds {_kind(raw_events)}, not a sequence of events"
+            "RC-16", f"## Events holds {kind(raw_events)}, not a sequence of events"
         )
     events = []
     for i, item in enumerate(raw_events):
         where = f"events[{i}]"
         try:
-            events.append(Event.model_validate(_check_closed(item, Event, where)))
+            events.append(Event.model_validate(check_closed(item, Event, where)))
         except ValidationError as exc:
-            raise _refusal(exc, where, "RC-15") from exc
+            raise refusal(exc, where, "RC-15") from exc
     sessions = _session_rows(session_lines)
     try:
         return Transcript(prose=prose, identity=identity, events=events, sessions=sessions)
     except ValidationError as exc:
-        raise _refusal(exc, "transcript", "RC-16") from exc
+        raise refusal(exc, "transcript", "RC-16") from exc
