@@ -7,7 +7,11 @@ A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
   the ``## Sessions`` row `SessionRow`, and `Transcript` (cross-section checks)
 * ``_yaml``    the YAML dialect of the two blocks (the only importer of ruamel)
 * ``_layout``  `render_transcript` and `parse_transcript`, the two directions
-  of one layout; the renderer proves its output by parsing it back
+  of one layout; the renderer proves its output by parsing it back;
+  `render_parts` renders a transcript that grows
+* ``_events``  the ``## Events`` block; `EventsBlock` dumps and proves each
+  event once, so a growing transcript's renders stay linear and cheap
+* ``_closed``  reading loaded YAML through the closed models
 * ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
   and `served_version_of`
 * ``_io``      `write_transcript`, the atomic replace, and `read_transcript`
@@ -23,9 +27,11 @@ from __future__ import annotations
 
 from ._errors import TranscriptRefused as TranscriptRefused
 from ._errors import TranscriptUnproven as TranscriptUnproven
+from ._events import EventsBlock as EventsBlock
 from ._io import read_transcript as read_transcript
 from ._io import write_transcript as write_transcript
 from ._layout import parse_transcript as parse_transcript
+from ._layout import render_parts as render_parts
 from ._layout import render_transcript as render_transcript
 from ._models import HEADINGS as HEADINGS
 from ._models import SESSIONS_HEADER as SESSIONS_HEADER
@@ -45,6 +51,7 @@ __all__ = [
     "Artifact",
     "Call",
     "Event",
+    "EventsBlock",
     "Identity",
     "SessionRow",
     "Transcript",
@@ -54,6 +61,7 @@ __all__ = [
     "prose_for",
     "prose_value",
     "read_transcript",
+    "render_parts",
     "render_transcript",
     "served_version_of",
     "write_transcript",

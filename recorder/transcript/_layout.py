@@ -3,6 +3,8 @@
 The two sit side by side because they are one layout read two ways, and the
 renderer proves its output by handing it to the parser (the writer "proves
 its own output by reading it back through the same closed models", RC-16).
+`render_parts` is the renderer for a transcript that grows: its events come
+in an `EventsBlock`, each dumped and proved once.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from ._closed import check_closed, kind, refusal
+from ._closed import check_closed, refusal
 from ._errors import TranscriptRefused, TranscriptUnproven
+from ._events import EventsBlock, read_events
 from ._models import (
     HEADINGS,
     SESSIONS_HEADER,
-    Event,
     Identity,
     SessionRow,
     Transcript,
@@ -36,10 +38,6 @@ def _table(rows: Sequence[SessionRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="python", exclude_unset=True)
-
-
 def render_transcript(transcript: Transcript) -> str:
     """Return the RC-16 Markdown text of ``transcript``, proven by reading it back.
 
@@ -49,25 +47,65 @@ def render_transcript(transcript: Transcript) -> str:
     the table ``| probe | session | state | outside paths |``. Every string
     value is double-quoted; unset optional keys are absent (RC-12).
 
+    Each event is dumped and proved on its own (`EventsBlock`); a transcript
+    that grows is rendered with `render_parts` instead, which dumps and proves
+    each event once, however often it renders.
+
     Raises:
         TranscriptUnproven: the text did not parse back to an equal transcript
             (a bug in this module; the input was already validated).
     """
+    return _render(transcript, EventsBlock(transcript.events))
+
+
+def render_parts(
+    *, prose: str, identity: Identity, events: EventsBlock, sessions: Sequence[SessionRow]
+) -> str:
+    """The text `render_transcript` gives for these parts, from an `EventsBlock` kept by the caller.
+
+    For a transcript built as a batch goes (one final ledger record at a
+    time): the caller adds each recorded event to ``events`` once, and each
+    render costs O(events + rows) string work, with no YAML but the identity's
+    twelve keys. The proof is the same: the whole text is read back (the
+    block's items recognised as the ones it proved, `EventsBlock.read`) and
+    must give these parts. Pure and synchronous; run it off the event loop.
+
+    Args:
+        prose: The free prose (`prose_for`); identity: the twelve keys.
+        events: The arm's recorded events, in table order.
+        sessions: One row per session of the arm, recorded or not.
+
+    Raises:
+        pydantic.ValidationError: the parts break a rule that crosses sections
+            (as constructing `Transcript` does: RC-15, RC-16).
+        TranscriptUnproven: the text did not read back as these parts (a bug).
+    """
+    transcript = Transcript(
+        prose=prose, identity=identity, events=list(events.events), sessions=list(sessions)
+    )
+    return _render(transcript, events)
+
+
+def _render(transcript: Transcript, block: EventsBlock) -> str:
     text = (
         f"{transcript.prose}\n\n"
         f"{HEADINGS[0]}\n\n```yaml\n{yaml_text(transcript.identity.model_dump())}```\n\n"
-        f"{HEADINGS[1]}\n\n```yaml\n{yaml_text([_dump(e) for e in transcript.events])}```\n\n"
+        f"{HEADINGS[1]}\n\n```yaml\n{block.text()}```\n\n"
         f"{HEADINGS[2]}\n\n{_table(transcript.sessions)}"
     )
     if not transcript.prose:
         text = text.lstrip("\n")
     try:
-        back = parse_transcript(text)
+        back = _parse(text, block)
     except TranscriptRefused as exc:
         raise TranscriptUnproven(str(exc)) from exc
     if back != transcript or _dump(back) != _dump(transcript):
         raise TranscriptUnproven("parsed transcript differs from the one rendered")
     return text
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="python", exclude_unset=True)
 
 
 def _sections(text: str) -> tuple[str, list[list[str]]]:
@@ -182,6 +220,11 @@ def parse_transcript(text: str) -> Transcript:
     Raises:
         TranscriptRefused: the first breach found, with its rule and place.
     """
+    return _parse(text, None)
+
+
+def _parse(text: str, block: EventsBlock | None) -> Transcript:
+    """`parse_transcript`; the events block's items that ``block`` proved are not loaded again."""
     _plain_text(text)
     prose, (identity_lines, event_lines, session_lines) = _sections(text)
     raw = check_closed(
@@ -198,18 +241,9 @@ def parse_transcript(text: str) -> Transcript:
         identity = Identity.model_validate(raw)
     except ValidationError as exc:
         raise refusal(exc, "## Run identity", "RC-14") from exc
-    raw_events = yaml_load(_yaml_block(event_lines, HEADINGS[1]), HEADINGS[1])
-    if not isinstance(raw_events, list):
-        raise TranscriptRefused(
-            "RC-16", f"## Events holds {kind(raw_events)}, not a sequence of events"
-        )
-    events = []
-    for i, item in enumerate(raw_events):
-        where = f"events[{i}]"
-        try:
-            events.append(Event.model_validate(check_closed(item, Event, where)))
-        except ValidationError as exc:
-            raise refusal(exc, where, "RC-15") from exc
+    events_text = _yaml_block(event_lines, HEADINGS[1])
+    known = block.read(events_text) if block is not None else None
+    events = known if known is not None else read_events(events_text)
     sessions = _session_rows(session_lines)
     try:
         return Transcript(prose=prose, identity=identity, events=events, sessions=sessions)

@@ -40,6 +40,7 @@ from recorder.transcript import (
     Transcript,
     TranscriptRefused,
     TranscriptUnproven,
+    _events,
     _layout,
     parse_transcript,
     prose_for,
@@ -592,12 +593,24 @@ def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.Mo
 
 
 def test_render_raises_unproven_when_read_back_differs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The read-back parses (valid contract) but is not what was rendered.
+    # The read-back parses (valid contract) but is not what was rendered: in the identity ...
     real = _layout.yaml_text
     monkeypatch.setattr(
-        _layout, "yaml_text", lambda data: real(data).replace('"current"', '"other"')
+        _layout, "yaml_text", lambda data: real(data).replace("claude-served-9", "claude-other")
     )
     with pytest.raises(TranscriptUnproven, match="differs"):
+        render_transcript(transcript())
+
+
+def test_render_raises_unproven_when_an_event_reads_back_as_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ... and in an event, which is proved on its own when it joins the block.
+    real = _events.yaml_text
+    monkeypatch.setattr(
+        _events, "yaml_text", lambda data: real(data).replace('"current"', '"other"')
+    )
+    with pytest.raises(TranscriptUnproven, match="p1/r1 reads back as another event"):
         render_transcript(transcript())
 
 
