@@ -9,8 +9,8 @@ A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
 * ``_layout``  `render_transcript` and `parse_transcript`, the two directions
   of one layout; the renderer proves its output by parsing it back;
   `render_parts` renders a transcript that grows
-* ``_events``  the ``## Events`` block; `EventsBlock` dumps and proves each
-  event once, so a growing transcript's renders stay linear and cheap
+* ``_events``  the ``## Events`` block; `ProvedEvents` keeps each event's
+  dumped and proved item, so a growing transcript's renders stay cheap
 * ``_closed``  reading loaded YAML through the closed models
 * ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
   and `served_version_of`
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ._errors import TranscriptRefused as TranscriptRefused
 from ._errors import TranscriptUnproven as TranscriptUnproven
-from ._events import EventsBlock as EventsBlock
+from ._events import ProvedEvents as ProvedEvents
 from ._io import read_transcript as read_transcript
 from ._io import write_transcript as write_transcript
 from ._layout import parse_transcript as parse_transcript
@@ -51,8 +51,8 @@ __all__ = [
     "Artifact",
     "Call",
     "Event",
-    "EventsBlock",
     "Identity",
+    "ProvedEvents",
     "SessionRow",
     "Transcript",
     "TranscriptRefused",

@@ -1,13 +1,13 @@
 """The ``## Events`` block: read whole, or grown one proved event at a time (RC-15, RC-16).
 
 `read_events` reads a block's YAML text through the closed models; it is what
-`parse_transcript`, and so the check, does with the block. `EventsBlock` is
+`parse_transcript`, and so the check, does with the block. `ProvedEvents` is
 the writer's side for a transcript that grows: each event is dumped once, as
 one top-level item of the block, and proved once (its item reads back through
-`read_events` as exactly that event). A render then joins the proved items and
-its read-back recognises them by their text instead of loading them again, so
-rendering an arm of N events costs O(N) string work and no YAML, and adding an
-event costs O(its size).
+`read_events` as exactly that event). A render then joins the kept items in
+the order it is given and its read-back recognises them by their text instead
+of loading them again, so rendering an arm of N events of which k are new
+costs O(N) string work and the YAML of the k new events only.
 
 Why a known item needs no second load: the block is a YAML block sequence at
 column 0, and each item the dialect writes is one ``- `` line followed only by
@@ -31,7 +31,7 @@ from ._models import HEADINGS, Event
 from ._yaml import yaml_load, yaml_text
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
 EMPTY_BLOCK: Final = "[]\n"
 """The block of an arm with no recorded session (RC-16: ``[]`` when none)."""
@@ -80,57 +80,57 @@ def _item_of(event: Event) -> str:
 
 
 @final
-class EventsBlock:
-    """The ``## Events`` block of one arm, each event dumped and proved once (module docstring).
+class ProvedEvents:
+    """Events whose block items were dumped and proved, kept so that no render does it twice.
 
-    Not thread-safe: one builder adds, and renders (`render_parts`) from the
-    thread it adds from, or after adding stops. Memory: the events and their
-    item texts (about 0.7 kB per event of three calls and one artifact).
+    `item` dumps and proves an event the first time it is asked for that event
+    (by its probe and session, which name one event of an arm: RC-15) and
+    returns the kept item after that; `read` recognises a block made of kept
+    items. One per arm, kept by whoever renders that arm as the batch goes
+    (`render_parts`); a new one proves everything again.
 
-    Args:
-        events: Events to add at once, in order (as by `add`, one by one).
-
-    Raises:
-        TranscriptUnproven: an event's item did not read back as that event (a
-            bug in the dialect; the event itself was already validated).
+    Not thread-safe: use one from one thread at a time. Memory: each kept
+    event and its item (about 0.7 kB for three calls and one artifact).
     """
 
-    def __init__(self, events: Iterable[Event] = ()) -> None:
-        self._events: list[Event] = []
-        self._items: list[str] = []
+    def __init__(self) -> None:
+        self._by_session: dict[tuple[str, str], tuple[Event, str]] = {}
         self._known: dict[str, Event] = {}
-        for event in events:
-            self.add(event)
 
-    def add(self, event: Event) -> None:
-        """Append ``event``: dump it as one item and prove it; O(the event's size).
+    def item(self, event: Event) -> str:
+        """The block item of ``event``; O(its size) the first time, a lookup after.
+
+        An event whose probe and session name a kept event that differs from it
+        replaces that one (its item is dumped and proved anew).
 
         Raises:
-            TranscriptUnproven: see the class; the block is left unchanged.
+            TranscriptUnproven: the item did not read back as ``event`` (a bug in
+                the dialect; the event itself was already validated).
         """
+        key = (event.probe, event.session)
+        kept = self._by_session.get(key)
+        if kept is not None and (kept[0] is event or kept[0] == event):
+            return kept[1]
         item = _item_of(event)
-        self._events.append(event)
-        self._items.append(item)
-        self._known.setdefault(item, event)
+        if kept is not None:
+            del self._known[kept[1]]
+        self._by_session[key] = (event, item)
+        self._known[item] = event
+        return item
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._by_session)
 
-    @property
-    def events(self) -> Sequence[Event]:
-        """The events, in the order added (a copy)."""
-        return tuple(self._events)
-
-    def text(self) -> str:
-        """The block's YAML text, fences excluded: the items joined, or ``[]`` when none."""
-        return "".join(self._items) or EMPTY_BLOCK
+    def block(self, events: Iterable[Event]) -> str:
+        """The ``## Events`` block's YAML text (fences excluded) of ``events``, in that order."""
+        return "".join(self.item(e) for e in events) or EMPTY_BLOCK
 
     def read(self, block: str) -> list[Event] | None:
-        """Read ``block`` back if it is made of this block's proved items only, else None.
+        """Read ``block`` back if it is made of kept items only, else None.
 
         The text is cut before each line that starts with ``- `` (an item's
         first line, and no other line of an item, starts so); each piece must be
-        a proved item, and gives the event it was proved as. None means "not
+        a kept item, and gives the event it was proved as. None means "not
         known here": the caller reads the block whole with `read_events`.
         """
         if block == EMPTY_BLOCK:

@@ -3,8 +3,8 @@
 The two sit side by side because they are one layout read two ways, and the
 renderer proves its output by handing it to the parser (the writer "proves
 its own output by reading it back through the same closed models", RC-16).
-`render_parts` is the renderer for a transcript that grows: its events come
-in an `EventsBlock`, each dumped and proved once.
+`render_parts` is the renderer for a transcript that grows: its events are
+dumped and proved once each, in a `ProvedEvents` the caller keeps.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from pydantic import BaseModel, ValidationError
 
 from ._closed import check_closed, refusal
 from ._errors import TranscriptRefused, TranscriptUnproven
-from ._events import EventsBlock, read_events
+from ._events import ProvedEvents, read_events
 from ._models import (
     HEADINGS,
     SESSIONS_HEADER,
+    Event,
     Identity,
     SessionRow,
     Transcript,
@@ -47,33 +48,41 @@ def render_transcript(transcript: Transcript) -> str:
     the table ``| probe | session | state | outside paths |``. Every string
     value is double-quoted; unset optional keys are absent (RC-12).
 
-    Each event is dumped and proved on its own (`EventsBlock`); a transcript
-    that grows is rendered with `render_parts` instead, which dumps and proves
-    each event once, however often it renders.
+    Each event is dumped and proved on its own (`ProvedEvents`); a transcript
+    that grows is rendered with `render_parts` and a kept `ProvedEvents`
+    instead, so that each event is dumped and proved once, however often the
+    transcript renders.
 
     Raises:
         TranscriptUnproven: the text did not parse back to an equal transcript
             (a bug in this module; the input was already validated).
     """
-    return _render(transcript, EventsBlock(transcript.events))
+    return _render(transcript, ProvedEvents())
 
 
 def render_parts(
-    *, prose: str, identity: Identity, events: EventsBlock, sessions: Sequence[SessionRow]
+    *,
+    prose: str,
+    identity: Identity,
+    events: Sequence[Event],
+    sessions: Sequence[SessionRow],
+    proved: ProvedEvents,
 ) -> str:
-    """The text `render_transcript` gives for these parts, from an `EventsBlock` kept by the caller.
+    """The text `render_transcript` gives for these parts, with events proved in ``proved``.
 
     For a transcript built as a batch goes (one final ledger record at a
-    time): the caller adds each recorded event to ``events`` once, and each
-    render costs O(events + rows) string work, with no YAML but the identity's
-    twelve keys. The proof is the same: the whole text is read back (the
-    block's items recognised as the ones it proved, `EventsBlock.read`) and
-    must give these parts. Pure and synchronous; run it off the event loop.
+    time): the caller keeps one ``proved`` per arm across renders. Each
+    render dumps and proves only the events ``proved`` has not seen, and
+    costs O(events + rows) string work besides, with no other YAML than the
+    identity's twelve keys. The proof is the same: the whole text is read back
+    (the block's items recognised by `ProvedEvents.read`) and must give these
+    parts. Pure and synchronous; run it off the event loop.
 
     Args:
         prose: The free prose (`prose_for`); identity: the twelve keys.
-        events: The arm's recorded events, in table order.
+        events: The arm's recorded events, in the order the block lists them.
         sessions: One row per session of the arm, recorded or not.
+        proved: The arm's kept items (a new `ProvedEvents` for a first render).
 
     Raises:
         pydantic.ValidationError: the parts break a rule that crosses sections
@@ -81,22 +90,22 @@ def render_parts(
         TranscriptUnproven: the text did not read back as these parts (a bug).
     """
     transcript = Transcript(
-        prose=prose, identity=identity, events=list(events.events), sessions=list(sessions)
+        prose=prose, identity=identity, events=list(events), sessions=list(sessions)
     )
-    return _render(transcript, events)
+    return _render(transcript, proved)
 
 
-def _render(transcript: Transcript, block: EventsBlock) -> str:
+def _render(transcript: Transcript, proved: ProvedEvents) -> str:
     text = (
         f"{transcript.prose}\n\n"
         f"{HEADINGS[0]}\n\n```yaml\n{yaml_text(transcript.identity.model_dump())}```\n\n"
-        f"{HEADINGS[1]}\n\n```yaml\n{block.text()}```\n\n"
+        f"{HEADINGS[1]}\n\n```yaml\n{proved.block(transcript.events)}```\n\n"
         f"{HEADINGS[2]}\n\n{_table(transcript.sessions)}"
     )
     if not transcript.prose:
         text = text.lstrip("\n")
     try:
-        back = _parse(text, block)
+        back = _parse(text, proved)
     except TranscriptRefused as exc:
         raise TranscriptUnproven(str(exc)) from exc
     if back != transcript or _dump(back) != _dump(transcript):
@@ -223,8 +232,8 @@ def parse_transcript(text: str) -> Transcript:
     return _parse(text, None)
 
 
-def _parse(text: str, block: EventsBlock | None) -> Transcript:
-    """`parse_transcript`; the events block's items that ``block`` proved are not loaded again."""
+def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
+    """`parse_transcript`; the events block's items kept in ``proved`` are not loaded again."""
     _plain_text(text)
     prose, (identity_lines, event_lines, session_lines) = _sections(text)
     raw = check_closed(
@@ -242,7 +251,7 @@ def _parse(text: str, block: EventsBlock | None) -> Transcript:
     except ValidationError as exc:
         raise refusal(exc, "## Run identity", "RC-14") from exc
     events_text = _yaml_block(event_lines, HEADINGS[1])
-    known = block.read(events_text) if block is not None else None
+    known = proved.read(events_text) if proved is not None else None
     events = known if known is not None else read_events(events_text)
     sessions = _session_rows(session_lines)
     try:

@@ -1,12 +1,12 @@
-"""A transcript that grows: `EventsBlock` and `render_parts` (RC-16; transcript/_events.py).
+"""A transcript that grows: `ProvedEvents` and `render_parts` (RC-16; transcript/_events.py).
 
 Rules the expectations come from: a transcript is one layout whichever way it
 is rendered, so `render_parts` gives the text `render_transcript` gives for the
 same parts; the writer proves its output by reading it back, so a text that
 does not read back as the parts is never returned; and the check
 (`parse_transcript`, which loads the events block whole) reads every rendered
-text as the parts it was rendered from. The block's promise, "each event is
-dumped and proved once", is counted, not timed.
+text as the parts it was rendered from. The promise "each event is dumped and
+proved once, however often the transcript renders" is counted, not timed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from recorder.transcript import (
     Artifact,
     Call,
     Event,
-    EventsBlock,
+    ProvedEvents,
     SessionRow,
     Transcript,
     TranscriptUnproven,
@@ -58,23 +58,40 @@ def parts(events: list[Event]) -> dict[str, Any]:
     return {"prose": PROSE.format(n=len(events)), "identity": identity(), "sessions": rows}
 
 
+def render(events: list[Event], proved: ProvedEvents) -> str:
+    return render_parts(**parts(events), events=events, proved=proved)
+
+
 def test_render_parts_is_render_transcript_of_the_same_parts() -> None:
     events = [event(i) for i in range(5)]
-    text = render_parts(**parts(events), events=EventsBlock(events))
+    text = render(events, ProvedEvents())
     assert text == render_transcript(Transcript(**parts(events), events=events))
     assert parse_transcript(text) == Transcript(**parts(events), events=events)
 
 
-def test_a_growing_block_renders_what_the_check_reads_after_every_add() -> None:
-    block, added = EventsBlock(), []
-    text = render_parts(**parts(added), events=block)
+def test_a_growing_transcript_renders_what_the_check_reads_after_every_record() -> None:
+    """Events arrive in completion order; each render lists them in table order."""
+    proved, arrived = ProvedEvents(), []
+    text = render(arrived, proved)
     assert "## Events\n\n```yaml\n[]\n```\n" in text
-    for i in range(6):
-        added.append(event(i))
-        block.add(added[-1])
-        text = render_parts(**parts(added), events=block)
-        assert parse_transcript(text) == Transcript(**parts(added), events=added)
-    assert len(block) == 6 and list(block.events) == added
+    for i in [3, 0, 5, 1, 4, 2]:
+        arrived.append(event(i))
+        in_order = sorted(arrived, key=lambda e: int(e.session[1:]))
+        text = render(in_order, proved)
+        assert parse_transcript(text) == Transcript(**parts(in_order), events=in_order)
+    assert len(proved) == 6
+
+
+def test_a_changed_event_of_a_kept_session_is_proved_anew() -> None:
+    proved = ProvedEvents()
+    before = event(0, "before")
+    old_item = proved.item(before)
+    after = event(0, "after")
+    text = render([after], proved)
+    assert parse_transcript(text).events == [after]
+    assert len(proved) == 1
+    assert proved.read(old_item) is None  # the replaced item is no longer known
+    assert proved.read(proved.item(after)) == [after]
 
 
 # The megabyte value is left out here: length plays no part in where items start, and six
@@ -87,14 +104,14 @@ def test_items_proved_alone_read_the_same_in_the_whole_block(name: str, value: s
     """The module's claim: a block of proved items loads, whole, as the items' events."""
     events = [event(0, value), Event(probe="p1", session="r1", calls=[], answer=value),
               event(2, value)]
-    block = EventsBlock(events)
-    text = render_parts(**parts(events), events=block)
+    proved = ProvedEvents()
+    text = render(events, proved)
     assert parse_transcript(text).events == events  # the whole-block reader, as the check
-    assert _events.read_events(block.text()) == events
-    assert block.read(block.text()) == events
+    assert _events.read_events(proved.block(events)) == events
+    assert proved.read(proved.block(events)) == events
 
 
-def test_each_event_is_dumped_and_loaded_once_however_often_the_block_renders(
+def test_each_event_is_dumped_and_loaded_once_however_often_the_transcript_renders(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     counts = {"dump": 0, "load": 0}
@@ -110,12 +127,14 @@ def test_each_event_is_dumped_and_loaded_once_however_often_the_block_renders(
 
     monkeypatch.setattr(_events, "yaml_text", dump)
     monkeypatch.setattr(_events, "yaml_load", load)
+    proved = ProvedEvents()
     events = [event(i) for i in range(4)]
-    block = EventsBlock(events)
+    render(events, proved)
     assert counts == {"dump": 4, "load": 4}  # one dump and one proof per event
     for _ in range(3):
-        render_parts(**parts(events), events=block)
-    assert counts == {"dump": 4, "load": 4}  # renders read the items back by their text
+        render(events, proved)
+    render([*events, event(4)], proved)
+    assert counts == {"dump": 5, "load": 5}  # renders read the kept items back by their text
 
 
 @pytest.mark.parametrize("tamper", ["reorder", "edit", "drop"])
@@ -123,27 +142,25 @@ def test_a_block_text_that_is_not_its_events_is_never_rendered(
     monkeypatch: pytest.MonkeyPatch, tamper: str
 ) -> None:
     events = [event(i) for i in range(3)]
-    block = EventsBlock(events)
-    items = list(block._items)
+    proved = ProvedEvents()
+    items = [proved.item(e) for e in events]
     text = {"reorder": "".join([items[1], items[0], items[2]]),
             "edit": "".join(items).replace('"x 1"', '"y 1"'),
             "drop": "".join(items[:2])}[tamper]
-    monkeypatch.setattr(block, "text", lambda: text)
+    monkeypatch.setattr(proved, "block", lambda events: text)
     with pytest.raises(TranscriptUnproven):
-        render_parts(**parts(events), events=block)
+        render(events, proved)
 
 
-def test_read_knows_only_proved_items() -> None:
-    block = EventsBlock([event(0)])
-    other = EventsBlock([event(1)])
-    assert block.read(block.text()) == [event(0)]
-    assert block.read(block.text() + other.text()) is None
-    assert block.read("[]\n") == []
-    assert block.read("  - x\n") is None
+def test_read_knows_only_kept_items() -> None:
+    proved, other = ProvedEvents(), ProvedEvents()
+    assert proved.read(proved.block([event(0)])) == [event(0)]
+    assert proved.read(proved.block([event(0)]) + other.block([event(1)])) is None
+    assert proved.read("[]\n") == []
+    assert proved.read("  - x\n") is None
 
 
 def test_parts_that_break_a_cross_section_rule_are_refused() -> None:
-    events = [event(0)]
     with pytest.raises(ValidationError, match="RC-16"):
         render_parts(prose=PROSE.format(n=0), identity=identity(), sessions=[],
-                     events=EventsBlock(events))
+                     events=[event(0)], proved=ProvedEvents())
