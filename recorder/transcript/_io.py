@@ -8,24 +8,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._errors import TranscriptRefused
-from ._layout import parse_transcript, render_transcript
+from ._layout import parse_transcript, render_parts, render_transcript
 
 if TYPE_CHECKING:
+    from ._events import ProvedEvents
     from ._models import Transcript
 
 
-def write_transcript(path: Path, transcript: Transcript) -> None:
+def write_transcript(
+    path: Path, transcript: Transcript, *, proved: ProvedEvents | None = None
+) -> None:
     """Render ``transcript`` and replace ``path`` with it atomically.
 
     Writes a temporary file in ``path``'s directory, fsyncs it, ``os.replace``s
     it over ``path`` and fsyncs the directory: a reader sees the old file or
     the new one, never a part. The temporary file is removed on any failure.
 
+    Args:
+        path: The transcript file (``transcripts/<arm>.md``).
+        transcript: What to write.
+        proved: The arm's kept `ProvedEvents`, for a transcript rewritten as
+            the batch goes (`render_parts`): the same bytes, and only the
+            events it has not seen are dumped and proved. None renders all.
+
     Raises:
         TranscriptUnproven: see `render_transcript`; nothing is written.
         OSError: the directory refused the write; ``path`` is unchanged.
     """
-    data = render_transcript(transcript).encode("utf-8")
+    if proved is None:
+        text = render_transcript(transcript)
+    else:
+        text = render_parts(prose=transcript.prose, identity=transcript.identity,
+                            events=transcript.events, sessions=transcript.sessions,
+                            proved=proved)
+    data = text.encode("utf-8")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fp:

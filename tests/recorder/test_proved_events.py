@@ -11,6 +11,7 @@ proved once, however often the transcript renders" is counted, not timed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from recorder.transcript import (
     parse_transcript,
     render_parts,
     render_transcript,
+    write_transcript,
 )
 from tests.hostile import HOSTILE
 from tests.recorder.test_transcript import D1, D2, identity
@@ -164,3 +166,20 @@ def test_parts_that_break_a_cross_section_rule_are_refused() -> None:
     with pytest.raises(ValidationError, match="RC-16"):
         render_parts(prose=PROSE.format(n=0), identity=identity(), sessions=[],
                      events=[event(0)], proved=ProvedEvents())
+
+
+def test_write_transcript_with_kept_events_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = [event(i) for i in range(3)]
+    transcript = Transcript(**parts(events), events=events)
+    write_transcript(tmp_path / "all.md", transcript)
+    proved = ProvedEvents()
+    write_transcript(tmp_path / "kept.md", transcript, proved=proved)
+    loads: list[str] = []
+    real = _events.yaml_load
+    monkeypatch.setattr(_events, "yaml_load", lambda text, where: loads.append(text) or real(
+        text, where))
+    write_transcript(tmp_path / "kept.md", transcript, proved=proved)
+    assert loads == []
+    assert (tmp_path / "kept.md").read_bytes() == (tmp_path / "all.md").read_bytes()
