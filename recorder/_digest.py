@@ -24,8 +24,13 @@ def digest_bytes(data: bytes) -> str:
 
 
 def digest_text(text: str) -> str:
-    """Return ``sha256:<hex>`` of ``text`` encoded as UTF-8."""
-    return digest_bytes(text.encode("utf-8"))
+    """Return ``sha256:<hex>`` of ``text`` encoded as UTF-8.
+
+    A lone surrogate (JSON text may carry ``"\\udc80"``; UTF-8 has no such
+    character) is taken in its three-byte form (``surrogatepass``), so a tool
+    result that holds one still has a digest and the session goes on.
+    """
+    return digest_bytes(text.encode("utf-8", "surrogatepass"))
 
 
 def digest_file(path: Path) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 from recorder._answer import extract_answer
 from recorder._digest import digest_file
 from recorder._paths import resolve_in_workspace
-from recorder._transcript import Artifact, Call, Event
+from recorder.transcript import Artifact, Call, Event
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence

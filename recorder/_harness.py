@@ -121,12 +121,25 @@ def tool_result_text(block: dict[str, Any]) -> str:
     return ""
 
 
+MAX_COST_USD: Final = Decimal(1_000_000)
+"""The largest ``total_cost_usd`` taken as a cost: one session does not spend a million
+dollars; a larger, negative or non-finite figure is malformed and the cost is unknown."""
+
+
 def decimal_or_none(value: object) -> Decimal | None:
-    """A JSON number as `Decimal` (bools and other types are None: unknown)."""
+    """A ``total_cost_usd`` JSON number as `Decimal`, USD; None when unknown or malformed.
+
+    Bools and other types are None, and so is a negative, non-finite or absurd
+    amount (over `MAX_COST_USD`): a session's own figure must never make the
+    arm's cost, and so its transcript, unrenderable (the attempt's cost is then
+    unknown, and the transcript says the figure is a lower bound).
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, Decimal):
-        return value
     if isinstance(value, int):
-        return Decimal(value)
-    return None
+        value = Decimal(value)
+    if not isinstance(value, Decimal):
+        return None
+    if not value.is_finite() or value < 0 or value > MAX_COST_USD:
+        return None
+    return value

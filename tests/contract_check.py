@@ -39,7 +39,9 @@ def parse(text: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[list[st
     """Split a transcript into identity, events and Sessions rows (raises on bad layout)."""
     for h in ("## Run identity", "## Events", "## Sessions"):
         assert text.count(f"\n{h}\n") == 1, f"heading {h!r} must appear exactly once"
-    assert text.index("## Run identity") < text.index("## Events") < text.index("## Sessions")
+    # Headings are lines: the text "## Events" inside a line (a quoted value) is not one.
+    at = [text.index(f"\n{h}\n") for h in ("## Run identity", "## Events", "## Sessions")]
+    assert at == sorted(at), "headings out of order"
     yaml = YAML(typ="safe", pure=True)
     blocks = []
     for heading, nxt in (("## Run identity", "## Events"), ("## Events", "## Sessions")):

@@ -24,15 +24,16 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 from recorder._cost import cost_cents, decimal_cost
-from recorder._transcript import (
+from recorder._vocab import NOTHING_SPENT, is_recorded
+from recorder.transcript import (
     Event,
     Identity,
     SessionRow,
     Transcript,
     prose_for,
+    prose_value,
     served_version_of,
 )
-from recorder._vocab import NOTHING_SPENT, is_recorded
 
 from ._fold import SessionKey
 from ._ledger import read_record_at
@@ -267,7 +268,7 @@ class FrozenArm:
             targets = ", ".join(f"{t} ({n} relayed)" for t, n in sorted(self.allowed.items()))
             lines.append(f"Egress proxy: allowed only the provider, {targets or 'none'}.")
             total = sum(sum(c.values()) for c in self.denied.values())
-            named = [f"{host} x{sum(c.values())} ({_names(c)})"
+            named = [f"{prose_value(host)} x{sum(c.values())} ({_names(c)})"  # the session's
                      for host, c in sorted(self.denied.items())]
             lines.append(f"Denied connections: {total}"
                          + (f": {', '.join(named)}." if named else "."))
@@ -300,9 +301,9 @@ def arm_tools_and_identity(plan: Plan, arm: str) -> tuple[tuple[str, ...], str |
 def _session_notes(name: str, record: FinalRecord) -> tuple[str, ...]:
     """Prose lines for what a final record says beyond its row (RC-10, RC-11)."""
     notes = []
-    if record.findings_note:
-        notes.append(f"{name}: {record.findings_note}; its artifacts carry no findings key "
-                     "(not checked, which is not a pass).")
+    if record.findings_note:  # may quote what the checker printed of the session's files
+        notes.append(f"{name}: {prose_value(record.findings_note)}; its artifacts carry no "
+                     "findings key (not checked, which is not a pass).")
     if record.orphan_results:
         notes.append(f"{name}: {len(record.orphan_results)} tool_result(s) answered no "
                      "tool_use seen before them; the ledger keeps their ids and digests.")

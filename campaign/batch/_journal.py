@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from recorder._transcript import write_transcript
+from recorder.transcript import ProvedEvents, write_transcript
 
 from ._builder import ArmTranscript
 from ._dir import transcript_path
@@ -62,6 +62,8 @@ class Journal:
             arm: ArmTranscript(plan, arm, ledger=self.ledger.path, network=network,
                                provider_note=provider_note, planned=keys)
             for arm in plan.arms}
+        self._proved = {arm: ProvedEvents() for arm in self.arms}
+        """Per arm, the events already dumped and proved: a later render proves only new ones."""
         self.last_render_s = 0.0
         """Seconds the last `render` took (the supervisor spaces renders by it)."""
         try:
@@ -126,13 +128,13 @@ class Journal:
         started = time.monotonic()
         with anyio.CancelScope(shield=True):
             for arm in frozen:
-                await anyio.to_thread.run_sync(_write, self.batch, arm)
+                await anyio.to_thread.run_sync(_write, self.batch, arm, self._proved[arm.arm])
         self.last_render_s = time.monotonic() - started
 
     def render_now(self, arms: Iterable[str] | None = None) -> None:
         """`render` on this thread (``record``'s one session; tests)."""
         for arm in self._frozen(arms):
-            _write(self.batch, arm)
+            _write(self.batch, arm, self._proved[arm.arm])
 
     def close(self) -> None:
         """Close the ledger; idempotent."""
@@ -145,7 +147,7 @@ class Journal:
         self.close()
 
 
-def _write(batch: Path, arm: FrozenArm) -> None:
+def _write(batch: Path, arm: FrozenArm, proved: ProvedEvents) -> None:
     path = transcript_path(batch, arm.arm)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_transcript(path, arm.transcript())
+    write_transcript(path, arm.transcript(), proved=proved)

@@ -62,14 +62,16 @@ def encode_record(record: BaseModel) -> bytes:
     out; the tag, the format and every field whose default is made when the
     record is (the times) are always written.
     """
-    data = record.model_dump(mode="json")
+    data = record.model_dump()  # python mode: JSON mode refuses a lone surrogate
     for name, info in type(record).model_fields.items():
         fixed = info.default_factory is None and not info.is_required()
         if fixed and name not in _ALWAYS_WRITTEN and data.get(name) == info.default:
             del data[name]
 
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return text.encode("utf-8") + b"\n"
+    # ASCII only: a session's string may hold a lone surrogate ("\udc80" in its JSON),
+    # which no UTF-8 encoder takes; escaped, the ledger keeps it exactly.
+    text = json.dumps(data, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+    return text.encode("ascii") + b"\n"
 
 
 def decode_record(raw: bytes, *, path: Path, line: int) -> LedgerRecord:

@@ -17,7 +17,7 @@ from campaign._plan import Plan, compose_plan
 from campaign.batch._fold import SessionKey
 from campaign.batch._journal import Journal
 from campaign.batch._records import FinalRecord, StartedRecord
-from recorder._transcript import parse_transcript, render_transcript
+from recorder.transcript import parse_transcript, render_transcript
 from tests.campaign.corpora import probe_yml, write_files
 
 NOTE = "Provider: scripted. A test double."

@@ -164,7 +164,7 @@ def test_run_is_confined_by_default_and_reaches_only_the_provider(
     assert repository.hits == 0 and resolver.queries == 0
     prose = _prose(batch)
     assert "Network mode `confined`: each session ran in its own network namespace" in prose
-    assert f"Denied connections: 1: {denied} x1 ({PROBE}/s1)." in prose
+    assert f'Denied connections: 1: "{denied}" x1 ({PROBE}/s1).' in prose  # a JSON literal
     assert f"allowed only the provider, {provider.url.removeprefix('http://')}" in prose
 
 
@@ -205,7 +205,7 @@ def test_record_with_network_confined_names_the_denial_of_its_session(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _finals(batch)[(PROBE, "r1")]["network"] == "confined"
     assert "127.0.0.1 connected" not in _workspace_file(batch, "r1", "net-direct.txt")
-    assert f"Denied connections: 1: 127.0.0.1:{repository.port} x1 ({PROBE}/r1)." in _prose(batch)
+    assert f'Denied connections: 1: "127.0.0.1:{repository.port}" x1 ({PROBE}/r1).' in _prose(batch)
     assert repository.hits == 0
 
 

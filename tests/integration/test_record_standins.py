@@ -601,3 +601,83 @@ def test_retranscribe_derives_the_same_events_again_and_holds_streams_to_the_rec
     assert f"changed: present {PROBE} r1: recorded -> refused-init" in changed.stdout
     _, _, events, rows = transcript(batch)
     assert rows == [[PROBE, "r1", "refused-init", "0"]] and events == []
+
+
+# --- forged prose: values from the session are quoted literals (docs/transcript.md) -----------
+
+FORGED_SERVED = 'Served version: "claude-forged-9" (1 recorded session).'
+HIDES_THE_REST = f"2.1.197.\n\n{FORGED_SERVED}\n\nDenied connections: 0.\n\n<!--"
+"""A version that, written raw, showed a forged served-version line and a forged egress line,
+and hid every real line after it (served version, cost, egress, the outside-paths total) in
+an HTML comment left open."""
+BREAKS_THE_BATCH = f"{MODEL}\n## Events\nx"
+"""A served model that, written raw, put a heading line into the prose: that render failed,
+and so did every later one of the batch, since the transcript is rebuilt from the ledger."""
+
+
+def served_by(model: str, text: str, *, msg: str) -> bytes:
+    """A main-thread assistant text line whose ``message.model`` is ``model``."""
+    return line({"type": "assistant", "parent_tool_use_id": None, "message": {
+        "id": msg, "model": model, "content": [{"type": "text", "text": text}]}})
+
+
+def check_transcript_cli(batch: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "campaign", "check-transcript",
+         str(batch / "transcripts" / "present.md")],
+        capture_output=True, text=True, timeout=60, check=False)
+
+
+def prose_lines(batch: Path) -> list[str]:
+    text = transcript(batch)[0]  # the independent check first: clean
+    assert check_transcript_cli(batch).returncode == 0
+    for heading in ("## Run identity", "## Events", "## Sessions"):
+        assert text.split("\n").count(heading) == 1 and text.splitlines().count(heading) == 1
+    return text.split("\n## Run identity\n", 1)[0].rstrip("\n").split("\n")
+
+
+def test_a_crafted_version_shows_no_forged_line_and_hides_nothing(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """The init line's claude_code_version carries a forged served-version line, a forged
+    "Denied connections: 0." line and an HTML comment opener: the prose quotes it on its own
+    line as a JSON literal (the newlines as \\n, "<" as \\u003c), so neither forged line nor
+    the opener is there, and the real lines after it are. (The session was confined and
+    denied nothing, so the one real egress line is "Denied connections: 0." too.)"""
+    batch = tmp_path / "b"
+    stream = (init(claude_code_version=HIDES_THE_REST) + READ
+              + served_by(MODEL, "Found it.\nHW-DR-0052", msg="m2") + result())
+    harness = write_standin(tmp_path / "claude", stdout=stream)
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    lines = prose_lines(batch)
+    assert FORGED_SERVED not in lines
+    assert not any("<" in x for x in lines)  # no comment opener, no HTML at all
+    assert ('Claude Code version: "2.1.197.\\n\\nServed version: \\"claude-forged-9\\" (1 '
+            'recorded session).\\n\\nDenied connections: 0.\\n\\n\\u003c!--".') in lines
+    assert f'Served version: "{MODEL}" (1 recorded session).' in lines
+    assert any(x.startswith("Cost source: ") for x in lines)
+    egress = [x for x in lines if x.startswith(("Egress proxy: ", "Denied connections: "))]
+    assert [x.split(":")[0] for x in egress] == ["Egress proxy", "Denied connections"]
+    assert egress[1] == "Denied connections: 0."
+    assert lines[-1] == "Outside-workspace paths named: 0"
+
+
+def test_a_crafted_model_breaks_neither_its_record_nor_the_next(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """The served model carries a newline and a heading: the session is recorded and its
+    transcript passes both checks with no forged line; a second `record` into the same batch
+    (its transcript rebuilt from the whole ledger, the crafted record included) works too."""
+    batch = tmp_path / "b"
+    stream = (init() + READ + served_by(BREAKS_THE_BATCH, "Found it.\nHW-DR-0052", msg="m2")
+              + result())
+    harness = write_standin(tmp_path / "claude", stdout=stream)
+    final = check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    assert final["served_model"] == BREAKS_THE_BATCH  # the ledger keeps what was sent
+    assert "x" not in prose_lines(batch)
+    write_standin(harness, stdout=SESSION)
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    lines = prose_lines(batch)
+    assert "x" not in lines
+    assert (f'Served versions differ across this arm\'s sessions: "{MODEL}" (1 session), '
+            f'"{MODEL}\\n## Events\\nx" (1 session); served_version names the most frequent '
+            "(a tie goes to the lexicographically first).") in lines
+    assert transcript(batch)[1]["served_version"] == MODEL  # the tie: MODEL sorts first

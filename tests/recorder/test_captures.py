@@ -48,8 +48,8 @@ import pytest
 from recorder._cost import cost_cents
 from recorder._event import build_event, observed_calls
 from recorder._initcheck import InitPolicy
-from recorder._transcript import Event
 from recorder._transform import Observation, StreamObserver
+from recorder.transcript import Event
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CAPTURES = FIXTURES / "captures"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from recorder._check import EXIT_STATUS, CheckResult, check_transcript_file
-from recorder._transcript import Event, Identity, SessionRow, Transcript, write_transcript
+from recorder.transcript import Event, Identity, SessionRow, Transcript, write_transcript
 
 DIGEST = "sha256:" + "0" * 64
 

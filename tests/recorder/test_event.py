@@ -19,8 +19,8 @@ import recorder._event as event_module
 from recorder._digest import digest_bytes, digest_file
 from recorder._event import build_event, cites_in_file, cites_in_text, produced_artifacts
 from recorder._findings import FindingsParser, resolve_checker
-from recorder._transcript import Artifact, Call, Event
 from recorder._transform import Observation, ObservedCall
+from recorder.transcript import Artifact, Call, Event
 
 # --- the event (RC-10..RC-12, recorder/_event.py) ----------------------------------------------
 

@@ -30,9 +30,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from recorder import _transcript
 from recorder._cost import CostFigure
-from recorder._transcript import (
+from recorder.transcript import (
     Artifact,
     Call,
     Event,
@@ -41,6 +40,8 @@ from recorder._transcript import (
     Transcript,
     TranscriptRefused,
     TranscriptUnproven,
+    _events,
+    _layout,
     parse_transcript,
     prose_for,
     render_transcript,
@@ -328,6 +329,26 @@ def test_awkward_arguments_round_trip(argument: str) -> None:
     text.encode("utf-8")  # writable as UTF-8 whatever the argument held
 
 
+
+@pytest.mark.parametrize(
+    ("prose", "said"),
+    [
+        ("Free prose.\r\n", "carriage return (CRLF line ending) on line 1"),
+        ("Free\n\nprose \udc80.", "line 3 holds '\\udc80', which UTF-8 cannot encode"),
+    ],
+    ids=["carriage-return", "lone-surrogate"],
+)
+def test_text_the_check_would_refuse_is_never_rendered(prose: str, said: str) -> None:
+    """RC-16: the file is UTF-8 Markdown whose lines end with \\n only; the writer's proof
+    holds its text to that, so it never writes a file that check-transcript refuses."""
+    t = transcript(prose=f"{prose}\n\nOutside-workspace paths named: 2")
+    with pytest.raises(TranscriptUnproven, match="RC-16") as info:
+        render_transcript(t)
+    assert said in str(info.value)
+    text = render_transcript(transcript()).replace("Free prose.", prose)
+    assert refused(text).rule == "RC-16" and said in refused(text).detail
+
+
 # --- RC-15: session names distinct within a probe
 
 
@@ -563,7 +584,7 @@ def test_prose_may_not_hold_a_heading_line() -> None:
 
 def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        _transcript,
+        _layout,
         "_table",
         lambda rows: "| probe | session | state | outside paths |\n|---|---|---|---|\n",
     )
@@ -572,12 +593,24 @@ def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.Mo
 
 
 def test_render_raises_unproven_when_read_back_differs(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The read-back parses (valid contract) but is not what was rendered.
-    real = _transcript._yaml_text
+    # The read-back parses (valid contract) but is not what was rendered: in the identity ...
+    real = _layout.yaml_text
     monkeypatch.setattr(
-        _transcript, "_yaml_text", lambda data: real(data).replace('"current"', '"other"')
+        _layout, "yaml_text", lambda data: real(data).replace("claude-served-9", "claude-other")
     )
     with pytest.raises(TranscriptUnproven, match="differs"):
+        render_transcript(transcript())
+
+
+def test_render_raises_unproven_when_an_event_reads_back_as_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ... and in an event, which is proved on its own when it joins the block.
+    real = _events.yaml_text
+    monkeypatch.setattr(
+        _events, "yaml_text", lambda data: real(data).replace('"current"', '"other"')
+    )
+    with pytest.raises(TranscriptUnproven, match="p1/r1 reads back as another event"):
         render_transcript(transcript())
 
 
@@ -651,10 +684,10 @@ def test_prose_states_the_contract() -> None:
         "bwrap",
         "the session shared the host network, so a Bash call could reach the public internet",
         "Rates from bypassPermissions batches do not compare",
-        "Claude Code version: 2.1.197.",
+        'Claude Code version: "2.1.197".',  # a session's value: a JSON literal
         "the harness's own computed cost, total_cost_usd of the last result line of each attempt; "
         "not the provider's invoice",
-        "claude-served-9",
+        'Served version: "claude-served-9" (4 recorded sessions).',
     ]:
         assert fact in prose
     assert prose.endswith("\nOutside-workspace paths named: 5")
@@ -671,8 +704,8 @@ def test_prose_names_unknown_cost_attempts_and_all_served_versions() -> None:
         anomalies_total=2,
     )
     assert "lower bound" in prose and "p1/r2 attempt 1, p2/r1 attempt 2" in prose
-    assert "v-a (3 sessions), v-b (1 session)" in prose
-    assert "Claude Code versions: 2.1.197, 2.1.200." in prose
+    assert '"v-a" (3 sessions), "v-b" (1 session)' in prose
+    assert 'Claude Code versions: "2.1.197", "2.1.200".' in prose
     assert "Arm identity: present: the corpus as sealed" in prose
     with pytest.raises(ValueError, match="lower-bound"):
         _prose(cost=CostFigure(cents=3, unknown=1, lower_bound=True))

@@ -7,6 +7,7 @@ captures are in test_captures.py.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import tracemalloc
 from decimal import Decimal
@@ -574,3 +575,25 @@ def test_result_line_fails_closed() -> None:
     obs = observe(init(), text("x"), _line({"type": "result", "is_error": "false",
                                             "total_cost_usd": "0.1"}))
     assert (obs.state, obs.cost_usd) == ("harness-error", None)
+
+
+def test_a_lone_surrogate_in_a_tool_result_has_a_digest_and_the_session_goes_on() -> None:
+    # JSON text may escape a lone surrogate; UTF-8 cannot encode it. Its digest is that of its
+    # three-byte form (surrogatepass), and nothing raises.
+    line = b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t",' \
+           b'"content":"a\\udc80b"}]}}'
+    obs = observe(init(), tool_use("t", "Bash", {"command": "x"}), line, text("y", msg="m2"),
+                  result())
+    expected = "sha256:" + hashlib.sha256("a\udc80b".encode("utf-8", "surrogatepass")).hexdigest()
+    assert obs.state == "recorded" and obs.calls[0].result_digest == expected
+
+
+@pytest.mark.parametrize("cost", ["-1", "1e5000", "1000000.01", "true", '"0.5"'])
+def test_a_malformed_cost_is_unknown_never_a_figure(cost: str) -> None:
+    # A session's own total_cost_usd must not make the arm's cost (and transcript) unrenderable.
+    obs = observe(init(), text("x", msg="m2"), result(cost=cost))
+    assert obs.state == "recorded" and obs.cost_usd is None
+
+
+def test_a_cost_within_bounds_is_exact() -> None:
+    assert observe(init(), text("x", msg="m2"), result(cost="0.1")).cost_usd == Decimal("0.1")

@@ -1,0 +1,68 @@
+"""Transcripts: the four closed key sets, the RC-16 layout, its writer and its reader.
+
+A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
+"The recorder contract"). The package is split by concern:
+
+* ``_models``  the closed key sets `Identity`, `Event`, `Call`, `Artifact`,
+  the ``## Sessions`` row `SessionRow`, and `Transcript` (cross-section checks)
+* ``_yaml``    the YAML dialect of the two blocks (the only importer of ruamel)
+* ``_layout``  `render_transcript` and `parse_transcript`, the two directions
+  of one layout; the renderer proves its output by parsing it back;
+  `render_parts` renders a transcript that grows
+* ``_events``  the ``## Events`` block; `ProvedEvents` keeps each event's
+  dumped and proved item, so a growing transcript's renders stay cheap
+* ``_closed``  reading loaded YAML through the closed models
+* ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
+  and `served_version_of`
+* ``_io``      `write_transcript`, the atomic replace, and `read_transcript`
+* ``_errors``  the error tree below
+
+Errors:
+
+* TranscriptRefused  - the text (or the values) break the contract; carries ``rule``
+* TranscriptUnproven - the renderer's output did not read back as its input (a bug)
+"""
+
+from __future__ import annotations
+
+from ._errors import TranscriptRefused as TranscriptRefused
+from ._errors import TranscriptUnproven as TranscriptUnproven
+from ._events import ProvedEvents as ProvedEvents
+from ._io import read_transcript as read_transcript
+from ._io import write_transcript as write_transcript
+from ._layout import parse_transcript as parse_transcript
+from ._layout import render_parts as render_parts
+from ._layout import render_transcript as render_transcript
+from ._models import HEADINGS as HEADINGS
+from ._models import SESSIONS_HEADER as SESSIONS_HEADER
+from ._models import Artifact as Artifact
+from ._models import Call as Call
+from ._models import Event as Event
+from ._models import Identity as Identity
+from ._models import SessionRow as SessionRow
+from ._models import Transcript as Transcript
+from ._prose import prose_for as prose_for
+from ._prose import prose_value as prose_value
+from ._prose import served_version_of as served_version_of
+
+__all__ = [
+    "HEADINGS",
+    "SESSIONS_HEADER",
+    "Artifact",
+    "Call",
+    "Event",
+    "Identity",
+    "ProvedEvents",
+    "SessionRow",
+    "Transcript",
+    "TranscriptRefused",
+    "TranscriptUnproven",
+    "parse_transcript",
+    "prose_for",
+    "prose_value",
+    "read_transcript",
+    "render_parts",
+    "render_transcript",
+    "served_version_of",
+    "write_transcript",
+]

@@ -1,0 +1,79 @@
+"""A transcript on disk: written atomically once proved, read back under the same check."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._errors import TranscriptRefused
+from ._layout import parse_transcript, render_parts, render_transcript
+
+if TYPE_CHECKING:
+    from ._events import ProvedEvents
+    from ._models import Transcript
+
+
+def write_transcript(
+    path: Path, transcript: Transcript, *, proved: ProvedEvents | None = None
+) -> None:
+    """Render ``transcript`` and replace ``path`` with it atomically.
+
+    Writes a temporary file in ``path``'s directory, fsyncs it, ``os.replace``s
+    it over ``path`` and fsyncs the directory: a reader sees the old file or
+    the new one, never a part. The temporary file is removed on any failure.
+
+    Args:
+        path: The transcript file (``transcripts/<arm>.md``).
+        transcript: What to write.
+        proved: The arm's kept `ProvedEvents`, for a transcript rewritten as
+            the batch goes (`render_parts`): the same bytes, and only the
+            events it has not seen are dumped and proved. None renders all.
+
+    Raises:
+        TranscriptUnproven: see `render_transcript`; nothing is written.
+        OSError: the directory refused the write; ``path`` is unchanged.
+    """
+    if proved is None:
+        text = render_transcript(transcript)
+    else:
+        text = render_parts(prose=transcript.prose, identity=transcript.identity,
+                            events=transcript.events, sessions=transcript.sessions,
+                            proved=proved)
+    data = text.encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read the transcript at ``path`` and check it against the contract.
+
+    The bytes must be UTF-8 (RC-16 defines a Markdown text); the text is then
+    checked by `parse_transcript`.
+
+    Raises:
+        OSError: the file could not be read (missing, a directory, no
+            permission): nothing was verified, which is not a refusal.
+        TranscriptRefused: the bytes were read whole and break the contract,
+            not UTF-8 included.
+    """
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TranscriptRefused("RC-16", f"{path} is not UTF-8 text: {exc}") from exc
+    return parse_transcript(text)

@@ -1,0 +1,260 @@
+"""The RC-16 layout, both directions: `render_transcript` writes it, `parse_transcript` reads it.
+
+The two sit side by side because they are one layout read two ways, and the
+renderer proves its output by handing it to the parser (the writer "proves
+its own output by reading it back through the same closed models", RC-16).
+`render_parts` is the renderer for a transcript that grows: its events are
+dumped and proved once each, in a `ProvedEvents` the caller keeps.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+from pydantic import BaseModel, ValidationError
+
+from ._closed import check_closed, refusal
+from ._errors import TranscriptRefused, TranscriptUnproven
+from ._events import ProvedEvents, read_events
+from ._models import (
+    HEADINGS,
+    SESSIONS_HEADER,
+    Event,
+    Identity,
+    SessionRow,
+    Transcript,
+)
+from ._yaml import yaml_load, yaml_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+_SESSIONS_RULE: Final = "|---|---|---|---|"
+
+
+def _table(rows: Sequence[SessionRow]) -> str:
+    lines = [SESSIONS_HEADER, _SESSIONS_RULE]
+    lines += [f"| {r.probe} | {r.session} | {r.state} | {r.outside_paths} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def render_transcript(transcript: Transcript) -> str:
+    """Return the RC-16 Markdown text of ``transcript``, proven by reading it back.
+
+    Layout, exactly: the prose; ``## Run identity`` and one ```` ```yaml ````
+    block (the twelve keys in table order); ``## Events`` and one ```` ```yaml
+    ```` block (a top-level sequence, ``[]`` when empty); ``## Sessions`` and
+    the table ``| probe | session | state | outside paths |``. Every string
+    value is double-quoted; unset optional keys are absent (RC-12).
+
+    Each event is dumped and proved on its own (`ProvedEvents`); a transcript
+    that grows is rendered with `render_parts` and a kept `ProvedEvents`
+    instead, so that each event is dumped and proved once, however often the
+    transcript renders.
+
+    Raises:
+        TranscriptUnproven: the text did not parse back to an equal transcript
+            (a bug in this module; the input was already validated).
+    """
+    return _render(transcript, ProvedEvents())
+
+
+def render_parts(
+    *,
+    prose: str,
+    identity: Identity,
+    events: Sequence[Event],
+    sessions: Sequence[SessionRow],
+    proved: ProvedEvents,
+) -> str:
+    """The text `render_transcript` gives for these parts, with events proved in ``proved``.
+
+    For a transcript built as a batch goes (one final ledger record at a
+    time): the caller keeps one ``proved`` per arm across renders. Each
+    render dumps and proves only the events ``proved`` has not seen, and
+    costs O(events + rows) string work besides, with no other YAML than the
+    identity's twelve keys. The proof is the same: the whole text is read back
+    (the block's items recognised by `ProvedEvents.read`) and must give these
+    parts. Pure and synchronous; run it off the event loop.
+
+    Args:
+        prose: The free prose (`prose_for`); identity: the twelve keys.
+        events: The arm's recorded events, in the order the block lists them.
+        sessions: One row per session of the arm, recorded or not.
+        proved: The arm's kept items (a new `ProvedEvents` for a first render).
+
+    Raises:
+        pydantic.ValidationError: the parts break a rule that crosses sections
+            (as constructing `Transcript` does: RC-15, RC-16).
+        TranscriptUnproven: the text did not read back as these parts (a bug).
+    """
+    transcript = Transcript(
+        prose=prose, identity=identity, events=list(events), sessions=list(sessions)
+    )
+    return _render(transcript, proved)
+
+
+def _render(transcript: Transcript, proved: ProvedEvents) -> str:
+    text = (
+        f"{transcript.prose}\n\n"
+        f"{HEADINGS[0]}\n\n```yaml\n{yaml_text(transcript.identity.model_dump())}```\n\n"
+        f"{HEADINGS[1]}\n\n```yaml\n{proved.block(transcript.events)}```\n\n"
+        f"{HEADINGS[2]}\n\n{_table(transcript.sessions)}"
+    )
+    if not transcript.prose:
+        text = text.lstrip("\n")
+    try:
+        back = _parse(text, proved)
+    except TranscriptRefused as exc:
+        raise TranscriptUnproven(str(exc)) from exc
+    if back != transcript or _dump(back) != _dump(transcript):
+        raise TranscriptUnproven("parsed transcript differs from the one rendered")
+    return text
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="python", exclude_unset=True)
+
+
+def _sections(text: str) -> tuple[str, list[list[str]]]:
+    lines = text.split("\n")
+    found: dict[str, list[int]] = {h: [] for h in HEADINGS}
+    for i, line in enumerate(lines):
+        if line in found:
+            found[line].append(i)
+    for heading, where in found.items():
+        if len(where) != 1:
+            state = (
+                "missing"
+                if not where
+                else f"repeated at lines {', '.join(str(i + 1) for i in where)}"
+            )
+            raise TranscriptRefused(
+                "RC-16", f"heading {heading!r} is {state}; each appears exactly once"
+            )
+    starts = [found[h][0] for h in HEADINGS]
+    if starts != sorted(starts):
+        raise TranscriptRefused("RC-16", f"headings out of order; expected {' / '.join(HEADINGS)}")
+    bounds = [*starts, len(lines)]
+    sections = [lines[bounds[k] + 1 : bounds[k + 1]] for k in range(3)]
+    return "\n".join(lines[: starts[0]]), sections
+
+
+def _trim(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def _yaml_block(lines: list[str], heading: str) -> str:
+    body = _trim(lines)
+    if len(body) < 2 or body[0] != "```yaml" or body[-1] != "```":
+        raise TranscriptRefused(
+            "RC-16", f"{heading} must hold exactly one ```yaml block and nothing else"
+        )
+    inner = body[1:-1]
+    for line in inner:
+        if line.startswith("```"):
+            raise TranscriptRefused(
+                "RC-16", f"{heading} must hold exactly one ```yaml block; found another fence"
+            )
+    return "\n".join(inner) + "\n"
+
+
+_ROW: Final = re.compile(r"\A\|(.*)\|\Z")
+_RULE_ROW: Final = re.compile(r"\A\|(?: *:?-{3,}:? *\|){4}\Z")
+
+
+def _session_rows(lines: list[str]) -> list[SessionRow]:
+    body = _trim(lines)
+    if not body or body[0] != SESSIONS_HEADER:
+        got = body[0] if body else "nothing"
+        raise TranscriptRefused(
+            "RC-16", f"## Sessions must open with {SESSIONS_HEADER!r}; found {got!r}"
+        )
+    if len(body) < 2 or not _RULE_ROW.match(body[1]):
+        raise TranscriptRefused("RC-16", "## Sessions table lacks its |---| separator row")
+    rows = []
+    for line in body[2:]:
+        m = _ROW.match(line)
+        cells = [c.strip() for c in m.group(1).split("|")] if m else []
+        if len(cells) != 4 or not cells[3].isdigit():
+            raise TranscriptRefused("RC-16", f"malformed ## Sessions row: {line!r}")
+        values = dict(zip(("probe", "session", "state"), cells, strict=False))
+        try:
+            rows.append(SessionRow.model_validate({**values, "outside_paths": int(cells[3])}))
+        except ValidationError as exc:
+            raise refusal(exc, f"## Sessions row {line!r}", "RC-16") from exc
+    return rows
+
+
+def _plain_text(text: str) -> None:
+    if "\r" in text:
+        line = text[: text.index("\r")].count("\n") + 1
+        raise TranscriptRefused(
+            "RC-16",
+            f"a carriage return (CRLF line ending) on line {line}; "
+            "a transcript's lines end with \\n only",
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text[: exc.start].count("\n") + 1
+        raise TranscriptRefused(
+            "RC-16", f"line {line} holds {text[exc.start]!r}, which UTF-8 cannot encode"
+        ) from exc
+
+
+def parse_transcript(text: str) -> Transcript:
+    """Check ``text`` against the contract and return the transcript it holds.
+
+    This is the contract check (RC-14..RC-16, RC-10..RC-12): the RC-16 layout
+    exactly (each heading once, in order; one ```` ```yaml ```` block under each
+    of the first two and nothing else there; the sessions table), keys only
+    from the four closed sets, all twelve identity keys, whole-number
+    ``cost_cents``, digests where digests go, session names distinct within a
+    probe, every event's session listed as ``recorded``. Prose is free; only
+    the ``Outside-workspace paths named: N`` line is read (it must equal the
+    table's sum).
+
+    The text itself is plain: its lines end with ``\n`` only (a carriage
+    return, as in a CRLF file, is refused with its line number) and it
+    encodes as UTF-8 (no lone surrogate), so whatever parses here can be
+    written and read back as the UTF-8 Markdown RC-16 defines.
+
+    Raises:
+        TranscriptRefused: the first breach found, with its rule and place.
+    """
+    return _parse(text, None)
+
+
+def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
+    """`parse_transcript`; the events block's items kept in ``proved`` are not loaded again."""
+    _plain_text(text)
+    prose, (identity_lines, event_lines, session_lines) = _sections(text)
+    raw = check_closed(
+        yaml_load(_yaml_block(identity_lines, HEADINGS[0]), HEADINGS[0]),
+        Identity,
+        "## Run identity",
+    )
+    missing = [k for k in Identity.model_fields if k not in raw]
+    if missing:
+        raise TranscriptRefused(
+            "RC-14", f"## Run identity lacks {', '.join(missing)}; all twelve keys are required"
+        )
+    try:
+        identity = Identity.model_validate(raw)
+    except ValidationError as exc:
+        raise refusal(exc, "## Run identity", "RC-14") from exc
+    events_text = _yaml_block(event_lines, HEADINGS[1])
+    known = proved.read(events_text) if proved is not None else None
+    events = known if known is not None else read_events(events_text)
+    sessions = _session_rows(session_lines)
+    try:
+        return Transcript(prose=prose, identity=identity, events=events, sessions=sessions)
+    except ValidationError as exc:
+        raise refusal(exc, "transcript", "RC-16") from exc
