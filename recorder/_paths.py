@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import os
 import posixpath
-import shlex
 import stat
 from typing import TYPE_CHECKING, Any, Final
+
+from recorder._shellwords import UnbalancedQuote, shell_words
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -164,12 +165,11 @@ def _bash_path_words(command: str) -> list[str]:
 def _shell_words(command: str) -> list[str]:
     """Shell words of ``command``; operators like ``>`` and ``;`` are split off.
 
-    Bad quoting (an unclosed quote) falls back to splitting at white space, so
-    a malformed command still has its paths counted.
+    Linear in the command's length (`recorder._shellwords`). Bad quoting (an
+    unclosed quote) falls back to splitting at white space, so a malformed
+    command still has its paths counted.
     """
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
     try:
-        return list(lexer)
-    except ValueError:
+        return shell_words(command)
+    except UnbalancedQuote:
         return command.split()

@@ -10,8 +10,11 @@ RC-10's argument table is `recorder._arguments`; the frozen results
 (`Observation`, `ObservedCall`, `OrphanResult`, `Anomaly`) are
 `recorder._observation`, re-exported here.
 
-`StreamObserver.finish` decides the session state from the table in DESIGN.md.
-Order of precedence (the first that applies):
+`StreamObserver.finish` decides the session state from the table of
+docs/batch.md. A refusal the stream showed (RC-07) wins, whatever the end;
+then ``limit-exceeded`` (a call's argument past what one call, or one
+session, may add to the record: `MAX_CALL_ARGUMENT_CHARS`); then, the first
+that applies:
 
 1. ``line-too-long``, ``timed-out`` (the driver's end), ``truncated`` (a tail
    without newline);
@@ -77,6 +80,14 @@ ANOMALY_EXCERPT_BYTES: Final = 240
 """Bytes of each kept anomaly: enough to recognise a banner or a debug line."""
 REASON_TEXT_CHARS: Final = 200
 """Characters of a result text quoted in a harness-error reason."""
+MAX_CALL_ARGUMENT_CHARS: Final = 256 * 1024
+"""The most one call's argument may add to the ledger and the transcript, in characters: a
+call past it ends the session ``limit-exceeded`` (the contract wants the argument as given,
+so it is never cut to fit). Real arguments are commands, paths and patterns; 256 Ki is a
+large heredoc (docs/recorder.md)."""
+MAX_SESSION_ARGUMENT_CHARS: Final = 16 * 1024 * 1024
+"""The most all of one session's kept arguments may hold, in characters (``limit-exceeded``
+past it): what one session can make the ledger, the transcript and the runner's memory hold."""
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
                        "after it and was ended by the runner")
 
@@ -148,6 +159,8 @@ class StreamObserver:
         self._too_long: str | None = None
         self._final_line = 0  # the last main-thread, non-synthetic assistant line
         self._last_anomaly = 0
+        self._argument_chars = 0  # what the kept calls' arguments add to the record
+        self._limit_reason: str | None = None
 
     def __repr__(self) -> str:
         return (f"<StreamObserver lines={self._lines} inits={self._inits} "
@@ -204,6 +217,8 @@ class StreamObserver:
         state: SessionState
         if seen_refusal:
             state, reason = "refused-init", "; ".join(self._refusals)
+        elif self._limit_reason is not None:
+            state, reason = "limit-exceeded", self._limit_reason
         else:
             state, reason = self._decide(end, exit_status, tail)
         result = self._result
@@ -319,19 +334,44 @@ class StreamObserver:
         tool_input = block.get("input")
         inputs = tool_input if isinstance(tool_input, dict) else {}
         read_path = inputs.get("file_path") if tool == "Read" else None
+        argument = call_argument(tool, tool_input, workspace=self._workspace)
+        oversized = self._over_the_bound(tool, argument)
         call = _Call(
             tool=tool,
-            argument=call_argument(tool, tool_input, workspace=self._workspace),
+            argument="" if oversized else argument,
             tool_use_id=tool_use_id,
             read_path=read_path if isinstance(read_path, str) else None,
-            outside=frozenset(outside_paths(tool, inputs, workspace=self._workspace)),
+            outside=frozenset() if oversized else frozenset(
+                outside_paths(tool, inputs, workspace=self._workspace)),
             in_subagent=in_subagent,
         )
-        self._calls.append(call)
+        if not oversized:  # an oversized call is not kept: no value is ever cut to fit
+            self._calls.append(call)
         if tool_use_id is not None:
             self._by_id[tool_use_id] = call
         if (key := WRITE_TOOLS.get(tool)) and isinstance(path := inputs.get(key), str) and path:
             self._produced.setdefault(path, None)
+
+    def _over_the_bound(self, tool: str, argument: str) -> bool:
+        """Whether this call's argument passes what one call, or one session, may add to the
+        record (`MAX_CALL_ARGUMENT_CHARS`, `MAX_SESSION_ARGUMENT_CHARS`); says so once."""
+        size = len(argument)
+        if size > MAX_CALL_ARGUMENT_CHARS:
+            self._limit(f"limit-exceeded: the {tool} call on stdout line {self._lines} has an "
+                        f"argument of {size} characters, over the {MAX_CALL_ARGUMENT_CHARS} one "
+                        "call may add to the ledger and the transcript")
+            return True
+        self._argument_chars += size
+        if self._argument_chars > MAX_SESSION_ARGUMENT_CHARS:
+            self._limit(f"limit-exceeded: by stdout line {self._lines} the calls' arguments "
+                        f"hold {self._argument_chars} characters, over the "
+                        f"{MAX_SESSION_ARGUMENT_CHARS} one session may add to the record")
+            return True
+        return False
+
+    def _limit(self, reason: str) -> None:
+        if self._limit_reason is None:
+            self._limit_reason = reason
 
     def _user(self, obj: dict[str, Any]) -> None:
         for block in content_blocks(obj):

@@ -597,3 +597,37 @@ def test_a_malformed_cost_is_unknown_never_a_figure(cost: str) -> None:
 
 def test_a_cost_within_bounds_is_exact() -> None:
     assert observe(init(), text("x", msg="m2"), result(cost="0.1")).cost_usd == Decimal("0.1")
+
+
+def test_a_call_argument_past_the_bound_ends_the_session_limit_exceeded_never_cut() -> None:
+    from recorder._transform import MAX_CALL_ARGUMENT_CHARS
+
+    big = "x" * (MAX_CALL_ARGUMENT_CHARS + 1)
+    obs = observe(init(), tool_use("t1", "Read", {"file_path": "a"}), tool_result("t1", "ok"),
+                  tool_use("t2", "Grep", {"pattern": big}), tool_result("t2", "none"),
+                  text("x", msg="m3"), result())
+    assert obs.state == "limit-exceeded"
+    assert obs.reason.startswith("limit-exceeded: the Grep call on stdout line 4 has an "
+                                 f"argument of {len(big)} characters, over the "
+                                 f"{MAX_CALL_ARGUMENT_CHARS}")
+    assert [c.tool for c in obs.calls] == ["Read"]  # kept whole, or not at all
+    assert obs.orphan_results == ()  # its result still pairs with it
+
+
+def test_an_argument_at_the_bound_is_kept_whole() -> None:
+    from recorder._transform import MAX_CALL_ARGUMENT_CHARS
+
+    exact = "x" * MAX_CALL_ARGUMENT_CHARS
+    obs = observe(init(), tool_use("t", "Grep", {"pattern": exact}), text("x", msg="m2"),
+                  result())
+    assert obs.state == "recorded" and obs.calls[0].argument == exact
+
+
+def test_the_sessions_arguments_together_are_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import recorder._transform as transform
+
+    monkeypatch.setattr(transform, "MAX_SESSION_ARGUMENT_CHARS", 10)
+    obs = observe(init(), tool_use("a", "Bash", {"command": "123456"}),
+                  tool_use("b", "Bash", {"command": "7890ab"}), text("x", msg="m2"), result())
+    assert obs.state == "limit-exceeded" and "one session may add" in obs.reason
+    assert [c.argument for c in obs.calls] == ["123456"]
