@@ -1,10 +1,13 @@
-"""From an `Observation` of a recorded session to its `Event` (DESIGN.md RC-10..RC-13, RC-15).
+"""From an `Observation` of a recorded session to its `Event` (RC-10..RC-13, RC-15).
 
 This is the one place that reads files of the workspace after the session
 (RC-01): the bytes of a Read file the session created, and each produced
-artifact inside the workspace. It never opens a path outside the workspace:
-paths are resolved with `resolve_in_workspace` first, which follows symlinks
-only while they stay inside, so a workspace symlink pointing outside is outside.
+artifact inside the workspace. Every such read goes through
+`recorder._beneath`: beneath the workspace, no symlink followed anywhere on
+the way, regular files only, at most `MAX_ARTIFACT_BYTES`, digest and cites
+from one read. A file that is not read keeps its path only and is listed,
+with its size and why, in ``unread`` (the ledger keeps it; the prose names
+it). A path outside the workspace is never opened.
 
 ``cites`` (RC-11): a corpus id occurs "on word boundaries" when the character
 before it and the character after it are not identifier characters, i.e.
@@ -12,20 +15,20 @@ letters or digits (Unicode, `str.isalnum`), ``_`` or ``-``; the start and end
 of the file are boundaries. So ``HW-DR-0052`` is cited by ``(HW-DR-0052)``,
 ``HW-DR-0052.`` and ``docs/HW-DR-0052.md``, and not by ``HW-DR-00521``,
 ``XHW-DR-0052`` or ``HW-DR-0052-draft``. Files are decoded as UTF-8 with
-replacement and scanned in chunks, so memory stays bounded.
+replacement and scanned in pieces, so memory stays bounded.
 """
 
 from __future__ import annotations
 
 import codecs
-import os
 import posixpath
-import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from recorder._answer import extract_answer
-from recorder._digest import digest_file
+from recorder._beneath import MAX_ARTIFACT_BYTES as MAX_ARTIFACT_BYTES
+from recorder._beneath import Unreadable, read_beneath
 from recorder._paths import resolve_in_workspace
 from recorder.transcript import Artifact, Call, Event
 
@@ -34,8 +37,6 @@ if TYPE_CHECKING:
 
     from recorder._transform import Observation, ObservedCall
 
-SCAN_CHUNK_BYTES: Final = 1 << 16
-"""Bytes read per step when looking for citations (bounded memory, any file size)."""
 ID_PUNCTUATION: Final = frozenset("_-")
 """Characters that, besides letters and digits, continue an identifier."""
 
@@ -51,6 +52,7 @@ def build_event(
     corpus_ids: Collection[str],
     produced_extra: Sequence[str] = (),
     findings: Mapping[str, Sequence[str]] | None = None,
+    unread: list[UnreadFile] | None = None,
 ) -> Event:
     """Build the event of one recorded session.
 
@@ -68,6 +70,8 @@ def build_event(
         findings: what the configured checker reported (workspace-relative
             path -> rules; `recorder._findings.run_checker`), or None when no
             checker ran or it failed (RC-11, RC-12).
+        unread: When given, receives every produced file inside the workspace
+            that was not read (a symlink, not a regular file, over the size cap).
 
     Returns:
         An `Event` with ``calls`` and ``produced`` always present (``[]`` when
@@ -88,7 +92,7 @@ def build_event(
         calls=observed_calls(obs.calls, workspace=workspace, manifest=manifest),
         produced=produced_artifacts([*obs.produced_paths, *produced_extra],
                                     workspace=workspace, corpus_ids=corpus_ids,
-                                    findings=findings),
+                                    findings=findings, unread=unread),
         answer=extract_answer(obs.final_text, declared_answers),
     )
 
@@ -118,52 +122,56 @@ def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, s
     relative = posixpath.relpath(resolved, posixpath.normpath(str(workspace)))
     if relative in manifest:
         return manifest[relative]
-    if _is_regular_file(resolved):
-        try:
-            return digest_file(Path(resolved))
-        except OSError:
-            pass
-    return call.result_digest
+    try:  # a file the session created: its bytes after the session, read beneath
+        return read_beneath(workspace, relative).digest
+    except Unreadable:
+        return call.result_digest
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadFile:
+    """A produced file inside the workspace that was not read after the session."""
+
+    path: str
+    """Workspace-relative, as the session named it."""
+    reason: str
+    size_bytes: int | None
 
 
 def produced_artifacts(paths: Iterable[str], *, workspace: Path,
                        corpus_ids: Collection[str],
-                       findings: Mapping[str, Sequence[str]] | None = None) -> list[Artifact]:
+                       findings: Mapping[str, Sequence[str]] | None = None,
+                       unread: list[UnreadFile] | None = None) -> list[Artifact]:
     """RC-11's ``produced``: one artifact per distinct path named, first-named order.
 
     The key and ``path`` are the path as named (relative to the workspace when
     it lies there lexically, ``..`` collapsed; absolute otherwise), so two
-    names stay two entries even when symlinks make them one host file, and a
-    host path is never written in place of the name the session used. When
-    the name resolves inside the workspace (its symlinks followed there) and
-    is a regular file after the session: ``result``, ``cites`` and (when
-    ``findings`` is a mapping: a checker ran) ``findings``. When it resolves
-    outside: ``path`` only; the file is never opened, and no checker looked.
+    names stay two entries, and a host path is never written in place of the
+    name the session used. Inside the workspace, a regular file read beneath
+    it (`recorder._beneath`: no symlink followed, at most `MAX_ARTIFACT_BYTES`)
+    gets ``result``, ``cites`` and (when ``findings`` is a mapping: a checker
+    ran) ``findings``; any other keeps ``path`` only and, when it exists, is
+    added to ``unread`` with why. Outside: ``path`` only, never opened.
     """
     artifacts: dict[str, Artifact] = {}
     for named in paths:
         key = _as_named(named, workspace)
         if key in artifacts:
             continue
-        resolved, inside = resolve_in_workspace(named, workspace)
-        if not inside:
+        if key.startswith(("/", "~")):
             artifacts[key] = Artifact(path=key)
             continue
-        relative = key
-        if _is_regular_file(resolved):
-            try:
-                found = {} if findings is None else {  # [] = checked, none reported
-                    "findings": sorted(set(findings.get(relative, ())))}
-                artifacts[key] = Artifact(
-                    path=relative,
-                    result=digest_file(Path(resolved)),
-                    cites=cites_in_file(Path(resolved), corpus_ids),
-                    **found,
-                )
-                continue
-            except OSError:
-                pass
-        artifacts[key] = Artifact(path=relative)
+        scanner = CitesScanner(corpus_ids)
+        try:
+            facts = read_beneath(workspace, key, on_text=scanner.feed)
+        except Unreadable as exc:
+            if unread is not None and not exc.reason.startswith("missing"):
+                unread.append(UnreadFile(key, exc.reason, exc.size_bytes))
+            artifacts[key] = Artifact(path=key)
+            continue
+        found = {} if findings is None else {  # [] = checked, none reported
+            "findings": sorted(set(findings.get(key, ())))}
+        artifacts[key] = Artifact(path=key, result=facts.digest, cites=scanner.cites(), **found)
     return list(artifacts.values())
 
 
@@ -179,34 +187,50 @@ def _as_named(named: str, workspace: Path) -> str:
     return absolute
 
 
+class CitesScanner:
+    """Finds the ``corpus_ids`` a text cites on word boundaries, fed piece by piece.
+
+    Memory: the longest id plus one character carried between pieces.
+    """
+
+    def __init__(self, corpus_ids: Collection[str]) -> None:
+        self._remaining = {ident for ident in corpus_ids if ident}
+        self._keep = max((len(i) for i in self._remaining), default=0) + 1
+        self._found: set[str] = set()
+        self._carry = ""
+        self._dropped = 0
+
+    def feed(self, text: str, final: bool) -> None:
+        """Take the next piece of the text; ``final`` on the last one."""
+        todo = self._remaining - self._found
+        if not todo:
+            return
+        window = self._carry + text
+        self._found |= _scan(window, todo, at_start=self._dropped == 0, at_end=final)
+        self._carry = window[-self._keep:]
+        self._dropped += len(window) - len(self._carry)
+
+    def cites(self) -> list[str]:
+        """The sorted, unique ids found so far (all of them once fed the final piece)."""
+        return sorted(self._found)
+
+
 def cites_in_file(path: Path, corpus_ids: Collection[str]) -> list[str]:
-    """The sorted, unique ``corpus_ids`` that occur in the file on word boundaries.
+    """The sorted, unique ``corpus_ids`` that occur in the file at ``path`` on word boundaries.
+
+    For a file outside any workspace (tests, tools); a session's files are read
+    through `produced_artifacts`.
 
     Raises:
         OSError: the file cannot be read.
     """
-    remaining = {ident for ident in corpus_ids if ident}
-    if not remaining:
-        return []
-    keep = max(len(ident) for ident in remaining) + 1
-    found: set[str] = set()
+    scanner = CitesScanner(corpus_ids)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    carry, dropped = "", 0
     with path.open("rb") as fp:
-        while True:
-            chunk = fp.read(SCAN_CHUNK_BYTES)
-            final = not chunk
-            window = carry + decoder.decode(chunk, final=final)
-            found |= _scan(window, remaining - found, at_start=dropped == 0, at_end=final)
-            if final or found == remaining:
-                return sorted(found)
-            carry = window[-keep:]
-            dropped += len(window) - len(carry)
-
-
-def cites_in_text(text: str, corpus_ids: Collection[str]) -> list[str]:
-    """`cites_in_file` over a string (the whole text is one window)."""
-    return sorted(_scan(text, {i for i in corpus_ids if i}, at_start=True, at_end=True))
+        while chunk := fp.read(1 << 16):
+            scanner.feed(decoder.decode(chunk), False)
+    scanner.feed(decoder.decode(b"", final=True), True)
+    return scanner.cites()
 
 
 def _scan(window: str, idents: set[str], *, at_start: bool, at_end: bool) -> set[str]:
@@ -235,14 +259,6 @@ def _scan(window: str, idents: set[str], *, at_start: bool, at_end: bool) -> set
 
 def _continues_id(char: str) -> bool:
     return char.isalnum() or char in ID_PUNCTUATION
-
-
-def _is_regular_file(path: str) -> bool:
-    """A regular file, not followed through a symlink (resolution left none inside)."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str]) -> Call:

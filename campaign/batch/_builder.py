@@ -304,6 +304,12 @@ def _session_notes(name: str, record: FinalRecord) -> tuple[str, ...]:
     if record.findings_note:  # may quote what the checker printed of the session's files
         notes.append(f"{name}: {prose_value(record.findings_note)}; its artifacts carry no "
                      "findings key (not checked, which is not a pass).")
+    for unread in record.unread_artifacts or []:  # the path is the session's: a literal
+        size = unread.get("size_bytes")
+        notes.append(f"{name}: the produced file {prose_value(str(unread.get('path')))} was not "
+                     f"read after the session ({unread.get('reason')}"
+                     + (f"; {size} bytes" if size is not None else "") + "): it keeps its "
+                     "path only.")
     if record.orphan_results:
         notes.append(f"{name}: {len(record.orphan_results)} tool_result(s) answered no "
                      "tool_use seen before them; the ledger keeps their ids and digests.")

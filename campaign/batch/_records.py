@@ -142,6 +142,10 @@ class FinalRecord(SessionRef):
     """The kept stream, batch-relative (``sessions/.../attempt-<n>/stdout.jsonl.zst``)."""
     stream_bytes: int | None = None
     """Stdout bytes received (what the kept stream decompresses to)."""
+    unread_artifacts: list[dict[str, Any]] | None = None
+    """Produced files inside the workspace not read after the session (``path``, ``reason``,
+    ``size_bytes``): a symlink, not a regular file, over the size cap. Their events keep
+    ``path`` only."""
     init_policy: dict[str, Any] | None = None
     """What the init check held the stream to (permission mode, declared MCP servers, host
     skill names, config directory), so ``retranscribe`` can hold it to the same."""

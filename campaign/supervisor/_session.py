@@ -30,7 +30,7 @@ from campaign.batch._records import FinalRecord, StartedRecord, utc_now
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_child
-from recorder._event import build_event, observed_calls
+from recorder._event import UnreadFile, build_event, observed_calls
 from recorder._findings import run_checker
 from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
 from recorder._transform import Observation, StreamObserver
@@ -300,14 +300,18 @@ async def _drive(
             findings = checked.findings
             if checked.note is not None:  # never a pass: no findings key, and said
                 facts["findings_note"] = checked.note
+        unread: list[UnreadFile] = []
         event = await anyio.to_thread.run_sync(
             lambda: build_event(
                 obs, probe=spec.probe.id, session=spec.session, workspace=paths.workspace,
                 manifest=manifest, declared_answers=probe.answers, corpus_ids=ctx.corpus.ids,
-                produced_extra=ctx.produced_extra, findings=findings,
+                produced_extra=ctx.produced_extra, findings=findings, unread=unread,
             )
         )
         facts["event"] = event.model_dump(mode="json", exclude_unset=True)
+        if unread:  # path only in the event; why, here and in the prose
+            facts["unread_artifacts"] = [
+                {"path": u.path, "reason": u.reason, "size_bytes": u.size_bytes} for u in unread]
     else:  # nothing observed is lost: the calls stay in the ledger (BC-01)
         facts["calls"] = [
             call.model_dump(mode="json", exclude_unset=True)

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import recorder._event as event_module
 from recorder._digest import digest_bytes, digest_file
-from recorder._event import build_event, cites_in_file, cites_in_text, produced_artifacts
+from recorder._event import CitesScanner, build_event, cites_in_file, produced_artifacts
 from recorder._findings import FindingsParser, resolve_checker
 from recorder._transform import Observation, ObservedCall
 from recorder.transcript import Artifact, Call, Event
@@ -130,18 +129,24 @@ def test_event_produced_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     ],
 )
 def test_cites_word_boundaries(text: str, cited: bool) -> None:
-    assert cites_in_text(text, ["HW-DR-0052"]) == (["HW-DR-0052"] if cited else [])
+    assert cites_of([text], ["HW-DR-0052"]) == (["HW-DR-0052"] if cited else [])
+
+
+def cites_of(pieces: list[str], ids: list[str]) -> list[str]:
+    scanner = CitesScanner(ids)
+    for i, piece in enumerate(pieces):
+        scanner.feed(piece, i == len(pieces) - 1)
+    return scanner.cites()
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 11, 64])
-def test_cites_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                       chunk: int) -> None:
-    monkeypatch.setattr(event_module, "SCAN_CHUNK_BYTES", chunk)
-    path = tmp_path / "a.md"
+def test_cites_across_piece_boundaries(tmp_path: Path, chunk: int) -> None:
     body = "é HW-DR-00521 A-1 xA-2 HW-DR-0052, B-7é B-8\n"
-    path.write_text(body)
     ids = ["HW-DR-0052", "HW-DR-00521", "A-1", "A-2", "B-7", "B-8", "B-9"]
-    assert cites_in_file(path, ids) == cites_in_text(body, ids) == [
+    pieces = [body[i:i + chunk] for i in range(0, len(body), chunk)]
+    path = tmp_path / "a.md"
+    path.write_text(body)
+    assert cites_of(pieces, ids) == cites_in_file(path, ids) == [
         "A-1", "B-8", "HW-DR-0052", "HW-DR-00521"]
 
 
@@ -202,9 +207,13 @@ def test_rc11_outside_path_is_never_read(tmp_path: Path, monkeypatch: pytest.Mon
                          (os, "lstat"), (os, "readlink"), (Path, "open")):
         real = getattr(module, name)
 
-        def spy(path: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+        def spy(path: Any, *args: Any, _real: Any = real, _link: Any = os.readlink,
+                **kwargs: Any) -> Any:
             if isinstance(path, str | bytes | os.PathLike):
-                touched.append(os.fsdecode(path))
+                name = os.fsdecode(path)
+                if kwargs.get("dir_fd") is not None:  # relative to an open directory
+                    name = os.path.join(_link(f"/proc/self/fd/{kwargs['dir_fd']}"), name)
+                touched.append(name)
             return _real(path, *args, **kwargs)
 
         monkeypatch.setattr(module, name, spy)
