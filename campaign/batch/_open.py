@@ -43,7 +43,7 @@ from sandbox._privileges import ensure_session_user
 from ._config import BatchConfig, BatchFacts, OrderFacts, read_config, read_plan, write_config
 from ._config import write_plan as _write_plan
 from ._dir import prepare_batch_dir
-from ._harness import harness_version_of
+from ._harness import bounded_version
 from ._journal import Journal
 from ._lock import LOCK_NAME, BatchLock
 from ._records import InvocationRecord
@@ -151,7 +151,12 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
     return moved
 
 
-def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> None:
+def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
+    """Sweep, make the session user, run the checks; the harness's version from inside.
+
+    Raises:
+        PreflightFailed: a check is not verified ok.
+    """
     for left in sweep_config_root():
         notify(f"removed a credentials copy left by a killed runner: {left}")
     try:
@@ -171,6 +176,7 @@ def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> None:
                              + (f"\n    fix: {check.fix}" if check.fix else ""))
         raise PreflightFailed("confinement preflight failed; nothing was started or spent "
                               "(no session may run unconfined, RC-05):", lines)
+    return bounded_version(report.harness_version or "unknown")
 
 
 def _network(options: BatchOptions,
@@ -277,9 +283,10 @@ def open_batch(request: BatchRequest, *,
                              must_be_new=request.mode == "new")
     options = request.options
     with BatchLock(path):
-        current_harness = harness_version_of(Path(options.harness))
+        # The harness's version as it runs inside the sandbox (the preflight measures it
+        # there, bounded): the runner never runs a harness outside the sandbox.
+        current_harness = _preflight(options, notify)
         existing = None if request.mode == "new" else _existing(path, request, current_harness)
-        _preflight(options, notify)
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
         with _provider(options) as url:
