@@ -157,7 +157,7 @@ def host_skill_names(dirs: Iterable[Path]) -> frozenset[str]:
 
 
 def refusal(field: str, value: object, why: str) -> str:
-    """One RC-07 refusal, naming the rule, the field and the value (issue 3 item 5).
+    """One RC-07 refusal, naming the rule, the field and the value .
 
     ``refusal("permissionMode", "plan", "...")`` ->
     ``"RC-07: permissionMode = 'plan': ..."``. The value is its ``repr``,

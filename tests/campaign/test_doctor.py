@@ -1,4 +1,4 @@
-"""``doctor`` (issue 5 item 1): three answers per check, each broken one with its fix.
+"""``doctor``: three answers per check, each broken one with its fix.
 
 Exit statuses from DESIGN.md: 0 every check verified ok, 12 any verified
 broken, 4 none broken but some could not be verified. The same sandbox and

@@ -73,7 +73,7 @@ def test_preflight_failure_exits_12_before_anything(tmp_path: Path, corpus: Path
 
 def test_missing_credentials_exit_12_before_anything(tmp_path: Path, corpus: Path,
                                                      harness: Path) -> None:
-    # Issue 5: the checks doctor runs stop a batch with 12; credentials are one of them.
+    # The checks doctor runs stop a batch with 12; credentials are one of them.
     env = {k: v for k, v in os.environ.items() if k != "HW_UNSET_KEY"}
     batch = tmp_path / "b"
     proc = _cli("run", str(corpus), "--batch-dir", str(batch), "--api-key-env", "HW_UNSET_KEY",

@@ -1,4 +1,4 @@
-"""Credentials lifecycle (issue 5 item 3): the copy exists only while its session runs.
+"""Credentials lifecycle: the copy exists only while its session runs.
 
 A session's config directory (``/var/tmp/headwater-campaign/cfg/<pid>-<name>-<random>``,
 0700) receives a copy of the host's ``.credentials.json`` (0600), owned by the

@@ -1,4 +1,4 @@
-"""Escape suite (issue 5 item 2): every attempt to reach the host fails inside the sandbox.
+"""Escape suite: every attempt to reach the host fails inside the sandbox.
 
 Driven through the real runner (``run`` and ``record``), the real Claude Code
 CLI under real bwrap, and the scripted provider: each probe's script makes the

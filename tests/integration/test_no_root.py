@@ -1,4 +1,4 @@
-"""No root inside (issue 5 item 5): a root runner's session runs as an unprivileged user.
+"""No root inside: a root runner's session runs as an unprivileged user.
 
 bwrap's ``--uid`` only maps a uid inside the user namespace; started by root,
 the sandbox is still root on the host, and ``/etc/shadow`` (under the

@@ -456,7 +456,7 @@ BC08_FIELD = {"b_memory_team_outside_cfg": "memory_paths.team = '/home/hostuser/
               "f_permission_mode_new_value": "permissionMode = 'auto'",
               "g_mcp_undeclared_needs_auth": "mcp_servers[1].name = 'search'",
               "i_skills_key_absent": "skills is missing"}
-"""Per refused variant: the field and value the refusal must name (RC-07, issue 3 item 5)."""
+"""Per refused variant: the field and value the refusal must name (RC-07)."""
 
 
 def test_stderr_flood_before_stdout(tmp_path: Path, corpus: Path, bwrap: str) -> None:

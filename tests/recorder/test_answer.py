@@ -13,9 +13,9 @@ WORDS = ["yes", "no"]
 @pytest.mark.parametrize(
     ("final_text", "declared", "expected"),
     [
-        # #1384: the same two facts in the other order are recovered, in the declared form.
+        # The contract's example: the same two facts in the other order, in the declared form.
         ("HW-DR-0052 current", STATUS, "current HW-DR-0052"),
-        # #1384: the other miss has an extra word and stays no answer.
+        # The contract's example: the other miss has an extra word and stays no answer.
         ("0052 current HW-DR-0052", STATUS, None),
         # A missing word gives no value.
         ("current", STATUS, None),
@@ -23,7 +23,7 @@ WORDS = ["yes", "no"]
         ("The document is current.", ["current"], None),
         # Markdown emphasis carries no answer.
         ("**yes**", WORDS, None),
-        # #980: reasoning, then the word on a line of its own, carries that word.
+        # The contract's example: reasoning, then the word on a line of its own, carries that word.
         ("I read the register and checked the date.\nyes", WORDS, "yes"),
         # Trailing blank lines are not the last non-empty line.
         ("Reasoning.\nno\n\n   \n", WORDS, "no"),

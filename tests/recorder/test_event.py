@@ -150,7 +150,7 @@ def test_cites_across_piece_boundaries(tmp_path: Path, chunk: int) -> None:
         "A-1", "B-8", "HW-DR-0052", "HW-DR-00521"]
 
 
-# --- named corner cases of issue 3, item 3 -----------------------------------------------------
+# --- named corner cases of the recorder's reads ------------------------------------------------
 
 def test_rc10_read_result_is_the_document_digest_never_bytes(tmp_path: Path) -> None:
     """RC-10: a Read's ``result`` is the digest of the document's bytes as sealed, in the plan's

@@ -200,7 +200,7 @@ def test_check_init_missing_policed_field_refuses(field: str) -> None:
     ],
 )
 def test_check_init_refusal_names_rule_field_and_value(changes: dict[str, Any], named: str) -> None:
-    """RC-07 (issue 3 item 5): a refusal names the rule, the field and the value."""
+    """RC-07: a refusal names the rule, the field and the value."""
     reasons = check_init(_with(**changes), POLICY)
     assert len(reasons) == 1
     assert reasons[0].startswith(named), reasons[0]
