@@ -29,6 +29,7 @@ from sandbox._checks import userns_causes
 from sandbox._init import session_init_command
 from sandbox._preflight import userns_sysctls
 from sandbox._privileges import SESSION_USER
+from sandbox._seccomp import session_filter
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
 BC15 = FIXTURES / "BC-15_fake_bwrap.sh"
@@ -232,8 +233,11 @@ def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
         f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
 case "$*" in *--proc*) ;; *) exit 0;; esac
 for a in "$@"; do printf '%s\\0' "$a"; done > {record}
-prev=; for a in "$@"; do [ "$prev" = --args ] && fd=$a; prev=$a; done
+prev=; for a in "$@"; do
+  [ "$prev" = --args ] && fd=$a; [ "$prev" = --seccomp ] && sfd=$a; prev=$a
+done
 cat /dev/fd/"$fd" > {payload}
+cat /dev/fd/"$sfd" > {payload}.seccomp
 """,
     )
     layout = HostLayout(symlinks=(("/lib64", "usr/lib64"),), directories=("/bin", "/lib"))
@@ -255,7 +259,10 @@ cat /dev/fd/"$fd" > {payload}
     # The session's init shell (lifeline, pid-2 guard) then `true`, as for a session.
     assert command in [session_init_command([true], lifeline=True, bridge=False)
                        for true in ("/usr/bin/true", "/bin/true")]
-    assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd)[1:]
+    seccomp_fd = int(argv[argv.index("--seccomp") + 1])
+    assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd,
+                              seccomp_fd=seccomp_fd)[1:]  # fmt: skip
+    assert (tmp_path / "payload.seccomp").read_bytes() == session_filter()  # a session's filter
     assert argv[argv.index("--symlink") :][:3] == ["--symlink", "usr/lib64", "/lib64"]
     assert argv[argv.index("/bin") - 1 :][:3] == ["--ro-bind", "/bin", "/bin"]
     sent = payload.read_bytes()
