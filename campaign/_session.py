@@ -29,7 +29,7 @@ from sandbox._config import Credentials, session_config_dir
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
-from sandbox._errors import SessionUserUnusable
+from sandbox._errors import ConfinementUnavailable
 from sandbox._layout import HostLayout
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser
@@ -220,7 +220,7 @@ async def _drive(
                     sandbox.child, on_line=observer.feed, stderr_tail=paths.stderr_tail,
                     wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
                 )
-        except SessionUserUnusable as exc:
+        except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _final_record(
                 spec, started, state="refused-confinement", reason=f"RC-05: {exc}",
                 cost_usd=None, cost_known=True, outside_paths=0, anomalies=0,
