@@ -42,6 +42,7 @@ from campaign._plan import compose_plan
 from campaign._provider import ScriptedProvider, load_scripts
 from campaign._session import BatchContext, SessionSpec, run_session
 from sandbox import CONFIG_ROOT, SESSION_USER, Credentials
+from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from tests.integration import kit
 
@@ -176,6 +177,24 @@ async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
         state = await _run(setup, _spec("LIFE-OK"), ctx)
     assert state == "refused-init"
     assert watch.saw_private_copy()
+    assert watch.dirs() == []
+
+
+@pytest.mark.anyio
+async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_copy(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cgroup for the sandbox (here: its creation refused): refused-confinement before the
+    harness starts (nothing spent), and the copy made for it is gone."""
+
+    def no_cgroup(host: object, label: str) -> None:
+        raise ContainmentUnavailable("no cgroup here (test)", "none")
+
+    monkeypatch.setattr("sandbox._confined.open_session_cgroup", no_cgroup)
+    with Watch(_prefix("LIFE-OK")) as watch, Ledger(setup.root / "batch/ledger.jsonl") as ledger:
+        outcome = await run_session(_spec("LIFE-OK"), setup.ctx, ledger)
+    assert (outcome.state, outcome.cost_usd) == ("refused-confinement", None)
+    assert "no cgroup here" in outcome.reason and outcome.record["cost_known"] is True
     assert watch.dirs() == []
 
 
