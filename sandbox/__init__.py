@@ -1,6 +1,8 @@
 """Confinement of one harness session under bubblewrap (RC-02, RC-03, RC-05).
 
 See docs/confinement.md and docs/internals.md. Knows nothing of stream-json.
+Every child the runner starts goes through `spawn`/`open_child`; every sandbox
+through `open_confined`.
 """
 
 from __future__ import annotations
@@ -8,17 +10,31 @@ from __future__ import annotations
 from ._argv import HARNESS_MOUNT as HARNESS_MOUNT
 from ._argv import Confinement as Confinement
 from ._argv import bwrap_argv as bwrap_argv
+from ._capture import Run as Run
+from ._capture import capture as capture
+from ._capture import run_bounded as run_bounded
+from ._capture import run_bounded_sync as run_bounded_sync
+from ._cgroup import find_cgroups as find_cgroups
+from ._cgroup import sweep_cgroups as sweep_cgroups
 from ._config import CONFIG_ROOT as CONFIG_ROOT
 from ._config import Credentials as Credentials
 from ._config import host_credentials as host_credentials
 from ._config import session_config_dir as session_config_dir
 from ._config import sweep_config_root as sweep_config_root
+from ._confined import ConfinedDirs as ConfinedDirs
+from ._confined import ConfinedSpec as ConfinedSpec
+from ._confined import Limits as Limits
+from ._confined import Sandbox as Sandbox
+from ._confined import open_confined as open_confined
 from ._env import session_environment as session_environment
 from ._env import setenv_payload as setenv_payload
+from ._errors import ConfinementUnavailable as ConfinementUnavailable
+from ._errors import ContainmentUnavailable as ContainmentUnavailable
 from ._errors import CredentialsMissing as CredentialsMissing
 from ._errors import PreflightFailed as PreflightFailed
 from ._errors import SandboxError as SandboxError
 from ._errors import SessionUserUnusable as SessionUserUnusable
+from ._errors import SpawnFailed as SpawnFailed
 from ._layout import HostLayout as HostLayout
 from ._layout import measure_host_layout as measure_host_layout
 from ._preflight import Check as Check
@@ -32,3 +48,8 @@ from ._privileges import drop_argv as drop_argv
 from ._privileges import ensure_session_user as ensure_session_user
 from ._privileges import hand_over as hand_over
 from ._privileges import session_user as session_user
+from ._process import Child as Child
+from ._process import open_child as open_child
+from ._process import run_sync as run_sync
+from ._process import spawn as spawn
+from ._scratch import sweep_killed_runners as sweep_killed_runners

@@ -112,7 +112,8 @@ def _check_mount_path(field_name: str, path: str, reserved: frozenset[str] | set
 
 
 def bwrap_argv(
-    conf: Confinement, command: Sequence[str], *, bwrap: str = "bwrap", args_fd: int
+    conf: Confinement, command: Sequence[str], *, bwrap: str = "bwrap", args_fd: int,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """Return the argv that runs ``command`` under bubblewrap with exactly the RC-02 mounts.
 
@@ -127,7 +128,9 @@ def bwrap_argv(
     read-only at `EGRESS_MOUNT` after the config bind; ``--clearenv``; then
     ``--args ARGS_FD``, which must come *after* ``--clearenv`` because bwrap
     applies both while parsing and ``--clearenv`` would wipe the variables
-    (RC-03); ``--chdir`` the workspace; ``--``; the command.
+    (RC-03); ``--seccomp SECCOMP_FD`` when given (bwrap installs that filter,
+    with no_new_privs, right before it runs the command); ``--chdir`` the
+    workspace; ``--``; the command.
 
     No environment value, and so no secret, is on this argv: the caller writes
     `setenv_payload` to a pipe and passes its read end as ``args_fd``. Start
@@ -143,6 +146,8 @@ def bwrap_argv(
         bwrap: The bwrap executable (name or path), the first element.
         args_fd: File descriptor number, as the child will see it, from which
             bwrap reads the NUL-separated ``--setenv`` payload.
+        seccomp_fd: File descriptor number from which bwrap reads the seccomp
+            program (`sandbox._seccomp.session_filter`), or None for none.
 
     Returns:
         A new list; the caller may extend nothing after it (bwrap stops
@@ -150,14 +155,15 @@ def bwrap_argv(
 
     Raises:
         ValueError: ``command`` is empty, ``command[0]`` is not absolute,
-            ``bwrap`` is empty, or ``args_fd`` is negative.
+            ``bwrap`` is empty, or ``args_fd`` or ``seccomp_fd`` is negative.
     """
     if not command or not PurePosixPath(command[0]).is_absolute():
         raise ValueError(f"command[0] must be an absolute path, but got {list(command[:1])!r}")
     if not bwrap:
         raise ValueError("bwrap must name the bwrap executable, got an empty string")
-    if args_fd < 0:
-        raise ValueError(f"args_fd must be a file descriptor number >= 0, got {args_fd}")
+    for name, fd in (("args_fd", args_fd), ("seccomp_fd", seccomp_fd)):
+        if fd is not None and fd < 0:
+            raise ValueError(f"{name} must be a file descriptor number >= 0, got {fd}")
     workspace, log_dir, config_dir = str(conf.workspace), str(conf.log_dir), str(conf.config_dir)
     argv = [bwrap, *NAMESPACE_FLAGS, *(["--unshare-net"] if conf.network != "host" else [])]
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
@@ -170,6 +176,8 @@ def bwrap_argv(
     if conf.egress_socket is not None:
         argv += ["--ro-bind", str(conf.egress_socket), EGRESS_MOUNT]
     argv += ["--clearenv", "--args", str(args_fd)]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--chdir", workspace, "--", *command]
 
 

@@ -5,30 +5,34 @@ preflight probe are run, so each rule of the confinement applies at every
 spawn and no caller edits an argv. In order, it:
 
 1. makes the scratch directories the spec leaves to it (a workspace, a log
-   and a config directory under ``/tmp/headwater-<name>-*``);
+   and a config directory, `sandbox._scratch`);
 2. hands the session's own directories over to the session user and lets it
    reach every bind source (`sandbox._privileges.hand_over`; nothing for a
    runner that is not root);
-3. wraps the command in the session's init shell (`sandbox._init`: the pid-2
+3. makes the sandbox's own cgroup (`sandbox._cgroup`);
+4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
    guard, the lifeline watcher, the egress bridge with a confined network);
-4. builds the argv: the privilege drop (`drop_argv`), then `bwrap_argv` with
-   the RC-02 mounts, the network option and a read-only workspace if asked;
-5. passes the environment as the ``--args FD`` payload (RC-03: nothing on the
-   command line; bwrap itself starts with an empty environment);
-6. spawns on the calling thread, which must be the event loop's own
+5. builds the argv: the join into the cgroup, the privilege drop
+   (`drop_argv`), then `bwrap_argv` with the RC-02 mounts, the network option
+   and a read-only workspace if asked, and the seccomp filter that refuses
+   ptrace and process_vm_readv/writev inside (`sandbox._seccomp`);
+6. passes the environment as the ``--args FD`` payload (RC-03: nothing on the
+   command line; bwrap itself starts with an empty environment) and the
+   filter as the ``--seccomp FD`` one;
+7. spawns on the calling thread, which must be the event loop's own
    (`sandbox._process.spawn`; ``--die-with-parent`` follows the thread), with
    the lifeline as stdin and both output pipes;
-7. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
-   bounded), closes the lifeline, and removes the scratch directories once
-   nothing of the sandbox can use them.
+8. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
+   bounded), closes the lifeline, kills whatever is left in the cgroup and
+   waits until it is empty (``cgroup.kill``, ``populated 0``), and removes
+   the cgroup and the scratch directories once nothing of the sandbox is left.
 """
 
 from __future__ import annotations
 
-import os
+import logging
 import shutil
-import tempfile
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -37,6 +41,14 @@ from typing import TYPE_CHECKING, Final, final
 import anyio
 
 from ._argv import HARNESS_MOUNT, Confinement, SandboxNetwork, bwrap_argv
+from ._cgroup import (
+    EMPTY_TIMEOUT_S,
+    CgroupHost,
+    SessionCgroup,
+    find_cgroups,
+    open_session_cgroup,
+    sweep_once,
+)
 from ._config import remove_tree
 from ._env import setenv_payload
 from ._errors import SpawnFailed
@@ -44,6 +56,8 @@ from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
+from ._scratch import make_scratch
+from ._seccomp import session_filter
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -52,12 +66,17 @@ __all__ = ["ConfinedDirs", "ConfinedSpec", "Limits", "Sandbox", "open_confined"]
 
 SCRATCH_DIR_MODE: Final = 0o700
 """Mode of the scratch directories before they are handed over."""
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-sandbox resource limits; None is no limit. Carried by the spec; enforced as
-    `sandbox._cgroup` and bwrap allow (see there).
+    """Per-sandbox resource limits; None is no limit.
+
+    Carried by the spec; their homes are the cgroup's ``pids`` and ``memory``
+    controllers (v2 where delegated, else v1: `sandbox._cgroup.find_cgroups`)
+    and bwrap's ``--size`` for ``/tmp``. Not enforced yet: `open_confined`
+    refuses a spec that sets one rather than run it unlimited.
 
     Attributes:
         pids: Most processes and threads alive at once in the sandbox.
@@ -115,7 +134,8 @@ class ConfinedSpec:
         bridge_port: The bridge's loopback port inside (the namespace is
             private; tests pick a unique one to find the bridge by its argv).
         limits: Resource limits (`Limits`).
-        name: A short label for the scratch directory's name.
+        cgroups: This host's cgroup hierarchies; None finds them (once per process).
+        name: A short label for the scratch directory's and the cgroup's names.
 
     Raises:
         ValueError: ``command`` is empty or relative, ``egress_socket`` is
@@ -138,6 +158,7 @@ class ConfinedSpec:
     socat: str = SOCAT
     bridge_port: int = BRIDGE_PORT
     limits: Limits = field(default_factory=Limits)
+    cgroups: CgroupHost | None = None
     name: str = "probe"
 
     def __post_init__(self) -> None:
@@ -152,16 +173,22 @@ class Sandbox:
     """A running confined command, as `open_confined` yields it.
 
     Attributes:
-        child: bwrap (after the privilege drop), with both output pipes; read
-            it with `recorder.drive_child` or `sandbox._capture.capture`.
+        child: bwrap (after the join and the privilege drop), with both output
+            pipes; read it with `recorder.drive_child` or `sandbox._capture.capture`.
         dirs: The directories bound into it.
         argv: The argv it was started with (for tests and messages).
+        cgroup: Its cgroup: every process of the sandbox is in it.
+        contained: After the exit, whether the cgroup was found empty and removed.
     """
 
-    def __init__(self, child: Child, dirs: ConfinedDirs, argv: Sequence[str]) -> None:
+    def __init__(
+        self, child: Child, dirs: ConfinedDirs, argv: Sequence[str], cgroup: SessionCgroup
+    ) -> None:
         self.child = child
         self.dirs = dirs
         self.argv = tuple(argv)
+        self.cgroup = cgroup
+        self.contained = False
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.child!r} workspace={self.dirs.workspace}>"
@@ -174,7 +201,10 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
     Call from the event loop's own thread (`sandbox._process.spawn`).
 
     **Cancellation:** the exit's teardown is shielded and bounded (the reap's
-    bounds); the cancellation then propagates.
+    bounds, then at most `sandbox._cgroup.EMPTY_TIMEOUT_S` for the cgroup to
+    empty); the cancellation then propagates. When the block is left,
+    nothing of the sandbox runs any more (``sandbox.contained``; a cgroup
+    that did not empty within the bound is logged and left for the sweep).
 
     Args:
         spec: What to run and how.
@@ -185,51 +215,79 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
         SpawnFailed: bwrap is not found, or cannot be executed (nothing ran).
         SessionUserUnusable: a root runner cannot hand the directories over or
             drop to the session user (nothing ran).
+        ContainmentUnavailable: no cgroup of its own can be made, or no seccomp
+            filter exists for this machine (nothing ran).
         ValueError: the spec's paths do not make a valid `Confinement`, or the
             environment is too large for one pipe buffer.
+        NotImplementedError: the spec sets a limit (`Limits`: not enforced yet).
     """
+    if spec.limits != Limits():
+        raise NotImplementedError(f"per-sandbox limits are not enforced yet: {spec.limits}")
     executable = shutil.which(spec.bwrap)
     if executable is None:
         raise SpawnFailed(spec.bwrap, "not found on PATH")
-    scratch: Path | None = None
-    if None in (spec.workspace, spec.log_dir, spec.config_dir):
-        # The runner's pid in the name: a killed runner's scratch can be told apart and swept.
-        scratch = Path(tempfile.mkdtemp(prefix=f"headwater-{spec.name}-{os.getpid()}-"))
+    seccomp = session_filter()
+    scratch = make_scratch(spec.name) if None in (spec.workspace, spec.log_dir,
+                                                   spec.config_dir) else None  # fmt: skip
     try:
-        # Directories, the hand-over (a walk of the workspace) and the host layout: off the loop.
-        dirs, layout, bound = await anyio.to_thread.run_sync(_prepare, spec, scratch)
-        env = spec.env(dirs) if callable(spec.env) else spec.env
-        conf = Confinement(
-            workspace=dirs.workspace, harness=bound, harness_mount=spec.mount,
-            log_dir=dirs.log_dir, config_dir=dirs.config_dir, host_layout=layout,
-            network=spec.network, egress_socket=spec.egress_socket,
-            workspace_read_only=spec.workspace_read_only,
-        )  # fmt: skip
-        command = session_init_command(spec.command, lifeline=True,
-                                       bridge=spec.network == "confined", socat=spec.socat,
-                                       port=spec.bridge_port)  # fmt: skip
-        with payload_pipe(setenv_payload(env)) as args_fd:
-            argv = [*drop_argv(spec.user),
-                    *bwrap_argv(conf, command, bwrap=executable, args_fd=args_fd)]  # fmt: skip
-            child = spawn(argv, stdin="lifeline", pass_fds=(args_fd,))
+        # Directories, the hand-over (a walk of the workspace), the host's layout and cgroup
+        # hierarchies (and, once per process, the sweep of a killed runner's cgroups): off
+        # the loop.
+        dirs, layout, bound, cgroups = await anyio.to_thread.run_sync(_prepare, spec, scratch)
+        cgroup = open_session_cgroup(cgroups, spec.name)
+        sandbox: Sandbox | None = None
         try:
-            yield Sandbox(child, dirs, argv)
+            env = spec.env(dirs) if callable(spec.env) else spec.env
+            with ExitStack() as fds:
+                args_fd = fds.enter_context(payload_pipe(setenv_payload(env)))
+                seccomp_fd = fds.enter_context(payload_pipe(seccomp))
+                argv = [*cgroup.join_argv(), *drop_argv(spec.user),
+                        *_bwrap_argv(spec, executable, dirs, layout, bound, args_fd=args_fd,
+                                     seccomp_fd=seccomp_fd)]  # fmt: skip
+                child = spawn(argv, stdin="lifeline", pass_fds=(args_fd, seccomp_fd))
+            sandbox = Sandbox(child, dirs, argv, cgroup)
+            try:
+                yield sandbox
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await child.reap(grace_s)
+                    child.close()  # the lifeline last: the watcher inside ends what is left
         finally:
-            with anyio.CancelScope(shield=True):
-                await child.reap(grace_s)
-                child.close()  # the lifeline last: the watcher inside ends what is left
+            contained = await cgroup.end()  # shielded and bounded: nothing of it is left
+            if not contained:
+                logger.warning("%s still had processes %.0f s after cgroup.kill; left for the "
+                               "sweep", cgroup.path, EMPTY_TIMEOUT_S)  # fmt: skip
+            if sandbox is not None:
+                sandbox.contained = contained
     finally:
         if scratch is not None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(remove_tree, scratch)
 
 
+def _bwrap_argv(
+    spec: ConfinedSpec, executable: str, dirs: ConfinedDirs, layout: HostLayout, bound: Path,
+    *, args_fd: int, seccomp_fd: int,
+) -> list[str]:
+    """bwrap's argv for ``spec``: the RC-02 mounts, the init shell around the command."""
+    conf = Confinement(
+        workspace=dirs.workspace, harness=bound, harness_mount=spec.mount, log_dir=dirs.log_dir,
+        config_dir=dirs.config_dir, host_layout=layout, network=spec.network,
+        egress_socket=spec.egress_socket, workspace_read_only=spec.workspace_read_only,
+    )  # fmt: skip
+    command = session_init_command(spec.command, lifeline=True,
+                                   bridge=spec.network == "confined", socat=spec.socat,
+                                   port=spec.bridge_port)  # fmt: skip
+    return bwrap_argv(conf, command, bwrap=executable, args_fd=args_fd, seccomp_fd=seccomp_fd)
+
+
 def _prepare(
     spec: ConfinedSpec, scratch: Path | None
-) -> tuple[ConfinedDirs, HostLayout, Path]:
+) -> tuple[ConfinedDirs, HostLayout, Path, CgroupHost]:
     """Make the scratch directories and hand everything over (blocking: run in a thread).
 
-    Returns the directories, the host layout and the resolved executable to bind.
+    Returns the directories, the host layout, the resolved executable to bind
+    and the host's cgroup hierarchies (a first call sweeps a killed runner's cgroups).
     """
     root = None if scratch is None else scratch.resolve()
     dirs = _dirs(spec, root)
@@ -241,7 +299,19 @@ def _prepare(
     if spec.workspace_read_only:
         reach.append(dirs.workspace)
     hand_over(spec.user, own=own, reach=reach)
-    return dirs, spec.layout or measure_host_layout(), executable
+    cgroups = spec.cgroups or _host_cgroups()
+    sweep_once(cgroups)
+    return dirs, spec.layout or measure_host_layout(), executable, cgroups
+
+
+_FOUND: list[CgroupHost] = []
+
+
+def _host_cgroups() -> CgroupHost:
+    """`find_cgroups`, once per process (the hierarchies do not move while a batch runs)."""
+    if not _FOUND:
+        _FOUND.append(find_cgroups())
+    return _FOUND[0]
 
 
 def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:

@@ -1,10 +1,12 @@
 """Errors raised by `sandbox`.
 
 * SandboxError
-  x PreflightFailed     - the host cannot confine a session (RC-05); nothing was started
-  x CredentialsMissing  - the credentials the caller named are absent (RC-03)
-  x SessionUserUnusable - a root runner cannot drop to the session user (no root inside)
-  x SpawnFailed         - a child could not be started (its executable); nothing ran
+  x PreflightFailed            - the host cannot confine a session (RC-05); nothing was started
+  x CredentialsMissing         - the credentials the caller named are absent (RC-03)
+  x ConfinementUnavailable     - this sandbox cannot be confined as the rules require; nothing ran
+    x SessionUserUnusable      - a root runner cannot drop to the session user (no root inside)
+    x ContainmentUnavailable   - no cgroup of its own, or no seccomp filter, for the sandbox
+  x SpawnFailed                - a child could not be started (its executable); nothing ran
 
 Argument mistakes (a relative path, an empty command, a NUL in an environment
 value) are programming errors and raise `ValueError`, not a `SandboxError`.
@@ -54,7 +56,33 @@ class CredentialsMissing(SandboxError):
         self.detail = detail
 
 
-class SessionUserUnusable(SandboxError):
+class ConfinementUnavailable(SandboxError):
+    """A sandbox cannot be confined as the rules require: nothing of it ran, nothing was spent.
+
+    Raised by `sandbox.open_confined` before the spawn; a session is then
+    ``refused-confinement``, a preflight check ``broken``.
+
+    Attributes:
+        detail: What is wrong.
+        fix: What to do about it.
+    """
+
+    def __init__(self, detail: str, fix: str, *, what: str = "cannot confine the sandbox") -> None:
+        super().__init__(f"{what}: {detail} (fix: {fix})")
+        self.detail = detail
+        self.fix = fix
+
+
+class ContainmentUnavailable(ConfinementUnavailable):
+    """The sandbox could not get its own cgroup, or its seccomp filter, on this host.
+
+    Raised by `sandbox._cgroup` and `sandbox._seccomp` (through `open_confined`):
+    without them the end of a session would not be the kernel's business, or a
+    process inside could trace bwrap's pid 1.
+    """
+
+
+class SessionUserUnusable(ConfinementUnavailable):
     """Raised when a root runner cannot run its sessions as the unprivileged session user.
 
     Raised before bwrap starts, so nothing ran as root inside a sandbox; the
@@ -66,9 +94,7 @@ class SessionUserUnusable(SandboxError):
     """
 
     def __init__(self, detail: str, fix: str) -> None:
-        super().__init__(f"cannot drop privileges for the session: {detail} (fix: {fix})")
-        self.detail = detail
-        self.fix = fix
+        super().__init__(detail, fix, what="cannot drop privileges for the session")
 
 
 class SpawnFailed(SandboxError):

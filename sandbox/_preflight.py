@@ -28,6 +28,7 @@ from ._checks import (
     userns_sysctls,
 )
 from ._errors import PreflightFailed
+from ._kernel_checks import check_cgroups, check_seccomp
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -97,10 +98,14 @@ def preflight(
     ``headwater-session`` before bwrap, `sandbox._privileges`);
     ``user-namespaces`` (``true`` in a bare ``bwrap --unshare-user``, run as
     that user; a failure names the sysctl or AppArmor setting that denies
-    them); ``sandbox`` (``true`` under the exact `bwrap_argv` of a session,
-    as that user, with an environment passed through ``--args FD``: proves
-    /proc and every mount); ``harness``, when ``harness`` is given (its
-    ``--version`` run inside the sandbox, bound at the harness mount). A
+    them); ``cgroups`` (a process in a sandbox's own cgroup is ended by
+    ``cgroup.kill``; where the limits' controllers are,
+    `sandbox._kernel_checks`); ``sandbox`` (``true`` under the exact recipe of
+    a session, `open_confined`, as that user, with an environment passed
+    through ``--args FD``: proves /proc and every mount); ``seccomp`` (a probe
+    in that sandbox is refused ptrace and process_vm_readv);
+    ``harness``, when ``harness`` is given (its ``--version`` run inside the
+    sandbox, bound at the harness mount). A
     check whose prerequisite failed is ``unverified``. Every subprocess is
     started with an empty environment and bounded by a timeout, after which
     its process group is killed. Never raises for a host problem: see `raise_for`.
@@ -134,21 +139,33 @@ def preflight(
         checks.append(Check("user-namespaces", "unverified", "not run: bwrap or the session user"))
     else:
         checks.append(check_userns(executable, user, probe_s))
+    userns_ok = checks[-1].verdict == "ok"
+    checks.append(check_cgroups(timeout_s=probe_s))
     if executable is None or layout is None or not usable:
         checks.append(
             Check("sandbox", "unverified", "not run: bwrap, the host layout or the session user")
         )
-    elif checks[-1].verdict != "ok":
+    elif not userns_ok:
         checks.append(Check("sandbox", "unverified", "not run: user namespaces do not work"))
+    elif checks[-1].verdict != "ok":
+        checks.append(Check("sandbox", "unverified", "not run: no cgroup for the sandbox"))
     else:
         checks.append(check_sandbox(executable, layout, user, probe_s))
+    if checks[-1].verdict != "ok" or executable is None or layout is None:
+        checks.append(Check("seccomp", "unverified", "not run: the sandbox does not start"))
+    else:
+        checks.append(check_seccomp(executable, layout, user, probe_s))
     if harness is not None:
-        if checks[-1].verdict != "ok" or executable is None or layout is None:
+        if _verdict(checks, "sandbox") != "ok" or executable is None or layout is None:
             checks.append(Check("harness", "unverified", "not run: the sandbox does not start"))
         else:
             timeout = timeout_s or HARNESS_VERSION_TIMEOUT_S
             checks.append(check_harness(executable, layout, harness, user, timeout))
     return PreflightReport(tuple(checks))
+
+
+def _verdict(checks: list[Check], name: str) -> str | None:
+    return next((check.verdict for check in checks if check.name == name), None)
 
 
 def raise_for(report: PreflightReport, *, allow_unverified: bool = False) -> None:

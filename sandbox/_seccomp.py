@@ -37,6 +37,8 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from ._errors import ContainmentUnavailable
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -46,7 +48,6 @@ __all__ = [
     "SECCOMP_RET_ERRNO",
     "SECCOMP_RET_KILL_PROCESS",
     "Abi",
-    "UnsupportedMachine",
     "abis_for",
     "build_filter",
     "session_filter",
@@ -73,15 +74,6 @@ AUDIT_ARCH_X86_64: Final = 0xC000003E
 AUDIT_ARCH_I386: Final = 0x40000003
 AUDIT_ARCH_AARCH64: Final = 0xC00000B7
 X32_SYSCALL_BIT: Final = 0x40000000
-
-
-class UnsupportedMachine(ValueError):
-    """The host's machine has no table of system call numbers here (`abis_for`)."""
-
-    def __init__(self, machine: str) -> None:
-        super().__init__(f"no seccomp table for the machine {machine!r} "
-                         "(known: x86_64, aarch64)")  # fmt: skip
-        self.machine = machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,12 +113,16 @@ def abis_for(machine: str) -> tuple[Abi, ...]:
     """The ABIs a host of ``machine`` (``platform.machine()``) runs, native first.
 
     Raises:
-        UnsupportedMachine: no table for ``machine``.
+        ContainmentUnavailable: no table for ``machine``.
     """
     try:
         return _ABIS[machine]
     except KeyError:
-        raise UnsupportedMachine(machine) from None
+        raise ContainmentUnavailable(
+            f"no seccomp table for the machine {machine!r} (known: {', '.join(_ABIS)})",
+            "run on x86_64 or aarch64, or add this machine's ptrace and process_vm_readv/"
+            "writev numbers to sandbox/_seccomp.py",
+        ) from None
 
 
 def build_filter(abis: tuple[Abi, ...]) -> bytes:
@@ -183,7 +179,7 @@ def session_filter(machine: str | None = None) -> bytes:
     """The filter every sandbox gets, for this host's machine (built once per process).
 
     Raises:
-        UnsupportedMachine: no table for the machine; a sandbox then cannot be opened.
+        ContainmentUnavailable: no table for the machine; a sandbox then cannot be opened.
     """
     key = machine or platform.machine()
     if key not in _BUILT:

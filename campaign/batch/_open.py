@@ -39,6 +39,7 @@ from sandbox._config import Credentials, sweep_config_root
 from sandbox._errors import SessionUserUnusable
 from sandbox._network import network_preflight
 from sandbox._privileges import ensure_session_user
+from sandbox._scratch import sweep_killed_runners
 
 from ._config import BatchConfig, BatchFacts, OrderFacts, read_config, read_plan, write_config
 from ._config import write_plan as _write_plan
@@ -159,6 +160,8 @@ def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
     """
     for left in sweep_config_root():
         notify(f"removed a credentials copy left by a killed runner: {left}")
+    for left in sweep_killed_runners():
+        notify(f"ended and removed what a killed runner left: {left}")
     try:
         user, created = ensure_session_user()
         if created and user is not None:

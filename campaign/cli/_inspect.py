@@ -17,6 +17,7 @@ from campaign._seal import explain, seal_workspace
 from campaign.batch._open import host_skill_dirs
 from recorder._check import check_transcript_file
 from sandbox._config import sweep_config_root
+from sandbox._scratch import sweep_killed_runners
 
 from ._args import corpus_of, resolve_harness
 from ._batch import compose, default_harness, load_corpus_or_usage
@@ -83,6 +84,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for left in sweep_config_root():
         err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False,
+                  soft_wrap=True)
+    for left in sweep_killed_runners():
+        err.print(f"ended and removed what a killed runner left: {left}", markup=False,
                   soft_wrap=True)
     harness: Path | None
     try:

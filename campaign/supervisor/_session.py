@@ -39,7 +39,7 @@ from sandbox._config import Credentials, session_config_dir
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
-from sandbox._errors import SessionUserUnusable
+from sandbox._errors import ConfinementUnavailable
 from sandbox._layout import HostLayout
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser
@@ -207,8 +207,9 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
         async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
             facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper)
     finally:
-        if keeper is not None:
-            await anyio.to_thread.run_sync(keeper.close)
+        if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(keeper.close)
     if keeper is not None:
         facts["stream"] = keeper.path.relative_to(ctx.batch).as_posix()
         facts["stream_bytes"] = keeper.bytes_in
@@ -258,7 +259,7 @@ async def _drive(
                     post_result_grace_s=ctx.post_result_grace_s,
                     on_chunk=keeper.write if keeper is not None else None,
                 )
-        except SessionUserUnusable as exc:
+        except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return {"state": "refused-confinement",
                     "reason": f"refused-confinement: the session cannot be confined: {exc} "
                               "(RC-05)", **_NOTHING_RAN}

@@ -19,8 +19,8 @@ from sandbox import Check, PreflightReport
 from tests.integration import kit
 
 KEY = "sk-doctor-placeholder-77aa"
-CHECKS = ("bwrap", "host-layout", "session-user", "user-namespaces", "sandbox", "harness",
-          "skills", "credentials", "batch-root", "network")  # fmt: skip
+CHECKS = ("bwrap", "host-layout", "session-user", "user-namespaces", "cgroups", "sandbox",
+          "seccomp", "harness", "skills", "credentials", "batch-root", "network")  # fmt: skip
 
 
 def _lines(stdout: str) -> dict[str, tuple[str, str]]:

@@ -36,6 +36,7 @@ import pytest
 
 from demo import ScriptedProvider, load_scripts
 from sandbox._config import sweep_config_root
+from sandbox._scratch import sweep_killed_runners
 from tests.integration import kit
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.timeout(300)]
@@ -157,6 +158,7 @@ def _killed_by_the_instrument(
                 kit.kill_group(runner)
             kit.kill_all({**kit.processes_mentioning(*needles), **kit.processes_under(root)})
             sweep_config_root()  # the dead runner's credentials copy (see the lifecycle tests)
+            sweep_killed_runners()  # and its sessions' cgroups and scratch directories
 
 
 def test_a_process_the_session_detached_ends_with_the_session(

@@ -43,6 +43,7 @@ from campaign.supervisor._session import BatchContext, run_attempt
 from campaign.supervisor._spec import SessionSpec
 from demo import ScriptedProvider, load_scripts
 from sandbox import CONFIG_ROOT, SESSION_USER, Credentials
+from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from tests.integration import kit
 
@@ -181,6 +182,26 @@ async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
         state = await _run(setup, _spec(setup, "LIFE-OK"), ctx)
     assert state == "refused-init"
     assert watch.saw_private_copy()
+    assert watch.dirs() == []
+
+
+@pytest.mark.anyio
+async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_copy(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cgroup for the sandbox (here: its creation refused): refused-confinement before the
+    harness starts (nothing spent), and the copy made for it is gone."""
+
+    def no_cgroup(host: object, label: str) -> None:
+        raise ContainmentUnavailable("no cgroup here (test)", "none")
+
+    monkeypatch.setattr("sandbox._confined.open_session_cgroup", no_cgroup)
+    with Watch(_prefix("LIFE-OK")) as watch, Journal(
+            setup.root / "batch", setup.ctx.plan, planned=(), network="host",
+            provider_note="Provider: scripted.") as journal:
+        record = await run_attempt(_spec(setup, "LIFE-OK"), 1, setup.ctx, journal)
+    assert (record.state, record.cost_usd) == ("refused-confinement", None)
+    assert "no cgroup here" in record.reason and record.cost_known is True
     assert watch.dirs() == []
 
 

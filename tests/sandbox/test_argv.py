@@ -174,6 +174,15 @@ def test_bwrap_argv_rejects_empty_or_relative_command(command: list[str]) -> Non
         bwrap_argv(_conf(), command, args_fd=3)
 
 
+def test_bwrap_argv_passes_the_seccomp_filter_on_its_fd_before_the_command() -> None:
+    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3, seccomp_fd=7)
+    at = argv.index("--seccomp")
+    assert argv[at + 1] == "7" and at < argv.index("--")
+    assert "--seccomp" not in bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    with pytest.raises(ValueError, match="seccomp_fd"):
+        bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3, seccomp_fd=-1)
+
+
 def test_bwrap_argv_rejects_negative_fd_and_empty_bwrap() -> None:
     with pytest.raises(ValueError, match="args_fd"):
         bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=-1)
@@ -218,8 +227,10 @@ def test_every_flag_of_the_argv_exists_in_the_installed_bwrap(bwrap: str) -> Non
     help_text = subprocess.run(
         [bwrap, "--help"], capture_output=True, text=True, check=False, timeout=10
     ).stdout
-    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    argv = bwrap_argv(_conf(network="none", workspace_read_only=True), ["/usr/bin/true"],
+                      args_fd=3, seccomp_fd=4)  # fmt: skip
     flags = {arg for arg in argv[1 : argv.index("--")] if arg.startswith("--")}
+    assert {"--seccomp", "--unshare-net", "--ro-bind"} <= flags
     listed = {line.split()[0] for line in help_text.splitlines() if line.strip().startswith("--")}
     assert flags <= listed, flags - listed
     assert "[--] COMMAND" in help_text

@@ -24,6 +24,7 @@ from sandbox._capture import capture
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import SpawnFailed
 from sandbox._layout import measure_host_layout
+from sandbox._owner import runner_tag
 from sandbox._privileges import hand_over, session_user
 from tests.standin import STANDIN_PYTHON, write_standin
 
@@ -42,7 +43,7 @@ def _spec(command: list[str], **changes: object) -> ConfinedSpec:
 
 
 def _scratch_dirs() -> set[str]:
-    return {name for name in os.listdir("/tmp") if name.startswith(f"headwater-t-{os.getpid()}-")}
+    return {name for name in os.listdir("/tmp") if name.startswith(f"headwater-t-{runner_tag()}-")}
 
 
 @pytest.mark.slow
@@ -103,7 +104,7 @@ async def test_scratch_directories_go_and_given_ones_stay(bwrap: str, tmp_path: 
                                    name="t")) as sandbox:  # fmt: skip
         assert sandbox.dirs.workspace == tmp_path
         scratch = sandbox.dirs.log_dir.parent
-        assert scratch.name.startswith(f"headwater-t-{os.getpid()}-") and scratch.is_dir()
+        assert scratch.name.startswith(f"headwater-t-{runner_tag()}-") and scratch.is_dir()
         assert sandbox.dirs.config_dir.parent == scratch
         await capture(sandbox.child, timeout_s=30)
     assert not await anyio.Path(scratch).exists() and _scratch_dirs() == before

@@ -29,6 +29,7 @@ from sandbox._checks import userns_causes
 from sandbox._init import session_init_command
 from sandbox._preflight import userns_sysctls
 from sandbox._privileges import SESSION_USER
+from sandbox._seccomp import session_filter
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
 BC15 = FIXTURES / "BC-15_fake_bwrap.sh"
@@ -61,6 +62,10 @@ def _verdicts(report: PreflightReport) -> dict[str, str]:
     return {check.name: check.verdict for check in report.checks}
 
 
+def _check(report: PreflightReport, name: str) -> Check:
+    return next(check for check in report.checks if check.name == name)
+
+
 def _fails_the_full_sandbox_only(mode: str) -> str:
     """A fake bwrap: answers --version, passes the bare userns probe, fails a session argv."""
     return (
@@ -74,7 +79,9 @@ ALL_OK = {
     "host-layout": "ok",
     "session-user": "ok",
     "user-namespaces": "ok",
+    "cgroups": "ok",
     "sandbox": "ok",
+    "seccomp": "ok",
 }
 
 
@@ -137,12 +144,14 @@ def test_preflight_reports_broken_with_bwraps_own_message_and_the_likely_cause(
         "bwrap": "ok",
         "host-layout": "ok",
         "user-namespaces": "broken" if userns else "ok",
+        "cgroups": "ok",
         "sandbox": "unverified" if userns else "broken",
+        "seccomp": "unverified",
         "harness": "unverified",
     }
     assert report.broken
     assert not report.ok
-    sandbox = report.checks[2 if userns else 3]
+    sandbox = _check(report, "user-namespaces" if userns else "sandbox")
     assert message in sandbox.detail
     assert cause in sandbox.detail
     assert sandbox.fix
@@ -160,9 +169,11 @@ def test_preflight_with_the_bc15_fixture_itself_as_bwrap(
         "bwrap": "broken",
         "host-layout": "ok",
         "user-namespaces": "broken",
+        "cgroups": "ok",
         "sandbox": "unverified",
+        "seccomp": "unverified",
     }
-    assert "setting up uid map: Permission denied" in report.checks[2].detail
+    assert "setting up uid map: Permission denied" in _check(report, "user-namespaces").detail
 
 
 def test_preflight_without_bwrap_is_broken_and_the_sandbox_unverified() -> None:
@@ -171,7 +182,9 @@ def test_preflight_without_bwrap_is_broken_and_the_sandbox_unverified() -> None:
         "bwrap": "broken",
         "host-layout": "ok",
         "user-namespaces": "unverified",
+        "cgroups": "ok",
         "sandbox": "unverified",
+        "seccomp": "unverified",
         "harness": "unverified",
     }
     assert "bubblewrap" in report.checks[0].fix
@@ -191,7 +204,9 @@ def test_preflight_that_times_out_is_unverified_never_ok(
         "bwrap": "unverified",
         "host-layout": "ok",
         "user-namespaces": "unverified",
+        "cgroups": "ok",
         "sandbox": "unverified",
+        "seccomp": "unverified",
     }
     assert not report.ok
     assert not report.broken
@@ -215,7 +230,9 @@ def test_preflight_sandbox_timeout_is_unverified(
         "bwrap": "ok",
         "host-layout": "ok",
         "user-namespaces": "ok",
+        "cgroups": "ok",
         "sandbox": "unverified",
+        "seccomp": "unverified",
         "harness": "unverified",
     }
 
@@ -231,14 +248,22 @@ def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
         tmp_path,
         f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
 case "$*" in *--proc*) ;; *) exit 0;; esac
+case "$*" in *ctypes*) exit 0;; esac  # the seccomp probe: record the sandbox check's
 for a in "$@"; do printf '%s\\0' "$a"; done > {record}
-prev=; for a in "$@"; do [ "$prev" = --args ] && fd=$a; prev=$a; done
+prev=; for a in "$@"; do
+  [ "$prev" = --args ] && fd=$a; [ "$prev" = --seccomp ] && sfd=$a; prev=$a
+done
 cat /dev/fd/"$fd" > {payload}
+cat /dev/fd/"$sfd" > {payload}.seccomp
 """,
     )
     layout = HostLayout(symlinks=(("/lib64", "usr/lib64"),), directories=("/bin", "/lib"))
     report = preflight(layout=layout, euid=None)
-    assert report.ok, report.problems
+    # A bwrap that runs nothing cannot answer the seccomp probe: could not verify, never ok.
+    assert {**_verdicts(report), "seccomp": "?"} == {
+        "bwrap": "ok", "host-layout": "ok", "user-namespaces": "ok", "cgroups": "ok",
+        "sandbox": "ok", "seccomp": "?"}, report.problems
+    assert _check(report, "seccomp").verdict == "unverified"
     argv = record.read_bytes().decode().split("\0")[:-1]
     # Rebuild the confinement from the recorded paths, then ask bwrap_argv for the whole list.
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
@@ -255,7 +280,10 @@ cat /dev/fd/"$fd" > {payload}
     # The session's init shell (lifeline, pid-2 guard) then `true`, as for a session.
     assert command in [session_init_command([true], lifeline=True, bridge=False)
                        for true in ("/usr/bin/true", "/bin/true")]
-    assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd)[1:]
+    seccomp_fd = int(argv[argv.index("--seccomp") + 1])
+    assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd,
+                              seccomp_fd=seccomp_fd)[1:]  # fmt: skip
+    assert (tmp_path / "payload.seccomp").read_bytes() == session_filter()  # a session's filter
     assert argv[argv.index("--symlink") :][:3] == ["--symlink", "usr/lib64", "/lib64"]
     assert argv[argv.index("/bin") - 1 :][:3] == ["--ro-bind", "/bin", "/bin"]
     sent = payload.read_bytes()
@@ -273,10 +301,12 @@ def test_preflight_names_a_failing_mount_when_the_layout_is_wrong_for_the_host(b
         "bwrap": "ok",
         "host-layout": "ok",
         "user-namespaces": "ok",
+        "cgroups": "ok",
         "sandbox": "broken",
+        "seccomp": "unverified",
     }
-    assert "execvp" in report.checks[3].detail
-    assert "/lib64" in report.checks[3].detail
+    assert "execvp" in _check(report, "sandbox").detail
+    assert "/lib64" in _check(report, "sandbox").detail
 
 
 def test_preflight_layout_with_a_symlink_out_of_usr_is_broken(

@@ -29,6 +29,9 @@ Weakenings, and the tests each one must turn red:
 - ``no-sweep``: start-up sweeps nothing (credentials lifecycle, runner SIGKILLed).
 - ``no-lifeline``: the session's init shell watches no lifeline, and the sandbox's
   stdin is /dev/null (containment: the runner killed within milliseconds of the spawn).
+- ``no-seccomp``: bwrap gets no ``--seccomp`` filter (attack: ptrace of bwrap's pid 1).
+- ``no-cgroup``: no sandbox gets a cgroup: no join, no ``cgroup.kill`` at its end
+  (attack, with ``no-seccomp``: pid 1 and the daemon outlive ``record``).
 
 One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
@@ -142,6 +145,9 @@ def _weaken_argv(argv_module: ModuleType) -> None:
             argv = _insert_before(argv, "--bind", ["--ro-bind", batch, batch])
         if "no-clearenv" in WEAKEN:
             argv.remove("--clearenv")
+        if "no-seccomp" in WEAKEN and "--seccomp" in argv:
+            at = argv.index("--seccomp")
+            del argv[at : at + 2]
         if "setenv-key" in WEAKEN:
             pairs = [part for name, value in last_env.items() for part in ("--setenv", name, value)]
             argv = _insert_before(argv, "--chdir", pairs)
@@ -226,6 +232,25 @@ def _kill_after_spawn(delay_s: float) -> None:
     setattr(subprocess.Popen, "__init__", init)  # noqa: B010
 
 
+class _NoCgroup:
+    """Stands in for a sandbox's cgroup: joins nothing, kills nothing."""
+
+    path = Path("/nonexistent-cgroup")
+
+    def join_argv(self) -> list[str]:
+        return []
+
+    def populated(self) -> bool:
+        return False
+
+    async def end(self, *, bound_s: float = 0.0) -> bool:
+        return True
+
+
+def _weaken_cgroup(cgroup_module: ModuleType) -> None:
+    setattr(cgroup_module, "open_session_cgroup", lambda host, label: _NoCgroup())  # noqa: B010
+
+
 def _weaken_privileges(privileges: ModuleType) -> None:
     # The runner takes itself for a non-root one: no drop, no hand-over.
     setattr(privileges, "session_user", lambda euid=None: None)  # noqa: B010
@@ -249,5 +274,7 @@ if WEAKEN:
         _weaken_spawn()
     if "no-drop" in WEAKEN:
         _after_import("sandbox._privileges", _weaken_privileges)
+    if "no-cgroup" in WEAKEN:
+        _after_import("sandbox._cgroup", _weaken_cgroup)
     if WEAKEN & {"keep-config", "no-sweep"}:
         _after_import("sandbox._config", _weaken_config)

@@ -1,0 +1,318 @@
+"""Each sandbox in a cgroup of its own, so that the end of a session is the kernel's business.
+
+Rule: however a session ends (its harness exits, the driver stops it, the
+runner is cancelled), every process of it is gone before the runner goes on,
+and a runner that was killed has its sessions ended at the next start. The
+lifeline and ``--die-with-parent`` are ties a session can cut (it can kill its
+watcher, and with ptrace it could clear bwrap's pid 1's parent-death signal);
+a cgroup it cannot leave is not:
+
+* **membership**: the sandbox is spawned through a tiny shell that writes
+  itself into the session's cgroup, then ``exec``s the privilege drop and
+  bwrap in place (`JOIN_SCRIPT`), so bwrap and everything it starts are in
+  it from their first instruction. Only root (the runner) may move a process
+  between these cgroups, and bwrap's ``--unshare-cgroup-try`` shows the
+  session its own cgroup as the root;
+* **the end**: ``cgroup.kill`` (Linux 5.14, cgroup v2) SIGKILLs every process
+  in the cgroup, new forks included, and the runner waits until
+  ``cgroup.events`` says ``populated 0``, then removes the cgroup.
+
+Where: the cgroup v2 hierarchy (``/sys/fs/cgroup/unified`` on hosts that
+still mount v1 controllers, ``/sys/fs/cgroup`` on v2-only hosts), under the
+runner's own cgroup, in ``headwater-campaign/<runner tag>-<label>-<random>``
+(`sandbox._owner`: a killed runner's cgroups are found by their tag). Limits
+(`sandbox._confined.Limits`) belong to the ``pids`` and ``memory``
+controllers: v2's when the runner's cgroup delegates them, else the v1
+hierarchies of that name; `find_cgroups` says which this host has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal, final
+
+import anyio
+
+from ._errors import ContainmentUnavailable
+from ._owner import TAG, runner_alive, runner_tag
+from ._process import REAP_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = [
+    "BASE_NAME",
+    "JOIN_FAILED_STATUS",
+    "LIMIT_CONTROLLERS",
+    "CgroupHost",
+    "Hierarchy",
+    "SessionCgroup",
+    "find_cgroups",
+    "open_session_cgroup",
+    "sweep_cgroups",
+    "sweep_once",
+]
+
+BASE_NAME: Final = "headwater-campaign"
+"""The directory, under the runner's own cgroup, that holds the sessions' cgroups."""
+LIMIT_CONTROLLERS: Final = ("pids", "memory")
+"""The controllers per-session limits need."""
+JOIN_FAILED_STATUS: Final = 123
+"""Exit status of a sandbox whose join shell could not enter its cgroup (nothing ran);
+distinct from the init shell's 124 and 125 and from exec's 126 and 127."""
+JOIN_SCRIPT: Final = (
+    "unset PWD\n"
+    'while [ "$1" != -- ]; do echo 0 > "$1" || exit ' + str(JOIN_FAILED_STATUS) + "; shift; done\n"
+    'shift\nexec "$@"\n'
+)
+"""``sh -c JOIN_SCRIPT headwater-join PROCS... -- COMMAND...``: writing 0 to a
+``cgroup.procs`` moves the writer itself (cgroups(7)); ``exec`` keeps the pid. The shell
+exports the ``PWD`` it sets at start-up (dash): unset, so bwrap still starts with an empty
+environment (RC-03: the session reads it in /proc/1/environ)."""
+EMPTY_TIMEOUT_S: Final = REAP_TIMEOUT_S
+"""Bound, in seconds, on waiting for ``populated 0`` after ``cgroup.kill``."""
+_POLL_S: Final = 0.01
+_REMOVE_TRIES: Final = 100
+"""rmdir tries, `_POLL_S` apart: a cgroup is EBUSY while a process is still in it."""
+_PROC: Final = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class Hierarchy:
+    """One mounted cgroup hierarchy and the runner's place in it.
+
+    Attributes:
+        version: 2 for the unified hierarchy, 1 for a legacy controller's.
+        mount: Where it is mounted.
+        own: The runner's cgroup in it, as /proc/self/cgroup says (``/`` or deeper).
+    """
+
+    version: Literal[1, 2]
+    mount: Path
+    own: str
+
+    @property
+    def base(self) -> Path:
+        """``<mount>/<own>/headwater-campaign``: the parent of the sessions' cgroups."""
+        return self.mount / self.own.lstrip("/") / BASE_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupHost:
+    """What this host offers sessions (`find_cgroups`); facts, no verdict.
+
+    Attributes:
+        v2: The unified hierarchy, for membership and ``cgroup.kill``; None if absent.
+        limits: Per `LIMIT_CONTROLLERS` name, the hierarchy where its limit goes
+            (v2 when the runner's cgroup delegates it, else the v1 one), or None.
+    """
+
+    v2: Hierarchy | None
+    limits: Mapping[str, Hierarchy | None] = field(default_factory=dict)
+
+
+def find_cgroups(proc: Path = _PROC) -> CgroupHost:
+    """Read ``proc``/self/mountinfo and ``proc``/self/cgroup: where the hierarchies are.
+
+    Reads only; creates nothing (`open_session_cgroup` does, and says when it cannot).
+    """
+    mounts: dict[str, Path] = {}  # "2", or a v1 controller's name -> mount point
+    with contextlib.suppress(OSError):
+        for line in (proc / "self" / "mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fstype, *rest = right.split()
+            point = Path(left.split()[4].replace("\\040", " "))
+            if fstype == "cgroup2":
+                mounts.setdefault("2", point)
+            elif fstype == "cgroup" and rest:
+                for option in rest[-1].split(","):
+                    mounts.setdefault(option, point)
+    own: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in (proc / "self" / "cgroup").read_text().splitlines():
+            number, controllers, path = line.split(":", 2)
+            for name in (controllers.split(",") if number != "0" else ["2"]):
+                own[name] = path
+    v2 = Hierarchy(2, mounts["2"], own.get("2", "/")) if "2" in mounts else None
+    limits: dict[str, Hierarchy | None] = {}
+    for name in LIMIT_CONTROLLERS:
+        if v2 is not None and name in _delegated(v2):
+            limits[name] = v2
+        elif name in mounts and name in own:
+            limits[name] = Hierarchy(1, mounts[name], own[name])
+        else:
+            limits[name] = None
+    return CgroupHost(v2=v2, limits=limits)
+
+
+def _delegated(v2: Hierarchy) -> set[str]:
+    """Controllers the runner's own v2 cgroup enables for its children."""
+    try:
+        return set((v2.mount / v2.own.lstrip("/") / "cgroup.subtree_control").read_text().split())
+    except OSError:
+        return set()
+
+
+@final
+class SessionCgroup:
+    """The cgroup of one sandbox (v2), made by `open_session_cgroup`.
+
+    Attributes:
+        path: Its directory.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<SessionCgroup {self.path}>"
+
+    def join_argv(self) -> list[str]:
+        """The argv prefix that enters this cgroup, then ``exec``s what follows (`JOIN_SCRIPT`)."""
+        return ["/bin/sh", "-c", JOIN_SCRIPT, "headwater-join", str(self.path / "cgroup.procs"),
+                "--"]  # fmt: skip
+
+    def populated(self) -> bool:
+        """Whether a live process is still in it (``cgroup.events``); False once it is gone."""
+        return _populated(self.path)
+
+    async def end(self, *, bound_s: float = EMPTY_TIMEOUT_S) -> bool:
+        """Kill everything in it, wait (at most ``bound_s``) until it is empty, remove it.
+
+        **Cancellation:** shielded; returns only when done or the bound passed.
+
+        Returns:
+            True when the cgroup is gone; False (logged by the caller) when a
+            process outlived the bound or the directory could not be removed.
+        """
+        with anyio.CancelScope(shield=True):
+            _kill(self.path)
+            with anyio.move_on_after(bound_s):
+                # cgroup.events signals a change only as POLLPRI, which an event loop's
+                # readiness wait does not see (a kernfs file is always readable): poll it.
+                while _populated(self.path):  # noqa: ASYNC110
+                    await anyio.sleep(_POLL_S)
+            for _ in range(_REMOVE_TRIES):
+                if _remove_once(self.path):
+                    return True
+                await anyio.sleep(_POLL_S)
+        return False
+
+
+def open_session_cgroup(host: CgroupHost, label: str) -> SessionCgroup:
+    """Make the cgroup of one sandbox: ``<base>/<runner tag>-<label>-<random>`` (blocking).
+
+    Raises:
+        ContainmentUnavailable: no cgroup v2 hierarchy, no ``cgroup.kill`` (Linux
+            older than 5.14), or the runner may not create the cgroup (not root,
+            no delegated subtree).
+    """
+    if host.v2 is None:
+        raise ContainmentUnavailable(
+            "no cgroup v2 hierarchy is mounted: a session's end cannot be the kernel's business",
+            "mount cgroup2 (e.g. `mount -t cgroup2 none /sys/fs/cgroup/unified`), Linux 5.14+",
+        )
+    base = host.v2.base
+    name = f"{runner_tag()}-{_clean(label)}-{secrets.token_hex(4)}"
+    try:
+        base.mkdir(exist_ok=True)
+        path = base / name
+        path.mkdir()
+    except OSError as exc:
+        raise ContainmentUnavailable(
+            f"cannot create a session cgroup under {base}: {exc}",
+            "run the runner as root, or delegate it a cgroup v2 subtree (systemd: Delegate=yes)",
+        ) from exc
+    if not (path / "cgroup.kill").exists():
+        _remove(path)
+        raise ContainmentUnavailable(
+            f"{base} has no cgroup.kill: this kernel cannot end a cgroup at once",
+            "run on Linux 5.14 or later",
+        )
+    return SessionCgroup(path)
+
+
+def sweep_cgroups(host: CgroupHost | None = None) -> list[Path]:
+    """End and remove the session cgroups of runners that no longer run (blocking).
+
+    Each is killed, waited for (at most `EMPTY_TIMEOUT_S`) and removed. A cgroup
+    of a live runner, or whose name has no runner tag, is left alone.
+
+    Returns:
+        The cgroups removed, for the caller to say so.
+    """
+    host = host or find_cgroups()
+    if host.v2 is None:
+        return []
+    return _sweep(host.v2.base)
+
+
+_SWEPT: set[Path] = set()
+
+
+def sweep_once(host: CgroupHost) -> None:
+    """`sweep_cgroups` the first time a process asks for ``host`` (blocking)."""
+    if host.v2 is not None and host.v2.base not in _SWEPT:
+        _SWEPT.add(host.v2.base)
+        _sweep(host.v2.base)
+
+
+def _sweep(base: Path) -> list[Path]:
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return removed
+    for entry in entries:
+        tag = entry.name.split("-", 1)[0]  # <runner tag>-<label>-<random>
+        if not TAG.fullmatch(tag) or runner_alive(tag) or not entry.is_dir(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        _kill(path)
+        deadline = time.monotonic() + EMPTY_TIMEOUT_S
+        while _populated(path) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+        if _remove(path):
+            removed.append(path)
+    return removed
+
+
+def _kill(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (path / "cgroup.kill").write_text("1")
+
+
+def _populated(path: Path) -> bool:
+    try:
+        events = (path / "cgroup.events").read_text()
+    except FileNotFoundError:
+        return False
+    return "populated 1" in events.splitlines()
+
+
+def _remove_once(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:  # EBUSY while a process is still in it
+        return False
+    return True
+
+
+def _remove(path: Path) -> bool:
+    for _ in range(_REMOVE_TRIES):
+        if _remove_once(path):
+            return True
+        time.sleep(_POLL_S)
+    return False
+
+
+def _clean(label: str) -> str:
+    kept = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    return kept[:64] or "sandbox"

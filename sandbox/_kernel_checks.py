@@ -1,0 +1,154 @@
+"""Preflight checks of what the kernel must give every sandbox: a cgroup and the seccomp filter.
+
+Each answers ``ok``, ``broken`` or ``unverified`` (`sandbox._checks.Check`),
+and each exercises the mechanism rather than looking for it: ``cgroups``
+puts a process in a sandbox's cgroup and ends it with ``cgroup.kill``;
+``seccomp`` runs a probe in a session's sandbox that tries ptrace and
+process_vm_readv, which the kernel's own rules allow it, and must be refused.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from ._cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
+from ._checks import Check
+from ._errors import ContainmentUnavailable, SessionUserUnusable
+from ._probes import probe_spec, run_confined
+from ._process import open_child, run_sync
+from ._seccomp import session_filter
+
+if TYPE_CHECKING:
+    from ._layout import HostLayout
+    from ._privileges import SessionUser
+
+__all__ = ["SECCOMP_PROBE", "check_cgroups", "check_seccomp"]
+
+PROBE_PYTHON: Final = "/usr/bin/python3"
+"""The interpreter the seccomp probe runs with inside (Debian's, under /usr: mounted)."""
+SLEEP_CANDIDATES: Final = ("/usr/bin/sleep", "/bin/sleep")
+SECCOMP_PROBE: Final = r"""
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+
+
+class Iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+def answer(result):
+    return "ok" if result != -1 else "errno=%d" % ctypes.get_errno()
+
+
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+seize = answer(libc.ptrace(0x4206, child, None, None))
+buf = ctypes.create_string_buffer(16)
+iov = Iovec(ctypes.cast(buf, ctypes.c_void_p), 16)
+read = answer(libc.process_vm_readv(os.getpid(), ctypes.byref(iov), 1, ctypes.byref(iov), 1, 0))
+os.kill(child, 9)
+print("ptrace", seize, "process_vm_readv", read)
+"""
+"""``PTRACE_SEIZE`` of its own child and ``process_vm_readv`` of itself: both allowed by the
+kernel's ptrace rules (Yama or not), so only the filter can refuse them."""
+
+
+def check_cgroups(host: CgroupHost | None = None, *, timeout_s: float) -> Check:
+    """``cgroups``: each sandbox in a cgroup of its own, ended by ``cgroup.kill``; limits' homes.
+
+    Verified by doing it: a ``sleep`` joins a new session cgroup, ``cgroup.kill``
+    ends it, the cgroup empties and is removed. Broken when there is no v2
+    hierarchy, no ``cgroup.kill``, no right to make the cgroup, or no
+    hierarchy for a limit's controller (neither delegated in v2 nor a v1 one).
+    """
+    host = host or find_cgroups()
+    try:
+        cgroup = open_session_cgroup(host, "preflight")
+    except ContainmentUnavailable as exc:
+        return Check("cgroups", "broken", exc.detail, exc.fix)
+    sleep = next((path for path in SLEEP_CANDIDATES if os.path.exists(path)), None)
+    if sleep is None:
+        run_sync(cgroup.end)
+        return Check("cgroups", "unverified", f"no `sleep` to exercise it: none of "
+                     f"{SLEEP_CANDIDATES}")  # fmt: skip
+    ended = run_sync(_exercise, cgroup, sleep, timeout_s)
+    assert host.v2 is not None  # open_session_cgroup refuses a host without one
+    where = {name: _where(home) for name, home in host.limits.items()}
+    limits = ", ".join(f"{name} {place}" for name, place in where.items())
+    if ended is not True:
+        return Check("cgroups", "broken" if ended is False else "unverified",
+                     f"a process in a session cgroup under {host.v2.base} was not ended by "
+                     f"cgroup.kill within {timeout_s} s", "report this kernel")  # fmt: skip
+    missing = [name for name, home in host.limits.items() if home is None]
+    detail = (f"v2 at {host.v2.mount}: each sandbox in its own cgroup under {host.v2.base}, "
+              f"ended with cgroup.kill and waited for until empty (exercised); limits: {limits}")
+    if missing:
+        return Check("cgroups", "broken", detail + f"; no hierarchy for {', '.join(missing)}: "
+                     "per-session limits could not be set",
+                     "mount the v1 pids and memory hierarchies, or delegate those controllers "
+                     "to the runner's cgroup in v2")  # fmt: skip
+    return Check("cgroups", "ok", detail)
+
+
+def _where(home: Hierarchy | None) -> str:
+    if home is None:
+        return "none"
+    return f"via v{home.version} {home.mount}{'' if home.own == '/' else home.own}"
+
+
+async def _exercise(cgroup: SessionCgroup, sleep: str, timeout_s: float) -> bool | None:
+    """True: the joined sleep was in the cgroup and cgroup.kill ended it; False: it was not
+    ended; None: it never showed up in the cgroup (could not tell)."""
+    try:
+        async with open_child([*cgroup.join_argv(), sleep, "60"], grace_s=0.0) as child:
+            with anyio.move_on_after(timeout_s):
+                while not cgroup.populated():  # noqa: ASYNC110 (a kernfs file: polled)
+                    await anyio.sleep(0.01)
+            if not cgroup.populated():
+                return None
+            emptied = await cgroup.end(bound_s=timeout_s)
+            await child.reap(0.0)
+            return emptied and child.returncode == -9
+    finally:
+        await cgroup.end(bound_s=timeout_s)
+
+
+def check_seccomp(
+    executable: str, layout: HostLayout, user: SessionUser | None, timeout_s: float
+) -> Check:
+    """``seccomp``: inside a session's sandbox, ptrace and process_vm_readv are refused (EPERM)."""
+    try:
+        session_filter()
+    except ContainmentUnavailable as exc:
+        return Check("seccomp", "broken", exc.detail, exc.fix)
+    if not Path(PROBE_PYTHON).is_file():
+        return Check("seccomp", "unverified", f"no {PROBE_PYTHON} to run the probe with; the "
+                     "filter is passed to every sandbox (--seccomp)")  # fmt: skip
+    spec = probe_spec(bwrap=executable, layout=layout, executable=Path(PROBE_PYTHON),
+                      command=[PROBE_PYTHON, "-c", SECCOMP_PROBE], user=user)  # fmt: skip
+    try:
+        run = run_confined(spec, timeout_s=timeout_s)
+    except (SessionUserUnusable, ContainmentUnavailable) as exc:
+        return Check("seccomp", "unverified", f"not run: {exc}")
+    words = run.stdout.split()
+    if run.timed_out or run.returncode != 0 or len(words) != 4:
+        return Check("seccomp", "unverified", f"the probe gave no answer (status "
+                     f"{run.returncode}): {run.stderr.strip()[-300:] or run.stdout[:200]}")
+    refused = f"errno={errno.EPERM}"
+    if words[1] == refused and words[3] == refused:
+        return Check("seccomp", "ok", "inside a session's sandbox ptrace and process_vm_readv "
+                     "are refused (EPERM): no process of a session can trace bwrap's pid 1 "
+                     "or read another's memory")  # fmt: skip
+    if "ok" in (words[1], words[3]):
+        return Check("seccomp", "broken", f"inside the sandbox: {run.stdout.strip()}: the "
+                     "seccomp filter was not applied",
+                     "bubblewrap must support --seccomp FD (0.8.0 does)")  # fmt: skip
+    return Check("seccomp", "unverified", f"inside the sandbox: {run.stdout.strip()}")

@@ -1,0 +1,93 @@
+"""The preflight's ``cgroups`` and ``seccomp`` checks (sandbox/_kernel_checks.py): three answers.
+
+Each check must go red when its mechanism is taken away: a kernel whose
+``cgroup.kill`` ends nothing, a host without a home for a limit's controller,
+a filter that allows everything, a machine with no table; and it names which
+hierarchies it found.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from sandbox import _cgroup
+from sandbox._cgroup import CgroupHost, find_cgroups
+from sandbox._errors import PreflightFailed
+from sandbox._kernel_checks import check_cgroups, check_seccomp
+from sandbox._layout import measure_host_layout
+from sandbox._preflight import preflight, raise_for
+from sandbox._privileges import session_user
+
+pytestmark = pytest.mark.bwrap
+
+
+def test_cgroups_on_this_host_are_verified_and_named() -> None:
+    check = check_cgroups(timeout_s=20)
+    host = find_cgroups()
+    assert host.v2 is not None
+    assert (check.name, check.verdict) == ("cgroups", "ok"), check
+    assert f"v2 at {host.v2.mount}" in check.detail and "cgroup.kill" in check.detail
+    for name, home in host.limits.items():
+        assert home is not None and f"{name} via v{home.version} {home.mount}" in check.detail
+
+
+def test_a_kill_that_ends_nothing_is_broken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_cgroup, "_kill", lambda path: None)
+    check = check_cgroups(timeout_s=1)
+    assert check.verdict == "broken" and "not ended by cgroup.kill" in check.detail, check
+    # (The sleep is then reaped by its own context, and the emptied cgroup removed.)
+
+
+def test_no_home_for_a_limit_is_broken_and_says_which(tmp_path: Path) -> None:
+    host = find_cgroups()
+    check = check_cgroups(CgroupHost(v2=host.v2, limits={"pids": None, "memory": host.v2}),
+                          timeout_s=20)  # fmt: skip
+    assert check.verdict == "broken" and "no hierarchy for pids" in check.detail, check
+    assert "v1 pids" in check.fix
+
+
+def test_no_cgroup_v2_is_broken_with_the_fix() -> None:
+    check = check_cgroups(CgroupHost(v2=None, limits={}), timeout_s=20)
+    assert check.verdict == "broken" and "no cgroup v2 hierarchy" in check.detail
+    assert "cgroup2" in check.fix
+
+
+def _seccomp(bwrap: str) -> str:
+    return check_seccomp(bwrap, measure_host_layout(), session_user(), 30).verdict
+
+
+def test_seccomp_on_this_host_is_verified(bwrap: str) -> None:
+    assert _seccomp(bwrap) == "ok"
+
+
+def test_a_filter_that_allows_everything_is_broken(
+    bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    allow_all = struct.pack("=HBBI", 0x06, 0, 0, 0x7FFF0000)  # ret SECCOMP_RET_ALLOW
+    monkeypatch.setattr("sandbox._confined.session_filter", lambda: allow_all)
+    assert _seccomp(bwrap) == "broken"
+
+
+def test_a_machine_without_a_table_is_broken(bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("platform.machine", lambda: "riscv64")
+    check = check_seccomp(bwrap, measure_host_layout(), session_user(), 30)
+    assert check.verdict == "broken" and "riscv64" in check.detail
+
+
+def test_a_host_without_a_home_for_the_limits_stops_every_batch(
+    bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preflight before every batch is broken, so run/demo/record exit 12 (PreflightFailed)
+    before any session: no v2 hierarchy, or neither v2 nor v1 for a limit's controller."""
+    real = find_cgroups()
+    for host in (CgroupHost(v2=None, limits={}),
+                 CgroupHost(v2=real.v2, limits={"pids": None, "memory": None})):
+        monkeypatch.setattr("sandbox._kernel_checks.find_cgroups", lambda host=host: host)
+        report = preflight(bwrap=bwrap)
+        verdicts = {check.name: check.verdict for check in report.checks}
+        assert verdicts["cgroups"] == "broken" and report.broken
+        with pytest.raises(PreflightFailed, match="cgroups: broken"):
+            raise_for(report)
