@@ -5,7 +5,7 @@ user namespaces, the sandbox, the harness inside it). This module adds what
 needs the runner's view: the credentials (never printed), the default batch
 root outside ``$HOME`` (RC-06), host skill directories that would shadow a
 skill the harness lists (every session refused by RC-07), and network
-confinement (`sandbox._network.network_preflight`, when that module is there).
+confinement (`sandbox._network.network_preflight`).
 
 Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is
 verified broken, 4 otherwise. Before a batch, the sandbox checks and the
@@ -15,8 +15,6 @@ before any session, credentials copy or spend.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 import os
 from pathlib import Path
@@ -31,6 +29,7 @@ from sandbox._config import host_credentials
 from sandbox._confined import open_confined
 from sandbox._errors import CredentialsMissing, SessionUserUnusable, SpawnFailed
 from sandbox._layout import measure_host_layout
+from sandbox._network import network_preflight
 from sandbox._preflight import PreflightReport, preflight
 from sandbox._probes import probe_spec
 from sandbox._process import run_sync
@@ -206,22 +205,8 @@ def _is_init(line: bytes) -> bool:
 
 
 def check_network(bwrap: str) -> Check:
-    """``network``: `sandbox._network.network_preflight` when it exists, else could not verify."""
-    try:
-        module = importlib.import_module("sandbox._network")
-    except ModuleNotFoundError:
-        module = None
-    probe = getattr(module, "network_preflight", None)
-    if probe is None:
-        return Check("network", "unverified",
-                     "network confinement is not built here (no sandbox._network."
-                     "network_preflight): sessions share the host's network",
-                     "none yet: the open network is RC-05's one admitted exception")  # fmt: skip
-    accepted = inspect.signature(probe).parameters
-    result = probe(**{k: v for k, v in {"bwrap": bwrap}.items() if k in accepted})
-    if not isinstance(result, Check):
-        return Check("network", "unverified", f"network_preflight() answered {result!r:.200}")
-    return result
+    """``network``: can a session run confined to the provider (`network_preflight`)."""
+    return network_preflight(bwrap=bwrap)
 
 
 def print_report(report: PreflightReport) -> None:

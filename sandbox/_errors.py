@@ -31,14 +31,21 @@ class PreflightFailed(SandboxError):
     turns it into exit status 12. The whole report travels with it, so the
     caller can print every check, not only the first problem.
 
+    The message is the headline, then one line per check that is not ok with
+    its fix (what the CLI prints).
+
     Attributes:
         report: The `PreflightReport` that was not ok.
     """
 
-    def __init__(self, report: PreflightReport) -> None:
-        problems = report.problems or ("no check passed",)
-        super().__init__("confinement preflight failed: " + "; ".join(problems))
+    def __init__(self, report: PreflightReport, headline: str = (
+            "confinement preflight failed; nothing was started or spent (no session may run "
+            "unconfined, RC-05):")) -> None:
+        lines = [f"{c.name}: {c.verdict}: {c.detail}" + (f"\n    fix: {c.fix}" if c.fix else "")
+                 for c in report.checks if c.verdict != "ok"] or ["no check passed"]
+        super().__init__(headline + "\n  " + "\n  ".join(lines))
         self.report = report
+        self.headline = headline
 
 
 class CredentialsMissing(SandboxError):

@@ -76,7 +76,7 @@ def violations(text: str) -> list[str]:
     for ev in events:
         if set(ev) - EVENT_KEYS or not {"probe", "session"} <= set(ev):
             out.append(f"event keys {sorted(ev)}")
-        key = (ev.get("probe"), ev.get("session"))
+        key = (str(ev.get("probe")), str(ev.get("session")))
         if key in seen:
             out.append(f"duplicate session {key}")
         seen.add(key)

@@ -36,8 +36,9 @@ from campaign._plan import harness_version
 from campaign._seal import check_folds
 from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 from sandbox._config import Credentials, sweep_config_root
-from sandbox._errors import SessionUserUnusable
+from sandbox._errors import PreflightFailed, SessionUserUnusable
 from sandbox._network import network_preflight
+from sandbox._preflight import PreflightReport, raise_for
 from sandbox._privileges import ensure_session_user
 from sandbox._scratch import sweep_killed_runners
 
@@ -52,7 +53,6 @@ from ._records import InvocationRecord
 if TYPE_CHECKING:
     from campaign._corpus import Corpus
     from campaign._plan import Plan
-    from sandbox._preflight import PreflightReport
 
     from ._fold import SessionKey
     from ._options import BatchOptions
@@ -66,19 +66,6 @@ SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
 
 class BatchRefused(CampaignError):
     """The batch cannot be opened as asked: bad input, not a batch, or it changed (exit 2)."""
-
-
-class PreflightFailed(Exception):
-    """Confinement cannot be set up on this host; nothing was started or spent (exit 12).
-
-    Attributes:
-        lines: What failed, each with its fix, for the CLI to print.
-    """
-
-    def __init__(self, headline: str, lines: list[str]) -> None:
-        super().__init__(headline + ("\n  " + "\n  ".join(lines) if lines else ""))
-        self.headline = headline
-        self.lines = lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,16 +156,9 @@ def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
                    "root runner's sessions run as it")
     except SessionUserUnusable:
         pass  # the session-user check below says what is wrong and the fix
-    report: PreflightReport = sandbox_checks(bwrap=options.bwrap, harness=Path(options.harness),
-                                             host_skill_dirs=host_skill_dirs())
-    if not report.ok:
-        lines = []
-        for check in report.checks:
-            if check.verdict != "ok":
-                lines.append(f"{check.name}: {check.verdict}: {check.detail}"
-                             + (f"\n    fix: {check.fix}" if check.fix else ""))
-        raise PreflightFailed("confinement preflight failed; nothing was started or spent "
-                              "(no session may run unconfined, RC-05):", lines)
+    report = sandbox_checks(bwrap=options.bwrap, harness=Path(options.harness),
+                            host_skill_dirs=host_skill_dirs())
+    raise_for(report)
     return bounded_version(report.harness_version or "unknown")
 
 
@@ -193,8 +173,8 @@ def _network(options: BatchOptions,
     line = f"network: {check.verdict}: {check.detail}" + (f" (fix: {check.fix})"
                                                           if check.fix else "")
     if options.network == "confined":
-        raise PreflightFailed("--network confined: the network preflight failed; nothing was "
-                              "started or spent:", [line])
+        raise PreflightFailed(PreflightReport((check,)), "--network confined: the network "
+                              "preflight failed; nothing was started or spent:")
     notify("warning: network confinement is not available here, so sessions share the host's "
            f"network (the transcripts say so): {line}")
     return "host", f"fell back from confined: {line}"

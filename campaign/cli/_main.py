@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Final, NoReturn
 
 from campaign._errors import CampaignError
 from campaign.batch._lock import BatchBusy
-from campaign.batch._open import PreflightFailed
 from campaign.supervisor._session import refused_write
+from sandbox._errors import PreflightFailed
 
 from ._errors import (
     EXIT_BUG,

@@ -189,7 +189,7 @@ def test_layer_digest_is_the_tree_formula_over_what_the_arm_keeps(corpus: Corpus
 def test_two_batches_of_the_same_corpus_know_they_ran_the_same_arm(tmp_path: Path) -> None:
     one, two = _full_corpus(tmp_path / "a"), _full_corpus(tmp_path / "b")
     assert arm_spec(one, "no-hook", TOOLS) == arm_spec(two, "no-hook", TOOLS)
-    edited = _full_corpus(tmp_path / "c", **{".claude__skills__style__SKILL.md": "Other.\n"})
+    edited = _full_corpus(tmp_path / "c", **{".claude__skills__style__SKILL.md": "Other.\n"})  # type: ignore[arg-type]
     assert arm_spec(edited, "no-hook", TOOLS).identity != arm_spec(one, "no-hook", TOOLS).identity
     assert arm_spec(edited, "no-skills", TOOLS) == arm_spec(one, "no-skills", TOOLS)
     assert arm_spec(one, "present", ("Read",)).flags != arm_spec(one, "present", TOOLS).flags

@@ -42,7 +42,7 @@ def _final(probe: str, session: str, attempt: int, state: str, cost: str | None,
            event: bool = False, retryable: bool = False) -> FinalRecord:
     return FinalRecord(
         arm="present", probe=probe, session=session, repetition=1, attempt=attempt,
-        invocation=1, started_at="2026-12-01T00:00:00Z", state=state, reason=state,  # type: ignore[arg-type]
+        invocation=1, started_at="2026-12-01T00:00:00Z", state=state, reason=state,
         retryable=retryable, cost_usd=cost, cost_known=cost is not None or state in (
             "refused-seal", "refused-confinement"),
         served_model="claude-x-1" if event else None,

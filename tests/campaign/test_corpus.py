@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from campaign._corpus import NO_LOCK_SOURCE, load_corpus, task_of
+from campaign._corpus import NO_LOCK_SOURCE, load_corpus
 from campaign._errors import CampaignError, CorpusError
+from campaign._markdown import task_of
 from recorder._digest import digest_bytes
 from tests.campaign.corpora import (
     doc,
@@ -24,7 +26,7 @@ from tests.campaign.corpora import (
 EXAMPLE = Path(__file__).resolve().parents[2] / "demo" / "example" / "corpus"
 
 
-def _corpus_with(tmp_path: Path, files: dict[str, str]) -> Path:
+def _corpus_with(tmp_path: Path, files: Mapping[str, str | bytes]) -> Path:
     root = minimal_corpus(tmp_path / "c")
     return write_files(root, files)
 
@@ -290,7 +292,7 @@ def test_example_corpus_loads() -> None:
     assert all(p.task and "## " not in p.task for p in corpus.probes.values())
 
 
-UNTYPED = {
+UNTYPED: dict[str, str | bytes] = {
     "docs/guide/CLAUDE.md": "Rules for this folder.\n",
     "docs/README.md": "# Docs\n\nRead me first.\n",
     "docs/imported/page.md": "Imported page\n---\n\nA setext heading above, not front matter.\n",

@@ -7,10 +7,8 @@ skills checks stop a batch with exit 12 before any session or copy.
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -125,23 +123,6 @@ def test_a_batch_stops_with_12_before_any_session_when_a_skill_is_shadowed(
     assert not (batch / "sessions").exists()
 
 
-def test_network_is_could_not_verify_until_network_preflight_exists(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    real_import = importlib.import_module
-
-    def without_network(name: str) -> object:
-        if name == "sandbox._network":
-            raise ModuleNotFoundError(name)
-        return real_import(name)
-
-    fake = SimpleNamespace(import_module=without_network)
-    monkeypatch.setattr("campaign._doctor.importlib", fake)
-    check = check_network("bwrap")
-    assert (check.name, check.verdict) == ("network", "unverified")
-    assert "network_preflight" in check.detail
-
-
 def test_network_answers_with_network_preflight_when_it_exists(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -151,8 +132,7 @@ def test_network_answers_with_network_preflight_when_it_exists(
         seen.append(bwrap)
         return Check("network", "broken", "no netns", "fix it")
 
-    fake = type("M", (), {"network_preflight": staticmethod(network_preflight)})
-    monkeypatch.setattr("campaign._doctor.importlib", SimpleNamespace(import_module=lambda n: fake))
+    monkeypatch.setattr("campaign._doctor.network_preflight", network_preflight)
     assert check_network("/usr/bin/bwrap") == Check("network", "broken", "no netns", "fix it")
     assert seen == ["/usr/bin/bwrap"]
 

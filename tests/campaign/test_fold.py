@@ -19,15 +19,15 @@ C = SessionKey("present", "P-2", "s1")
 
 
 def started(key: SessionKey, attempt: int = 1) -> StartedRecord:
-    return StartedRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,  # type: ignore[arg-type]
+    return StartedRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,
                          attempt=attempt, invocation=1, position=0)
 
 
 def final(key: SessionKey, state: str, *, attempt: int = 1, retryable: bool = False,
           cost: str | None = None, known: bool = True, reason: str = "why") -> FinalRecord:
-    return FinalRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,  # type: ignore[arg-type]
+    return FinalRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,
                        attempt=attempt, invocation=1, started_at="2026-12-01T00:00:00Z",
-                       state=state, reason=reason, retryable=retryable, cost_usd=cost,  # type: ignore[arg-type]
+                       state=state, reason=reason, retryable=retryable, cost_usd=cost,
                        cost_known=known)
 
 

@@ -26,13 +26,13 @@ SESSION = {"arm": "present", "probe": "P-1", "session": "s1", "repetition": 1, "
 
 
 def _started(**over: object) -> StartedRecord:
-    return StartedRecord(**{**SESSION, "position": 0, **over})  # type: ignore[arg-type]
+    return StartedRecord(**{**SESSION, "position": 0, **over})
 
 
 def _final(**over: object) -> FinalRecord:
     return FinalRecord(**{**SESSION, "started_at": "2026-12-01T00:00:00Z", "state": "recorded",
                           "reason": "recorded", "retryable": False, "cost_usd": "0.01",
-                          "cost_known": True, **over})  # type: ignore[arg-type]
+                          "cost_known": True, **over})
 
 
 def test_a_new_ledger_starts_with_its_header_and_records_read_back_typed(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_a_new_ledger_starts_with_its_header_and_records_read_back_typed(tmp_pat
     records = list(read_ledger(path))
     assert [type(r) for r in records] == [LedgerHeader, InvocationRecord, StartedRecord,
                                           FinalRecord]
-    assert records[3] == _final(at=records[3].at)  # type: ignore[union-attr]
+    assert records[3] == _final(at=records[3].at)
     assert all(line.endswith(b"}") for line in path.read_bytes().split(b"\n")[:-1])
     assert path.read_bytes().endswith(b"\n")
 
@@ -80,6 +80,7 @@ def test_opening_sets_a_torn_tail_aside_and_the_next_append_is_a_line_of_its_own
     fragment = b'{"kind":"final","arm":"present","probe":"P-1","sess'
     path.write_bytes(whole + fragment)
     with Ledger(path) as ledger:
+        assert ledger.torn is not None
         assert ledger.torn == TornRecord(offset=len(whole), size_bytes=len(fragment),
                                          set_aside=f"ledger.torn-{len(whole)}", at=ledger.torn.at)
         ledger.append(_final())
@@ -136,7 +137,7 @@ def test_a_refused_write_leaves_no_part_of_its_line(tmp_path: Path,
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr(_ledger.os, "write", half_then_full)
+    monkeypatch.setattr(os, "write", half_then_full)  # what the ledger writes with
     with pytest.raises(OSError, match="No space left"):
         ledger.append(_final())
     monkeypatch.undo()

@@ -633,7 +633,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
     decoy.mkdir()
     (decoy / "leak.md").write_text("x" * len(LEAK))
     corpus = _load_as_if_later(root, monkeypatch)
-    real = prefilter.spawn
+    real = spawn  # what the prefilter runs grep with
 
     def swapped(argv: Any, **kwargs: Any) -> Any:
         os.rename(root / "notes", tmp_path / "real-notes")
@@ -740,8 +740,11 @@ def test_a_seal_that_fails_midway_stops_its_grep_at_once(
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     closed: list[bool] = []
     real_close = prefilter.Prefilter.close
-    monkeypatch.setattr(prefilter.Prefilter, "close",
-                        lambda self: closed.append(True) or real_close(self))
+    def close(self: Any) -> None:
+        closed.append(True)
+        real_close(self)
+
+    monkeypatch.setattr(prefilter.Prefilter, "close", close)
     monkeypatch.setattr(seal._Verifier, "check", lambda *a, **k: (_ for _ in ()).throw(
         SealRefused("HW-PRB-001", "x", None, "a failure midway")))
     with pytest.raises(SealRefused, match="midway") as caught:

@@ -25,9 +25,9 @@ from tests.campaign.corpora import probe_yml, write_files
 
 def _final(key: SessionKey, state: str, attempt: int = 1, cost: str | None = "0.01",
            retryable: bool = False) -> FinalRecord:
-    return FinalRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,  # type: ignore[arg-type]
+    return FinalRecord(arm=key.arm, probe=key.probe, session=key.session, repetition=1,
                        attempt=attempt, invocation=1, started_at="2026-12-01T00:00:00Z",
-                       state=state, reason=f"{state}: why", retryable=retryable, cost_usd=cost,  # type: ignore[arg-type]
+                       state=state, reason=f"{state}: why", retryable=retryable, cost_usd=cost,
                        cost_known=cost is not None)
 
 

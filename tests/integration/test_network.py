@@ -25,6 +25,7 @@ from ruamel.yaml import YAML
 from campaign.batch import _open
 from campaign.batch._options import BatchOptions
 from demo import Script, ScriptedProvider, example_paths, load_scripts
+from sandbox._errors import PreflightFailed
 from sandbox._preflight import Check
 from tests import contract_check
 from tests.integration import kit
@@ -211,7 +212,7 @@ def test_record_with_network_confined_names_the_denial_of_its_session(
 
 def _options(network: str | None) -> BatchOptions:
     return BatchOptions(command="run", corpus="/c", tier="campaign", seed=0,
-                        harness="/h", network=network)  # type: ignore[arg-type]
+                        harness="/h", network=network)
 
 
 @pytest.mark.parametrize("verdict", ["broken", "unverified"])
@@ -224,7 +225,7 @@ def test_network_mode_falls_back_to_host_by_default_and_refuses_when_asked(
     mode, note = _open._network(_options(None), notes.append)
     assert mode == "host" and "fell back" in note and "no netns here" in note
     assert len(notes) == 1 and notes[0].startswith("warning: network confinement is not available")
-    with pytest.raises(_open.PreflightFailed, match="no netns here"):  # exit 12 upstream
+    with pytest.raises(PreflightFailed, match="no netns here"):  # exit 12 upstream
         _open._network(_options("confined"), notes.append)
     assert _open._network(_options("host"), notes.append) == ("host", "asked: --network host")
 

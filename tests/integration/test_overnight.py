@@ -282,5 +282,5 @@ def test_a_signal_ends_the_sessions_in_flight_and_leaves_the_batch_resumable(
     nothing_left([runner.pid])
     stopped = [r for r in read_ledger(batch / "ledger.jsonl") if r.kind == "stopped"]
     # Two were killed in flight, two never started: all four are outstanding.
-    assert [(r.reason, r.outstanding) for r in stopped] == [("signal", 4)]  # type: ignore[union-attr]
+    assert [(r.reason, r.outstanding) for r in stopped] == [("signal", 4)]
 

@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -176,7 +177,13 @@ G_REFUSALS = (("plugins[0].path", "/opt/plugins/demo-plugin"),  # --plugin-dir: 
               ("skills[2]", "demo-plugin:plug-skill"))  # a plugin namespace
 MODE_CALL = (("Bash", "echo mode-test > m.txt", Text("toolu_b")),)
 KILLED_BASH = (("Bash", "sleep 30", NONE),)  # killed during the tool: its result never came
-API_FAIL = {"served": None, "cost": "0", "cents": 0}  # one failed request: nothing billed
+class _Failed(TypedDict):
+    served: str | None
+    cost: str
+    cents: int
+
+
+API_FAIL: _Failed = {"served": None, "cost": "0", "cents": 0}  # one failed request: nothing billed
 
 EXPECT: dict[str, Expect] = {
     # 4 turns: 3 default ($0.003) + 1234 in, 56 out, 1000 cache reads ($0.5/M), 10 cache

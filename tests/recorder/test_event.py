@@ -352,7 +352,9 @@ def test_resolve_checker_relative_to_the_corpus(tmp_path: Path) -> None:
 def test_rc16_models_refuse_a_key_outside_their_closed_set(data: dict[str, str]) -> None:
     """RC-16: the event's key sets are closed in the models themselves, not only in the reader:
     an otherwise valid mapping with one extra key is refused for that key."""
-    model = {"tool": Call, "path": Artifact, "probe": Event}[next(iter(data))]
+    models: dict[str, type[Call] | type[Artifact] | type[Event]] = {
+        "tool": Call, "path": Artifact, "probe": Event}
+    model = models[next(iter(data))]
     with pytest.raises(ValidationError) as info:
         model.model_validate(data)
     assert [(e["type"], e["loc"]) for e in info.value.errors()] == [

@@ -31,6 +31,7 @@ from recorder.transcript import (
     render_transcript,
     write_transcript,
 )
+from recorder.transcript._yaml import yaml_load, yaml_text
 from tests.hostile import HOSTILE
 from tests.recorder.test_transcript import D1, D2, identity
 
@@ -73,7 +74,7 @@ def test_render_parts_is_render_transcript_of_the_same_parts() -> None:
 
 def test_a_growing_transcript_renders_what_the_check_reads_after_every_record() -> None:
     """Events arrive in completion order; each render lists them in table order."""
-    proved, arrived = ProvedEvents(), []
+    proved, arrived = ProvedEvents(), list[Event]()
     text = render(arrived, proved)
     assert "## Events\n\n```yaml\n[]\n```\n" in text
     for i in [3, 0, 5, 1, 4, 2]:
@@ -117,7 +118,7 @@ def test_each_event_is_dumped_and_loaded_once_however_often_the_transcript_rende
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     counts = {"dump": 0, "load": 0}
-    real_dump, real_load = _events.yaml_text, _events.yaml_load
+    real_dump, real_load = yaml_text, yaml_load
 
     def dump(data: Any) -> str:
         counts["dump"] += 1
@@ -177,9 +178,13 @@ def test_write_transcript_with_kept_events_writes_the_same_bytes(
     proved = ProvedEvents()
     write_transcript(tmp_path / "kept.md", transcript, proved=proved)
     loads: list[str] = []
-    real = _events.yaml_load
-    monkeypatch.setattr(_events, "yaml_load", lambda text, where: loads.append(text) or real(
-        text, where))
+    real = yaml_load
+
+    def counted(text: str, where: str) -> Any:
+        loads.append(text)
+        return real(text, where)
+
+    monkeypatch.setattr("recorder.transcript._events.yaml_load", counted)
     write_transcript(tmp_path / "kept.md", transcript, proved=proved)
     assert loads == []
     assert (tmp_path / "kept.md").read_bytes() == (tmp_path / "all.md").read_bytes()

@@ -40,7 +40,6 @@ from recorder.transcript import (
     Transcript,
     TranscriptRefused,
     TranscriptUnproven,
-    _events,
     _layout,
     parse_transcript,
     prose_for,
@@ -48,6 +47,7 @@ from recorder.transcript import (
     served_version_of,
     write_transcript,
 )
+from recorder.transcript._yaml import yaml_text
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64
@@ -594,9 +594,10 @@ def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.Mo
 
 def test_render_raises_unproven_when_read_back_differs(monkeypatch: pytest.MonkeyPatch) -> None:
     # The read-back parses (valid contract) but is not what was rendered: in the identity ...
-    real = _layout.yaml_text
+    real = yaml_text
     monkeypatch.setattr(
-        _layout, "yaml_text", lambda data: real(data).replace("claude-served-9", "claude-other")
+        "recorder.transcript._layout.yaml_text",
+        lambda data: real(data).replace("claude-served-9", "claude-other"),
     )
     with pytest.raises(TranscriptUnproven, match="differs"):
         render_transcript(transcript())
@@ -606,9 +607,10 @@ def test_render_raises_unproven_when_an_event_reads_back_as_another(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # ... and in an event, which is proved on its own when it joins the block.
-    real = _events.yaml_text
+    real = yaml_text
     monkeypatch.setattr(
-        _events, "yaml_text", lambda data: real(data).replace('"current"', '"other"')
+        "recorder.transcript._events.yaml_text",
+        lambda data: real(data).replace('"current"', '"other"'),
     )
     with pytest.raises(TranscriptUnproven, match="p1/r1 reads back as another event"):
         render_transcript(transcript())

@@ -68,7 +68,7 @@ def run_bpf(program: bytes, *, nr: int, arch: int) -> int:
             taken = acc == k if code == 0x15 else acc >= k
             pc += 1 + (jt if taken else jf)
         elif code == 0x06:  # ret #k
-            return k
+            return int(k)
         else:
             raise AssertionError(f"instruction {pc} has a code the filter must not use: {code:#x}")
 
