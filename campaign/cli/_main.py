@@ -39,6 +39,9 @@ def _say(text: str) -> None:
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Parse ``argv``, run the command, exit with its status."""
     args = build_parser().parse_args(argv)
+    needs = getattr(args, "_needs_corpus", None)
+    if needs is not None and args.corpus_pos is None and args.corpus_opt is None:
+        needs.error("the corpus is required: give it as CORPUS or --corpus DIR")
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         code = func(args)

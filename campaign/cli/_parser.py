@@ -65,6 +65,7 @@ def _corpus_args(p: argparse.ArgumentParser) -> None:
                    help="the corpus root (holds .headwater/probe.yml and docs/)")
     p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
                    help="the corpus root, as an option")
+    p.set_defaults(_needs_corpus=p)  # main() reports a missing corpus with this usage
 
 
 def _harness_args(p: argparse.ArgumentParser) -> None:

@@ -139,3 +139,12 @@ def test_check_transcript_takes_several_files_and_answers_for_each(tmp_path: Pat
 
     assert _cli("check-transcript", str(good), str(bad), str(missing)).returncode == 1
     assert _cli("check-transcript", str(good)).returncode == 0
+
+
+@pytest.mark.parametrize("command", ["plan", "run", "seal"])
+def test_a_missing_corpus_is_reported_with_the_commands_own_usage(command: str) -> None:
+    extra = ["--probe", "P", "--out", "/nonexistent/x"] if command == "seal" else []
+    proc = _cli(command, *extra)
+    assert proc.returncode == 2
+    assert f"usage: headwater-campaign {command}" in proc.stderr
+    assert "the corpus is required" in proc.stderr
