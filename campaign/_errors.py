@@ -147,7 +147,8 @@ class SealRefused(SealError):
         """1-based line of the offending text, or None when the whole file is at fault."""
         self.reason = reason
         where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"seal of {probe_id} refused (RC-09): {where}: {reason}")
+        super().__init__(f"the seal of {probe_id} is refused: {where}: {reason} (the workspace "
+                         "may not name its probe or an answer key, RC-09)")
 
 
 class WorkspaceNotEmpty(SealError):

@@ -82,8 +82,8 @@ def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
 
     Returns:
         Human reasons in field order, each naming the rule, the field and
-        the value: ``"RC-07: <field> = <value repr>: <why>"`` (`refusal`), or
-        ``"RC-07: <field> is missing from the init line: ..."``.
+        the value: ``"<field> = <value repr>: <why> (RC-07)"`` (`refusal`), or
+        ``"<field> is missing from the init line: ... (RC-07)"``.
     """
     reasons: list[str] = []
     reasons += _check_permission_mode(init, policy)
@@ -160,19 +160,19 @@ def refusal(field: str, value: object, why: str) -> str:
     """One RC-07 refusal, naming the rule, the field and the value .
 
     ``refusal("permissionMode", "plan", "...")`` ->
-    ``"RC-07: permissionMode = 'plan': ..."``. The value is its ``repr``,
+    ``"permissionMode = 'plan': ... (RC-07)"``. The value is its ``repr``,
     cut at `VALUE_REPR_CHARS` characters, so a quote or a newline in it
     cannot be mistaken for the message around it.
     """
     shown = repr(value)
     if len(shown) > VALUE_REPR_CHARS:
         shown = shown[: VALUE_REPR_CHARS - 3] + "..."
-    return f"RC-07: {field} = {shown}: {why}"
+    return f"{field} = {shown}: {why} (RC-07)"
 
 
 def _missing_or_shape(field: str, init: dict[str, Any]) -> str:
     if field not in init:
-        return f"RC-07: {field} is missing from the init line: a policed field (fail closed)"
+        return f"{field} is missing from the init line: a policed field (fail closed) (RC-07)"
     shape = type(init[field]).__name__
     return refusal(field, init[field], f"unknown shape ({shape}; fail closed)")
 

@@ -82,7 +82,7 @@ class Observation:
     state: SessionState
     reason: str
     """Human reason naming the rule, the field and the value, e.g.
-    ``"RC-07: permissionMode = 'plan': the driver asked for 'dontAsk' ..."``."""
+    ``"permissionMode = 'plan': the driver asked for 'dontAsk' ... (RC-07)"``."""
     calls: tuple[ObservedCall, ...]
     """Tool calls in tool_use order, subagent calls included."""
     produced_paths: tuple[str, ...]

@@ -185,8 +185,9 @@ class StreamObserver:
         elif self._inits == 0:
             if not is_allowed_before_init(obj):
                 allowed = ", ".join(f"system/{sub}" for sub in sorted(PRE_INIT_SUBTYPES))
-                self._refuse(f"RC-07: line {self._lines} before the init line: type = "
-                             f"{_describe(obj)!r}: only {allowed} may precede the init line")
+                self._refuse(f"line {self._lines} before the init line: type = "
+                             f"{_describe(obj)!r}: only {allowed} may precede the init line "
+                             "(RC-07)")
         elif kind == "assistant":
             self._assistant(obj)
         elif kind == "user":
@@ -212,8 +213,8 @@ class StreamObserver:
         # (RC-07); "no init line" is decided only when nothing else explains it.
         seen_refusal = bool(self._refusals)
         if self._inits == 0:
-            self._refuse("RC-07: no init line (type 'system', subtype 'init') on stdout: "
-                         "what the session loaded is unknown")
+            self._refuse("no init line (type 'system', subtype 'init') on stdout: what the "
+                         "session loaded is unknown (RC-07)")
         state: SessionState
         if seen_refusal:
             state, reason = "refused-init", "; ".join(self._refusals)

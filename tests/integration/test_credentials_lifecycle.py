@@ -174,7 +174,7 @@ async def test_success_removes_the_copy(setup: Setup) -> None:
 
 @pytest.mark.anyio
 async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
-    """RC-07: a host skill directory named like a skill the harness lists refuses the session."""
+    """a host skill directory named like a skill the harness lists refuses the session."""
     (tmp_path / "skills" / "simplify").mkdir(parents=True)
     ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
                           "host_skill_dirs": (tmp_path / "skills",)})  # fmt: skip

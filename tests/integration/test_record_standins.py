@@ -381,13 +381,13 @@ def test_hook_lines_before_init_are_allowed(tmp_path: Path, corpus: Path, bwrap:
 
 
 def test_an_assistant_line_before_init_refuses(tmp_path: Path, corpus: Path, bwrap: str) -> None:
-    """RC-07: any JSON line other than a hook event before the init line refuses (exit 12);
+    """any JSON line other than a hook event before the init line refuses (exit 12);
     the refusal names the rule, the line and the type."""
     harness = write_standin(tmp_path / "claude", stdout=ANSWERED + SESSION)
     run = record(corpus, tmp_path / "b", harness)
     final = check_session(run, tmp_path / "b", state="refused-init", status=12)
-    assert final["reason"].startswith("RC-07: line 1 before the init line: type = 'assistant'")
-    assert "RC-07: line 1 before the init line" in run.stdout
+    assert final["reason"].startswith("line 1 before the init line: type = 'assistant'")
+    assert "line 1 before the init line" in run.stdout
 
 
 def test_several_init_and_result_lines_last_result_wins(tmp_path: Path, corpus: Path,
@@ -404,7 +404,7 @@ def test_several_init_and_result_lines_last_result_wins(tmp_path: Path, corpus: 
     write_standin(harness, stdout=second_refused)
     run = record(corpus, tmp_path / "b", harness)
     final = check_session(run, tmp_path / "b", state="refused-init", status=12)
-    assert "RC-07: permissionMode = 'plan': " in final["reason"]
+    assert "permissionMode = 'plan': " in final["reason"]
 
 
 @pytest.mark.parametrize(("name", "state", "status", "retryable"),
@@ -446,7 +446,7 @@ def test_init_shape_drift(tmp_path: Path, corpus: Path, bwrap: str,
     final = check_session(record(corpus, tmp_path / "b", harness), tmp_path / "b",
                           state=state, status=status)
     if state == "refused-init":
-        assert final["reason"].startswith("RC-07: " + BC08_FIELD[variant["_variant"]])
+        assert final["reason"].startswith("" + BC08_FIELD[variant["_variant"]])
 
 
 BC08_FIELD = {"b_memory_team_outside_cfg": "memory_paths.team = '/home/hostuser/team-mem/'",

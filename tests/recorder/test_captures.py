@@ -320,9 +320,9 @@ EXPECT: dict[str, Expect] = {
                                  refusals=(("permissionMode", "bypassPermissions"),),
                                  created=frozenset({"m.txt"})),
     # Bypass as root: the CLI refuses to start, empty stdout, exit 1: no init line.
-    "h_bypass_root": Expect("refused-init", served=None, reason="RC-07: no init line"),
+    "h_bypass_root": Expect("refused-init", served=None, reason="no init line"),
     # stream-json without --verbose: exit 1, empty stdout.
-    "m_no_verbose": Expect("refused-init", served=None, reason="RC-07: no init line"),
+    "m_no_verbose": Expect("refused-init", served=None, reason="no init line"),
     # --max-turns 2: Read x.md twice (the second "Wasted call" is no error: still a Read of a
     # sealed file), then error_max_turns, is_error: not a provider fault. 2 billed turns.
     "i_max_turns": Expect("harness-error", (("Read", "docs/x.md", Sealed("docs/x.md")),) * 2,
@@ -430,7 +430,7 @@ def test_capture(name: str, tmp_path: Path) -> None:
 
     assert obs.state == want.state, obs.reason
     for field_name, value in want.refusals:
-        assert f"RC-07: {field_name} = {value!r}: " in obs.reason, obs.reason
+        assert f"{field_name} = {value!r}: " in obs.reason, obs.reason
     assert want.reason in obs.reason
     assert obs.retryable is want.retryable
     assert obs.served_model == want.served
@@ -501,7 +501,7 @@ def test_capture_c_bash_two_inits_two_results_last_result_wins() -> None:
     obs = observe(mixed, policy=policy_for("c_bash", CONFIG_DIR), workspace=Path(CAPTURE_WS),
                   exit_status=0)
     assert obs.state == "refused-init"
-    assert "RC-07: permissionMode = 'plan': " in obs.reason
+    assert "permissionMode = 'plan': " in obs.reason
 
 
 def test_capture_g_config_without_plugin_is_env_fault() -> None:
@@ -624,8 +624,9 @@ def test_bc07_assistant_before_init_refuses_naming_line_and_type() -> None:
     moved = [lines[5], *lines[:5], *lines[6:]]  # the first assistant line moved before init
     obs = bug("BC-07", data=b"\n".join(moved))
     assert obs.state == "refused-init"
-    assert obs.reason == ("RC-07: line 1 before the init line: type = 'assistant': only "
-                          "system/hook_response, system/hook_started may precede the init line")
+    assert obs.reason == ("line 1 before the init line: type = 'assistant': only "
+                          "system/hook_response, system/hook_started may precede the init "
+                          "line (RC-07)")
 
 
 def test_bc07_non_json_before_init_is_no_refusal() -> None:
@@ -650,7 +651,7 @@ def test_bc08_variant_as_a_whole_session(variant: dict[str, object]) -> None:
     obs = bug("BC-08", data=b"\n".join(lines))
     assert obs.state == VERDICT_STATE[expected["verdict"]], obs.reason
     if obs.state == "refused-init":
-        assert re.match(r"RC-07: \S+ (= .+: |is missing)", obs.reason), obs.reason
+        assert re.match(r"\S+ (= .+: |is missing)", obs.reason), obs.reason
 
 
 def test_bc10a_is_error_wins_over_subtype_success() -> None:

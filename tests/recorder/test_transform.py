@@ -326,18 +326,18 @@ def test_every_init_line_is_checked() -> None:
     obs = observe(init(), text("x"), result(), init(permissionMode="bypassPermissions"),
                   text("y", msg="m2"), result())
     assert obs.state == "refused-init"
-    assert obs.reason == ("RC-07: permissionMode = 'bypassPermissions': the driver asked for "
-                          "'dontAsk' (an allow-list of one)")
+    assert obs.reason == ("permissionMode = 'bypassPermissions': the driver asked for "
+                          "'dontAsk' (an allow-list of one) (RC-07)")
 
 
 def test_no_init_line_refuses() -> None:
     obs = observe(text("x"), exit_status=1)
     assert obs.state == "refused-init"
-    assert "RC-07: no init line" in obs.reason
+    assert "no init line" in obs.reason
     empty = observe(exit_status=1)
     assert (empty.state, empty.reason, empty.cost_usd) == (
-        "refused-init", "RC-07: no init line (type 'system', subtype 'init') on stdout: what "
-        "the session loaded is unknown", None)
+        "refused-init", "no init line (type 'system', subtype 'init') on stdout: what "
+        "the session loaded is unknown (RC-07)", None)
 
 
 def test_hook_events_before_init_are_allowed() -> None:
@@ -356,7 +356,7 @@ def test_hook_events_before_init_are_allowed() -> None:
 def test_other_json_before_init_refuses(early: dict[str, Any]) -> None:
     obs = observe(_line(early), init(), text("x"), result())
     assert obs.state == "refused-init"
-    assert obs.reason.startswith("RC-07: line 1 before the init line")
+    assert obs.reason.startswith("line 1 before the init line")
 
 
 def test_non_json_lines_are_anomalies_never_refusals() -> None:
