@@ -24,6 +24,7 @@ from sandbox._process import GRACE_S as GRACE_S
 from sandbox._process import REAP_TIMEOUT_S as REAP_TIMEOUT_S
 from sandbox._process import Child
 
+from ._atomic import write_atomic
 from ._errors import LineTooLong
 from ._lines import READ_CHUNK_BYTES, LineReader
 
@@ -165,10 +166,11 @@ async def drive_child(
             await child.reap(grace_s)
             if stderr_tail is not None:
                 with contextlib.suppress(OSError):  # never mask the exception in flight
-                    await anyio.Path(stderr_tail).write_bytes(bytes(session.stderr_ring))
+                    await anyio.to_thread.run_sync(write_atomic, stderr_tail,
+                                                   bytes(session.stderr_ring))
         raise
     if stderr_tail is not None:
-        await anyio.Path(stderr_tail).write_bytes(bytes(session.stderr_ring))
+        await anyio.to_thread.run_sync(write_atomic, stderr_tail, bytes(session.stderr_ring))
     if session.failure is not None:
         raise session.failure
     return DriveResult(

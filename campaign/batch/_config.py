@@ -19,8 +19,8 @@ from ruamel.yaml.error import YAMLError
 
 from campaign._plan import Plan, dump_plan
 from campaign._schema import describe_validation
+from recorder._atomic import write_atomic
 
-from ._atomic import write_atomic
 from ._options import BatchOptions
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Final
 import anyio
 from pydantic import ValidationError
 
-from ._atomic import fsync_dir
+from recorder._atomic import fsync_dir
+
 from ._records import RECORD_ADAPTER, LedgerHeader, LedgerRecord, TornRecord
 
 if TYPE_CHECKING:

@@ -24,10 +24,10 @@ from campaign._corpus import Corpus
 from campaign._errors import SealRefused
 from campaign._plan import Plan
 from campaign._seal import seal_workspace
-from campaign.batch._atomic import write_atomic
 from campaign.batch._dir import session_paths
 from campaign.batch._records import FinalRecord, StartedRecord, utc_now
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
+from recorder._atomic import write_atomic
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_child
 from recorder._event import UnreadFile, build_event, observed_calls

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from recorder._atomic import write_atomic
 
 from ._errors import TranscriptRefused
 from ._layout import parse_transcript, render_parts, render_transcript
@@ -41,22 +41,7 @@ def write_transcript(
         text = render_parts(prose=transcript.prose, identity=transcript.identity,
                             events=transcript.events, sessions=transcript.sessions,
                             proved=proved)
-    data = text.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fp:
-            fp.write(data)
-            fp.flush()
-            os.fsync(fp.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomic(path, text.encode("utf-8"))
 
 
 def read_transcript(path: Path) -> Transcript:
