@@ -1,1 +1,13 @@
-"""The report: arms side by side per probe, from batches; it describes and grades nothing."""
+"""The report: arms side by side per probe, from batches; it describes and grades nothing.
+
+``build_report(paths)`` reads each batch's ledger once, streaming, and
+returns a `Report` of frozen figures. docs/report.md explains every figure
+and what it does not claim.
+"""
+
+from ._build import build_report as build_report
+from ._errors import BatchesDiffer as BatchesDiffer
+from ._errors import NotABatch as NotABatch
+from ._errors import ReportError as ReportError
+from ._errors import SameBatchTwice as SameBatchTwice
+from ._model import Report as Report
