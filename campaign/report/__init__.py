@@ -1,8 +1,9 @@
 """The report: arms side by side per probe, from batches; it describes and grades nothing.
 
 ``build_report(paths)`` reads each batch's ledger once, streaming, and
-returns a `Report` of frozen figures. docs/report.md explains every figure
-and what it does not claim.
+returns a `Report` of frozen figures; ``print_report`` writes it for a
+terminal or a pipe, and ``report_json`` makes the versioned JSON object.
+docs/report.md explains every figure and what it does not claim.
 """
 
 from ._build import build_report as build_report
@@ -10,4 +11,7 @@ from ._errors import BatchesDiffer as BatchesDiffer
 from ._errors import NotABatch as NotABatch
 from ._errors import ReportError as ReportError
 from ._errors import SameBatchTwice as SameBatchTwice
+from ._json import REPORT_FORMAT as REPORT_FORMAT
+from ._json import report_json as report_json
 from ._model import Report as Report
+from ._terminal import print_report as print_report

@@ -1,6 +1,6 @@
 """The report's figures from a hand-built ledger, against the definitions (definitions.py).
 
-The ledger below is written attempt by attempt; every expected value is
+The ledger (scenario.py) is written attempt by attempt; every expected value is
 computed here from what was written and the definitions (Wilson's interval,
 Newcombe's hybrid score interval, Fisher's exact test, inclusive quartiles,
 RC-14's cost rule), never from campaign.report.
@@ -8,73 +8,11 @@ RC-14's cost rule), never from campaign.report.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from campaign.report import build_report
 from campaign.report._model import Cell, Report
 from tests.report import definitions as d
-from tests.report.batches import HandBatch, grep, read
-
-P, Q = "HW-PRB-0001", "HW-PRB-0002"
-PROBES = {P: (["alpha", "beta"], ["docs/a.md", "docs/b.md"]), Q: (["42"], ["docs/c.md"])}
-THIRD = "0.0033333"
-"""A cost whose sum of 12 is 3.99996 cents: one ceiling after the sum gives 4, not 12."""
-
-# present, probe P: (answer, calls) of each recorded session s1..s9; s10 is recorded on its
-# second attempt; s11 timed out (retryable, cost unknown); s12 was refused at init.
-PRESENT_P: list[tuple[str | None, list[dict[str, str]]]] = [
-    ("alpha", [read("docs/a.md"), grep("x")]),
-    ("alpha", [read("docs/a.md"), grep("x"), grep("y")]),
-    ("alpha", [read("docs/a.md"), read("docs/b.md"), grep("y")]),
-    ("alpha", [read("docs/a.md"), grep("x"), grep("y"), grep("z")]),
-    ("alpha", [read("docs/a.md")] + [grep("x")] * 4),
-    ("alpha", [read("./docs/b.md"), grep("q")]),  # not the examined path, word for word
-    ("alpha", [read("docs/b.md")] * 2 + [grep("x")] * 6),
-    ("beta", [grep("x")]),
-    (None, [grep("x")] * 9),
-]
-PRESENT_P10 = ("alpha", [read("docs/a.md")] * 3)
-ABSENT_P = ["alpha"] * 3 + ["beta"] * 6 + [None] * 3
-
-
-def _at(i: int, arm: str) -> float:
-    """Arms interleaved in time, ten seconds a session."""
-    return 20.0 * i + (10.0 if arm == "absent" else 0.0)
-
-
-def _batch(root: Path) -> Path:
-    b = HandBatch(root, PROBES, repetitions=12)
-    for rep, (answer, calls) in enumerate(PRESENT_P, start=1):
-        b.attempt("present", P, rep, answer=answer, calls=calls, cost=THIRD,
-                  outside=2 if rep == 1 else 0, at=_at(rep, "present"))
-    b.attempt("present", P, 10, state="harness-error", retryable=True, cost=THIRD,
-              at=_at(10, "present"))
-    b.attempt("present", P, 10, attempt=2, answer=PRESENT_P10[0], calls=PRESENT_P10[1],
-              cost=THIRD, at=_at(10, "present") + 5)
-    b.attempt("present", P, 11, state="timed-out", retryable=True, cost=None, known=False,
-              at=_at(11, "present"))
-    b.attempt("present", P, 12, state="refused-init", cost=THIRD, outside=1,
-              at=_at(12, "present"))
-    for rep, answer in enumerate(ABSENT_P, start=1):
-        b.attempt("absent", P, rep, answer=answer, calls=[grep("x")] * rep, cost="0.01",
-                  at=_at(rep, "absent"))
-    for rep in range(1, 13):
-        b.attempt("present", Q, rep, answer="42", calls=[read("docs/c.md")], cost="0.01",
-                  at=_at(rep, "present") + 1)
-        if rep <= 10:
-            b.attempt("absent", Q, rep, answer="42", calls=[], cost="0.01",
-                      at=_at(rep, "absent") + 1)
-    b.attempt("absent", Q, 11, answer=None, calls=None, cost="0.01", at=_at(11, "absent") + 1)
-    b.attempt("absent", Q, 12, answer_key=False, calls=[], cost="0.01", at=_at(12, "absent") + 1)
-    b.stop(reason="done", outstanding=1)
-    return b.close()
-
-
-@pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return build_report([_batch(tmp_path_factory.mktemp("figures"))])
+from tests.report.scenario import ABSENT_P, PRESENT_P, PRESENT_P10, THIRD, P, Q
 
 
 def _cell(report: Report, probe: str, column: str) -> Cell:
