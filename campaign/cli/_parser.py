@@ -222,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "arms agree")
     p.add_argument("--json", action="store_true",
                    help="print one versioned JSON object instead (docs/report.md)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write the report as one self-contained HTML page, a chart per "
+                        "probe")
     p.add_argument("--side-by-side", action="store_true",
                    help="show each batch in columns of its own instead of merging (needed when "
                         "their plans or arms differ)")

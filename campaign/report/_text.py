@@ -107,7 +107,7 @@ def spend_text(cost: Cost) -> str:
     """``>=12c (2 attempts of unknown cost)``, or ``12c``."""
     if not cost.lower_bound:
         return f"{cost.cents}c"
-    return f">={cost.cents}c ({cost.unknown_attempts} attempts of unknown cost)"
+    return f">={cost.cents}c ({cost.unknown_attempts} attempt(s) of unknown cost)"
 
 
 def counts_text(counts: Mapping[str, int]) -> str:
