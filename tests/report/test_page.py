@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import pytest
+
 from campaign.report import Report, build_report, render_page
+from campaign.report._page import TEMPLATE
 from campaign.report._text import DESCRIBES_ONLY
 from tests.report.batches import HandBatch
 
@@ -46,3 +52,25 @@ def test_the_command_writes_the_page_and_says_where(tmp_path: Path, report: Repo
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("{") and f"page: {page}" in run.stderr
     assert page.read_text(encoding="utf-8") == render_page(build_report([batch]))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_wheel_carries_the_page_template(tmp_path: Path) -> None:
+    """An installed runner must find its template: the wheel has to ship it."""
+    repo = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(repo / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for package in ("campaign", "recorder", "sandbox", "demo"):
+        shutil.copytree(repo / package, source / package, ignore=ignore)
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
+                           "--outdir", str(tmp_path / "dist"), "."], cwd=source,
+                          capture_output=True, text=True, check=False, timeout=280,
+                          env={**os.environ, "PIP_NO_INDEX": "1"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert f"campaign/report/templates/{TEMPLATE}" in archive.namelist()
