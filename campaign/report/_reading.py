@@ -163,7 +163,9 @@ def _final(reading: BatchReading, record: FinalRecord, examined: dict[str, int])
     recorded = is_recorded(record.state)
     event = record.event if recorded and isinstance(record.event, dict) else {}
     calls = event.get("calls")
-    reading.outcomes[SessionKey(record.arm, record.probe, record.session)] = Outcome(
+    key = SessionKey(record.arm, record.probe, record.session)
+    key = reading.fold.sessions[key].key  # the fold's own key: its strings are shared
+    reading.outcomes[key] = Outcome(
         answered="answer" in event,
         answer=_interned(event.get("answer")),
         calls=len(calls) if isinstance(calls, list) else None,
