@@ -17,8 +17,8 @@ import pytest
 from PIL import Image
 
 from campaign.report import Report, render_page
-from campaign.report._chart import colour
-from campaign.report._text import probe_rows
+from campaign.report._chart import Bar, answer_chart, colour
+from campaign.report._text import column_label, probe_rows
 from tests.conftest import missing
 from tests.report.browser import Browser
 
@@ -27,6 +27,8 @@ VIEWPORT = {"width": 1200, "height": 900, "deviceScaleFactor": 1, "mobile": Fals
 TABLES_JS = """[...document.querySelectorAll('section.probe')].map(s => ({
   id: s.id,
   charts: s.querySelectorAll('svg.chart').length,
+  origin: (r => [r.left + window.scrollX, r.top + window.scrollY])(
+     s.querySelector('svg.chart').getBoundingClientRect()),
   bars: [...s.querySelectorAll('svg.chart g.bar rect')].map(r => ({
      fill: r.getAttribute('fill'), width: r.getBBox().width})),
   rows: [...s.querySelectorAll('table.figures tbody tr')].map(
@@ -95,11 +97,36 @@ def test_the_page_renders_in_headless_chromium(chromium: str, report: Report,
     colours = image.getcolors(maxcolors=1 << 20)
     assert colours is not None and len(colours) > 50  # text, lines, bars: not blank
     seen = {rgb for _, rgb in colours}
-    for c in range(len(report.columns)):
-        hex_ = colour(c).lstrip("#")
-        assert tuple(int(hex_[i:i + 2], 16) for i in (0, 2, 4)) in seen  # bars drawn
+    assert {_rgb(colour(c)) for c in range(len(report.columns))} <= seen
     white = next((n for n, rgb in colours if rgb == (255, 255, 255)), 0)
     assert white < 0.97 * image.width * image.height
+    labels = [column_label(report, c.id) for c in report.columns]
+    painted = 0
+    for i, (section, probe) in enumerate(zip(sections, report.probes, strict=True)):
+        left, top = section["origin"]
+        for bar in answer_chart(probe, labels, index=i).bars:
+            x = _inside(bar)
+            if x is not None:  # a bar wide enough to look at: its colour is on the screen
+                pixel = image.getpixel((round(left + x), round(top + bar.y + bar.height * 0.3)))
+                assert pixel == _rgb(bar.colour), (probe.id, bar.title)
+                painted += 1
+    assert painted >= len(report.probes)
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    h = hex_colour.lstrip("#")
+    return int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16)
+
+
+def _inside(bar: Bar) -> float | None:
+    """An x inside the bar, clear of its whisker's ends; None for a bar too thin to look at."""
+    if bar.width < 8:
+        return None
+    for f in (0.5, 0.3, 0.7):
+        x = bar.x + bar.width * f
+        if bar.whisker is None or min(abs(x - end) for end in bar.whisker) > 3:
+            return x
+    return None
 
 
 def test_make_test_installs_chromium_and_make_demo_does_not() -> None:
