@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from ._stats import CONFIDENCE
 from ._text import DESCRIBES_ONLY
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "kind": KIND,
         "describes_only": DESCRIBES_ONLY,
         "layout": report.layout,
-        "confidence": 0.95,
+        "confidence": CONFIDENCE,
         "z": report.z,
         "batches": [_batch(b) for b in report.batches],
         "columns": [{"id": c.id, "arm": c.arm, "group": c.group, "reference": c.reference}

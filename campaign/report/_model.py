@@ -167,9 +167,11 @@ class ArmSummary:
     served_versions: dict[str, int]
     """Served model -> recorded sessions."""
     harness_versions: dict[str, int]
-    """Claude Code version -> sessions (their last final record); config.yaml's when none."""
+    """Claude Code version -> sessions with a final record (as their last one says); empty
+    when none says (the batch's own figure is `BatchStanding.harness_version`)."""
     networks: dict[str, int]
-    """Network mode -> sessions (their last final record); config.yaml's when none."""
+    """Network mode -> sessions with a final record (as their last one says); empty when none
+    says (the batch's mode is `BatchStanding.network`)."""
     median_start: str | None
     """The median first-attempt start of the column's sessions (RFC 3339 UTC); None: none began."""
 

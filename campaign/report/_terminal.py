@@ -36,6 +36,14 @@ PIPE_WIDTH: Final = 10_000
 """Off a terminal, lines are never wrapped: tables take the width they need."""
 
 
+class _Console(Console):
+    """A console that leaves a closed pipe (``report | head``) to the CLI: rich would exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("the reader of the report went away")
+
+
 def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> None:
     """Write ``report`` to ``out``: rich on a terminal, plain ASCII elsewhere (module docstring).
 
@@ -43,10 +51,13 @@ def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> N
         report: The figures.
         out: Where to write (stdout in the CLI).
         force_plain: Plain text even on a terminal (tests).
+
+    Raises:
+        BrokenPipeError: ``out``'s reader went away (the CLI then ends quietly, status 0).
     """
     probe = Console(file=out)
     plain = force_plain or not probe.is_terminal
-    console = Console(file=out, highlight=False, soft_wrap=True, no_color=plain,
+    console = _Console(file=out, highlight=False, soft_wrap=True, no_color=plain,
                       color_system=None if plain else "auto",
                       width=PIPE_WIDTH if plain else None)
     style = box.ASCII if plain else box.ROUNDED
