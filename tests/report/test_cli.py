@@ -93,11 +93,10 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, form: list[st
     probes: dict[str, tuple[list[str], list[str]]] = {
         f"HW-PRB-{n:04d}": (["yes", "no"], [f"docs/d{n}.md"]) for n in range(120)}
     batch = HandBatch(tmp_path, probes).close()  # far more output than a pipe holds
-    child = subprocess.Popen([sys.executable, "-m", "campaign", "report", str(batch), *form],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert child.stdout is not None and child.stderr is not None
-    child.stdout.readline()
-    child.stdout.close()  # `| head -1`
-    assert child.wait(timeout=120) == 0
-    assert child.stderr.read() == b""
-    child.stderr.close()
+    with subprocess.Popen([sys.executable, "-m", "campaign", "report", str(batch), *form],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as child:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.readline()
+        child.stdout.close()  # `| head -1`
+        assert child.wait(timeout=120) == 0
+        assert child.stderr.read() == b""
