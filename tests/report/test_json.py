@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,10 @@ def test_the_json_form_carries_the_same_figures(report: Report) -> None:
     assert data["arms"][0]["spend"] == {"cents": 16, "per_recorded_cents": 1,
                                         "unknown_attempts": 1, "lower_bound": True}
     assert Decimal(str(data["z"])) == Decimal(str(d.Z))
+
+
+def test_docs_report_names_every_key_of_the_object() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "report.md").read_text()
+    section = docs[docs.index("## The JSON form"):docs.index("## The page")]
+    for key in TOP_KEYS | CELL_KEYS | ARM_KEYS:
+        assert f"`{key}`" in section, key
