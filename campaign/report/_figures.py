@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from recorder._vocab import STATES, is_recorded
 
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
     from ._tally import GroupTally
 
-REFERENCE_ARM = "present"
+REFERENCE_ARM: Final = "present"
 """The reference arm when the tier has it; otherwise the tier's first arm."""
-NON_RECORDED = tuple(s for s in STATES if not is_recorded(s))
+NON_RECORDED: Final = tuple(s for s in STATES if not is_recorded(s))
+"""Every state but ``recorded``, in the vocabulary's order (a cell counts each)."""
 
 
 def columns_of(plans: list[Plan], *, prefixed: bool) -> tuple[Column, ...]:
@@ -41,10 +42,11 @@ def columns_of(plans: list[Plan], *, prefixed: bool) -> tuple[Column, ...]:
     """
     columns = []
     for group, plan in enumerate(plans):
-        name = (lambda arm, g=group: f"{g + 1}:{arm}") if prefixed else (lambda arm: arm)
+        prefix = f"{group + 1}:" if prefixed else ""
         reference = REFERENCE_ARM if REFERENCE_ARM in plan.arms else plan.arms[0]
         for arm in plan.arms:
-            columns.append(Column(id=name(arm), arm=arm, group=group, reference=name(reference)))
+            columns.append(Column(id=prefix + arm, arm=arm, group=group,
+                                  reference=prefix + reference))
     return tuple(columns)
 
 
@@ -62,10 +64,10 @@ def figures(plans: list[Plan], tallies: list[GroupTally],
                                                   tuple[ArmSummary, ...]]:
     """The per-probe figures and the per-column summaries (module docstring)."""
     probes = []
+    planned = [{p.id for p in plan.probes} for plan in plans]
     for probe in probe_list(plans):
         raw = {c.id: tallies[c.group].cells.get((probe.id, c.arm), CellTally()) for c in columns}
-        planned_in = {c.id: any(p.id == probe.id for p in plans[c.group].probes)
-                      for c in columns}
+        planned_in = {c.id: probe.id in planned[c.group] for c in columns}
         order = _answer_order(probe.answers, raw.values())
         cells = tuple(_cell(c, raw[c.id], raw[c.reference], probe, order, planned_in[c.id])
                       for c in columns)

@@ -119,10 +119,12 @@ def probe_rows(probe: ProbeFigures) -> list[Row]:
     """The rows of one probe's table, one value per cell in column order (module docstring).
 
     A row per non-recorded state only when some column has such a session; a
-    difference row shows ``reference`` in the reference column.
+    difference row shows ``reference`` in the reference column; ``planned`` says
+    ``not planned`` in a column whose batch does not plan the probe (side by side).
     """
     cells = probe.cells
-    rows = [Row("planned", tuple(str(c.planned) for c in cells), "count"),
+    rows = [Row("planned", tuple(str(c.planned) if c.in_plan else "not planned"
+                                 for c in cells), "count"),
             Row("recorded", tuple(str(c.recorded) for c in cells), "count")]
     rows += _state_rows(cells)
     for i, share in enumerate(cells[0].answers if cells else ()):

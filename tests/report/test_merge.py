@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from campaign.report import BatchesDiffer, NotABatch, SameBatchTwice, build_report
+from campaign.report._text import probe_rows
 from tests.report.batches import HandBatch
 
 P = "HW-PRB-0001"
@@ -78,3 +79,18 @@ def test_a_ledger_line_the_runner_did_not_write_is_refused(tmp_path: Path) -> No
         fp.write('{"kind": "final", "surprise": 1}\n')
     with pytest.raises(NotABatch, match="ledger"):
         build_report([one])
+
+
+def test_side_by_side_batches_of_other_probes_show_where_a_probe_is_not_planned(
+        tmp_path: Path) -> None:
+    one = _batch(tmp_path / "1", {"present": ["yes"], "absent": ["no"]})
+    b = HandBatch(tmp_path / "2", {P: (["yes", "no"], []), "HW-PRB-0009": (["x"], [])})
+    b.attempt("present", "HW-PRB-0009", 1, answer="x", calls=[])
+    two = b.close()
+    report = build_report([one, two], side_by_side=True)
+    assert [p.id for p in report.probes] == [P, "HW-PRB-0009"]
+    cells = {c.column: c for c in report.probes[1].cells}
+    assert (cells["1:present"].in_plan, cells["1:present"].planned) == (False, 0)
+    assert (cells["2:present"].in_plan, cells["2:present"].recorded) == (True, 1)
+    planned = next(r for r in probe_rows(report.probes[1]) if r.label == "planned")
+    assert planned.values == ("not planned", "not planned", "2", "2")  # two repetitions
