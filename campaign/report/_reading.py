@@ -181,7 +181,8 @@ def _reads(calls: list[Any], examined: dict[str, int]) -> int:
     mask = 0
     for call in calls:
         if isinstance(call, dict) and call.get("tool") == READ_TOOL:
-            bit = examined.get(call.get("argument"))  # type: ignore[arg-type]
+            argument = call.get("argument")
+            bit = examined.get(argument) if isinstance(argument, str) else None
             if bit is not None:
                 mask |= 1 << bit
     return mask
