@@ -9,12 +9,12 @@ HARNESS_PKG := @anthropic-ai/claude-code@$(HARNESS_VERSION)
 HARNESS_STAMP := .harness/.installed-$(HARNESS_VERSION)
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bwrap socat session-user harness venv clean
+.PHONY: demo test setup bwrap socat session-user harness venv clean chromium
 
 demo: setup
 	$(VENV)/bin/headwater-campaign demo $(DEMO_ARGS)
 
-test: setup
+test: setup chromium
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: bwrap socat session-user venv harness
@@ -47,6 +47,11 @@ bwrap:
 # The loopback-to-egress-socket bridge inside a confined session (docs/network.md).
 socat:
 	$(call apt_need,[ -x /usr/bin/socat ],socat,network confinement needs /usr/bin/socat)
+
+# The report page's test renders it in a real headless browser (tests/report/test_page_browser.py):
+# Debian's chromium, about 80 MB, for `make test` only (never `demo`).
+chromium:
+	$(call apt_need,command -v chromium >/dev/null 2>&1,chromium,the report page's test renders it in headless Chromium)
 
 venv: $(VENV_STAMP)
 $(VENV_STAMP): pyproject.toml

@@ -34,6 +34,7 @@ from sandbox._errors import CredentialsMissing
 from sandbox._layout import measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
+from ._console import StdoutConsole
 from ._errors import PreflightStop, UsageError, batch_exit_status
 from ._view import LiveView, arms_table
 
@@ -249,7 +250,7 @@ def _stdout_gone() -> None:
 def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     stats = opened.journal.fold.statistics()
     try:
-        out = Console(file=sys.stdout, highlight=False)
+        out = StdoutConsole(file=sys.stdout, highlight=False)
         out.print(arms_table(stats.arms, title="sessions per arm"))
         for arm in opened.plan.arms:
             out.print(f"transcript: {transcript_path(opened.path, arm)}", markup=False)

@@ -28,7 +28,8 @@ from ._parser import build_parser
 if TYPE_CHECKING:
     import argparse
 
-READ_ONLY: Final = frozenset({"plan", "seal", "check-transcript", "doctor", "status", "show"})
+READ_ONLY: Final = frozenset({"plan", "seal", "check-transcript", "doctor", "status", "show",
+                               "report"})
 """Commands whose whole result is their stdout: piped into ``head``, they stop quietly."""
 
 

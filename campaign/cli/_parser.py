@@ -17,7 +17,7 @@ from campaign.batch._options import (
     WATCHDOG_S,
 )
 
-from . import _batch, _inspect, _record, _retranscribe, _show, _status
+from . import _batch, _inspect, _record, _report, _retranscribe, _show, _status
 from ._args import duration_s, nonnegative_int, positive_int
 from ._errors import EXIT_USAGE
 
@@ -43,6 +43,7 @@ exit statuses:
 quick start:
   headwater-campaign demo                        # the bundled corpus, scripted provider
   headwater-campaign status BATCH                # how a batch stands, running or not
+  headwater-campaign report BATCH                # the arms side by side per probe
   headwater-campaign resume BATCH                # run what did not finish
   headwater-campaign plan CORPUS                 # what a batch would run, before spending
   headwater-campaign run CORPUS --provider scripted --scripts DIR   # a dry run, no spend
@@ -233,6 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the batch's corpus is now (default: the path config.yaml "
                         "records); it must still plan to the same tree")
     p.set_defaults(func=_retranscribe.cmd_retranscribe)
+    p = sub.add_parser("report", help="arms side by side per probe: states, answers with 95% "
+                                      "intervals, differences, calls, reads, cost; describes, "
+                                      "grades nothing (docs/report.md)")
+    p.add_argument("batches", type=Path, nargs="+", metavar="BATCH",
+                   help="batch directories; several are merged when their plan members and "
+                        "arms agree")
+    p.add_argument("--json", action="store_true",
+                   help="print one versioned JSON object instead (docs/report.md)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write the report as one self-contained HTML page, a chart per "
+                        "probe")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="show each batch in columns of its own instead of merging (needed when "
+                        "their plans or arms differ)")
+    p.set_defaults(func=_report.cmd_report)
 
     p = sub.add_parser("record", help="record one session into a batch (named r<N>)")
     _corpus_args(p)

@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from campaign.batch._config import BatchFileError, read_config, read_plan
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
 from campaign.supervisor._spec import planned_sessions
 
+from ._console import StdoutConsole
 from ._errors import EXIT_OK, UsageError
 from ._view import arms_table, budget_line, failures_table
 
@@ -106,7 +105,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics) -> None:
-    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    out = StdoutConsole(file=sys.stdout, highlight=False, soft_wrap=True)
     if data["running"]:
         who = f"process {data['pid']}" if data["pid"] else "another process"
         out.print(f"batch {batch}: running ({who} holds it)", markup=False)

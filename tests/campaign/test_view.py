@@ -116,3 +116,16 @@ def test_status_of_a_stopped_batch_and_of_one_that_is_held(tmp_path: Path) -> No
     assert (held["running"], held["pid"], held["interrupted"]) == (True, __import__("os").getpid(),
                                                                   [])
     assert held["in_flight"] == data["interrupted"]
+
+
+def test_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    test_status_of_a_stopped_batch_and_of_one_that_is_held(tmp_path)
+    done = subprocess.run(
+        f"{sys.executable} -m campaign status {tmp_path / 'batch'} | true; "
+        "echo status=${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
+        capture_output=True, text=True, timeout=60, check=False)
+    assert "status=0" in done.stdout, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr

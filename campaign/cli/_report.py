@@ -1,0 +1,48 @@
+"""``report BATCH [BATCH ...] [--json] [--html FILE] [--side-by-side]``: arms side by side.
+
+Reads the batches (never writes them), builds the figures once
+(`campaign.report.build_report`) and prints them: rich tables on a
+terminal, plain text in a pipe, or with ``--json`` the versioned object on
+stdout; ``--html FILE`` also writes the page. Exit 0, or 2 when a BATCH is
+not a batch, is named twice, or the batches cannot be merged (the message
+names the member that differs; ``--side-by-side`` shows them apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from campaign.report import build_report, print_report, render_page, report_json
+from campaign.supervisor._session import refused_write
+from recorder._atomic import write_atomic
+
+from ._errors import EXIT_OK, UsageError
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``report``: print the report of the batches (module docstring).
+
+    Raises:
+        ReportError: a batch is not readable, named twice, or batches differ (exit 2).
+        UsageError: the page cannot be written where ``--html`` says (exit 2).
+    """
+    paths = [Path(b).expanduser().resolve() for b in args.batches]
+    report = build_report(paths, side_by_side=args.side_by_side)
+    if args.html is not None:
+        page = Path(args.html).expanduser()
+        try:
+            write_atomic(page, render_page(report).encode("utf-8"), mode=0o644)
+        except OSError as exc:
+            if refused_write(exc):
+                raise  # disk full or quota: the CLI's exit 6
+            raise UsageError(f"--html {page}: cannot write the page there: {exc}") from exc
+    if args.json:
+        sys.stdout.write(json.dumps(report_json(report), indent=1, ensure_ascii=False) + "\n")
+    else:
+        print_report(report, sys.stdout)
+    if args.html is not None:
+        print(f"page: {Path(args.html).expanduser().resolve()}", file=sys.stderr)
+    return EXIT_OK

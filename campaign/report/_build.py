@@ -1,0 +1,121 @@
+"""`build_report`: batches read, grouped, tallied and turned into one `Report`.
+
+Several batches are merged into one set of columns when their plan members
+(tree, lock, selection, read set, seed, harness: the planner's version) and
+their arms (each with its identity) agree; otherwise the report is refused,
+naming the member that differs, unless the caller asks for them side by
+side, each batch in columns of its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from campaign.batch._builder import session_order
+
+from ._errors import BatchesDiffer, SameBatchTwice
+from ._figures import columns_of, figures, rfc3339
+from ._model import BatchStanding, Outstanding, Report
+from ._reading import read_batch
+from ._stats import Z
+from ._tally import tally_group
+from ._warnings import condition_warnings
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from campaign._plan import Plan
+    from campaign.batch._fold import SessionLog
+
+    from ._model import Layout
+    from ._reading import BatchReading
+
+MEMBERS: Final = ("tree", "lock", "selection", "read_set", "seed", "harness")
+"""The plan members that must agree for batches to merge (with the arms)."""
+
+
+def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report:
+    """The report over the batches at ``paths`` (each resolved), in the order given.
+
+    Args:
+        paths: One or more batch directories.
+        side_by_side: Show each batch in columns of its own instead of merging.
+
+    Raises:
+        NotABatch: a path is not a readable batch.
+        SameBatchTwice: a batch is named twice.
+        BatchesDiffer: batches to merge differ in a plan member or their arms.
+    """
+    seen: set[Path] = set()
+    for path in paths:
+        if path in seen:
+            raise SameBatchTwice(path)
+        seen.add(path)
+    readings = [read_batch(path) for path in paths]
+    groups = [[r] for r in readings] if side_by_side else [_mergeable(readings)]
+    layout: Layout = ("single" if len(readings) == 1 else
+                      "side-by-side" if side_by_side else "merged")
+    plans = [group[0].plan for group in groups]
+    columns = columns_of(plans, prefixed=len(groups) > 1)
+    tallies = [tally_group(group) for group in groups]
+    probes, arms = figures(plans, tallies, columns)
+    standings = tuple(_standing(r, g) for g, group in enumerate(groups) for r in group)
+    return Report(layout=layout, batches=standings, columns=columns, probes=probes, arms=arms,
+                  warnings=condition_warnings(columns, tallies), z=Z)
+
+
+def _mergeable(readings: list[BatchReading]) -> list[BatchReading]:
+    """``readings`` when every one agrees with the first; else `BatchesDiffer`."""
+    first = readings[0]
+    for other in readings[1:]:
+        for member in MEMBERS:
+            was, now = getattr(first.plan, member), getattr(other.plan, member)
+            if was != now:
+                raise BatchesDiffer(member, first.path, other.path, str(was), str(now))
+        if _arms(first.plan) != _arms(other.plan):
+            raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
+                                _arms_text(other.plan))
+    return readings
+
+
+def _arms(plan: Plan) -> tuple[tuple[str, str], ...]:
+    return tuple((a.arm, a.identity) for a in plan.arm_specs)
+
+
+def _arms_text(plan: Plan) -> str:
+    return ", ".join(f"{arm} {identity[:19]}" for arm, identity in _arms(plan))
+
+
+def _standing(reading: BatchReading, group: int) -> BatchStanding:
+    fold, plan, facts = reading.fold, reading.plan, reading.config.facts
+    stopped = fold.stopped
+    budget = fold.budget_stop
+    outstanding = sorted((log for log in fold.outstanding()),
+                         key=lambda log: (log.key.arm, *session_order(log.key)))
+    return BatchStanding(
+        path=str(reading.path), group=group, command=reading.config.options.command,
+        tier=plan.tier, members={m: getattr(plan, m) for m in MEMBERS}, model=plan.model,
+        harness_version=facts.harness_version, network=facts.network,
+        provider_note=facts.provider_note, running=reading.running, pid=reading.holder or None,
+        invocations=fold.invocation.number if fold.invocation else 0,
+        stopped=(stopped.reason, stopped.detail) if stopped else None,
+        budget_stop=(f"the {budget.budget} budget stopped the batch: {budget.used:g} used of "
+                     f"{budget.limit:g} ({'cents' if budget.budget == 'cost' else 'seconds'}), "
+                     f"{budget.projection:g} projected for one more session"
+                     if budget else None),
+        outstanding=tuple(Outstanding(arm=log.key.arm, probe=log.key.probe,
+                                      session=log.key.session,
+                                      why=_why(log, running=reading.running))
+                          for log in outstanding),
+        first_at=rfc3339(reading.first_s) if reading.first_s is not None else None,
+        last_at=rfc3339(reading.last_s) if reading.last_s is not None else None,
+    )
+
+
+def _why(log: SessionLog, *, running: bool) -> str:
+    if log.running:
+        return "running" if running else "interrupted"
+    if log.state is None:
+        return "not started"
+    return f"{log.state} (worth another attempt)"

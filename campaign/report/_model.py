@@ -1,0 +1,241 @@
+"""The report's figures as frozen values: what every renderer shows, computed once.
+
+A `Report` holds, for one or more batches, the columns (one per arm; with
+``--side-by-side`` one per batch and arm), per probe a `Cell` per column, per
+column an `ArmSummary` over the batch, the condition warnings, and each
+batch's standing. Shares are fractions in [0, 1], differences of shares are
+in [-1, 1]; costs are whole US cents. Nothing here grades: there is no
+expected value anywhere in these types (docs/report.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from ._stats import Interval, Quartiles
+
+Layout: TypeAlias = Literal["single", "merged", "side-by-side"]
+"""One batch; several merged into one set of columns; several, each in columns of its own."""
+WarningKind: TypeAlias = Literal["not-recorded-rate", "retry-rate", "served-versions",
+                                 "start-times", "harness-versions", "network-modes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the report: an arm of a group of merged batches."""
+
+    id: str
+    """``present``; side by side, ``<batch number>:<arm>`` (``2:absent``)."""
+    arm: str
+    group: int
+    """0-based index of the group (one batch, or batches merged) the column belongs to."""
+    reference: str
+    """The id of the column this one's differences are taken against (itself for the reference:
+    ``present``, else the tier's first arm)."""
+
+    @property
+    def is_reference(self) -> bool:
+        """True for the group's reference column."""
+        return self.reference == self.id
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerShare:
+    """One answer (a declared one, or None for ``null``) among a column's answered sessions."""
+
+    answer: str | None
+    count: int
+    share: float | None
+    """``count / answered``; None when no session was answered."""
+    interval: Interval | None
+    """The 95% Wilson score interval of ``share``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """The share of a declared answer in a column minus its share in the reference column."""
+
+    answer: str
+    difference: float | None
+    """None when either column has no answered session."""
+    interval: Interval | None
+    """The 95% Newcombe hybrid score interval (no continuity correction)."""
+
+    @property
+    def excludes_zero(self) -> bool:
+        """True when the interval lies wholly above or below 0."""
+        return self.interval is not None and self.interval.excludes_zero()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadShare:
+    """How many recorded sessions with calls read one examined document (a Read of its path)."""
+
+    path: str
+    sessions: int
+    of: int
+    """Recorded sessions whose calls were watched (the denominator)."""
+    share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """RC-14's rule over a set of attempts: ceiling(100 x the exact sum of their USD), in cents."""
+
+    cents: int
+    unknown_attempts: int
+    """Attempts whose cost is unknown: they add nothing, and ``cents`` is then a lower bound."""
+    per_recorded_cents: int | None
+    """ceiling(100 x sum / recorded sessions), rounded once; None with no recorded session."""
+
+    @property
+    def lower_bound(self) -> bool:
+        """True when some attempt's cost is unknown."""
+        return self.unknown_attempts > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One probe in one column."""
+
+    column: str
+    in_plan: bool
+    """False when this column's batch does not plan the probe (side by side only)."""
+    planned: int
+    recorded: int
+    states: dict[str, int]
+    """Sessions whose last attempt ended in each non-recorded state (every state, zeros too)."""
+    running: int
+    """Sessions with an attempt started and not final while a process holds the batch."""
+    interrupted: int
+    """The same while nobody holds it: a runner stopped without writing their end."""
+    not_started: int
+    answered: int
+    """Recorded sessions whose event has an answer key (the answers' denominator)."""
+    answers: tuple[AnswerShare, ...]
+    """Each declared answer in the plan's order, then any other answer seen, then null."""
+    differences: tuple[Difference, ...] | None
+    """Per declared answer, against the reference column; None in the reference column."""
+    calls: Quartiles | None
+    """Calls per recorded session whose calls were watched; None when there is none."""
+    reads: tuple[ReadShare, ...]
+    """One per document the probe examines, in the plan's order."""
+    outside_paths: int
+    """RC-08's counts summed over the last attempt of every session with a final record."""
+    outside_path_sessions: int
+    """Of those, sessions that named at least one outside path."""
+    final: int
+    """Sessions whose last attempt has a final record (recorded or not)."""
+    cost: Cost
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFigures:
+    """One probe of the plan(s) and its cells, one per column in the report's column order."""
+
+    id: str
+    title: str
+    answers: tuple[str, ...]
+    """The declared answers."""
+    examines: tuple[str, ...]
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArmSummary:
+    """One column over the whole batch (every probe)."""
+
+    column: str
+    planned: int
+    recorded: int
+    refused: int
+    failed: int
+    """Last attempt final in a state neither recorded nor refused."""
+    running: int
+    """Started and not final (running or interrupted: see the batch's standing)."""
+    not_started: int
+    retried: int
+    """Sessions with more than one attempt."""
+    spend: Cost
+    """Every attempt of the column's sessions (``per_recorded_cents`` over its recorded ones)."""
+    first_attempt: dict[str, int]
+    """State of each session's first attempt (only sessions whose first attempt is final)."""
+    after_retry: dict[str, int]
+    """Where the retried sessions stand now: their last state, or ``running``."""
+    served_versions: dict[str, int]
+    """Served model -> recorded sessions."""
+    harness_versions: dict[str, int]
+    """Claude Code version -> sessions with a final record (as their last one says); empty
+    when none says (the batch's own figure is `BatchStanding.harness_version`)."""
+    networks: dict[str, int]
+    """Network mode -> sessions with a final record (as their last one says); empty when none
+    says (the batch's mode is `BatchStanding.network`)."""
+    median_start: str | None
+    """The median first-attempt start of the column's sessions (RFC 3339 UTC); None: none began."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionWarning:
+    """Two columns of one group met different conditions (docs/report.md, "Warnings")."""
+
+    kind: WarningKind
+    columns: tuple[str, str]
+    """The column and the reference column it is compared with."""
+    message: str
+    p_value: float | None = None
+    """Fisher's exact two-sided p-value, for the two rate warnings."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outstanding:
+    """A planned session that is not finished, and why."""
+
+    arm: str
+    probe: str
+    session: str
+    why: str
+    """``not started``, ``running``, ``interrupted``, or ``<state> (worth another attempt)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStanding:
+    """One batch: its identity, whether it runs, how its last invocation ended."""
+
+    path: str
+    group: int
+    command: str
+    tier: str
+    members: dict[str, str | int]
+    """The plan members: tree, lock, selection, read_set, seed, harness (the planner's version)."""
+    model: str
+    harness_version: str
+    """config.yaml's Claude Code version (the first line of ``--version``)."""
+    network: str
+    provider_note: str
+    running: bool
+    pid: int | None
+    invocations: int
+    stopped: tuple[str, str] | None
+    """The last invocation's end (reason, detail), or None (running, or its runner died)."""
+    budget_stop: str | None
+    """The last invocation's budget stop in words, or None."""
+    outstanding: tuple[Outstanding, ...]
+    first_at: str | None
+    last_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything the report shows, for every renderer."""
+
+    layout: Layout
+    batches: tuple[BatchStanding, ...]
+    columns: tuple[Column, ...]
+    probes: tuple[ProbeFigures, ...]
+    arms: tuple[ArmSummary, ...]
+    """One per column, in column order."""
+    warnings: tuple[ConditionWarning, ...]
+    z: float
+    """The normal quantile of every interval (95%)."""

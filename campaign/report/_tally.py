@@ -1,0 +1,202 @@
+"""Tallies: the sessions of a group of batches counted per probe and arm, and per arm.
+
+`tally_group` walks every session the batches' folds know (planned ones
+included, never started or not) once, and puts each into its probe-and-arm
+`CellTally` and its arm's `ArmTally` by where its *last* attempt stands:
+running (an attempt started and not final), not started, recorded, or
+ended in another state. Only recorded sessions give answers, calls and
+reads. Costs come from the readings' per-attempt sums (every attempt counts,
+RC-14). Pure over the readings: no I/O.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal, localcontext
+from typing import TYPE_CHECKING, Final
+
+from recorder._cost import cost_cents
+from recorder._vocab import is_failure, is_recorded, is_refusal
+
+from ._model import Cost
+from ._reading import Spend, epoch_s
+
+if TYPE_CHECKING:
+    from campaign.batch._fold import SessionLog
+
+    from ._reading import BatchReading, Outcome
+
+_PRECISION: Final = 200
+_CENTS_PER_USD: Final = Decimal(100)
+
+
+@dataclass(slots=True)
+class CellTally:
+    """The sessions of one probe in one arm of a group, counted."""
+
+    planned: int = 0
+    recorded: int = 0
+    states: Counter[str] = field(default_factory=Counter)
+    running: int = 0
+    interrupted: int = 0
+    not_started: int = 0
+    answered: int = 0
+    answers: Counter[str | None] = field(default_factory=Counter)
+    watched: int = 0
+    """Recorded sessions whose calls were watched (a ``calls`` key)."""
+    calls: Counter[int] = field(default_factory=Counter)
+    """Calls per watched session -> how many sessions."""
+    reads: Counter[str] = field(default_factory=Counter)
+    """Examined path -> watched sessions with a Read of it."""
+    final: int = 0
+    outside_paths: int = 0
+    outside_path_sessions: int = 0
+    spend: Spend = field(default_factory=Spend)
+
+
+@dataclass(slots=True)
+class ArmTally:
+    """The sessions of one arm of a group over every probe, counted."""
+
+    planned: int = 0
+    recorded: int = 0
+    refused: int = 0
+    failed: int = 0
+    running: int = 0
+    not_started: int = 0
+    final: int = 0
+    started: int = 0
+    retried: int = 0
+    first_attempt: Counter[str] = field(default_factory=Counter)
+    after_retry: Counter[str] = field(default_factory=Counter)
+    served: Counter[str] = field(default_factory=Counter)
+    harness: Counter[str] = field(default_factory=Counter)
+    networks: Counter[str] = field(default_factory=Counter)
+    starts: list[float] = field(default_factory=list)
+    """First-attempt start of each session that began, seconds since the epoch."""
+    spend: Spend = field(default_factory=Spend)
+
+
+@dataclass(slots=True)
+class GroupTally:
+    """A group of batches (one, or several merged) tallied."""
+
+    cells: dict[tuple[str, str], CellTally] = field(default_factory=dict)
+    """(probe, arm) -> its tally."""
+    arms: dict[str, ArmTally] = field(default_factory=dict)
+    first_s: float | None = None
+    last_s: float | None = None
+
+    @property
+    def span_s(self) -> float:
+        """Seconds from the group's first record time to its last (0 before any)."""
+        if self.first_s is None or self.last_s is None:
+            return 0.0
+        return self.last_s - self.first_s
+
+
+def tally_group(readings: list[BatchReading]) -> GroupTally:
+    """Tally every session of ``readings`` (module docstring)."""
+    group = GroupTally()
+    for reading in readings:
+        examined = {p.id: [e.path for e in p.examines] for p in reading.plan.probes}
+        for key, log in reading.fold.sessions.items():
+            cell = group.cells.setdefault((key.probe, key.arm), CellTally())
+            arm = group.arms.setdefault(key.arm, ArmTally())
+            outcome = reading.outcomes.get(key)
+            _count_cell(cell, log, outcome, examined.get(key.probe, []),
+                        running=reading.running)
+            _count_arm(arm, log, outcome)
+        for (arm_name, probe), spend in reading.spend.items():
+            _add_spend(group.cells.setdefault((probe, arm_name), CellTally()).spend, spend)
+            _add_spend(group.arms.setdefault(arm_name, ArmTally()).spend, spend)
+        for at in (reading.first_s, reading.last_s):
+            if at is not None:
+                group.first_s = at if group.first_s is None else min(group.first_s, at)
+                group.last_s = at if group.last_s is None else max(group.last_s, at)
+    return group
+
+
+def _count_cell(cell: CellTally, log: SessionLog, outcome: Outcome | None,
+                examined: list[str], *, running: bool) -> None:
+    cell.planned += 1
+    if log.running:
+        if running:
+            cell.running += 1
+        else:
+            cell.interrupted += 1
+        return
+    if log.state is None:
+        cell.not_started += 1
+        return
+    cell.final += 1
+    cell.outside_paths += log.outside_paths
+    cell.outside_path_sessions += log.outside_paths > 0
+    if not is_recorded(log.state):
+        cell.states[log.state] += 1
+        return
+    cell.recorded += 1
+    if outcome is None:
+        return
+    if outcome.answered:
+        cell.answered += 1
+        cell.answers[outcome.answer] += 1
+    if outcome.calls is not None:
+        cell.watched += 1
+        cell.calls[outcome.calls] += 1
+        for bit, path in enumerate(examined):
+            if outcome.reads >> bit & 1:
+                cell.reads[path] += 1
+
+
+def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None) -> None:
+    arm.planned += 1
+    if log.attempts >= 1:
+        arm.started += 1
+    if log.started_at is not None:
+        with contextlib.suppress(ValueError):  # a time the runner did not write places nothing
+            arm.starts.append(epoch_s(log.started_at))
+    if log.first_state is not None:
+        arm.first_attempt[log.first_state] += 1
+    if log.attempts > 1:
+        arm.retried += 1
+        arm.after_retry["running" if log.running else log.state or "running"] += 1
+    if outcome is not None and not log.running:
+        if outcome.served_model:
+            arm.served[outcome.served_model] += 1
+        if outcome.claude_code_version:
+            arm.harness[outcome.claude_code_version] += 1
+        if outcome.network:
+            arm.networks[outcome.network] += 1
+    if log.running:
+        arm.running += 1
+    elif log.state is None:
+        arm.not_started += 1
+    else:
+        arm.final += 1
+        arm.recorded += is_recorded(log.state)
+        arm.refused += is_refusal(log.state)
+        arm.failed += is_failure(log.state)
+
+
+def _add_spend(into: Spend, spend: Spend) -> None:
+    into.add(spend.usd, unknown=False)
+    into.unknown += spend.unknown
+
+
+def cost_of(spend: Spend, recorded: int) -> Cost:
+    """RC-14's figure for ``spend``, and the same rule per recorded session.
+
+    ``cents = ceiling(100 x usd)`` (one ceiling after the exact sum, `recorder._cost`);
+    ``per_recorded_cents = ceiling(100 x usd / recorded)``, None when nothing was recorded.
+    """
+    figure = cost_cents([spend.usd, *([None] * spend.unknown)])
+    per = None
+    if recorded:
+        with localcontext() as ctx:
+            ctx.prec = _PRECISION
+            exact = spend.usd * _CENTS_PER_USD / recorded
+            per = int(exact.to_integral_value(rounding=ROUND_CEILING))
+    return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per)

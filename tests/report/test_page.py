@@ -1,0 +1,76 @@
+"""``report --html``: one self-contained page whose text is the data's, escaped."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from campaign.report import Report, build_report, render_page
+from campaign.report._page import TEMPLATE
+from campaign.report._text import DESCRIBES_ONLY
+from tests.report.batches import HandBatch
+
+
+def test_the_page_fetches_nothing_and_runs_no_script(report: Report) -> None:
+    page = render_page(report)
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"<script|<link|<img|<iframe|@import|url\(|src=|href=", page, re.I)
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page
+    assert page.count('<svg class="chart"') == len(report.probes)
+    assert DESCRIBES_ONLY in page
+
+
+def test_text_from_the_corpus_and_the_ledger_is_escaped_never_markup(tmp_path: Path) -> None:
+    b = HandBatch(tmp_path, {"HW-PRB-0001": (['<b onclick="x">yes</b>'], [])})
+    b.attempt("present", "HW-PRB-0001", 1, answer='<b onclick="x">yes</b>', calls=[])
+    page = render_page(build_report([b.close()]))
+    assert '<b onclick="x">' not in page
+    assert "&lt;b onclick=&#34;x&#34;&gt;yes&lt;/b&gt;" in page
+
+
+def test_the_command_writes_the_page_and_says_where(tmp_path: Path, report: Report) -> None:
+    b = HandBatch(tmp_path, {"HW-PRB-0001": (["yes"], [])})
+    b.attempt("present", "HW-PRB-0001", 1, answer="yes", calls=[])
+    batch = b.close()
+    page = tmp_path / "out" / "report.html"
+    missing = subprocess.run([sys.executable, "-m", "campaign", "report", str(batch),
+                              "--html", str(page)], capture_output=True, text=True,
+                             timeout=120, check=False)
+    assert missing.returncode == 2 and "cannot write the page there" in missing.stderr
+    page.parent.mkdir()
+    run = subprocess.run([sys.executable, "-m", "campaign", "report", str(batch), "--json",
+                          "--html", str(page)], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("{") and f"page: {page}" in run.stderr
+    assert page.read_text(encoding="utf-8") == render_page(build_report([batch]))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_wheel_carries_the_page_template(tmp_path: Path) -> None:
+    """An installed runner must find its template: the wheel has to ship it."""
+    repo = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(repo / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for package in ("campaign", "recorder", "sandbox", "demo"):
+        shutil.copytree(repo / package, source / package, ignore=ignore)
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
+                           "--outdir", str(tmp_path / "dist"), "."], cwd=source,
+                          capture_output=True, text=True, check=False, timeout=280,
+                          env={**os.environ, "PIP_NO_INDEX": "1"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert f"campaign/report/templates/{TEMPLATE}" in archive.namelist()

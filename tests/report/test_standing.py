@@ -1,0 +1,59 @@
+"""A batch still running, one whose runner died, one stopped: counted as they stand, named."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from campaign.batch._lock import BatchLock
+from campaign.report import build_report
+from tests.report.batches import HandBatch
+
+P = "HW-PRB-0001"
+PROBES: dict[str, tuple[list[str], list[str]]] = {P: (["yes"], [])}
+
+
+def _batch(root: Path) -> HandBatch:
+    b = HandBatch(root, PROBES, repetitions=3)
+    b.attempt("present", P, 1, answer="yes", calls=[])
+    b.attempt("absent", P, 1, answer="yes", calls=[])
+    b.started("present", P, 2, at=5)  # no final record: running, or its runner died
+    return b
+
+
+def test_a_running_batch_counts_what_is_final_and_says_it_runs(tmp_path: Path) -> None:
+    b = _batch(tmp_path)
+    with (b.ledger.path.open("ab") as fp):
+        fp.write(b'{"kind":"final","arm":"absent"')  # a line being appended right now
+    with BatchLock(b.path):
+        report = build_report([b.path])
+    (batch,) = report.batches
+    assert (batch.running, batch.pid) == (True, os.getpid())
+    cell = report.probes[0].cells[0]
+    assert (cell.recorded, cell.running, cell.interrupted, cell.not_started) == (1, 1, 0, 1)
+    assert ("present", P, "s2", "running") in {(o.arm, o.probe, o.session, o.why)
+                                               for o in batch.outstanding}
+    b.close()
+
+
+def test_a_batch_whose_runner_died_calls_its_started_sessions_interrupted(tmp_path: Path) -> None:
+    report = build_report([_batch(tmp_path).close()])
+    cell = report.probes[0].cells[0]
+    assert (cell.running, cell.interrupted) == (0, 1)
+    (batch,) = report.batches
+    assert batch.running is False and batch.stopped is None
+    assert {o.why for o in batch.outstanding} == {"interrupted", "not started"}
+
+
+def test_a_stopped_batch_names_every_outstanding_session(tmp_path: Path) -> None:
+    b = _batch(tmp_path)
+    b.attempt("absent", P, 2, state="killed", retryable=True, cost=None, known=False)
+    b.stop(reason="signal", detail="stopped by SIGINT", outstanding=4)
+    report = build_report([b.close()])
+    (batch,) = report.batches
+    assert batch.stopped == ("signal", "stopped by SIGINT")
+    assert [(o.arm, o.session, o.why) for o in batch.outstanding] == [
+        ("absent", "s2", "killed (worth another attempt)"), ("absent", "s3", "not started"),
+        ("present", "s2", "interrupted"), ("present", "s3", "not started")]
+    absent = report.probes[0].cells[1]
+    assert (absent.states["killed"], absent.cost.unknown_attempts) == (1, 1)
