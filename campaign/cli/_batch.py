@@ -20,7 +20,7 @@ from rich.console import Console
 from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
 from campaign._plan import Plan, compose_plan, load_plan_file, recompose
-from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._config import BatchFileError, read_batch
 from campaign.batch._dir import transcript_path
 from campaign.batch._open import SCRIPTED_API_KEY, BatchRequest, OpenBatch, open_batch
 from campaign.supervisor._budget import Budgets
@@ -151,8 +151,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """``resume BATCH``: run what did not finish, with the batch's recorded options."""
     batch = Path(args.batch).expanduser().resolve()
     try:
-        config = read_config(batch)
-        recorded = read_plan(batch)
+        config, recorded = read_batch(batch)
     except BatchFileError as exc:
         raise UsageError(f"{exc}; `resume` takes a batch directory made by run or demo") from exc
     if config.options.command == "record":

@@ -14,7 +14,7 @@ import anyio
 
 from campaign._errors import CampaignError
 from campaign._plan import recompose
-from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._config import BatchFileError, read_batch
 from campaign.batch._dir import transcript_path
 from campaign.batch._journal import Journal
 from campaign.batch._lock import BatchLock
@@ -31,8 +31,7 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
     """``retranscribe``: append a ``rederived`` record per session and render the transcripts."""
     batch = Path(args.batch).expanduser().resolve()
     try:
-        config = read_config(batch)
-        recorded = read_plan(batch)
+        config, recorded = read_batch(batch)
     except BatchFileError as exc:
         raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
     root = corpus_of(args) or Path(config.options.corpus)

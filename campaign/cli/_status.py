@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._config import BatchFileError, read_batch
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
@@ -37,8 +37,7 @@ def fold_batch(batch: Path) -> tuple[BatchFold, str]:
         UsageError: not a batch, or its ledger holds a line the runner did not write.
     """
     try:
-        config = read_config(batch)
-        plan = read_plan(batch)
+        config, plan = read_batch(batch)
     except BatchFileError as exc:
         raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
     planned = () if config.options.command == "record" else planned_sessions(plan)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Final
 
-from campaign.batch._config import BatchFileError, read_config, read_plan
+from campaign.batch._config import BatchFileError, read_batch
 from campaign.batch._fold import BatchFold, SessionKey
 from campaign.batch._ledger import LEDGER_NAME, LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
@@ -123,8 +123,7 @@ def read_batch(path: Path) -> BatchReading:
             runner did not write.
     """
     try:
-        config = read_config(path)
-        plan = read_plan(path)
+        config, plan = read_batch(path)
     except BatchFileError as exc:
         raise NotABatch(path, str(exc)) from exc
     holder = lock_holder(path)
