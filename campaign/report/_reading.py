@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Final
 
-from campaign.batch._config import BatchFileError, read_batch
+from campaign.batch._config import BatchFileError
+from campaign.batch._config import read_batch as read_batch_files
 from campaign.batch._fold import BatchFold, SessionKey
 from campaign.batch._ledger import LEDGER_NAME, LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
@@ -123,7 +124,7 @@ def read_batch(path: Path) -> BatchReading:
             runner did not write.
     """
     try:
-        config, plan = read_batch(path)
+        config, plan = read_batch_files(path)
     except BatchFileError as exc:
         raise NotABatch(path, str(exc)) from exc
     holder = lock_holder(path)
