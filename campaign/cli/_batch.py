@@ -34,7 +34,7 @@ from sandbox._errors import CredentialsMissing
 from sandbox._layout import measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
-from ._console import StdoutConsole
+from ._console import StdoutConsole, stdout_gone
 from ._errors import PreflightStop, UsageError, batch_exit_status
 from ._view import LiveView, arms_table
 
@@ -239,13 +239,6 @@ def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> Non
                   f"{plan.session_count} sessions outstanding", markup=False)
 
 
-def _stdout_gone() -> None:
-    """stdout's reader went away: the batch still finishes; what it would print goes nowhere."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
 def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     stats = opened.journal.fold.statistics()
     try:
@@ -255,7 +248,7 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
             out.print(f"transcript: {transcript_path(opened.path, arm)}", markup=False)
         sys.stdout.flush()
     except BrokenPipeError:
-        _stdout_gone()
+        stdout_gone()
     resume = f"headwater-campaign resume {opened.path}"
     if outcome.signal is not None:
         err.print(f"{outcome.detail}; {outcome.outstanding} sessions outstanding; every "
@@ -279,4 +272,4 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     try:
         print(f"batch: {opened.path}", flush=True)
     except BrokenPipeError:
-        _stdout_gone()
+        stdout_gone()

@@ -21,6 +21,7 @@ from sandbox._scratch import sweep_killed_runners
 
 from ._args import corpus_of, resolve_harness
 from ._batch import compose, default_harness, load_corpus_or_usage
+from ._console import quiet_pipe
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
 
 _CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)",
@@ -63,13 +64,13 @@ def cmd_seal(args: argparse.Namespace) -> int:
 def cmd_check_transcript(args: argparse.Namespace) -> int:
     """``check-transcript FILE...``: one line per file (and its reasons); 1 if any is refused,
     else 4 if any could not be verified, else 0 (never a pass for "could not verify")."""
-    verdicts = []
-    for path in args.files:
-        result = check_transcript_file(path)
-        verdicts.append(result.verdict)
-        print(f"{path}: {_CHECK_LABEL[result.verdict]}")
-        for reason in result.reasons:
-            print(f"  {reason}")
+    results = [(path, check_transcript_file(path)) for path in args.files]
+    verdicts = [result.verdict for _, result in results]
+    with quiet_pipe():  # the status is decided: a reader that goes away does not change it
+        for path, result in results:
+            print(f"{path}: {_CHECK_LABEL[result.verdict]}")
+            for reason in result.reasons:
+                print(f"  {reason}")
     if "refused" in verdicts:
         return 1
     return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK
@@ -95,5 +96,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         harness = None
     report = doctor_checks(bwrap=args.bwrap, harness=harness, host_skill_dirs=host_skill_dirs(),
                            api_key_env=args.api_key_env)
-    print_report(report)
+    with quiet_pipe():  # the status is decided: a reader that goes away does not change it
+        print_report(report)
     return exit_status(report)

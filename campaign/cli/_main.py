@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from campaign._errors import CampaignError
 from campaign.batch._lock import BatchBusy
 from campaign.supervisor._session import refused_write
 from sandbox._errors import PreflightFailed
 
+from ._console import stdout_gone
 from ._errors import (
     EXIT_BUG,
     EXIT_CONFINEMENT,
@@ -27,11 +27,6 @@ from ._parser import build_parser
 
 if TYPE_CHECKING:
     import argparse
-
-READ_ONLY: Final = frozenset({"plan", "seal", "check-transcript", "doctor", "status", "show",
-                               "report"})
-"""Commands whose whole result is their stdout: piped into ``head``, they stop quietly."""
-
 
 def _say(text: str) -> None:
     print(f"headwater-campaign: {text}", file=sys.stderr)
@@ -55,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except KeyboardInterrupt:
         code = SIGNAL_BASE + signal.SIGINT
     except BrokenPipeError:
-        code = _broken_pipe(args.command)
+        code = _broken_pipe()
     except OSError as exc:
         if not refused_write(exc):
             code = _bug()
@@ -68,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        code = _broken_pipe(args.command, code)
+        code = _broken_pipe(code)
     sys.exit(code)
 
 
@@ -78,9 +73,11 @@ def _bug() -> int:
     return EXIT_BUG
 
 
-def _broken_pipe(command: str, code: int = 0) -> int:
-    """stdout's reader went away (``| head``): stop writing there, quietly."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
-    os.close(devnull)
-    return code if command not in READ_ONLY else 0
+def _broken_pipe(code: int = 0) -> int:
+    """stdout's reader went away (``| head``): stop writing there, quietly, with ``code``.
+
+    A command whose status depends on what it found decides it before it
+    prints (`quiet_pipe`); one that reaches here printed what it had.
+    """
+    stdout_gone()  # the interpreter's final flush must not fail again
+    return code

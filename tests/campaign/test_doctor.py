@@ -158,3 +158,20 @@ def test_print_report_prints_the_answer_and_the_fix_of_what_is_not_ok(
     assert answers == [LABELS["ok"], LABELS["broken"], LABELS["unverified"]]
     assert out[2].strip() == "fix: do this"
     assert not any("unused" in line for line in out)
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_doctor_into_a_closed_pipe_keeps_its_status(harness: Path, bwrap: str,
+                                                    tmp_path: Path) -> None:
+    # `doctor | head && run` must not take a broken host for a pass: exit 12 stays 12.
+    import subprocess
+    import sys
+
+    env = kit.base_env(HOME=str(tmp_path))  # no credentials here: verified broken, exit 12
+    for _ in range(3):
+        done = subprocess.run(f"{sys.executable} -m campaign doctor | true; "
+                              "echo status=${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
+                              capture_output=True, text=True, env=env, timeout=300, check=False,
+                              cwd=kit.REPO)  # fmt: skip
+        assert "status=12" in done.stdout, done.stdout + done.stderr
