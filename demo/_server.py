@@ -128,6 +128,7 @@ class ScriptedProvider:
         self._lock = threading.Lock()
         self._requests: dict[str, int] = dict.fromkeys(names, 0)
         self._unmatched = 0
+        self._misses: dict[str, int] = {}
         self._errors = 0
         self._tool_results: dict[str, tuple[bool, str]] = {}
         self._fault_hits: dict[tuple[str, str, int], int] = {}
@@ -162,6 +163,12 @@ class ScriptedProvider:
         """Requests answered with ``no script for this request``."""
         with self._lock:
             return self._unmatched
+
+    @property
+    def misses(self) -> dict[str, int]:
+        """Why requests got ``no script for this request``, in words, counted (a copy)."""
+        with self._lock:
+            return dict(self._misses)
 
     @property
     def errors(self) -> int:
@@ -266,6 +273,9 @@ class ScriptedProvider:
             playbook = self._playbooks[script.name] if script is not None else []
             if script is None or index >= len(playbook):
                 self._unmatched += 1
+                what = (f"the script {script.name!r} has no turn {index + 1}" if script
+                        else f"no script matches a task that begins {_begins(text)!r}")
+                self._misses[what] = self._misses.get(what, 0) + 1
                 return _Reply(_NO_SCRIPT_TURN, fallback)
             faults, turn = playbook[index]
             key = (session, script.name, index)
@@ -382,3 +392,12 @@ class _Handler(BaseHTTPRequestHandler):
         # and later writes by the base class fail as OSError on the detached socket.
         os.close(self.connection.detach())
         self.close_connection = True
+
+
+_BEGINS_CHARS: Final = 60
+"""How much of an unmatched task a miss quotes."""
+
+
+def _begins(text: str) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= _BEGINS_CHARS else one[:_BEGINS_CHARS] + "..."

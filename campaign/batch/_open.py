@@ -53,6 +53,7 @@ from ._records import InvocationRecord
 if TYPE_CHECKING:
     from campaign._corpus import Corpus
     from campaign._plan import Plan
+    from demo import ScriptedProvider
 
     from ._fold import SessionKey
     from ._options import BatchOptions
@@ -100,6 +101,8 @@ class OpenBatch:
     provider_url: str
     network: Literal["confined", "host"]
     credentials: Credentials
+    scripted: ScriptedProvider | None = None
+    """The scripted provider this invocation started, when the batch uses one."""
 
 
 def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> None:
@@ -198,9 +201,9 @@ def provider_note(options: BatchOptions, url: str) -> str:
 
 
 @contextlib.contextmanager
-def _provider(options: BatchOptions) -> Iterator[str]:
+def _provider(options: BatchOptions) -> Iterator[tuple[str, ScriptedProvider | None]]:
     if options.provider != "scripted":
-        yield options.provider_url or PUBLIC_API_URL
+        yield options.provider_url or PUBLIC_API_URL, None
         return
     from demo import ScriptedProvider, load_scripts
 
@@ -211,7 +214,7 @@ def _provider(options: BatchOptions) -> Iterator[str]:
     except (OSError, ValueError) as exc:
         raise BatchRefused(f"--scripts {options.scripts}: {exc}") from exc
     with ScriptedProvider(scripts) as provider:
-        yield provider.url
+        yield provider.url, provider
 
 
 def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchConfig | None:
@@ -272,7 +275,7 @@ def open_batch(request: BatchRequest, *,
         existing = None if request.mode == "new" else _existing(path, request, current_harness)
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
-        with _provider(options) as url:
+        with _provider(options) as (url, scripted):
             config = existing or _new_config(request, current_harness, network, note, url)
             if existing is None:  # plan.yaml last: it marks the batch as made (resume needs both)
                 write_config(path, config)
@@ -294,4 +297,4 @@ def open_batch(request: BatchRequest, *,
                 yield OpenBatch(path=path, options=options, config=config, plan=request.plan,
                                 corpus=request.corpus, journal=journal, invocation=number,
                                 provider_url=url, network=network,
-                                credentials=request.credentials)
+                                credentials=request.credentials, scripted=scripted)

@@ -266,6 +266,11 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
         err.print(f"{outcome.outstanding} sessions ended in a state worth another attempt "
                   f"and are out of retries for this invocation; {resume} tries them again",
                   markup=False, soft_wrap=True)
+    if opened.scripted is not None:
+        for what, count in sorted(opened.scripted.misses.items()):
+            err.print(f"warning: the scripted provider answered 'no script for this request' "
+                      f"{count} time{'s' if count != 1 else ''}: {what}; those sessions ended "
+                      "without the scripted answer (docs/provider.md)", markup=False)
     if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
         err.print("no session of the batch was recorded (exit 5): see the states above, or "
                   f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)

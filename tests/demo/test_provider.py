@@ -508,3 +508,12 @@ def test_load_scripts_takes_a_string_and_names_a_directory_that_is_not_one(
     assert [s.name for s in load_scripts(str(tmp_path))] == ["a"]
     with pytest.raises(ScriptError, match="not a directory"):
         load_scripts(str(tmp_path / "a.json"))
+
+
+def test_each_no_script_answer_is_counted_with_why(provider: ScriptedProvider) -> None:
+    _post(provider.url, _body("a task no script knows about at all, asked twice"))
+    _post(provider.url, _body("a task no script knows about at all, asked twice"))
+    assert provider.misses == {
+        "no script matches a task that begins 'a task no script knows about at all, asked "
+        "twice'": 2}
+    assert provider.unmatched == 2

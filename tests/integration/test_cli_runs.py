@@ -161,3 +161,22 @@ def test_sigterm_mid_batch_exits_143_and_leaves_nothing_running(
     time.sleep(0.5)
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
     assert str(batch) not in ps.stdout
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+@pytest.mark.timeout(300)
+def test_a_dry_run_names_the_probes_no_script_answered(tmp_path: Path, harness: Path) -> None:
+    # The point of a scripted dry run is to find such mistakes before spending anything.
+    from tests.integration import kit
+
+    with kit.host_dir("hw-dry-") as root:
+        tasks = {"DRY-1": "dry run probe one: answer", "DRY-2": "dry run probe two: answer"}
+        corpus = kit.write_corpus(root / "corpus", tasks)
+        kit.write_script(root / "scripts", "DRY-1", tasks["DRY-1"])  # none for DRY-2
+        proc = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir",
+                       str(root / "batch"), "--harness", str(harness), "--provider", "scripted",
+                       "--scripts", str(root / "scripts"), env=kit.base_env())
+        assert proc.returncode == 0, proc.stderr
+        assert ("warning: the scripted provider answered 'no script for this request' 1 time: "
+                "no script matches a task that begins 'dry run probe two: answer'") in proc.stderr
