@@ -133,6 +133,12 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
         before, now = getattr(recorded, member), getattr(current, member)
         if before != now:
             moved.append(f"{member} was {before}, is now {now}")
+    files = _files_moved(recorded, current)
+    if files:
+        moved.append(files)
+    elif recorded.tree != current.tree:
+        moved.append("a file outside the read set changed, was added or was removed (the tree "
+                     "covers every file of the corpus; plan.yaml lists only the read set's)")
     if recorded.arm_specs != current.arm_specs:
         was = ", ".join(f"{a.arm} {a.identity[:19]}" for a in recorded.arm_specs)
         now = ", ".join(f"{a.arm} {a.identity[:19]}" for a in current.arm_specs)
@@ -140,6 +146,24 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
     if recorded_harness != current_harness:
         moved.append(f"the harness version was {recorded_harness!r}, is now {current_harness!r}")
     return moved
+
+
+_FILES_NAMED: Final = 10
+"""Files of the read set a refusal names; further ones are counted."""
+
+
+def _files_moved(recorded: Plan, current: Plan) -> str | None:
+    """The read set's files that changed, appeared or went, in words; None when none did."""
+    was = {f.path: f.digest for f in recorded.read_set_files}
+    now = {f.path: f.digest for f in current.read_set_files}
+    changes = [f"{p} changed" for p in sorted(was.keys() & now.keys()) if was[p] != now[p]]
+    changes += [f"{p} is new" for p in sorted(now.keys() - was.keys())]
+    changes += [f"{p} is gone" for p in sorted(was.keys() - now.keys())]
+    if not changes:
+        return None
+    more = len(changes) - _FILES_NAMED
+    return ("in the read set, " + ", ".join(changes[:_FILES_NAMED])
+            + (f" and {more} more" if more > 0 else ""))
 
 
 def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:

@@ -1,0 +1,46 @@
+"""What resume and record refuse, in words: each member that moved, and which files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from campaign._corpus import load_corpus
+from campaign._plan import Plan, compose_plan
+from campaign.batch._open import compare_batch
+from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
+
+
+def _plan(root: Path, notes: str, other: str = "x\n") -> Plan:
+    write_files(root, {
+        ".headwater/probe.yml": probe_yml(),
+        "docs/probes/p1.md": probe_doc("HW-PRB-001", "P", examines=["docs/notes.md"]),
+        "docs/notes.md": doc("HW-N-001", notes),
+        "docs/other.md": doc("HW-O-001", other),
+    })
+    return compose_plan(load_corpus(root), tier="campaign")
+
+
+def test_nothing_moved_is_nothing_to_say(tmp_path: Path) -> None:
+    plan = _plan(tmp_path / "a", "same\n")
+    assert compare_batch(plan, _plan(tmp_path / "b", "same\n"), recorded_harness="v",
+                         current_harness="v") == []
+
+
+def test_a_read_set_file_that_changed_is_named(tmp_path: Path) -> None:
+    moved = compare_batch(_plan(tmp_path / "a", "before\n"), _plan(tmp_path / "b", "after\n"),
+                          recorded_harness="v", current_harness="v")
+    assert moved[0].startswith("tree was sha256:") and moved[1].startswith("read_set was")
+    assert moved[2] == "in the read set, docs/notes.md changed"
+
+
+def test_a_change_outside_the_read_set_says_where_it_is_not(tmp_path: Path) -> None:
+    before, after = _plan(tmp_path / "a", "n\n", "one\n"), _plan(tmp_path / "b", "n\n", "two\n")
+    moved = compare_batch(before, after, recorded_harness="v", current_harness="v")
+    assert len(moved) == 2 and moved[0].startswith("tree was")
+    assert moved[1].startswith("a file outside the read set changed")
+
+
+def test_another_harness_version_is_named(tmp_path: Path) -> None:
+    plan = _plan(tmp_path / "a", "n\n")
+    assert compare_batch(plan, plan, recorded_harness="2.1.197", current_harness="2.2.0") == [
+        "the harness version was '2.1.197', is now '2.2.0'"]
