@@ -13,7 +13,7 @@ from campaign._arms import arms_without_effect
 from campaign._doctor import doctor_checks, exit_status, print_report
 from campaign._errors import CampaignError
 from campaign._plan import dump_plan
-from campaign._seal import explain, seal_workspace
+from campaign._seal import check_folds, explain, seal_workspace
 from campaign.batch._open import host_skill_dirs
 from recorder._check import check_transcript_file
 from sandbox._config import sweep_config_root
@@ -39,6 +39,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input)."""
     corpus = load_corpus_or_usage(_corpus(args))
     plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
+    try:  # what run would refuse before spending, plan refuses before printing
+        for probe in plan.probes:
+            check_folds(corpus, probe.id)
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
     sys.stdout.write(dump_plan(plan, args.format))
     return EXIT_OK
 

@@ -260,6 +260,8 @@ def test_run_refuses_a_fold_that_states_an_answer_before_the_batch(tmp_path: Pat
                 "--batch-dir", str(tmp_path / "batch"), env={"HW_TEST_KEY": "k"})
     assert proc.returncode == 2 and "src/retry.py:2" in proc.stderr
     assert not (tmp_path / "batch").exists()
+    planned = _cli("plan", str(root))  # refused as early as the plan, before anything is spent
+    assert planned.returncode == 2 and "src/retry.py:2" in planned.stderr
 
 
 def test_record_refuses_an_arm_outside_its_tier(tmp_path: Path) -> None:
