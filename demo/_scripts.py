@@ -186,12 +186,33 @@ def load_scripts(directory: Path | str, *, home: str | None = None) -> list[Scri
             if isinstance(raw, dict):
                 raw.setdefault("name", path.stem)
             script = Script.model_validate(_substitute(raw, home))
-        except (OSError, ValueError) as exc:  # JSONDecodeError and ValidationError are ValueErrors
-            reason = str(exc) if not isinstance(exc, ValidationError) else _short(exc)
-            raise ScriptError(path, reason) from exc
+        except json.JSONDecodeError as exc:
+            raise ScriptError(path, f"not JSON: {exc.msg} at line {exc.lineno}, column "
+                                    f"{exc.colno}") from exc
+        except ValidationError as exc:
+            raise ScriptError(path, _short(exc)) from exc
+        except (OSError, ValueError) as exc:
+            raise ScriptError(path, str(exc)) from exc
         scripts.append(script)
     return scripts
 
 
 def _short(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    """The problems of a script in words (docs/provider.md has the shape)."""
+    return "; ".join(_one(e) for e in exc.errors(include_url=False))
+
+
+def _one(error: Any) -> str:
+    where = ".".join(str(p) for p in error["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+    where = where or "the script"
+    if error["type"] == "missing":
+        return f"{where} is missing (a script needs match and turns; a turn, blocks or a fault)"
+    if error["type"] == "extra_forbidden":
+        return f"{where} is not a key of a script, a turn or a block (docs/provider.md)"
+    if error["type"] == "union_tag_invalid":
+        ctx = error.get("ctx") or {}
+        return (f"{where}: type {ctx.get('tag')!r} is not one of "
+                f"{ctx.get('expected_tags', 'the known types')}")
+    if error["type"] == "literal_error":
+        return f"{where}: {error['msg'].replace('Input should be', 'should be')}"
+    return f"{where}: {error['msg']}"

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 
+_SET_NAMES = {"Identity": "the run identity ", "Event": "an event ", "Call": "a call ",
+              "Artifact": "a produced artifact "}
+"""How a refusal names each closed key set, in words."""
+
+
 def kind(value: object) -> str:
     """What ``value`` is, for a refusal: ``nothing`` for None, else its type's name."""
     return "nothing" if value is None else type(value).__name__
@@ -35,12 +40,13 @@ def check_closed(data: object, model: type[BaseModel], where: str) -> dict[str, 
     if not isinstance(data, dict):
         raise TranscriptRefused("RC-16", f"{where} is {kind(data)}, not a mapping")
     allowed = list(model.model_fields)
+    owner = _SET_NAMES.get(model.__name__, "")
     for key in data:
         if key not in allowed:
             raise TranscriptRefused(
                 "RC-16",
-                f"key {key!r} at {where} is outside the closed set of {model.__name__} "
-                f"({', '.join(allowed)})",
+                f"key {key!r} at {where} is not a key {owner}may have: a key outside the "
+                f"contract's closed set ({', '.join(allowed)})",
             )
     for key, sub in _NESTED.get(model, {}).items():
         items = data.get(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -517,3 +518,15 @@ def test_each_no_script_answer_is_counted_with_why(provider: ScriptedProvider) -
         "no script matches a task that begins 'a task no script knows about at all, asked "
         "twice'": 2}
     assert provider.unmatched == 2
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ('{"match": "x", "turn": []}', "turns is missing"),
+    ('{"match": "x",\n "turns" []}', "not JSON: Expecting ':' delimiter at line 2, column 10"),
+    ('{"match": "x", "turns": [{"blocks": [{"type": "txt", "text": "a"}]}]}',
+     "type 'txt' is not one of 'text', 'thinking', 'tool_use'"),
+])
+def test_a_bad_script_is_explained_in_words(tmp_path: Path, body: str, said: str) -> None:
+    (tmp_path / "p.json").write_text(body)
+    with pytest.raises(ScriptError, match=re.escape(said)):
+        load_scripts(tmp_path)

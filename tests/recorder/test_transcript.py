@@ -130,10 +130,11 @@ def refused(text: str) -> TranscriptRefused:
 @pytest.mark.parametrize(
     ("anchor", "insert", "where"),
     [
-        ("cost_cents: 7\n", 'cost_cents: 7\nreasoning: "x"\n', "Identity"),
-        ('  answer: "current"\n', '  answer: "current"\n  reasoning: "x"\n', "Event"),
-        ('    argument: "docs/a.md"\n', '    argument: "docs/a.md"\n    reasoning: "x"\n', "Call"),
-        ('  - path: "out.md"\n', '  - path: "out.md"\n    reasoning: "x"\n', "Artifact"),
+        ("cost_cents: 7\n", 'cost_cents: 7\nreasoning: "x"\n', "the run identity"),
+        ('  answer: "current"\n', '  answer: "current"\n  reasoning: "x"\n', "an event"),
+        ('    argument: "docs/a.md"\n', '    argument: "docs/a.md"\n    reasoning: "x"\n', "a call"),
+        ('  - path: "out.md"\n', '  - path: "out.md"\n    reasoning: "x"\n',
+         "a produced artifact"),
     ],
     ids=["identity", "event", "call", "artifact"],
 )
