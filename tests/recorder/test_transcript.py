@@ -132,7 +132,8 @@ def refused(text: str) -> TranscriptRefused:
     [
         ("cost_cents: 7\n", 'cost_cents: 7\nreasoning: "x"\n', "the run identity"),
         ('  answer: "current"\n', '  answer: "current"\n  reasoning: "x"\n', "an event"),
-        ('    argument: "docs/a.md"\n', '    argument: "docs/a.md"\n    reasoning: "x"\n', "a call"),
+        ('    argument: "docs/a.md"\n', '    argument: "docs/a.md"\n    reasoning: "x"\n',
+         "a call"),
         ('  - path: "out.md"\n', '  - path: "out.md"\n    reasoning: "x"\n',
          "a produced artifact"),
     ],
