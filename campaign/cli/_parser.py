@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="the bundled example corpus (tier campaign: arms present "
                                     "and absent, 2 repetitions, 16 sessions), the scripted "
-                                    "provider, the real pinned CLI under real bwrap",
+                                    "provider, the real pinned CLI under real bwrap; session "
+                                    "timeout 300 s, watchdog 120 s (short scripted sessions)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _batch_dir_arg(p)
     _harness_args(p)
@@ -291,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check-transcript",
                        help="the contract check: 0 clean, 1 refused, 4 could not verify")
-    p.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    p.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                   help="a transcript (transcripts/<arm>.md); several give one line each. "
+                        "Exit 0 every file verified clean, 1 any refused, else 4 any could "
+                        "not be verified")
     p.set_defaults(func=_inspect.cmd_check_transcript)
 
     p = sub.add_parser("doctor", help="host preflight: 0 all ok, 12 broken, 4 could not verify")
