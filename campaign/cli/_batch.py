@@ -35,7 +35,8 @@ from sandbox._layout import measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
 from ._console import StdoutConsole, stdout_gone
-from ._errors import PreflightStop, UsageError, batch_exit_status
+from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
+from ._status import fold_batch
 from ._view import LiveView, arms_table
 
 if TYPE_CHECKING:
@@ -157,6 +158,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if config.options.command == "record":
         raise UsageError(f"batch {batch} was made by `record`, one session at a time; "
                          "record the next session with `record`")
+    fold, _ = fold_batch(batch)
+    if not fold.outstanding():
+        print(f"nothing to resume: every session of {batch} is finished "
+              f"(`headwater-campaign status {batch}`)")
+        print(f"batch: {batch}")
+        return EXIT_OK
     options = resume_overrides(args).apply(config.options)
     corpus = load_corpus_or_usage(Path(options.corpus))
     try:
@@ -230,8 +237,9 @@ def _skill_dirs() -> tuple[Path, ...]:
 def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> None:
     plan = opened.plan
     err.print(f"batch: {opened.path}", markup=False)
-    err.print(f"{plan.session_count} sessions ({len(plan.probes)} probes x {len(plan.arms)} "
-              f"arms x {plan.repetitions} repetitions), concurrency "
+    err.print(f"{plural(plan.session_count, 'session')} ({plural(len(plan.probes), 'probe')} "
+              f"x {plural(len(plan.arms), 'arm')} x {plural(plan.repetitions, 'repetition')}), "
+              "concurrency "
               f"{opened.options.concurrency}, network {opened.network}", markup=False)
     err.print(opened.config.facts.provider_note, markup=False, soft_wrap=True)
     if mode == "resume":
@@ -251,21 +259,23 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
         stdout_gone()
     resume = f"headwater-campaign resume {opened.path}"
     if outcome.signal is not None:
-        err.print(f"{outcome.detail}; {outcome.outstanding} sessions outstanding; every "
+        err.print(f"{outcome.detail}; {plural(outcome.outstanding, 'session')} outstanding; "
+                  "every "
                   f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
     elif outcome.budget_stopped:
-        err.print(f"a budget stopped the batch: {outcome.detail}; {outcome.outstanding} "
-                  f"sessions outstanding. Resume with a larger budget: {resume} "
+        err.print(f"a budget stopped the batch: {outcome.detail}; "
+                  f"{plural(outcome.outstanding, 'session')} outstanding. Resume with a larger "
+                  f"budget: {resume} "
                   "--max-cost-cents N (a total over every attempt), or --max-wall D",
                   markup=False, soft_wrap=True)
     elif outcome.write_refused:
-        err.print(f"{outcome.detail}. Nothing already recorded was lost; "
-                  f"{outcome.outstanding} sessions outstanding. Free space, then: {resume}",
-                  markup=False, soft_wrap=True)
+        left = plural(outcome.outstanding, "session")
+        err.print(f"{outcome.detail}. Nothing already recorded was lost; {left} outstanding. "
+                  f"Free space, then: {resume}", markup=False, soft_wrap=True)
     elif outcome.outstanding:
-        err.print(f"{outcome.outstanding} sessions ended in a state worth another attempt "
-                  f"and are out of retries for this invocation; {resume} tries them again",
-                  markup=False, soft_wrap=True)
+        left = plural(outcome.outstanding, "session")
+        err.print(f"{left} ended in a state worth another attempt and are out of retries for "
+                  f"this invocation; {resume} tries them again", markup=False, soft_wrap=True)
     if opened.scripted is not None:
         for what, count in sorted(opened.scripted.misses.items()):
             err.print(f"warning: the scripted provider answered 'no script for this request' "

@@ -41,6 +41,11 @@ class PreflightStop(Exception):
     """A check failed before any spend (credentials missing, confinement): the CLI exits 12."""
 
 
+def plural(count: int, word: str) -> str:
+    """``1 session``, ``2 sessions``: the count and the word as English has it (``-s`` added)."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def batch_exit_status(outcome: BatchOutcome) -> int:
     """run/demo/resume's status for ``outcome``: 130/143, then 3, then 6, then 5, then 0."""
     if outcome.signal is not None:

@@ -24,7 +24,7 @@ from campaign.supervisor._spec import planned_sessions
 
 from ._args import corpus_of
 from ._batch import load_corpus_or_usage
-from ._errors import EXIT_OK, UsageError
+from ._errors import EXIT_OK, UsageError, plural
 
 
 def cmd_retranscribe(args: argparse.Namespace) -> int:
@@ -51,7 +51,7 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
                                    provider_note=config.facts.provider_note) as journal:
         counts = anyio.run(lambda: retranscribe(journal, batch=batch, plan=recorded,
                                                 corpus=corpus), backend="trio")
-    print(f"re-derived {counts.rederived} sessions from their kept streams")
+    print(f"re-derived {plural(counts.rederived, 'session')} from their kept streams")
     for line in counts.changed:
         print(f"  changed: {line}")
     for reason, n in sorted(counts.skipped.items()):

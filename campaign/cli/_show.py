@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 
@@ -52,6 +53,14 @@ def _calls(final: FinalRecord) -> list[dict[str, Any]]:
     return list(final.calls or [])
 
 
+def _usd(text: str | None) -> str:
+    """``$0.0297``: four places, the exact figure the harness printed after it when longer."""
+    if text is None:
+        return "unknown"
+    shown = f"${Decimal(text):.4f}"
+    return shown if Decimal(shown[1:]) == Decimal(text) else f"{shown} (exactly {text})"
+
+
 def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> None:
     started: StartedRecord | None = slot.get("started")
     final: FinalRecord | None = slot.get("final")
@@ -61,7 +70,7 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
         out.append("  no final record: the attempt was running when its runner was killed "
                    "(resume reruns the session)")
         return
-    cost = f"${final.cost_usd}" if final.cost_usd is not None else "unknown"
+    cost = _usd(final.cost_usd)
     out.append(f"  state: {final.state}")
     out.append(f"  reason: {final.reason}")
     out.append(f"  ended {final.at}; cost {cost}; served model {final.served_model or '-'}; "

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from campaign.batch._config import BatchFileError, read_batch
+from campaign.batch._config import BatchConfig, BatchFileError, read_batch
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
@@ -30,12 +30,16 @@ STATUS_FORMAT = 1
 """Version of ``status --json``'s shape."""
 
 
-def fold_batch(batch: Path) -> tuple[BatchFold, str]:
-    """The ledger of ``batch`` folded, and the command that made the batch.
+def fold_batch(batch: Path) -> tuple[BatchFold, BatchConfig]:
+    """The ledger of ``batch`` folded, and the batch's config.
 
     Raises:
-        UsageError: not a batch, or its ledger holds a line the runner did not write.
+        UsageError: no such directory, not a batch, or its ledger holds a line the runner
+            did not write.
     """
+    if not batch.is_dir():
+        raise UsageError(f"{batch} {'is not a directory' if batch.exists() else 'does not exist'}"
+                         "; give a batch directory made by run, demo or record")
     try:
         config, plan = read_batch(batch)
     except BatchFileError as exc:
@@ -47,7 +51,7 @@ def fold_batch(batch: Path) -> tuple[BatchFold, str]:
             fold.apply(record)
     except LedgerCorrupt as exc:
         raise UsageError(str(exc)) from exc
-    return fold, config.options.command
+    return fold, config
 
 
 def _running(fold: BatchFold, holder: int | None) -> list[SessionLog]:
@@ -56,7 +60,8 @@ def _running(fold: BatchFold, holder: int | None) -> list[SessionLog]:
 
 def status_data(batch: Path) -> dict[str, Any]:
     """``status --json``'s object for ``batch``."""
-    fold, command = fold_batch(batch)
+    fold, config = fold_batch(batch)
+    command = config.options.command
     holder = lock_holder(batch)
     stats = fold.statistics()
     started = [log for log in fold.sessions.values() if log.running]
@@ -98,12 +103,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
         return EXIT_OK
-    fold, _ = fold_batch(batch)
-    _print(batch, data, fold.statistics())
+    fold, config = fold_batch(batch)
+    _print(batch, data, fold.statistics(), scripted=config.options.provider == "scripted")
     return EXIT_OK
 
 
-def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics) -> None:
+def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripted: bool) -> None:
     out = StdoutConsole(file=sys.stdout, highlight=False, soft_wrap=True)
     if data["running"]:
         who = f"process {data['pid']}" if data["pid"] else "another process"
@@ -112,6 +117,9 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics) -> None:
         out.print(f"batch {batch}: not running", markup=False)
     out.print(arms_table(stats.arms, title="sessions per arm"))
     out.print(budget_line(stats, stats.max_cost_cents), markup=False)
+    if scripted:
+        out.print("(the provider was scripted: the spend is the harness's own price of the "
+                  "scripted turns; nothing was billed)", markup=False)
     stopped = stats.stopped
     if stopped is not None and not data["running"]:
         out.print(f"last invocation ({stats.invocations}) ended: {stopped.reason}: "

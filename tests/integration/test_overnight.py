@@ -132,6 +132,10 @@ def test_a_cost_budget_stops_the_batch_and_a_larger_one_finishes_it_counting_eac
         identity, _, _ = contract_check.parse((batch / "transcripts" / f"{arm}.md").read_text())
         assert identity["cost_cents"] == 15  # three sessions of 5 cents, each counted once
         assert "incomplete" not in (batch / "transcripts" / f"{arm}.md").read_text()
+    invocations = [r for r in read_ledger(batch / "ledger.jsonl") if r.kind == "invocation"]
+    again = cli("resume", str(batch))  # a finished batch: nothing to do, nothing written
+    assert again.returncode == 0 and "nothing to resume" in again.stdout
+    assert [r for r in read_ledger(batch / "ledger.jsonl") if r.kind == "invocation"] == invocations
 
 
 # --- exit 5 ----------------------------------------------------------------------------------

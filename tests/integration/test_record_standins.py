@@ -585,7 +585,7 @@ def test_retranscribe_derives_the_same_events_again_and_holds_streams_to_the_rec
     (before,) = finals(batch)
     again = kit.cli("retranscribe", str(batch), env=kit.base_env())
     assert again.returncode == 0, again.stderr
-    assert "re-derived 1 sessions" in again.stdout and "changed" not in again.stdout
+    assert "re-derived 1 session from" in again.stdout and "changed" not in again.stdout
     rederived = [r for r in kit.ledger_dicts(batch) if r["kind"] == "rederived"]
     assert len(rederived) == 1 and rederived[0]["event"] == before["event"]
     text, _, events, rows = transcript(batch)
