@@ -27,6 +27,8 @@ _HEADING_RE: Final = re.compile(r"\A {0,3}(#{1,6})(?:[ \t]|\Z)")
 _TASK_HEADING_RE: Final = re.compile(r"\A {0,3}##[ \t]+Task[ \t]*(?:#+[ \t]*)?\Z")
 _TASKISH_RE: Final = re.compile(r"\A {0,3}#{1,6}[ \t]+tasks?\b", re.IGNORECASE)
 """A heading that looks like the task heading and is not it (``### Task``, ``## task``)."""
+_UNSPACED_RE: Final = re.compile(r"\A {0,3}#{1,6}tasks?\b", re.IGNORECASE)
+"""A line ``##Task``: with no space after the ``#`` marks it is not a heading at all."""
 _HINTS_SHOWN: Final = 5
 """At most this many headings are quoted when a probe has no ``## Task``."""
 
@@ -99,6 +101,11 @@ def _no_task_found(lines: list[str], heads: list[tuple[int, int, str]], first_li
         return ("found " + ", ".join(near[:_HINTS_SHOWN]) + "; the task is the section under "
                 "a level-2 heading spelled exactly `## Task`")
     outside = {i for i, _, _ in heads}
+    unspaced = [f"`{line.strip()}` on line {i + first_line}" for i, line in enumerate(lines)
+                if i not in outside and _UNSPACED_RE.match(line)]
+    if unspaced:
+        return ("found " + ", ".join(unspaced[:_HINTS_SHOWN]) + ", which is not a heading: "
+                "Markdown needs a space after the `#` marks, as in `## Task`")
     fenced = [i for i, line in enumerate(lines)
               if i not in outside and _TASK_HEADING_RE.match(line.rstrip("\r\n"))]
     if fenced:

@@ -108,8 +108,9 @@ PROBE_FRONT = '---\n{"id": "HW-PRB-0001", "title": "T", "answers": [], "examines
      ("## task\nDo it.\n", "found `## task` on line 4"),
      ("## Tusk\nDo it.\n```\n## Task\n```\n", "the `## Task` on line 7 is inside a fenced code"),
      ("## Why\n\n## How\n", "the level-2 headings are `## Why` (line 4), `## How` (line 6)"),
-     ("Just text.\n", "the body has no level-2 heading at all")],
-    ids=["level-3", "lower-case", "fenced", "other-headings", "no-headings"],
+     ("Just text.\n", "the body has no level-2 heading at all"),
+     ("# T\n##Task\nDo it.\n", "found `##Task` on line 5, which is not a heading")],
+    ids=["level-3", "lower-case", "fenced", "other-headings", "no-headings", "unspaced"],
 )
 def test_probe_without_task_section_says_what_it_found(tmp_path: Path, body: str,
                                                        said: str) -> None:
