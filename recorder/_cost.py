@@ -4,8 +4,9 @@
 line of every attempt of every session of the arm, whatever its final state.
 Three rules make the figure exact and reproducible:
 
-* USD amounts are `decimal.Decimal` parsed from the JSON *text*
-  (`load_json_decimal`), never through ``float``: ``0.1 + 0.2`` is 0.3 here.
+* USD amounts are `decimal.Decimal` parsed from the JSON *text* (the
+  harness line reader turns every JSON fraction into a `Decimal`), never
+  through ``float``: ``0.1 + 0.2`` is 0.3 here.
 * The sum comes first and the ceiling once, after it: three attempts of
   $0.0033333 are 1 cent, not 3.
 * An attempt with unknown cost (no result line) adds nothing and makes the
@@ -20,14 +21,13 @@ Errors:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
-from typing import Any, Final
+from typing import Final
 
-__all__ = ["CostFigure", "CostUnreadable", "cost_cents", "decimal_cost", "load_json_decimal"]
+__all__ = ["CostFigure", "CostUnreadable", "cost_cents", "decimal_cost"]
 
 _SUM_PRECISION: Final = 200
 """Decimal digits kept while summing: far above any real cost, so the sum is exact."""
@@ -75,7 +75,7 @@ def cost_cents(costs: Iterable[Decimal | None]) -> CostFigure:
 
     Raises:
         TypeError: an entry is not a `Decimal` or ``None`` (a ``float`` has
-            already lost the JSON text; parse with `load_json_decimal`).
+            already lost the JSON text; parse floats as `Decimal`).
         CostUnreadable: an entry is negative, NaN or infinite.
     """
     total = Decimal(0)
@@ -103,7 +103,7 @@ def decimal_cost(raw: object) -> Decimal | None:
     """Turn a ``total_cost_usd`` value into exact USD, or ``None`` when absent.
 
     Args:
-        raw: The value from a line parsed by `load_json_decimal` (a `Decimal`
+        raw: The value from a line parsed with floats as `Decimal` (a `Decimal`
             or ``int``), the ledger's decimal string (e.g. ``"0.0123"``, JSON
             number grammar), or ``None`` for "no cost known".
 
@@ -118,7 +118,7 @@ def decimal_cost(raw: object) -> Decimal | None:
         return None
     if isinstance(raw, (bool, float)):
         raise CostUnreadable(
-            raw, f"{type(raw).__name__}; parse the JSON text with load_json_decimal"
+            raw, f"{type(raw).__name__}; parse the JSON text with floats as Decimal"
         )
     if isinstance(raw, int):
         raw = Decimal(raw)
@@ -132,30 +132,3 @@ def decimal_cost(raw: object) -> Decimal | None:
         return _checked(raw)
     except TypeError as exc:  # pragma: no cover - excluded above
         raise CostUnreadable(raw, str(exc)) from exc
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def load_json_decimal(line: bytes) -> dict[str, Any]:
-    """Parse one JSON object line with every non-integer number as a `Decimal`.
-
-    Use this for harness ``result`` lines so ``total_cost_usd`` keeps the
-    digits the harness printed (``0.1`` stays ``Decimal("0.1")``).
-
-    Args:
-        line: One line of stream-json, UTF-8, with or without its newline.
-
-    Returns:
-        The object; floats are `Decimal`, integers ``int``.
-
-    Raises:
-        ValueError: not UTF-8, not JSON, ``NaN``/``Infinity``, or not an
-            object (``json.JSONDecodeError`` and ``UnicodeDecodeError`` are
-            `ValueError` subclasses).
-    """
-    value = json.loads(line.decode("utf-8"), parse_float=Decimal, parse_constant=_no_constant)
-    if not isinstance(value, dict):
-        raise ValueError(f"not a JSON object: {type(value).__name__}")
-    return value

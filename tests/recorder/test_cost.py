@@ -16,7 +16,8 @@ from decimal import Decimal
 
 import pytest
 
-from recorder._cost import CostFigure, CostUnreadable, cost_cents, decimal_cost, load_json_decimal
+from recorder._cost import CostFigure, CostUnreadable, cost_cents, decimal_cost
+from recorder._harness import parse_line
 
 
 def test_sum_is_exact_where_float_is_not() -> None:
@@ -76,27 +77,12 @@ def test_cost_figure_must_be_consistent() -> None:
         CostFigure(cents=1, unknown=1, lower_bound=False)
 
 
-def test_load_json_decimal_keeps_the_printed_digits() -> None:
-    line = b'{"type":"result","is_error":false,"total_cost_usd":0.1,"num_turns":3,"x":1e-3}\n'
-    obj = load_json_decimal(line)
-    assert obj["total_cost_usd"] == Decimal("0.1")
-    assert isinstance(obj["total_cost_usd"], Decimal)
-    assert obj["num_turns"] == 3 and isinstance(obj["num_turns"], int)
-    assert obj["x"] == Decimal("0.001")
-
-
-@pytest.mark.parametrize(
-    "line", [b'{"a": NaN}', b'{"a": Infinity}', b"[1]", b"{", b'{"a": "\xff"}']
-)
-def test_load_json_decimal_refuses(line: bytes) -> None:
-    with pytest.raises(ValueError):
-        load_json_decimal(line)
-
-
 def test_from_result_lines_to_cents() -> None:
-    # Two attempts print 0.1 and 0.2; a third never printed a result line.
+    # Two attempts print 0.1 and 0.2 (as a float sum, 0.30000000000000004 USD: 31 cents);
+    # a third never printed a result line.
     lines = [b'{"type":"result","total_cost_usd":0.1}', b'{"type":"result","total_cost_usd":0.2}']
-    costs = [decimal_cost(load_json_decimal(line)["total_cost_usd"]) for line in lines] + [None]
+    parsed = [parse_line(line) for line in lines]
+    costs = [decimal_cost(obj["total_cost_usd"]) for obj in parsed if obj is not None] + [None]
     assert cost_cents(costs) == CostFigure(cents=30, unknown=1, lower_bound=True)
 
 
