@@ -144,6 +144,12 @@ class ArmTranscript:
         )
         self.dirty = True
 
+    def interrupted(self, key: SessionKey, attempt: int) -> None:
+        """Attempt ``attempt`` of ``key`` ran when its runner died: its cost is unknown
+        (the figure becomes a lower bound, RC-14), and the prose names it."""
+        self._unknown_cost.append(f"{key.probe}/{key.session} attempt {attempt} (interrupted)")
+        self.dirty = True
+
     def rederived(self, record: RederivedRecord, offset: int) -> None:
         """Take a ``rederived`` record: it replaces its attempt's row and event, if that
         attempt is still the session's last."""

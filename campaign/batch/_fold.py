@@ -60,6 +60,9 @@ class SessionLog:
     """The first attempt's start (RFC 3339 UTC)."""
     first_state: str | None = None
     """The state of attempt 1 (first-attempt outcomes apart from retried ones)."""
+    interrupted: bool = False
+    """The last attempt started and its runner died before its final record: its cost is
+    unknown (the harness may have spent), and the session is outstanding."""
 
     @property
     def finished(self) -> bool:
@@ -157,13 +160,21 @@ class BatchFold:
             self.arms.setdefault(key.arm, ArmCounts()).planned += 1
         return log
 
-    def apply(self, record: LedgerRecord) -> None:
-        """Take the next ledger record (in ledger order)."""
+    def apply(self, record: LedgerRecord) -> list[tuple[SessionKey, int]]:
+        """Take the next ledger record (in ledger order).
+
+        Returns:
+            The (session, attempt) pairs this record shows to be interrupted: a
+            new invocation began while they were running, so their runner died
+            (one runner holds a batch at a time). Usually none.
+        """
+        gone: list[tuple[SessionKey, int]] = []
         if isinstance(record, StartedRecord):
-            self._started(record)
+            gone = self._started(record)
         elif isinstance(record, FinalRecord):
             self._final(record)
         elif isinstance(record, InvocationRecord):
+            gone = self.runner_gone()
             self.invocation = record
             self.stopped = None
             self.budget_stop = None
@@ -171,11 +182,42 @@ class BatchFold:
             self.stopped = record
         elif isinstance(record, BudgetStopRecord):
             self.budget_stop = record
+        return gone
 
-    def _started(self, record: StartedRecord) -> None:
+    def runner_gone(self) -> list[tuple[SessionKey, int]]:
+        """No runner holds the batch: every attempt still running was interrupted.
+
+        Each one's cost becomes unknown (the spend a lower bound, RC-14) and
+        its session goes back to where its last final record left it.
+
+        Returns:
+            The (session, attempt) pairs interrupted now.
+        """
+        gone = []
+        for log in self.sessions.values():
+            if log.running:
+                self._interrupt(log)
+                gone.append((log.key, log.attempts))
+        return gone
+
+    def _interrupt(self, log: SessionLog) -> None:
+        counts = self.arms[log.key.arm]
+        counts.running -= 1
+        log.running = False
+        log.interrupted = True
+        self._count(log, counts)
+        counts.cost_unknown += 1
+        self.cost_unknown += 1
+
+    def _started(self, record: StartedRecord) -> list[tuple[SessionKey, int]]:
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]
+        gone = []
+        if log.running:  # its earlier attempt never ended: that runner died
+            self._interrupt(log)
+            gone.append((key, log.attempts))
+        log.interrupted = False
         self._uncount(log, counts)
         log.attempts = max(log.attempts, record.attempt)
         log.running = True
@@ -183,12 +225,14 @@ class BatchFold:
         counts.running += 1
         if log.attempts == 2:
             counts.retried += 1
+        return gone
 
     def _final(self, record: FinalRecord) -> None:
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]
         self._uncount(log, counts)
+        log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
         log.state, log.reason, log.retryable = record.state, record.reason, record.retryable
         log.outside_paths = record.outside_paths
@@ -211,6 +255,18 @@ class BatchFold:
         elif not record.cost_known:
             counts.cost_unknown += 1
             self.cost_unknown += 1
+
+    @staticmethod
+    def _count(log: SessionLog, counts: ArmCounts) -> None:
+        """Put the session's last final state back into its arm's counts (`_uncount`'s inverse)."""
+        if log.state is None:
+            return
+        if is_recorded(log.state):
+            counts.recorded += 1
+        elif is_refusal(log.state):
+            counts.refused += 1
+        elif is_failure(log.state):
+            counts.failed += 1
 
     @staticmethod
     def _uncount(log: SessionLog, counts: ArmCounts) -> None:

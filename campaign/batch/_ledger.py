@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from recorder._atomic import fsync_dir
 
 from ._records import RECORD_ADAPTER, LedgerHeader, LedgerRecord, TornRecord
+from ._sequence import AttemptOrder
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -114,7 +115,9 @@ def read_ledger(path: Path) -> Iterator[LedgerRecord]:
     appending it right now. A missing file yields nothing.
 
     Raises:
-        LedgerCorrupt: a complete line is not a record, or the first is not the header.
+        LedgerCorrupt: a complete line is not a record, the first is not the header,
+            or a session's records break the order the runner writes them in (a second
+            final record for one attempt; see `campaign.batch._sequence`).
     """
     for _, record in read_ledger_at(path):
         yield record
@@ -127,6 +130,7 @@ def read_ledger_at(path: Path) -> Iterator[tuple[int, LedgerRecord]]:
     except FileNotFoundError:
         return
     offset = 0
+    order = AttemptOrder()
     with fp:
         for number, raw in enumerate(fp, start=1):
             if not raw.endswith(b"\n"):
@@ -134,6 +138,8 @@ def read_ledger_at(path: Path) -> Iterator[tuple[int, LedgerRecord]]:
             record = decode_record(raw[:-1], path=path, line=number)
             if number == 1 and not isinstance(record, LedgerHeader):
                 raise LedgerCorrupt(path, 1, "the first line is not the ledger header")
+            if (problem := order.check(record)) is not None:
+                raise LedgerCorrupt(path, number, problem)
             yield offset, record
             offset += len(raw)
 

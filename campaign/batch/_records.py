@@ -11,7 +11,8 @@ write is not evidence. The kinds:
 * ``started``    - an attempt of a session began (its position in the batch order).
 * ``final``      - that attempt ended, in exactly one state (DESIGN.md "Session states").
 * ``budget-stop``- a budget stopped the batch from starting further sessions.
-* ``stopped``    - an invocation ended: done, a signal, a budget, a refused write.
+* ``stopped``    - an invocation ended: done, a signal, a budget, a refused write, an
+  unexpected error (a bug).
 * ``rederived``  - ``retranscribe`` re-derived an attempt from its kept stream.
 * ``torn``       - a torn last line (a crash mid-append) was set aside at open.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from recorder._vocab import Arm, SessionState
 
@@ -29,13 +30,19 @@ LEDGER_FORMAT: Final = 1
 """Version of the ledger's record shapes; a ledger of another version is refused."""
 
 Command: TypeAlias = Literal["run", "demo", "resume", "record"]
-StopReason: TypeAlias = Literal["done", "signal", "budget", "write-refused"]
+StopReason: TypeAlias = Literal["done", "signal", "budget", "write-refused", "error"]
 Budget: TypeAlias = Literal["cost", "wall"]
 
 
 def utc_now() -> str:
     """Now as RFC 3339 UTC with second precision, e.g. ``2026-11-30T12:00:00Z``."""
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+Stamp: TypeAlias = Annotated[
+    str, StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")]
+"""A time the runner writes: RFC 3339 UTC with second precision (`utc_now`); a line
+with any other text there is not the runner's."""
 
 
 class _Record(BaseModel):
@@ -47,7 +54,7 @@ class LedgerHeader(_Record):
 
     kind: Literal["ledger"] = "ledger"
     format: Literal[1] = LEDGER_FORMAT
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 class InvocationRecord(_Record):
@@ -69,7 +76,7 @@ class InvocationRecord(_Record):
     """The projection per session in flight before any session has a cost, cents."""
     max_wall_s: float | None
     """This invocation's wall-clock budget in seconds; None = none."""
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 class SessionRef(_Record):
@@ -93,15 +100,15 @@ class StartedRecord(SessionRef):
     kind: Literal["started"] = "started"
     position: int | None
     """0-based index of the session in the batch order (docs/batch.md); None for ``record``."""
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 class FinalRecord(SessionRef):
     """An attempt ended in exactly one state (DESIGN.md "Session states")."""
 
     kind: Literal["final"] = "final"
-    started_at: str
-    at: str = Field(default_factory=utc_now)
+    started_at: Stamp
+    at: Stamp = Field(default_factory=utc_now)
     state: SessionState
     reason: str
     """Why, in words, naming the rule (the provider's status for a harness-error)."""
@@ -164,7 +171,7 @@ class BudgetStopRecord(_Record):
     projection: float
     """The projected cost (cents) or duration (seconds) of one more session."""
     in_flight: int
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 class StoppedRecord(_Record):
@@ -175,7 +182,7 @@ class StoppedRecord(_Record):
     reason: StopReason
     detail: str
     outstanding: int
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 class RederivedRecord(SessionRef):
@@ -195,7 +202,7 @@ class RederivedRecord(SessionRef):
     event: dict[str, Any] | None = None
     """For ``recorded``: the event as the transcript writes it."""
     calls: list[dict[str, Any]] | None = None
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 class TornRecord(_Record):
@@ -207,7 +214,7 @@ class TornRecord(_Record):
     size_bytes: int
     set_aside: str
     """The batch-relative file that now holds the fragment, byte for byte."""
-    at: str = Field(default_factory=utc_now)
+    at: Stamp = Field(default_factory=utc_now)
 
 
 LedgerRecord: TypeAlias = Annotated[

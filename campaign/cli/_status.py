@@ -33,6 +33,9 @@ STATUS_FORMAT = 1
 def fold_batch(batch: Path) -> tuple[BatchFold, BatchConfig]:
     """The ledger of ``batch`` folded, and the batch's config.
 
+    When no runner holds the batch, its attempts still running were
+    interrupted (`BatchFold.runner_gone`): their costs are unknown.
+
     Raises:
         UsageError: no such directory, not a batch, or its ledger holds a line the runner
             did not write.
@@ -46,11 +49,14 @@ def fold_batch(batch: Path) -> tuple[BatchFold, BatchConfig]:
         raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
     planned = () if config.options.command == "record" else planned_sessions(plan)
     fold = BatchFold(planned)
+    held = lock_holder(batch) is not None  # asked first: a runner that starts later is seen
     try:
         for record in read_ledger(batch / "ledger.jsonl"):
             fold.apply(record)
     except LedgerCorrupt as exc:
         raise UsageError(str(exc)) from exc
+    if not held:
+        fold.runner_gone()
     return fold, config
 
 
@@ -64,7 +70,6 @@ def status_data(batch: Path) -> dict[str, Any]:
     command = config.options.command
     holder = lock_holder(batch)
     stats = fold.statistics()
-    started = [log for log in fold.sessions.values() if log.running]
     return {
         "format": STATUS_FORMAT,
         "batch": str(batch),
@@ -74,7 +79,7 @@ def status_data(batch: Path) -> dict[str, Any]:
         "invocations": stats.invocations,
         "outstanding": len(fold.outstanding()),
         "in_flight": [_key(log) for log in _running(fold, holder)],
-        "interrupted": [] if holder is not None else [_key(log) for log in started],
+        "interrupted": [_key(log) for log in fold.sessions.values() if log.interrupted],
         "spend_usd": str(stats.spend_usd),
         "cost_unknown_attempts": stats.cost_unknown,
         "max_cost_cents": stats.max_cost_cents,

@@ -116,6 +116,8 @@ def _standing(reading: BatchReading, group: int) -> BatchStanding:
 def _why(log: SessionLog, *, running: bool) -> str:
     if log.running:
         return "running" if running else "interrupted"
+    if log.interrupted:
+        return "interrupted"
     if log.state is None:
         return "not started"
     return f"{log.state} (worth another attempt)"

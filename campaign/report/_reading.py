@@ -134,14 +134,22 @@ def read_batch(path: Path) -> BatchReading:
     examined = {p.id: {e.path: bit for bit, e in enumerate(p.examines)} for p in plan.probes}
     try:
         for record in read_ledger(path / LEDGER_NAME):
-            reading.fold.apply(record)
+            _interrupted(reading, reading.fold.apply(record))
             if isinstance(record, FinalRecord):
                 _final(reading, record, examined.get(record.probe, {}))
             elif isinstance(record, StartedRecord):
                 _seen(reading, record.at)
     except LedgerCorrupt as exc:
         raise NotABatch(path, str(exc)) from exc
+    if holder is None:
+        _interrupted(reading, reading.fold.runner_gone())
     return reading
+
+
+def _interrupted(reading: BatchReading, gone: list[tuple[SessionKey, int]]) -> None:
+    """Attempts whose runner died mid-session: each one's cost is unknown (RC-14)."""
+    for key, _ in gone:
+        reading.spend.setdefault((key.arm, key.probe), Spend()).add(None, unknown=True)
 
 
 def _seen(reading: BatchReading, stamp: str) -> None:

@@ -122,11 +122,11 @@ def tally_group(readings: list[BatchReading]) -> GroupTally:
 def _count_cell(cell: CellTally, log: SessionLog, outcome: Outcome | None,
                 examined: list[str], *, running: bool) -> None:
     cell.planned += 1
-    if log.running:
-        if running:
-            cell.running += 1
-        else:
-            cell.interrupted += 1
+    if log.running and running:
+        cell.running += 1
+        return
+    if log.running or log.interrupted:  # its runner died mid-attempt
+        cell.interrupted += 1
         return
     if log.state is None:
         cell.not_started += 1
@@ -162,15 +162,16 @@ def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None) -> None:
         arm.first_attempt[log.first_state] += 1
     if log.attempts > 1:
         arm.retried += 1
-        arm.after_retry["running" if log.running else log.state or "running"] += 1
-    if outcome is not None and not log.running:
+        arm.after_retry["running" if log.running or log.interrupted
+                        else log.state or "running"] += 1
+    if outcome is not None and not (log.running or log.interrupted):
         if outcome.served_model:
             arm.served[outcome.served_model] += 1
         if outcome.claude_code_version:
             arm.harness[outcome.claude_code_version] += 1
         if outcome.network:
             arm.networks[outcome.network] += 1
-    if log.running:
+    if log.running or log.interrupted:
         arm.running += 1
     elif log.state is None:
         arm.not_started += 1

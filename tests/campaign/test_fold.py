@@ -101,3 +101,36 @@ def test_a_session_not_planned_is_added_when_seen() -> None:
     fold.apply(started(key))
     fold.apply(final(key, "recorded"))
     assert fold.arms["present"].planned == 1 and fold.arms["present"].recorded == 1
+
+
+def invocation(number: int) -> InvocationRecord:
+    return InvocationRecord(number=number, command="resume", pid=9, runner="x", retries=2,
+                            max_cost_cents=None, est_session_cents=None, max_wall_s=None)
+
+
+def test_an_attempt_running_when_a_new_invocation_begins_was_interrupted() -> None:
+    # One runner holds a batch at a time: a new invocation means the old runner died, and
+    # the attempt it ran may have spent (RC-14: its cost is unknown, the spend a lower bound).
+    fold = BatchFold([(A, 1), (B, 1), (C, 1)])
+    for record in (invocation(1), started(A), final(A, "harness-error", retryable=True,
+                                                      cost="0.10"),
+                   started(A, 2), started(B)):
+        assert fold.apply(record) == []
+    assert fold.apply(invocation(2)) == [(A, 2), (B, 1)]
+    log = fold.sessions[A]
+    assert (log.running, log.interrupted, log.outstanding) == (False, True, True)
+    present, absent = fold.arms["present"], fold.arms["absent"]
+    # A goes back to where its last final left it (failed); B, never final, is queued.
+    assert (present.running, present.failed, present.cost_unknown) == (0, 1, 1)
+    assert (absent.running, absent.queued, absent.cost_unknown) == (0, 1, 1)
+    assert fold.cost_unknown == 2 and fold.spend_usd == Decimal("0.10")
+    fold.apply(started(A, 3))
+    assert (fold.sessions[A].interrupted, present.running, present.failed) == (False, 1, 0)
+
+
+def test_when_nobody_holds_the_batch_its_running_attempts_were_interrupted() -> None:
+    fold = fold_of(started(A), started(C), final(C, "recorded"))
+    assert fold.runner_gone() == [(A, 1)]
+    assert fold.runner_gone() == []  # once
+    assert (fold.arms["present"].running, fold.arms["present"].cost_unknown) == (0, 1)
+    assert fold.sessions[A].interrupted and fold.sessions[A].outstanding

@@ -115,6 +115,40 @@ def test_a_key_outside_the_record_shape_refuses_the_line(tmp_path: Path) -> None
         list(read_ledger(path))
 
 
+@pytest.mark.parametrize(
+    ("records", "said"),
+    [([_started(), _final(), _final()], ":4: a second final record for attempt 1 of present "
+                                        "P-1 s1"),
+     ([_final()], ":2: a final record for attempt 1 of present P-1 s1, which is not the "
+                  "session's last started attempt"),
+     ([_started(), _final(), _started(attempt=2), _final()], ":5: a final record for attempt 1"),
+     ([_started(attempt=2), _started()], ":3: attempt 1 of present P-1 s1 starts after "
+                                         "attempt 2 started")],
+    ids=["final-twice", "final-never-started", "final-of-an-earlier-attempt", "attempt-down"],
+)
+def test_records_out_of_the_runners_order_refuse_the_line(
+        tmp_path: Path, records: list[StartedRecord | FinalRecord], said: str) -> None:
+    # A final record copied twice would count its attempt's cost twice (docs/batch.md).
+    path = tmp_path / "ledger.jsonl"
+    with Ledger(path) as ledger:
+        for record in records:
+            ledger.append(record)
+    with pytest.raises(LedgerCorrupt, match=r"ledger.jsonl" + said):
+        list(read_ledger(path))
+
+
+def test_a_time_the_runner_did_not_write_refuses_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    with Ledger(path) as ledger:
+        ledger.append(_started())
+    line = json.loads(path.read_bytes().splitlines()[1])
+    line["at"] = "2026-12-01T10:38:@@@"
+    with path.open("ab") as fp:
+        fp.write(json.dumps(line).encode() + b"\n")
+    with pytest.raises(LedgerCorrupt, match=r":3: at"):
+        list(read_ledger(path))
+
+
 def test_a_ledger_whose_first_line_is_no_header_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
     path.write_bytes(_ledger.encode_record(_started()))
@@ -151,6 +185,7 @@ def test_a_refused_write_leaves_no_part_of_its_line(tmp_path: Path,
 async def test_aappend_writes_whole_even_while_its_caller_is_cancelled(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
     with Ledger(path) as ledger, anyio.CancelScope() as scope:
+        ledger.append(_started())
         scope.cancel()
         await ledger.aappend(_final(state="killed", reason="cancelled", retryable=True,
                                     cost_usd=None, cost_known=False, counts=False))
@@ -161,7 +196,8 @@ async def test_aappend_writes_whole_even_while_its_caller_is_cancelled(tmp_path:
 def test_a_record_reads_back_as_written_times_included(tmp_path: Path) -> None:
     # A time made when the record is made is evidence, never a default to leave out.
     path = tmp_path / "ledger.jsonl"
-    written = [_started(), _final(), _final(outside_paths=0, counts=True, event=None)]
+    written = [_started(), _final(), _started(attempt=2),
+               _final(attempt=2, outside_paths=0, counts=True, event=None)]
     with Ledger(path) as ledger:
         for record in written:
             ledger.append(record)

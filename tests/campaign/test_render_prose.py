@@ -62,6 +62,9 @@ def write_ledger(batch: Path, value: str) -> None:
                                     attempt=1, invocation=1, position=None,
                                     at="2026-11-30T12:00:00Z"))
         ledger.append(final("r1", value, findings_note=f"findings checker failed: {value}"))
+        ledger.append(StartedRecord(arm="present", probe=PROBE, session="r2", repetition=1,
+                                    attempt=1, invocation=1, position=None,
+                                    at="2026-11-30T12:00:00Z"))
         ledger.append(final("r2", "claude-served-9", egress={
             "allowed_target": "127.0.0.1:9", "allowed": 3, "denied": {}}))
 

@@ -40,6 +40,8 @@ def test_a_batch_whose_runner_died_calls_its_started_sessions_interrupted(tmp_pa
     report = build_report([_batch(tmp_path).close()])
     cell = report.probes[0].cells[0]
     assert (cell.running, cell.interrupted) == (0, 1)
+    # The interrupted attempt may have spent: its cost is unknown, the figure a lower bound.
+    assert cell.cost.unknown_attempts == 1
     (batch,) = report.batches
     assert batch.running is False and batch.stopped is None
     assert {o.why for o in batch.outstanding} == {"interrupted", "not started"}
