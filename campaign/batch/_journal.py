@@ -11,6 +11,7 @@ renders, proves by reading back, and replaces the file atomically).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from ._ledger import Ledger, read_ledger_at
 from ._records import FinalRecord, RederivedRecord, StartedRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
     from pathlib import Path
 
     from pydantic import BaseModel
@@ -65,6 +66,8 @@ class Journal:
         self._proved = {arm: ProvedEvents() for arm in self.arms}
         """Per arm, the events already dumped and proved: a later render proves only new ones."""
         self.last_render_s = 0.0
+        self.behind: set[str] = set()
+        """Arms whose transcript file lags the ledger: its last write failed (disk full)."""
         """Seconds the last `render` took (the supervisor spaces renders by it)."""
         try:
             for offset, record in read_ledger_at(self.ledger.path):
@@ -74,7 +77,10 @@ class Journal:
             raise
 
     def _apply(self, record: LedgerRecord, offset: int) -> None:
-        self.fold.apply(record)
+        for key, attempt in self.fold.apply(record):
+            interrupted = self.arms.get(key.arm)
+            if interrupted is not None:
+                interrupted.interrupted(key, attempt)
         if isinstance(record, StartedRecord | FinalRecord | RederivedRecord):
             arm = self.arms.get(record.arm)
             if arm is None:
@@ -128,13 +134,27 @@ class Journal:
         started = time.monotonic()
         with anyio.CancelScope(shield=True):
             for arm in frozen:
-                await anyio.to_thread.run_sync(_write, self.batch, arm, self._proved[arm.arm])
+                with self._writing(arm.arm):
+                    await anyio.to_thread.run_sync(_write, self.batch, arm,
+                                                   self._proved[arm.arm])
         self.last_render_s = time.monotonic() - started
 
     def render_now(self, arms: Iterable[str] | None = None) -> None:
         """`render` on this thread (``record``'s one session; tests)."""
         for arm in self._frozen(arms):
-            _write(self.batch, arm, self._proved[arm.arm])
+            with self._writing(arm.arm):
+                _write(self.batch, arm, self._proved[arm.arm])
+
+    @contextlib.contextmanager
+    def _writing(self, arm: str) -> Iterator[None]:
+        """Keep `behind` true: an arm whose write failed is behind its ledger until one succeeds."""
+        try:
+            yield
+        except BaseException:
+            self.behind.add(arm)
+            self.arms[arm].dirty = True  # the next render tries it again
+            raise
+        self.behind.discard(arm)
 
     def close(self) -> None:
         """Close the ledger; idempotent."""

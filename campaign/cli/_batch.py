@@ -34,7 +34,7 @@ from sandbox._errors import CredentialsMissing
 from sandbox._layout import measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
-from ._console import StdoutConsole, stdout_gone
+from ._console import StderrConsole, StdoutConsole, stdout_gone
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
 from ._status import fold_batch
 from ._view import LiveView, arms_table
@@ -184,7 +184,7 @@ def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOp
 
 def execute(inv: _Invocation) -> int:
     """Open the batch, run its outstanding sessions under the view, report; the exit status."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = StderrConsole()
     options = inv.options
     request = BatchRequest(
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
@@ -253,7 +253,12 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
         out = StdoutConsole(file=sys.stdout, highlight=False)
         out.print(arms_table(stats.arms, title="sessions per arm"))
         for arm in opened.plan.arms:
-            out.print(f"transcript: {transcript_path(opened.path, arm)}", markup=False)
+            path = transcript_path(opened.path, arm)
+            if arm in opened.journal.behind:
+                out.print(f"transcript: {path} is behind the ledger (its write was refused; "
+                          "resume writes it)", markup=False)
+            elif path.exists():
+                out.print(f"transcript: {path}", markup=False)
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_gone()
@@ -270,8 +275,10 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
                   markup=False, soft_wrap=True)
     elif outcome.write_refused:
         left = plural(outcome.outstanding, "session")
+        remedy = outcome.remedy or "free space"
         err.print(f"{outcome.detail}. Nothing already recorded was lost; {left} outstanding. "
-                  f"Free space, then: {resume}", markup=False, soft_wrap=True)
+                  f"{remedy[:1].upper()}{remedy[1:]}, then: {resume}", markup=False,
+                  soft_wrap=True)
     elif outcome.outstanding:
         left = plural(outcome.outstanding, "session")
         err.print(f"{left} ended in a state worth another attempt and are out of retries for "

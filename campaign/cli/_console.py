@@ -32,6 +32,34 @@ class StdoutConsole(Console):
         raise BrokenPipeError("the reader of stdout went away")
 
 
+class StderrConsole(Console):
+    """stderr for progress and notices: a reader that goes away ends the printing only.
+
+    An overnight batch whose ``2>&1 | tee log`` lost its tee, or whose
+    ``less`` was quit, keeps running and records every session: rich would
+    exit 1 by itself on the first refused write (docs/cli.md, "Pipes").
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("stderr", True)
+        kwargs.setdefault("highlight", False)
+        kwargs.setdefault("soft_wrap", True)
+        super().__init__(**kwargs)
+
+    def on_broken_pipe(self) -> None:
+        """Called by rich when the reader went away: print nothing more, go on."""
+        self.quiet = True
+        if self.file is sys.stderr:
+            stderr_gone()
+
+
+def stderr_gone() -> None:
+    """stderr's reader went away: later notices (anyone's ``print``) go nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stderr.fileno())
+    os.close(devnull)
+
+
 def stdout_gone() -> None:
     """stdout's reader went away: what would still be printed goes nowhere."""
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -7,8 +7,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from campaign._arms import arms_without_effect
 from campaign._doctor import doctor_checks, exit_status, print_report
 from campaign._errors import CampaignError
@@ -21,7 +19,7 @@ from sandbox._scratch import sweep_killed_runners
 
 from ._args import corpus_of, resolve_harness
 from ._batch import compose, default_harness, load_corpus_or_usage
-from ._console import quiet_pipe
+from ._console import StderrConsole, quiet_pipe
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
 
 _CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)",
@@ -87,7 +85,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     Reads and probes only: it removes left-over credentials copies (and says
     so) but creates no user; see campaign._doctor for the checks.
     """
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = StderrConsole()
     for left in sweep_config_root():
         err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False,
                   soft_wrap=True)

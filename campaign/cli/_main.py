@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from campaign._errors import CampaignError
 from campaign.batch._lock import BatchBusy
-from campaign.supervisor._session import refused_write
+from campaign.supervisor._session import refused_write, write_remedy
 from sandbox._errors import PreflightFailed
 
 from ._console import stdout_gone
@@ -55,8 +55,9 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         if not refused_write(exc):
             code = _bug()
         else:
-            _say(f"the host refused a write: {exc}; nothing was lost. Free space, then run "
-                 "the command again (a batch that started: `headwater-campaign resume BATCH`)")
+            _say(f"the host refused a write: {exc}; nothing already written was lost. "
+                 f"{_sentence(write_remedy(exc))}, then run the command again (a batch that "
+                 "started: `headwater-campaign resume BATCH`)")
             code = EXIT_WRITE_REFUSED
     except Exception:
         code = _bug()
@@ -65,6 +66,11 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     except BrokenPipeError:
         code = _broken_pipe(code)
     sys.exit(code)
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter upper-case (the rest, paths included, kept)."""
+    return text[:1].upper() + text[1:]
 
 
 def _bug() -> int:

@@ -27,14 +27,16 @@ PINNED_HARNESS: Final = "2.1.197"
 EPILOG: Final = """\
 exit statuses:
   0    done; for run/demo/resume every session reached a final state (sessions that
-       were not recorded are reported, not fatal)
+       were not recorded are reported, not fatal; one out of retries in a state worth
+       another attempt stays outstanding: see status)
   1    an unexpected error (a bug; a traceback is printed); record: the session failed
   2    usage or bad input (a bad corpus, plan or flag; a batch directory under $HOME or
        not empty; a batch whose inputs changed, on resume or record)
   3    a budget (--max-cost-cents, --max-wall) stopped the batch; it stays resumable
   4    could not verify (check-transcript, doctor): never reported as a pass
   5    run/demo/resume: every session reached a final state, but none was recorded
-  6    the host refused a write (disk full, quota): stopped cleanly, resumable
+  6    the host refused a write (disk full, quota, read-only): stopped cleanly,
+       resumable
   12   confinement preflight failed before anything was spent; record: the session
        was refused
   130  stopped by SIGINT (Ctrl-C); 143 by SIGTERM; resumable

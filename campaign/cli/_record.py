@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-from rich.console import Console
 
 from campaign.batch._dir import transcript_path
 from campaign.batch._open import BatchRequest, open_batch
@@ -24,6 +23,7 @@ from sandbox._layout import measure_host_layout
 
 from ._args import corpus_of, resolve_harness
 from ._batch import _options, compose, credentials_for, default_harness, load_corpus_or_usage
+from ._console import StderrConsole
 from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     harness = resolve_harness(args.harness, default_harness())
     options = _options(args, "record", corpus=corpus.root, tier=plan.tier, harness=harness,
                        model=plan.model, retries=0)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = StderrConsole()
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
                            planned=(), arms_used=(args.arm,), probes_used=(args.probe,))

@@ -15,10 +15,12 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final, TextIO
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from ._console import StderrConsole
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -137,8 +139,7 @@ class LiveView:
     """
 
     def __init__(self, *, stream: TextIO | None = None, force_plain: bool = False) -> None:
-        self._console = Console(file=stream, stderr=stream is None, highlight=False,
-                                soft_wrap=True)
+        self._console = StderrConsole(file=stream)
         self._plain = force_plain or not self._console.is_terminal
         self._live: Live | None = None
 

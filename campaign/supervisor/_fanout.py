@@ -30,7 +30,7 @@ from campaign.batch._records import BudgetStopRecord, StoppedRecord, StopReason
 from recorder._vocab import is_recorded
 
 from ._budget import Budgets, BudgetVerdict
-from ._session import BatchContext, HostWriteRefused, refused_write, run_attempt
+from ._session import BatchContext, HostWriteRefused, refused_write, run_attempt, write_remedy
 
 if TYPE_CHECKING:
     from campaign.batch._fold import BatchStatistics, SessionKey
@@ -112,7 +112,9 @@ class BatchOutcome:
     budget_stopped: bool = False
     """A budget stopped this invocation from starting sessions."""
     write_refused: bool = False
-    """The host refused a write (disk full, quota)."""
+    """The host refused a write (disk full, quota, read-only)."""
+    remedy: str = ""
+    """For a refused write, what to do before ``resume`` (e.g. ``free space on ...``)."""
 
 
 class View(Protocol):
@@ -165,6 +167,8 @@ class Supervisor:
         self._write_refused = False
         self._stop_detail = ""
         self._signal: int | None = None
+        self._remedy: str | None = None
+        """What the user does about a refused write (free space, make it writable)."""
         self._work: anyio.CancelScope | None = None
         self._rng = random.Random()
 
@@ -205,6 +209,13 @@ class Supervisor:
                 with anyio.CancelScope() as self._work:
                     await self._fan_out(specs)
                 outer.cancel_scope.cancel()
+        except BaseException as exc:
+            if self._stop_reason is None and _first_error(exc) is not None:
+                # A bug: the stopped record says so, never "done".
+                self._stop_reason = "error"
+                self._stop_detail = ("the runner stopped on an unexpected error (a bug): "
+                                     f"{_first_error(exc)!r}")
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 await self._finish()
@@ -238,9 +249,10 @@ class Supervisor:
             attempt = (log.attempts if log else 0) + 1
             self._in_flight[key] = InFlight(key, attempt, time.monotonic())
             try:
-                record = await run_attempt(spec, attempt, self.ctx, self.journal)
+                record = await run_attempt(spec, attempt, self.ctx, self.journal,
+                                           why_stopped=self._why_stopped)
             except HostWriteRefused as exc:
-                self._stop("write-refused", str(exc))
+                self._refused(exc.what, exc.error)
                 return
             finally:
                 flight = self._in_flight.pop(key)
@@ -291,7 +303,19 @@ class Supervisor:
         except OSError as exc:
             if not refused_write(exc):
                 raise
-            self._stop("write-refused", f"the host refused a write (the ledger): {exc}")
+            self._refused("the ledger", exc)
+
+    def _why_stopped(self) -> str:
+        """Why sessions in flight are being ended, in words (their ``killed`` reason)."""
+        if self._write_refused:
+            return "the host refused a write"
+        return "a signal" if self._signal is not None else "it was cancelled"
+
+    def _refused(self, what: str, exc: OSError) -> None:
+        """The host refused a write of ``what``: stop, cancelling what is in flight (exit 6)."""
+        if self._remedy is None:
+            self._remedy = write_remedy(exc)
+        self._stop("write-refused", f"the host refused a write ({what}): {exc.strerror or exc}")
 
     def _stop(self, reason: StopReason, detail: str) -> None:
         """Stop starting sessions; for a signal or a refused write, cancel those in flight."""
@@ -329,7 +353,7 @@ class Supervisor:
             except OSError as exc:
                 if not refused_write(exc):
                     raise
-                self._stop("write-refused", f"the host refused a write (a transcript): {exc}")
+                self._refused("a transcript", exc)
                 return
 
     async def _view_loop(self) -> None:
@@ -344,9 +368,9 @@ class Supervisor:
         except OSError as exc:
             if not refused_write(exc):
                 raise
-            self._stop("write-refused", f"the host refused a write (a transcript): {exc}")
+            self._refused("a transcript", exc)
         reason = self._stop_reason or "done"
-        detail = self._stop_detail or "every session of this invocation reached a final state"
+        detail = self._stop_detail or self._done_detail()
         try:
             await self.journal.record(StoppedRecord(
                 invocation=self.ctx.invocation, reason=reason, detail=detail,
@@ -355,16 +379,39 @@ class Supervisor:
             if not refused_write(exc):
                 raise
             self._write_refused = True
+            self._remedy = self._remedy or write_remedy(exc)
             if self._stop_reason is None or self._stop_reason == "budget":
                 self._stop_reason = "write-refused"
-                self._stop_detail = f"the host refused a write (the ledger): {exc}"
+                self._stop_detail = f"the host refused a write (the ledger): {exc.strerror or exc}"
         self.view.update(self.statistics(), time.monotonic())
+
+    def _done_detail(self) -> str:
+        """What a ``done`` invocation did, outstanding sessions included (docs/batch.md)."""
+        left = len(self.journal.fold.outstanding())
+        if not left:
+            return "every session reached a final state and is finished"
+        return (f"every session of this invocation reached a final state; {left} "
+                f"{'is' if left == 1 else 'are'} still outstanding (the last attempt ended in "
+                "a state worth another attempt and this invocation's retries are spent): "
+                "resume runs them again")
 
     def _outcome(self) -> BatchOutcome:
         fold = self.journal.fold
         recorded = sum(c.recorded for c in fold.arms.values())
         return BatchOutcome(
             stop=self._stop_reason or "done",
-            detail=self._stop_detail or "every session reached a final state",
+            detail=self._stop_detail or self._done_detail(),
             signal=self._signal, outstanding=len(fold.outstanding()), recorded=recorded,
-            budget_stopped=self._budget_hit, write_refused=self._write_refused)
+            budget_stopped=self._budget_hit, write_refused=self._write_refused,
+            remedy=self._remedy or "")
+
+
+def _first_error(exc: BaseException) -> BaseException | None:
+    """The first exception in ``exc`` (groups opened) that is not a cancellation, or None."""
+    cancelled = anyio.get_cancelled_exc_class()
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _first_error(inner)) is not None:
+                return found
+        return None
+    return None if isinstance(exc, cancelled) else exc

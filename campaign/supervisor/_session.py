@@ -46,7 +46,7 @@ from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from campaign.batch._journal import Journal
 
@@ -67,10 +67,24 @@ class HostWriteRefused(Exception):
     """
 
     def __init__(self, what: str, error: OSError) -> None:
-        super().__init__(f"the host refused a write ({what}): {error.strerror or error}; the "
-                         "batch stopped cleanly: free space, then `headwater-campaign resume`")
+        super().__init__(f"the host refused a write ({what}): {error.strerror or error}")
         self.what = what
         self.error = error
+
+
+def write_remedy(error: OSError) -> str:
+    """What a user does about a refused write before running the command again, in words.
+
+    ``free space`` for a full disk or quota, ``raise the file size limit`` for
+    EFBIG, ``make the batch directory writable`` for a read-only file system.
+    """
+    if error.errno == errno.EROFS:
+        where = f"{error.filename} is" if error.filename else "it is"
+        return f"make the batch directory writable ({where} on a read-only file system)"
+    if error.errno == errno.EFBIG:
+        return "raise the file size limit (ulimit -f) the runner was started with"
+    return f"free space on the file system of {error.filename}" if error.filename else (
+        "free space")
 
 
 def refused_write(exc: OSError) -> bool:
@@ -132,13 +146,14 @@ _NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
 
 
 async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
-                      journal: Journal) -> FinalRecord:
+                      journal: Journal, *,
+                      why_stopped: Callable[[], str] = lambda: "a signal") -> FinalRecord:
     """Run attempt ``attempt`` of ``spec`` and write its two ledger records.
 
     **Cancellation:** the harness is reaped by the driver, the credentials
     copy is removed, the attempt is written as ``killed`` (reason: the runner
-    stopped; it does not count against ``--retries``), and the cancellation
-    propagates.
+    stopped, and ``why_stopped()``: a signal, a refused write; it does not
+    count against ``--retries``), and the cancellation propagates.
 
     Returns:
         The final record. A non-recorded state is data, not an exception.
@@ -159,13 +174,13 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
         with _host_writes("the session's workspace"):
             record = await _attempt(spec, attempt, ctx, paths, started)
     except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
-        # The runner is stopping (a signal): the attempt ends killed, shielded. Any
+        # The runner is stopping (a signal, a refused write): the attempt ends killed. Any
         # other exception is a bug: it propagates (exit 1), and the attempt stays
         # without a final record, which is the truth (it never finished).
         with _host_writes("the ledger"):
             await journal.record(_final(
                 spec, attempt, ctx, started, state="killed",
-                reason="killed: the runner stopped (a signal) while the session ran",
+                reason=f"killed: the runner stopped ({why_stopped()}) while the session ran",
                 cost_usd=None, cost_known=False, retryable=True, counts=False))
         raise
     with _host_writes("the ledger"):

@@ -156,6 +156,23 @@ def test_a_batch_that_records_nothing_exits_5(root: Path) -> None:
     assert all(r.stream is None for r in finals(root / "batch"))
 
 
+def test_a_batch_whose_stderr_reader_went_away_records_every_session(root: Path) -> None:
+    # `run ... 2>&1 | tee log` whose tee died: the batch goes on, its output goes nowhere.
+    corpus = make_corpus(root / "corpus", probes=3, repetitions=1)
+    harness = write_session_standin(root / "harness", cost="0.01")
+    batch = root / "batch"
+    proc = start(*run_args(corpus, batch, harness, "--concurrency", "1"))
+    assert proc.stderr is not None
+    proc.stderr.close()  # the reader of stderr is gone before the runner prints anything
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    records = finals(batch)
+    assert sorted((r.arm, r.probe, r.state) for r in records) == sorted(
+        (arm, f"HW-PRB-{n:04d}", "recorded") for arm in ("present", "absent") for n in (1, 2, 3))
+    stopped = [r for r in read_ledger(batch / "ledger.jsonl") if r.kind == "stopped"]
+    assert [(r.reason, r.outstanding) for r in stopped] == [("done", 0)]
+
+
 # --- a full disk ---------------------------------------------------------------------------
 
 @pytest.fixture
@@ -183,6 +200,10 @@ def test_a_full_disk_stops_the_batch_with_exit_6_and_resume_finishes_it(
     first = cli(*run_args(corpus, batch, harness, "--concurrency", "1"))
     assert first.returncode == 6, first.stderr
     assert "the host refused a write" in first.stderr and "resume" in first.stderr
+    assert first.stderr.lower().count("free space") == 1, first.stderr  # said once
+    for line in first.stdout.splitlines():  # a transcript named is one that is there
+        if line.startswith("transcript: ") and not line.endswith("resume writes it)"):
+            assert Path(line.removeprefix("transcript: ")).is_file(), line
     before = finals(batch)
     assert 0 < len(before) < 8
     assert all(r.state == "recorded" for r in before)  # nothing recorded was lost or marked
