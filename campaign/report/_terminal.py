@@ -69,8 +69,10 @@ def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> N
     headings = [column_label(report, c.id) for c in report.columns]
     for figures in report.probes:
         console.print()
-        console.print(_table(f"{figures.id}: {figures.title}", headings, probe_rows(figures),
-                             style, plain=plain, caption=MARK_NOTE if figures.answers else None))
+        rows = probe_rows(figures)
+        marked = any(any(row.marked) for row in rows)  # the legend only where a mark is
+        console.print(_table(f"{figures.id}: {figures.title}", headings, rows,
+                             style, plain=plain, caption=MARK_NOTE if marked else None))
     console.print()
     console.print(_table("per arm, over the batch", headings, arm_rows(report), style,
                          plain=plain))

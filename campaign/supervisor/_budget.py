@@ -40,9 +40,16 @@ class BudgetVerdict:
     def describe(self) -> str:
         """One sentence for the console and the ledger."""
         if self.budget == "cost":
-            return (f"the cost budget of {self.limit:g} cents could be passed: "
+            limit = f"{self.limit:g} cent{'' if self.limit == 1 else 's'}"
+            if self.used >= self.limit:
+                return (f"the cost budget of {limit} is spent: {self.used:.2f} cents spent "
+                        "over every attempt of the batch")
+            return (f"the cost budget of {limit} could be passed: "
                     f"{self.used:.2f} cents spent, {self.projection:g} projected per session "
                     "in flight and for the next one")
+        if self.used >= self.limit:
+            return (f"the wall-clock budget of {self.limit:g} s is spent: {self.used:.0f} s "
+                    "elapsed")
         return (f"the wall-clock budget of {self.limit:g} s could be passed: {self.used:.0f} s "
                 f"elapsed, {self.projection:.0f} s projected for the next session")
 

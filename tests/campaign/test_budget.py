@@ -68,4 +68,9 @@ def test_a_verdict_says_what_stopped_in_words() -> None:
                                                in_flight=0, elapsed_s=0,
                                                longest_session_s=None)
     assert verdict is not None
-    assert verdict.describe().startswith("the cost budget of 50 cents could be passed: 60.00")
+    assert verdict.describe().startswith("the cost budget of 50 cents is spent: 60.00")
+    ahead = Budgets(max_cost_cents=1).check(spent_usd=Decimal("0.005"),
+                                            largest_attempt_usd=Decimal("0.006"), in_flight=0,
+                                            elapsed_s=0, longest_session_s=None)
+    assert ahead is not None
+    assert ahead.describe().startswith("the cost budget of 1 cent could be passed: 0.50")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from campaign.report import Report, print_report
-from campaign.report._text import DESCRIBES_ONLY, arm_rows, probe_rows
+from campaign.report._text import DESCRIBES_ONLY, MARK_NOTE, arm_rows, probe_rows
 from tests.report.batches import HandBatch
 from tests.report.scenario import scenario_batch
 
@@ -100,3 +100,15 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, form: list[st
         child.stdout.close()  # `| head -1`
         assert child.wait(timeout=120) == 0
         assert child.stderr.read() == b""
+
+
+def test_the_mark_is_explained_under_a_table_only_when_the_table_has_one(report: Report) -> None:
+    out = io.StringIO()
+    print_report(report, out)
+    text = out.getvalue()
+    for figures in report.probes:
+        marked = any(any(row.marked) for row in probe_rows(figures))
+        section = text.split(f"{figures.id}: {figures.title}", 1)[1].split("\n\n", 1)[0]
+        assert (MARK_NOTE in section) is marked, figures.id
+    assert any(any(r.marked) for p in report.probes for r in probe_rows(p))  # both seen
+    assert not all(any(r.marked) for p in report.probes for r in probe_rows(p))
