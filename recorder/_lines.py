@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, final
 
+from sandbox._process import STDOUT_PIPE_BYTES
+
 from ._errors import LineTooLong
 
 if TYPE_CHECKING:
@@ -28,8 +30,10 @@ far above them; it exists so a runaway child cannot take unbounded memory.
 Raise it only with a measured line that needs it.
 """
 
-READ_CHUNK_BYTES: Final = 64 * 1024
-"""Bytes asked for per read: one Linux pipe buffer, so one read empties a full pipe."""
+READ_CHUNK_BYTES: Final = STDOUT_PIPE_BYTES
+"""Bytes asked for per read of stdout: the capacity `sandbox` asks for the child's stdout
+pipe, so one read empties a full pipe (the bound on what the reader holds besides the
+current line)."""
 
 _NEWLINE: Final = b"\n"
 
