@@ -25,7 +25,18 @@ if TYPE_CHECKING:
 STREAM_NAME: Final = "stdout.jsonl.zst"
 FINAL_TEXT_NAME: Final = "final.txt"
 LEVEL: Final = 3
-"""zstd's default level: several hundred MB/s on one core, about 10x smaller for stream-json."""
+"""zstd's default level: several hundred MB/s on one core, about 10x smaller for stream-json
+(on the large-file stream of bench/stream.py levels 1 to 3 and the fast levels all run at
+about 500 MB/s a core: the literals' entropy coding is the cost, so a lower level buys
+nothing)."""
+THREADS: Final = 2
+"""zstd's own worker threads for the kept stream: the compression runs beside the reader
+instead of on the event loop's thread, which otherwise spends more time compressing than
+parsing (bench/stream.py). Two, because one worker alone compresses slower than the reader
+reads; they are zstd's threads (no GIL), idle between chunks."""
+JOB_BYTES: Final = 1 << 20
+"""Input per zstd job, in bytes (the least zstd takes): with the default (four windows) the
+workers' buffers add tens of MiB to the runner's peak per session; 1 MiB adds about 3."""
 _READ_BYTES: Final = 1 << 20
 
 
@@ -44,7 +55,9 @@ class StreamKeeper:
         self.bytes_in = 0
         """Stdout bytes received so far."""
         self._file: BinaryIO = path.open("xb")
-        self._writer = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).stream_writer(
+        params = zstandard.ZstdCompressionParameters.from_level(
+            LEVEL, threads=THREADS, job_size=JOB_BYTES, write_checksum=1)
+        self._writer = zstandard.ZstdCompressor(compression_params=params).stream_writer(
             self._file, closefd=False)
         self._closed = False
 
