@@ -43,6 +43,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import _figures  # noqa: E402  (bench/, beside this script)
+
 DEFAULT_ROOT = Path("/var/tmp/headwater-bench-batch")
 PROBES = 50
 ARMS = ("present", "absent")
@@ -202,13 +204,14 @@ def main(argv: list[str]) -> int:
         print(f"batch {size} c{concurrency}: {row['sessions_per_s']:.1f} sessions/s, runner "
               f"{row['runner_cpu_ms']:.1f} ms/session, peak {row['peak_mib']:.1f} MiB",
               file=sys.stderr, flush=True)
-    report(rows)
+    figures = report(rows)
     if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1))
+        args.json.write_text(json.dumps({"figures": _figures.to_json(figures), "rows": rows},
+                                        indent=1))
     return 0
 
 
-def report(rows: list[dict[str, Any]]) -> None:
+def report(rows: list[dict[str, Any]]) -> list[_figures.Figure]:
     print("\nbatches of an instant stand-in (the real run command, bwrap, network host, "
           "streams kept)")
     print(f"{'sessions':>8} {'conc':>4} {'sess/s':>7} {'runner ms':>9} {'harness ms':>10} "
@@ -219,11 +222,31 @@ def report(rows: list[dict[str, Any]]) -> None:
               f"{r['runner_cpu_ms']:>9.1f} {r['harness_cpu_ms']:>10.1f} {r['peak_mib']:>8.1f} "
               f"{r['ledger_mb']:>9.2f} {r['transcript_mb']:>10.2f} {r['writes']:>6} "
               f"{r['writes_cpu_s']:>11.2f} {1000 * r['last_write_ms_per_event']:>19.1f}")
+    figures = batch_figures(rows)
+    print(_figures.table(figures))
+    return figures
+
+
+def batch_figures(rows: list[dict[str, Any]]) -> list[_figures.Figure]:
+    out = []
+    for r in rows:
+        label = f"batch {r['sessions']:,} c{r['concurrency']}"
+        out.append(_figures.info(f"{label}: sessions per second", r["sessions_per_s"], "/s"))
+        out.append(_figures.at_most(f"{label}: runner CPU per session", r["runner_cpu_ms"], 20,
+                                    "ms"))
     first, last = rows[0], rows[-1]
-    print(f"runner CPU per session at {last['sessions']}: {last['runner_cpu_ms']:.1f} ms "
-          "(target: under 20)")
-    print(f"peak RSS {last['sessions']} / {first['sessions']}: "
-          f"{last['peak_mib'] / first['peak_mib']:.3f} (target: within 10 %)")
+    out.append(_figures.at_most(f"batch: peak RSS at {last['sessions']:,} / at "
+                                f"{first['sessions']:,}", last["peak_mib"] / first["peak_mib"],
+                                1.10))
+    sized = sorted({r["sessions"]: r for r in rows if r["concurrency"] == rows[0]["concurrency"]
+                    }.values(), key=lambda r: r["sessions"])
+    if len(sized) >= 2:
+        a, b = sized[-2], sized[-1]
+        out.append(_figures.at_most(
+            f"batch: transcript write CPU per event, {b['sessions']:,} / {a['sessions']:,} "
+            "(linear: about 1)", b["last_write_ms_per_event"] / a["last_write_ms_per_event"],
+            1.5))
+    return out
 
 
 if __name__ == "__main__":
