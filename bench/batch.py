@@ -92,6 +92,7 @@ def runner(report: Path, profile: bool, argv: list[str]) -> None:
             writes.append({"cpu_s": time.thread_time() - cpu, "wall_s": time.monotonic() - wall})
 
     journal._write = timed  # type: ignore[assignment]
+    phases = _time_phases()
     profiler = None
     if profile:
         from pyinstrument import Profiler
@@ -109,11 +110,89 @@ def runner(report: Path, profile: bool, argv: list[str]) -> None:
             hwm = next(int(line.split()[1]) for line in fp if line.startswith("VmHWM:"))
         report.write_text(json.dumps({
             "cpu_s": me.ru_utime + me.ru_stime, "children_cpu_s": kids.ru_utime + kids.ru_stime,
-            "peak_mib": hwm / 1024, "writes": writes}))
+            "peak_mib": hwm / 1024, "writes": writes, "phases": phases}))
 
     atexit.register(done)
     sys.argv = ["campaign", *argv]
     runpy.run_module("campaign", run_name="__main__")
+
+
+def _time_phases() -> dict[str, list[float]]:
+    """Wall seconds of each step of every attempt, by step (the runner's critical path)."""
+    import contextlib
+    import functools
+
+    import campaign.supervisor._fanout as fanout
+    import campaign.supervisor._session as session
+
+    phases: dict[str, list[float]] = {}
+
+    def note(name: str, started: float) -> None:
+        phases.setdefault(name, []).append(time.monotonic() - started)
+
+    def timed_sync(name: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                note(name, started)
+        return wrapper
+
+    def timed_async(name: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                note(name, started)
+        return wrapper
+
+    def timed_cm(name: str, fn: Any) -> Any:
+        @contextlib.asynccontextmanager
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            async with fn(*args, **kwargs) as value:
+                note(name + " (enter)", started)
+                yield value
+                exiting = time.monotonic()
+            note(name + " (exit)", exiting)
+        return wrapper
+
+    last_result = [0.0]
+    feed = session.StreamObserver.feed
+
+    def timed_feed(self: Any, line: bytes) -> bool:
+        first = time.monotonic()
+        is_result = feed(self, line)
+        if is_result:
+            last_result[0] = time.monotonic()
+        note("transform (feed)", first)
+        return is_result
+
+    session.StreamObserver.feed = timed_feed  # type: ignore[method-assign]
+    drive = session.drive_child
+
+    async def drive_after(*args: Any, **kwargs: Any) -> Any:
+        result = await drive(*args, **kwargs)
+        if last_result[0]:
+            note("drive after the result line", last_result[0])
+        return result
+
+    session.drive_child = drive_after
+    fanout.run_attempt = timed_async("attempt", fanout.run_attempt)
+    session.seal_workspace = timed_sync("seal", session.seal_workspace)
+    session.build_event = timed_sync("build_event", session.build_event)
+    session.drive_child = timed_async("drive (harness runs)", session.drive_child)
+    session.open_confined = timed_cm("open_confined", session.open_confined)
+    session.open_session_egress = timed_cm("egress", session.open_session_egress)
+    session.write_atomic = timed_sync("write_atomic", session.write_atomic)
+    import campaign.batch._journal as journal
+
+    journal.Journal.record = timed_async("ledger record", journal.Journal.record)
+    return phases
 
 
 # --- one batch ---------------------------------------------------------------------------------
