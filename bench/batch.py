@@ -319,7 +319,7 @@ def batch_figures(rows: list[dict[str, Any]]) -> list[_figures.Figure]:
                                 1.10))
     sized = sorted({r["sessions"]: r for r in rows if r["concurrency"] == rows[0]["concurrency"]
                     }.values(), key=lambda r: r["sessions"])
-    if len(sized) >= 2:
+    if len(sized) >= 2 and sized[-2]["sessions"] >= 1000:  # at 100 the fixed costs dominate
         a, b = sized[-2], sized[-1]
         out.append(_figures.at_most(
             f"batch: transcript write CPU per event, {b['sessions']:,} / {a['sessions']:,} "
