@@ -313,10 +313,12 @@ def batch_figures(rows: list[dict[str, Any]]) -> list[_figures.Figure]:
         out.append(_figures.info(f"{label}: sessions per second", r["sessions_per_s"], "/s"))
         out.append(_figures.at_most(f"{label}: runner CPU per session", r["runner_cpu_ms"], 20,
                                     "ms"))
-    first, last = rows[0], rows[-1]
+    first = rows[0]
+    last = max((r for r in rows if r["concurrency"] == first["concurrency"]),
+               key=lambda r: r["sessions"])  # the same concurrency: the same sessions in flight
     out.append(_figures.at_most(f"batch: peak RSS at {last['sessions']:,} / at "
-                                f"{first['sessions']:,}", last["peak_mib"] / first["peak_mib"],
-                                1.10))
+                                f"{first['sessions']:,} (c{first['concurrency']})",
+                                last["peak_mib"] / first["peak_mib"], 1.10))
     sized = sorted({r["sessions"]: r for r in rows if r["concurrency"] == rows[0]["concurrency"]
                     }.values(), key=lambda r: r["sessions"])
     if len(sized) >= 2 and sized[-2]["sessions"] >= 1000:  # at 100 the fixed costs dominate
