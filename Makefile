@@ -1,6 +1,8 @@
-# Two entry points, each doing all of its own set-up (idempotent):
+# Entry points, each doing all of its own set-up (idempotent):
 #   make demo   - the main job on the bundled example corpus (real CLI, real bwrap)
 #   make test   - the whole test suite (unit, contract, integration)
+#   make bench  - the quick benches, one table of ratios, recorded in bench/RESULTS.md
+#                 (FULL=1 adds the 10,000-session batch; docs/bench.md)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +11,7 @@ HARNESS_PKG := @anthropic-ai/claude-code@$(HARNESS_VERSION)
 HARNESS_STAMP := .harness/.installed-$(HARNESS_VERSION)
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bwrap socat session-user harness venv clean chromium
+.PHONY: demo test bench setup bwrap socat session-user harness venv bench-venv clean chromium
 
 demo: setup
 	$(VENV)/bin/headwater-campaign demo $(DEMO_ARGS)
@@ -18,6 +20,16 @@ test: setup chromium
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: bwrap socat session-user venv harness
+
+BENCH_STAMP := $(VENV)/.installed-bench
+bench: setup bench-venv
+	$(VENV)/bin/python bench/suite.py $(if $(FULL),--full) $(BENCH_ARGS)
+
+# The bench extra (the Agent SDK it compares against, a profiler), into the same venv.
+bench-venv: $(BENCH_STAMP)
+$(BENCH_STAMP): pyproject.toml $(VENV_STAMP)
+	$(VENV)/bin/pip install -q -e '.[test,bench]'
+	touch $@
 
 # A root runner's sessions run as this unprivileged user (no root inside, docs/host.md);
 # run/demo/record also create it when missing. Nothing to do for a runner that is not root.

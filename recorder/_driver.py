@@ -298,7 +298,7 @@ class _Session:
 
     async def _drain_stderr(self) -> None:
         ring = self.stderr_ring
-        while chunk := await self._child.read("stderr", READ_CHUNK_BYTES):
+        while chunk := await self._child.read("stderr"):
             self.stderr_bytes += len(chunk)
             ring += chunk
             if len(ring) > STDERR_TAIL_BYTES:

@@ -8,6 +8,17 @@ rest in `recorder._transform`). Field facts: tests/fixtures/captures/STREAM_JSON
 
 Numbers with a fraction or exponent are parsed as `decimal.Decimal`, so
 ``total_cost_usd`` is exactly the JSON text (RC-14); integers stay `int`.
+
+`parse_line` is the reference: the standard library's decoder, the whole
+line. `observe_line` is what the transform calls: the same answer on every key
+it reads (`OBSERVED_KEYS`), from a typed decoder (msgspec) that decodes only
+those keys and skips the rest unbuilt. A Read's result is printed twice per
+line (the numbered text in ``message.content``, the raw text again in
+``tool_use_result``): the second copy, half of a large stream's bytes, is never
+turned into a string. Whatever the typed decoder does not take (a lone
+surrogate, ``NaN``, a byte-order mark, a line that is not an object, any
+malformed line) goes to `parse_line`, so it decides every case it decided
+before.
 """
 
 from __future__ import annotations
@@ -15,6 +26,8 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
 
 LineKind: TypeAlias = Literal["init", "system", "assistant", "user", "result", "other"]
 """The classes of harness line the transform treats differently."""
@@ -43,6 +56,81 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     return value if isinstance(value, dict) else None
+
+
+OBSERVED_KEYS: Final = ("type", "subtype", "message", "parent_tool_use_id", "is_error",
+                        "api_error_status", "total_cost_usd", "num_turns", "result")
+"""The top-level keys the transform reads of a line other than an init line (an init line is
+read whole: the init check polices many of its keys)."""
+
+
+class _Observed(msgspec.Struct):
+    """One line's `OBSERVED_KEYS`, each any JSON value (the transform checks the types)."""
+
+    type: Any = msgspec.UNSET
+    subtype: Any = msgspec.UNSET
+    message: Any = msgspec.UNSET
+    parent_tool_use_id: Any = msgspec.UNSET
+    is_error: Any = msgspec.UNSET
+    api_error_status: Any = msgspec.UNSET
+    total_cost_usd: Any = msgspec.UNSET
+    num_turns: Any = msgspec.UNSET
+    result: Any = msgspec.UNSET
+
+
+_DECODER: Final = msgspec.json.Decoder(_Observed, float_hook=Decimal)
+"""Floats as `Decimal` from their JSON text (``float_hook`` receives the literal)."""
+_UTF8_PIECE_BYTES: Final = 64 * 1024
+"""Bytes decoded at a time when a non-ASCII line is checked for UTF-8 (bounded memory)."""
+
+
+def observe_line(line: bytes) -> dict[str, Any] | None:
+    """`parse_line` for the transform: equal to it on every key of `OBSERVED_KEYS`.
+
+    An init line (``type`` ``system``, ``subtype`` ``init``) is returned whole,
+    as `parse_line` returns it; any other line as a dict of the observed keys it
+    has. None exactly when `parse_line` returns None (the line is an anomaly).
+    The typed decoder skips the other keys without decoding them but does not
+    check their bytes for UTF-8, which `parse_line` requires of the whole line,
+    so a non-ASCII line is checked first (`_is_utf8`). Both decoders refuse nesting
+    past Python's recursion limit, which depends on the caller's stack; the
+    typed one takes a few levels more, so within those few levels of the limit
+    a line may be read here that `parse_line` would refuse.
+    """
+    if not (line.isascii() or _is_utf8(line)):
+        return parse_line(line)  # not UTF-8: the reference decides (it also reads UTF-16/32)
+    try:
+        observed = _DECODER.decode(line)
+    except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
+        return parse_line(line)
+    if observed.type == "system" and observed.subtype == "init":
+        return parse_line(line)
+    return {key: value for key in OBSERVED_KEYS
+            if (value := getattr(observed, key)) is not msgspec.UNSET}
+
+
+def _is_utf8(line: bytes) -> bool:
+    """Whether ``line`` decodes as `parse_line` decodes it (UTF-8, lone surrogates passed).
+
+    Decoded a piece at a time, each cut before a byte that starts a character
+    (not 0b10xxxxxx), so no piece splits one and the answer is the whole line's.
+    Past three continuation bytes in a row the cut may fall inside the run, and
+    such a run is invalid in either piece, as in the whole.
+    """
+    view = memoryview(line)
+    start, size = 0, len(line)
+    while start < size:
+        end = min(start + _UTF8_PIECE_BYTES, size)
+        if end < size:
+            floor = end - 3
+            while end > floor and 0x80 <= line[end] < 0xC0:
+                end -= 1
+        try:
+            str(view[start:end], "utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            return False
+        start = end
+    return True
 
 
 def line_kind(obj: dict[str, Any]) -> LineKind:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, final
 
+from sandbox._process import STDOUT_PIPE_BYTES
+
 from ._errors import LineTooLong
 
 if TYPE_CHECKING:
@@ -28,8 +30,10 @@ far above them; it exists so a runaway child cannot take unbounded memory.
 Raise it only with a measured line that needs it.
 """
 
-READ_CHUNK_BYTES: Final = 64 * 1024
-"""Bytes asked for per read: one Linux pipe buffer, so one read empties a full pipe."""
+READ_CHUNK_BYTES: Final = STDOUT_PIPE_BYTES
+"""Bytes asked for per read of stdout: the capacity `sandbox` asks for the child's stdout
+pipe, so one read empties a full pipe (the bound on what the reader holds besides the
+current line)."""
 
 _NEWLINE: Final = b"\n"
 
@@ -73,7 +77,8 @@ class LineReader:
         self._max_line_bytes = max_line_bytes
         self._chunk = b""
         self._pos = 0
-        self._partial = bytearray()
+        self._parts: list[bytes] = []  # the current line's bytes from earlier chunks
+        self._partial_len = 0  # their total length
         self._eof = False
         self._failed = False
         self.tail: bytes | None = None
@@ -88,7 +93,7 @@ class LineReader:
     @property
     def pending(self) -> bytes:
         """The bytes held now and not yet delivered: the start of a line not yet ended."""
-        return bytes(self._partial) + self._chunk[self._pos :]
+        return b"".join([*self._parts, self._chunk[self._pos :]])
 
     def __aiter__(self) -> Self:
         return self
@@ -110,21 +115,31 @@ class LineReader:
                 self._finish()
 
     def _take_line(self) -> bytes | None:
-        """Return the next complete line from what is held, or None (partial kept)."""
+        """Return the next complete line from what is held, or None (partial kept).
+
+        A line that spans chunks is kept as the list of its pieces and joined
+        once, when its newline arrives: each byte is copied once, however many
+        reads the line took (a bytearray that grows copies it again at every
+        reallocation, and once more into the line).
+        """
         chunk, pos = self._chunk, self._pos
         if pos >= len(chunk):
             return None
         end = chunk.find(_NEWLINE, pos)
         if end < 0:
-            self._check_size(len(self._partial) + len(chunk) - pos, complete=False)
-            self._partial += chunk[pos:] if pos else chunk
+            self._check_size(self._partial_len + len(chunk) - pos, complete=False)
+            # The rest of the chunk, copied when the chunk also held delivered lines (so
+            # they are not kept alive by it), else the chunk itself.
+            self._parts.append(chunk[pos:] if pos else chunk)
+            self._partial_len += len(chunk) - pos
             self._chunk, self._pos = b"", 0
             return None
-        self._check_size(len(self._partial) + end - pos, complete=True)
-        if self._partial:
-            self._partial += chunk[pos:end]
-            line = bytes(self._partial)
-            self._partial.clear()
+        self._check_size(self._partial_len + end - pos, complete=True)
+        if self._parts:
+            self._parts.append(chunk[pos:end])
+            line = b"".join(self._parts)
+            self._parts.clear()
+            self._partial_len = 0
         else:
             line = chunk[pos:end]
         self._pos = end + 1
@@ -144,5 +159,6 @@ class LineReader:
 
     def _finish(self) -> None:
         self._eof = True
-        self.tail = bytes(self._partial) if self._partial else None
-        self._partial = bytearray()
+        self.tail = b"".join(self._parts) if self._parts else None
+        self._parts = []
+        self._partial_len = 0

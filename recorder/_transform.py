@@ -57,7 +57,7 @@ from recorder._harness import (
     is_synthetic,
     line_kind,
     message_of,
-    parse_line,
+    observe_line,
     tool_result_text,
 )
 from recorder._initcheck import InitPolicy, check_init, failed_declared_mcp_servers
@@ -175,7 +175,7 @@ class StreamObserver:
             or restarts (DESIGN.md "Session states"; `recorder.drive_child`).
         """
         self._lines += 1
-        obj = parse_line(line)
+        obj = observe_line(line)
         if obj is None:
             self._anomaly(line)
             return False

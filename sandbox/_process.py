@@ -50,6 +50,7 @@ __all__ = [
     "MAX_PAYLOAD_BYTES",
     "READ_CHUNK_BYTES",
     "REAP_TIMEOUT_S",
+    "STDOUT_PIPE_BYTES",
     "Child",
     "open_child",
     "payload_pipe",
@@ -68,7 +69,13 @@ DRAIN_AFTER_EXIT_S: Final = 5.0
 """Seconds after a child's exit during which its pipes are still read to EOF: a
 descendant that inherited a pipe may hold it open for ever."""
 READ_CHUNK_BYTES: Final = 64 * 1024
-"""Bytes asked for per read: one Linux pipe buffer, so one read empties a full pipe."""
+"""Bytes asked for per read by default: one Linux pipe buffer of the default size."""
+STDOUT_PIPE_BYTES: Final = 1024 * 1024
+"""Capacity asked for a child's stdout pipe (F_SETPIPE_SZ, fcntl(2)), in bytes: the default
+64 KiB makes a child that prints a stream of large lines (stream-json) block and wake the
+reader once per 64 KiB; 1 MiB (an unprivileged process's ``/proc/sys/fs/pipe-max-size`` by
+default) cuts those round trips sixteenfold. The buffer is the kernel's, not the reader's
+memory; where the kernel refuses, the pipe keeps its default size."""
 MAX_PAYLOAD_BYTES: Final = 60 * 1024
 """Largest `payload_pipe` payload, in bytes. It is written whole before the child starts,
 so it must fit a pipe buffer (64 KiB on Linux, pipe(7))."""
@@ -316,6 +323,9 @@ def _pipe_end(mode: Output, name: str, ours: dict[str, int], theirs: list[int]) 
     read_end, write_end = os.pipe()
     ours[name] = read_end
     theirs.append(write_end)
+    if name == "stdout":
+        with contextlib.suppress(OSError):  # EPERM past the user's pipe quota: keep 64 KiB
+            fcntl.fcntl(read_end, fcntl.F_SETPIPE_SZ, STDOUT_PIPE_BYTES)
     return write_end
 
 

@@ -133,3 +133,71 @@ def write_session_standin(path: Path, *, answer: str = "yes", cost: str = "0.010
     path.write_text(text, encoding="ascii")
     path.chmod(0o755)
     return path
+
+
+_STREAM_TEMPLATE: Final = '''#!{python}
+"""Stand-in harness written by tests/standin.py: a long session of Read pairs, as fast as the
+pipe takes it, for whatever task."""
+import json, os, sys
+
+TOTAL, RESULT_BYTES, MODEL = {total!r}, {result_bytes!r}, {model!r}
+
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (headwater stream stand-in)")
+    sys.exit(0)
+
+
+def out(data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+
+
+def dump(obj):
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\\n"
+
+
+cwd = os.getcwd()
+out(dump({{"type": "system", "subtype": "init", "cwd": cwd, "tools": ["Read"],
+           "mcp_servers": [], "model": MODEL, "permissionMode": "dontAsk", "skills": [],
+           "plugins": [], "memory_paths": {{}}, "claude_code_version": "0.0.0-standin"}}))
+# The text twice per line, as the real CLI prints a Read: numbered, then raw.
+lines = [("line %d of the file, caf\\u00e9 \\u2192 " % i) * 2 for i in range(RESULT_BYTES // 60)]
+raw = "\\n".join(lines) + "\\n"
+numbered = "".join("%d\\t%s\\n" % (i + 1, line) for i, line in enumerate(lines))
+user = dump({{"type": "user", "message": {{"role": "user", "content": [
+    {{"tool_use_id": "toolu_XXXXXXXX", "type": "tool_result", "content": numbered}}]}},
+    "parent_tool_use_id": None, "tool_use_result": {{"type": "text", "file": {{
+        "filePath": cwd + "/docs/f.md", "content": raw}}}}}})
+written, n = 0, 0
+while written < TOTAL:
+    tid = b"toolu_%08d" % n
+    out(dump({{"type": "assistant", "parent_tool_use_id": None, "message": {{
+        "id": "m%d" % n, "model": MODEL, "content": [{{"type": "tool_use", "id": tid.decode(),
+        "name": "Read", "input": {{"file_path": cwd + "/docs/f%d.md" % n}}}}]}}}}))
+    line = user.replace(b"toolu_XXXXXXXX", tid)
+    out(line)
+    written += len(line)
+    n += 1
+out(dump({{"type": "assistant", "parent_tool_use_id": None, "message": {{
+    "id": "final", "model": MODEL, "content": [{{"type": "text", "text": "Read them.\\nyes"}}]}}}}))
+out(b'{{"type":"result","subtype":"success","is_error":false,"api_error_status":null,'
+    b'"num_turns":2,"result":"","total_cost_usd":0.0100}}\\n')
+'''
+
+
+def write_stream_standin(path: Path, *, total_bytes: int, result_bytes: int = 200 * 1024,
+                         model: str = "claude-standin-1") -> Path:
+    """Write a stand-in that prints a recordable session of at least ``total_bytes`` bytes.
+
+    Its init line passes the init check; then Read tool_use lines, each answered by a user
+    line that holds a ``result_bytes`` text twice (numbered, and raw in
+    ``tool_use_result``, as Claude Code prints a Read), as fast as the pipe takes them,
+    until ``total_bytes``; then a final message ending ``yes`` and a result line. Nothing is
+    held in memory but one line. ``--version`` answers at once.
+    """
+    text = _STREAM_TEMPLATE.format(python=STANDIN_PYTHON, total=int(total_bytes),
+                                   result_bytes=int(result_bytes), model=model)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+    return path

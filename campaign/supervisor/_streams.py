@@ -12,6 +12,7 @@ read back as far as it goes.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, Final
 
@@ -25,8 +26,50 @@ if TYPE_CHECKING:
 STREAM_NAME: Final = "stdout.jsonl.zst"
 FINAL_TEXT_NAME: Final = "final.txt"
 LEVEL: Final = 3
-"""zstd's default level: several hundred MB/s on one core, about 10x smaller for stream-json."""
+"""zstd's default level: several hundred MB/s on one core, about 10x smaller for stream-json
+(on the large-file stream of bench/stream.py levels 1 to 3 and the fast levels all run at
+about 500 MB/s a core: the literals' entropy coding is the cost, so a lower level buys
+nothing)."""
+THREADS: Final = 2
+"""zstd's own worker threads for a large stream (past `LARGE_STREAM_BYTES`): its compression
+runs beside the reader instead of on the event loop's thread, which otherwise spends more
+time compressing than parsing (bench/stream.py). Two, because one worker alone compresses
+slower than the reader reads; they are zstd's threads (no GIL)."""
+JOB_BYTES: Final = 1 << 20
+"""Input per zstd job of a large stream, in bytes (the least zstd takes): with the default
+(four windows) the workers' buffers add tens of MiB to the runner's peak per session."""
+LARGE_STREAM_BYTES: Final = 8 << 20
+"""Bytes after which a kept stream ends its first zstd frame and goes on in a second one,
+compressed by `THREADS` workers. Most sessions print far less and never start a thread
+(threads per attempt cost a batch of short sessions CPU and memory: bench/batch.py); a
+file of two frames is one zstd stream to every reader (`stream_lines`, ``zstd -d``)."""
 _READ_BYTES: Final = 1 << 20
+IDLE_COMPRESSORS: Final = 64
+"""Most zstd compressors of each kind kept idle for the next attempt."""
+_IDLE: dict[bool, list[zstandard.ZstdCompressor]] = {False: [], True: []}
+_IDLE_LOCK = threading.Lock()
+
+
+def _take_compressor(parallel: bool) -> zstandard.ZstdCompressor:
+    """A compressor to reuse, or a new one (``parallel``: with `THREADS` workers).
+
+    A new context per attempt allocated and freed megabytes each time, and the runner's heap
+    grew with the number of sessions (peak RSS 93 MiB after 100 sessions of a batch, 139
+    after 1,000: bench/batch.py); reused, the contexts number the streams ever kept at once.
+    """
+    with _IDLE_LOCK:
+        if _IDLE[parallel]:
+            return _IDLE[parallel].pop()
+    params = zstandard.ZstdCompressionParameters.from_level(
+        LEVEL, threads=THREADS if parallel else 0, job_size=JOB_BYTES if parallel else 0,
+        write_checksum=1)  # fmt: skip
+    return zstandard.ZstdCompressor(compression_params=params)
+
+
+def _give_back(compressor: zstandard.ZstdCompressor, parallel: bool) -> None:
+    with _IDLE_LOCK:
+        if len(_IDLE[parallel]) < IDLE_COMPRESSORS:
+            _IDLE[parallel].append(compressor)
 
 
 class StreamKeeper:
@@ -44,8 +87,9 @@ class StreamKeeper:
         self.bytes_in = 0
         """Stdout bytes received so far."""
         self._file: BinaryIO = path.open("xb")
-        self._writer = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).stream_writer(
-            self._file, closefd=False)
+        self._parallel = False
+        self._compressor = _take_compressor(self._parallel)
+        self._writer = self._compressor.stream_writer(self._file, closefd=False)
         self._closed = False
 
     def write(self, chunk: bytes) -> None:
@@ -56,6 +100,18 @@ class StreamKeeper:
         """
         self.bytes_in += len(chunk)
         self._writer.write(chunk)
+        if not self._parallel and self.bytes_in >= LARGE_STREAM_BYTES:
+            self._go_parallel()
+
+    def _go_parallel(self) -> None:
+        """End the first frame; the rest of the stream goes to a frame of its own, compressed
+        by zstd's workers (`LARGE_STREAM_BYTES`)."""
+        self._writer.flush(zstandard.FLUSH_FRAME)
+        self._writer.close()  # type: ignore[no-untyped-call]
+        _give_back(self._compressor, self._parallel)
+        self._parallel = True
+        self._compressor = _take_compressor(self._parallel)
+        self._writer = self._compressor.stream_writer(self._file, closefd=False)
 
     def close(self) -> int:
         """End the zstd frame, fsync and close; idempotent. Returns the file's size in bytes.
@@ -65,13 +121,17 @@ class StreamKeeper:
         """
         if not self._closed:
             self._closed = True
+            ended = False
             try:
                 self._writer.flush(zstandard.FLUSH_FRAME)
                 self._file.flush()
                 os.fsync(self._file.fileno())
+                ended = True
             finally:
                 self._writer.close()  # type: ignore[no-untyped-call]
                 self._file.close()
+            if ended:  # a compressor whose frame ended whole is reused (a fresh frame next)
+                _give_back(self._compressor, self._parallel)
         return self.path.stat().st_size
 
 

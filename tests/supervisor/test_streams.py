@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import zstandard
 
+from campaign.supervisor import _streams
 from campaign.supervisor._streams import StreamKeeper, stream_lines
 
 
@@ -46,3 +50,41 @@ def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "s.zst").write_bytes(b"earlier")
     with pytest.raises(FileExistsError):
         StreamKeeper(tmp_path / "s.zst")
+
+
+def test_a_large_stream_goes_on_in_a_parallel_frame_and_reads_back_whole(
+    tmp_path: Path,
+) -> None:
+    """Past LARGE_STREAM_BYTES the first frame ends and zstd's workers compress a second
+    one; every reader takes the two frames as one stream, the zstd command line too."""
+    rng = random.Random(3)
+    lines = [b'{"n":%d,"t":"%s"}\n' % (i, bytes(rng.choices(b"abcdefgh ", k=rng.randint(1, 9000))))
+             for i in range(4000)]
+    received = b"".join(lines)
+    assert len(received) > 2 * _streams.LARGE_STREAM_BYTES
+    keeper = StreamKeeper(tmp_path / "s.zst")
+    for start in range(0, len(received), 100_000):
+        keeper.write(received[start:start + 100_000])
+    assert keeper._parallel
+    keeper.close()
+    with (tmp_path / "s.zst").open("rb") as fp:
+        reader = zstandard.ZstdDecompressor().stream_reader(fp, read_across_frames=True)
+        assert reader.read() == received
+    assert [line for line, ended in stream_lines(tmp_path / "s.zst")] == [
+        line[:-1] for line in lines]
+    if shutil.which("zstd"):
+        assert subprocess.run(["zstd", "-dc", str(tmp_path / "s.zst")], capture_output=True,
+                              check=True).stdout == received
+
+
+def test_compressors_are_reused_and_each_stream_is_a_fresh_frame(tmp_path: Path) -> None:
+    first = StreamKeeper(tmp_path / "a.zst")
+    first.write(b"first\n")
+    first.close()
+    second = StreamKeeper(tmp_path / "b.zst")
+    assert second._compressor is first._compressor  # given back, taken again
+    second.write(b"second\n")
+    second.close()
+    assert [line for line, _ in stream_lines(tmp_path / "b.zst")] == [b"second"]
+    assert zstandard.ZstdDecompressor().decompress((tmp_path / "b.zst").read_bytes(),
+                                                   max_output_size=100) == b"second\n"
