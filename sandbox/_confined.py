@@ -25,7 +25,10 @@ spawn and no caller edits an argv. In order, it:
 8. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
    bounded), closes the lifeline, kills whatever is left in the cgroup and
    waits until it is empty (``cgroup.kill``, ``populated 0``), and removes
-   the cgroup and the scratch directories once nothing of the sandbox is left.
+   the cgroup; then takes back what the session made (`sandbox._reclaim`: a
+   given workspace becomes the runner's with the runner's modes, a given log
+   directory is replaced by a copy of its regular files) and removes the
+   scratch directories.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
+from ._reclaim import reclaim_tree, replace_with_copy
 from ._scratch import make_scratch
 from ._seccomp import session_filter
 
@@ -259,6 +263,8 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
                                "sweep", cgroup.path, EMPTY_TIMEOUT_S)  # fmt: skip
             if sandbox is not None:
                 sandbox.contained = contained
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_reclaim, spec)
     finally:
         if scratch is not None:
             with anyio.CancelScope(shield=True):
@@ -324,6 +330,14 @@ def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:
             given.mkdir(mode=SCRATCH_DIR_MODE)
         made[name] = given
     return ConfinedDirs(**made)
+
+
+def _reclaim(spec: ConfinedSpec) -> None:
+    """Take back the caller's directories the session wrote (blocking; `sandbox._reclaim`)."""
+    if spec.workspace is not None and not spec.workspace_read_only:
+        reclaim_tree(spec.workspace)
+    if spec.log_dir is not None:
+        replace_with_copy(spec.log_dir)
 
 
 def _given(path: Path | None) -> list[Path]:

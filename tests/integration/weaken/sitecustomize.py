@@ -29,9 +29,16 @@ Weakenings, and the tests each one must turn red:
 - ``no-sweep``: start-up sweeps nothing (credentials lifecycle, runner SIGKILLed).
 - ``no-lifeline``: the session's init shell watches no lifeline, and the sandbox's
   stdin is /dev/null (containment: the runner killed within milliseconds of the spawn).
-- ``no-seccomp``: bwrap gets no ``--seccomp`` filter (attack: ptrace of bwrap's pid 1).
-- ``no-cgroup``: no sandbox gets a cgroup: no join, no ``cgroup.kill`` at its end
-  (attack, with ``no-seccomp``: pid 1 and the daemon outlive ``record``).
+- ``no-seccomp``: a session's bwrap gets no ``--seccomp`` filter (attack: ptrace of bwrap's
+  pid 1); the preflight's probes keep it, or the preflight would refuse to start sessions.
+- ``no-cgroup``: no session gets a cgroup: no join, no ``cgroup.kill`` at its end (the
+  preflight's probes keep theirs)
+  (attack, with ``no-seccomp``: pid 1 and the daemon outlive ``record``; after the
+  session, with ``no-seccomp``: a survivor rewrites a produced file after its digest).
+- ``no-reclaim``: after a session its workspace and log stay as it left them (after the
+  session: a setuid file of the session user, its writes, the log's modes).
+- ``open-batch``: batch directories are made 0755, as they were (after the session: an
+  unprivileged host user reaches the session's files).
 
 One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
@@ -145,7 +152,7 @@ def _weaken_argv(argv_module: ModuleType) -> None:
             argv = _insert_before(argv, "--bind", ["--ro-bind", batch, batch])
         if "no-clearenv" in WEAKEN:
             argv.remove("--clearenv")
-        if "no-seccomp" in WEAKEN and "--seccomp" in argv:
+        if "no-seccomp" in WEAKEN and "--seccomp" in argv and _runs_harness(command):
             at = argv.index("--seccomp")
             del argv[at : at + 2]
         if "setenv-key" in WEAKEN:
@@ -247,8 +254,34 @@ class _NoCgroup:
         return True
 
 
-def _weaken_cgroup(cgroup_module: ModuleType) -> None:
-    setattr(cgroup_module, "open_session_cgroup", lambda host, label: _NoCgroup())  # noqa: B010
+_PREFLIGHT_LABELS = frozenset({"preflight", "netcheck", "checker"})
+"""Sandboxes that are not sessions: the preflight's probes (which must still find what
+they check, or no session would start) and the findings checker."""
+
+
+def _runs_harness(command: Any) -> bool:
+    """A session's command (the harness in stream-json), not a preflight probe's."""
+    return "stream-json" in [str(part) for part in command]
+
+
+def _weaken_cgroup(confined: ModuleType) -> None:
+    """Sessions get no cgroup; the preflight's own probes keep theirs (it exercises them)."""
+    original = confined.open_session_cgroup
+
+    def open_session_cgroup(host: Any, label: str, *args: Any, **kwargs: Any) -> Any:
+        if label in _PREFLIGHT_LABELS:
+            return original(host, label, *args, **kwargs)
+        return _NoCgroup()
+
+    setattr(confined, "open_session_cgroup", open_session_cgroup)  # noqa: B010
+
+
+def _weaken_reclaim(confined: ModuleType) -> None:
+    setattr(confined, "_reclaim", lambda spec: None)  # noqa: B010
+
+
+def _weaken_batch_dir(batch_dir: ModuleType) -> None:
+    setattr(batch_dir, "BATCH_DIR_MODE", 0o755)  # noqa: B010
 
 
 def _weaken_privileges(privileges: ModuleType) -> None:
@@ -275,6 +308,10 @@ if WEAKEN:
     if "no-drop" in WEAKEN:
         _after_import("sandbox._privileges", _weaken_privileges)
     if "no-cgroup" in WEAKEN:
-        _after_import("sandbox._cgroup", _weaken_cgroup)
+        _after_import("sandbox._confined", _weaken_cgroup)
+    if "no-reclaim" in WEAKEN:
+        _after_import("sandbox._confined", _weaken_reclaim)
+    if "open-batch" in WEAKEN:
+        _after_import("campaign.batch._dir", _weaken_batch_dir)
     if WEAKEN & {"keep-config", "no-sweep"}:
         _after_import("sandbox._config", _weaken_config)
