@@ -41,6 +41,7 @@ from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable
 from sandbox._layout import HostLayout
+from sandbox._limits import DEFAULT_LIMITS, LimitHit, Limits
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
@@ -56,6 +57,10 @@ HARNESS_MOUNT: Final = "/opt/harness/claude"
 """Where the harness binary is bound read-only inside the sandbox (RC-02)."""
 HOST_REFUSED: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 """errno values that mean the host refused a write (disk full, quota, read-only): exit 6."""
+LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
+                      "tmp": "--max-tmp", "writes": "--max-writes",
+                      "connections": "--max-connections"}  # fmt: skip
+"""The option that sets each limit, named in a ``limit-exceeded`` reason."""
 
 
 class HostWriteRefused(Exception):
@@ -115,6 +120,8 @@ class BatchContext:
     network: NetworkMode = "confined"
     """``confined``: own network namespace, egress proxy to the provider only (the default);
     ``host``: the host's network (RC-05's one admitted exception; the prose says so)."""
+    limits: Limits = DEFAULT_LIMITS
+    """Each session's limits (`sandbox.Limits`; ``--max-processes`` and friends)."""
     session_user: SessionUser | None = field(default_factory=_current_session_user)
     """Who sessions run as (no root inside): None for a runner that is not root; for a root
     runner ``headwater-session``, dropped to before bwrap starts. Looked up when the context
@@ -249,7 +256,7 @@ async def _drive(
             network="confined" if egress else "host",
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
             layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
-            log_dir=paths.log_dir, config_dir=cfg, name=name,
+            log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
         )
         try:  # a refusal before the spawn has spent nothing
             async with open_confined(confined) as sandbox:
@@ -264,7 +271,8 @@ async def _drive(
                     "reason": f"refused-confinement: the session cannot be confined: {exc} "
                               "(RC-05)", **_NOTHING_RAN}
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
-                          too_long=str(result.line_too_long) if result.line_too_long else None)
+                          too_long=str(result.line_too_long) if result.line_too_long else None,
+                          limit_exceeded=_limit_reason(sandbox.limit_hit))
     facts: dict[str, Any] = {
         "state": obs.state,
         "reason": obs.reason,
@@ -319,6 +327,11 @@ async def _drive(
             for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest)
         ]
     return facts
+
+
+def _limit_reason(hit: LimitHit | None) -> str | None:
+    """The ``limit-exceeded`` reason of a sandbox limit passed: what was seen, and its option."""
+    return None if hit is None else f"limit-exceeded: {hit.detail} ({LIMIT_FLAGS[hit.limit]})"
 
 
 def _observed_extras(obs: Observation) -> dict[str, Any]:

@@ -39,11 +39,18 @@ Weakenings, and the tests each one must turn red:
   session: a setuid file of the session user, its writes, the log's modes).
 - ``open-batch``: batch directories are made 0755, as they were (after the session: an
   unprivileged host user reaches the session's files).
+- ``no-limits``: every sandbox runs without its limits: no pids or memory cgroup, no
+  ``--size`` for /tmp, no ``RLIMIT_NOFILE``, no watch (limits attack: every attack runs
+  to its end and is recorded).
 
 One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
 the spawning thread), to hit the moments bwrap is still setting itself up.
 ``HW_KILL_AFTER_SPAWN_OF=checker`` picks the findings checker's sandbox instead.
+Another: with ``HW_USAGE_LOG=FILE`` set, every sandbox with limits appends one JSON line
+to FILE when it ends: its cgroup's name and the most it used (``pids``, ``memory_bytes``,
+``tmp_bytes``, ``write_bytes``): how the default limits' headroom was measured
+(docs/host.md, "Limits").
 
 Every sandbox is started by `sandbox.open_confined`, which builds its argv with
 `sandbox._argv.bwrap_argv` and `sandbox._init.session_init_command` and spawns it
@@ -240,15 +247,23 @@ def _kill_after_spawn(delay_s: float) -> None:
 
 
 class _NoCgroup:
-    """Stands in for a sandbox's cgroup: joins nothing, kills nothing."""
+    """Stands in for a sandbox's cgroup: joins nothing, kills nothing, limits nothing."""
 
     path = Path("/nonexistent-cgroup")
+    groups: tuple[Any, ...] = ()
+    final_events: dict[str, int] = {}  # noqa: RUF012
 
-    def join_argv(self) -> list[str]:
+    def join_argv(self, **kwargs: Any) -> list[str]:
         return []
 
     def populated(self) -> bool:
         return False
+
+    def procs(self) -> list[int]:
+        return []
+
+    def kill(self) -> None:
+        pass
 
     async def end(self, *, bound_s: float = 0.0) -> bool:
         return True
@@ -280,6 +295,18 @@ def _weaken_reclaim(confined: ModuleType) -> None:
     setattr(confined, "_reclaim", lambda spec: None)  # noqa: B010
 
 
+def _weaken_limits(confined: ModuleType) -> None:
+    import dataclasses
+
+    original = confined.open_confined
+    unlimited = confined.Limits()
+
+    def open_confined(spec: Any, **kwargs: Any) -> Any:
+        return original(dataclasses.replace(spec, limits=unlimited), **kwargs)
+
+    setattr(confined, "open_confined", open_confined)  # noqa: B010
+
+
 def _weaken_batch_dir(batch_dir: ModuleType) -> None:
     setattr(batch_dir, "BATCH_DIR_MODE", 0o755)  # noqa: B010
 
@@ -296,6 +323,24 @@ def _weaken_config(config: ModuleType) -> None:
         setattr(config, "sweep_config_root", lambda root=config.CONFIG_ROOT: [])  # noqa: B010
 
 
+def _log_usage(watch_module: ModuleType) -> None:
+    import json
+
+    original = watch_module.LimitWatch.check_after
+
+    def check_after(self: Any) -> Any:
+        hit = original(self)
+        line = {"sandbox": self._cgroup.path.name, **self.peaks,
+                "hit": None if hit is None else hit.limit}  # fmt: skip
+        with open(os.environ["HW_USAGE_LOG"], "a", encoding="utf-8") as log:
+            log.write(json.dumps(line) + "\n")
+        return hit
+
+    setattr(watch_module.LimitWatch, "check_after", check_after)  # noqa: B010
+
+
+if "HW_USAGE_LOG" in os.environ:
+    _after_import("sandbox._watch", _log_usage)
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
     _kill_after_spawn(float(os.environ["HW_KILL_AFTER_SPAWN_S"]))
 if WEAKEN:
@@ -311,6 +356,8 @@ if WEAKEN:
         _after_import("sandbox._confined", _weaken_cgroup)
     if "no-reclaim" in WEAKEN:
         _after_import("sandbox._confined", _weaken_reclaim)
+    if "no-limits" in WEAKEN:
+        _after_import("sandbox._confined", _weaken_limits)
     if "open-batch" in WEAKEN:
         _after_import("campaign.batch._dir", _weaken_batch_dir)
     if WEAKEN & {"keep-config", "no-sweep"}:
