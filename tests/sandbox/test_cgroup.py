@@ -26,6 +26,7 @@ from sandbox._cgroup import (
     open_session_cgroup,
     sweep_cgroups,
 )
+from sandbox._cgroup_limits import ControllerGroup
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
@@ -197,6 +198,36 @@ async def test_the_sweep_ends_a_dead_runners_cgroups_and_leaves_a_live_ones() ->
     finally:
         await SessionCgroup(dead).end()
         await live.end()
+
+
+@pytest.mark.anyio
+async def test_the_sweep_removes_a_dead_runners_limit_cgroups_in_v1_too() -> None:
+    """A runner killed with sessions that had v1 pids and memory cgroups: the next start ends
+    the session (its v2 cgroup) and removes those too; nothing of it is left."""
+    host = find_cgroups()
+    assert host.v2 is not None
+    homes = [h for h in host.limits.values() if h is not None and h.version == 1]
+    if not homes:
+        missing("v1 pids or memory hierarchies (this host's shape)")
+    name = f"{DEAD_TAG}-t-dead-limits-0000"
+    dead = host.v2.base / name
+    dead.mkdir()
+    groups = []
+    for home in homes:
+        home.base.mkdir(exist_ok=True)
+        (home.base / name).mkdir()
+        groups.append(ControllerGroup("pids" if "pids" in str(home.mount) else "memory", 1,
+                                      home.base / name, 1 << 30))
+    cgroup = SessionCgroup(dead, groups)
+    try:
+        async with open_child([*cgroup.join_argv(), STANDIN_PYTHON, "-c", DAEMON]) as child:
+            daemon = int((await child.read("stdout")).split()[0])
+            removed = await anyio.to_thread.run_sync(sweep_cgroups, host)
+            assert {dead, *(g.path for g in groups)} <= set(removed)
+            assert not _alive(daemon)
+            assert not [g.path for g in groups if g.path.exists()]
+    finally:
+        await cgroup.end()
 
 
 def test_the_sweep_removes_a_dead_runners_scratch_and_keeps_the_rest(tmp_path: Path) -> None:
