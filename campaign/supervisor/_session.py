@@ -211,7 +211,8 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
     owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
     keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
     try:
-        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
+        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
+                                       max_connections=ctx.limits.connections) as egress:
             facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper)
     finally:
         if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
@@ -257,6 +258,7 @@ async def _drive(
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
             layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
             log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
+            limit_checks=(egress.limit_hit,) if egress else (),
         )
         try:  # a refusal before the spawn has spent nothing
             async with open_confined(confined) as sandbox:

@@ -39,6 +39,11 @@ Weakenings, and the tests each one must turn red:
   session: a setuid file of the session user, its writes, the log's modes).
 - ``open-batch``: batch directories are made 0755, as they were (after the session: an
   unprivileged host user reaches the session's files).
+- ``no-conn-cap``: the egress proxy takes any number of connections from a session (egress
+  attack: a flood is not ended at its cap).
+- ``no-host-check``: the egress proxy as it was: any Host (but the network preflight's own
+  probe's), the client's bytes after its request and a tunnel's first bytes relayed unread
+  (egress attack: they reach the provider).
 - ``no-limits``: every sandbox runs without its limits: no pids or memory cgroup, no
   ``--size`` for /tmp, no ``RLIMIT_NOFILE``, no watch (limits attack: every attack runs
   to its end and is recorded).
@@ -62,6 +67,7 @@ can rewrite its plugin's assertions), and watch ``Popen`` for a bwrap argv.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import os
@@ -307,6 +313,34 @@ def _weaken_limits(confined: ModuleType) -> None:
     setattr(confined, "open_confined", open_confined)  # noqa: B010
 
 
+def _weaken_egress(egress: ModuleType) -> None:
+    if "no-conn-cap" in WEAKEN:
+        original_init = egress.EgressProxy.__init__
+
+        def init(self: Any, allowed: Any, socket_path: Any, max_connections: Any = None) -> None:
+            original_init(self, allowed, socket_path, None)
+
+        setattr(egress.EgressProxy, "__init__", init)  # noqa: B010
+    if "no-host-check" in WEAKEN:
+        def refusal(request: Any, allowed: Any) -> str | None:
+            if "headwater-spoofed.invalid" in request.hosts:  # spare the network preflight's
+                return f"{request.target} with Host headwater-spoofed.invalid"  # own probe
+            return None if request.target == allowed else str(request.target)
+
+        async def client_hello(self: Any, reader: Any, target: Any) -> bytes:
+            with contextlib.suppress(Exception):
+                return bytes(await reader.receive(65536))
+            return b""
+
+        async def forward_once(reader: Any, client: Any, upstream: Any, length: int,
+                               on_more: Any) -> None:
+            await egress.splice(reader, client, upstream)
+
+        setattr(egress, "refusal", refusal)  # noqa: B010
+        setattr(egress.EgressProxy, "_client_hello", client_hello)  # noqa: B010
+        setattr(egress, "forward_once", forward_once)  # noqa: B010
+
+
 def _weaken_batch_dir(batch_dir: ModuleType) -> None:
     setattr(batch_dir, "BATCH_DIR_MODE", 0o755)  # noqa: B010
 
@@ -356,6 +390,8 @@ if WEAKEN:
         _after_import("sandbox._confined", _weaken_cgroup)
     if "no-reclaim" in WEAKEN:
         _after_import("sandbox._confined", _weaken_reclaim)
+    if WEAKEN & {"no-conn-cap", "no-host-check"}:
+        _after_import("sandbox._egress", _weaken_egress)
     if "no-limits" in WEAKEN:
         _after_import("sandbox._confined", _weaken_limits)
     if "open-batch" in WEAKEN:
