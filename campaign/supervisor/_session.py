@@ -272,9 +272,10 @@ async def _drive(
             return {"state": "refused-confinement",
                     "reason": f"refused-confinement: the session cannot be confined: {exc} "
                               "(RC-05)", **_NOTHING_RAN}
+    hit = sandbox.limit_hit
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
-                          limit_exceeded=_limit_reason(sandbox.limit_hit))
+                          limit_exceeded=_limit_reason(hit))
     facts: dict[str, Any] = {
         "state": obs.state,
         "reason": obs.reason,
@@ -299,6 +300,8 @@ async def _drive(
     }
     if egress is not None:  # the harness has exited: the counts are final
         facts["egress"] = egress.stats().as_record()
+    if hit is not None and obs.state == "limit-exceeded":
+        facts["limit"] = hit.limit
     facts.update(_observed_extras(obs))
     if obs.state == "recorded":
         findings = None

@@ -70,6 +70,7 @@ emit({"type": "assistant", "parent_tool_use_id": None, "message": {"id": "m1", "
 emit({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
       "num_turns": 1, "result": "", "total_cost_usd": 0.01})
 '''
+LIMITS = {"fork": "processes", "workspace": "writes", "tmp": "tmp", "memory": "memory"}
 EXPECTED = {
     "fork": "more than 512 processes and threads at once (--max-processes)",
     "workspace": "over its 64 MiB (--max-writes)",
@@ -102,9 +103,16 @@ def test_each_exhausting_session_ends_limit_exceeded_and_the_others_still_run(
             final = finals[f"LIM-{name.upper()}-1"]
             assert final["state"] == "limit-exceeded", (name, final["reason"])
             assert EXPECTED[name] in final["reason"], final["reason"]
-            assert not final["retryable"]
+            assert not final["retryable"] and final["limit"] == LIMITS[name]
             assert f"LIM-{name.upper()}-1/s1 ended limit-exceeded" in prose
         assert kit.processes_under(root) == {}
+        # The stream does not hold what the sandbox saw: re-deriving keeps it.
+        again = kit.cli("retranscribe", str(batch), env=kit.base_env())
+        assert again.returncode == 0, again.stdout + again.stderr
+        rederived = {r["probe"]: r for r in kit.ledger_dicts(batch) if r["kind"] == "rederived"}
+        for name in ATTACKS:
+            final, redone = finals[f"LIM-{name.upper()}-1"], rederived[f"LIM-{name.upper()}-1"]
+            assert (redone["state"], redone["reason"]) == (final["state"], final["reason"])
         big = batch / "sessions" / "present" / "LIM-WORKSPACE-1" / "s1" / "workspace" / "big.bin"
         assert big.stat().st_size < 1024**3  # ended before it had written its 1 GiB
 
