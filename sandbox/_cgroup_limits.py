@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._cgroup import CgroupHost, Hierarchy
     from ._limits import Limits
 
-__all__ = ["ControllerGroup", "enable_delegated", "limit_groups", "sweep_v1"]
+__all__ = ["ControllerGroup", "enable_delegated", "limit_groups", "remove_v1", "sweep_v1"]
 
 Controller = Literal["pids", "memory"]
 _LIMIT_FILES: Final = {

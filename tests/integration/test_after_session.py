@@ -41,6 +41,7 @@ import pytest
 from sandbox import SESSION_USER, session_user
 from sandbox._config import sweep_config_root
 from sandbox._scratch import sweep_killed_runners
+from tests.conftest import missing
 from tests.integration import kit
 from tests.integration.attack_standin import write_attack_standin
 from tests.integration.test_record_standins import (
@@ -98,7 +99,8 @@ def _as(uid: int, gid: int, *argv: str) -> subprocess.CompletedProcess[str]:
 def open_root() -> Iterator[Path]:
     """A host directory any user may traverse (0755), as a batch root on /var/tmp is."""
     if os.geteuid() != 0:
-        pytest.skip("needs a root runner: its sessions run as another user")
+        missing("a root runner (its sessions run as another user, whom other users are kept "
+                "from)")
     with kit.host_dir("hw-after-") as root:
         root.chmod(0o755)
         yield root

@@ -1,8 +1,8 @@
 """Attacks on the egress proxy from inside a confined session, under real bwrap.
 
 * **connections**: a session opens connections through the bridge until one
-  is refused (the issue saw 20,800 exhaust the root runner's descriptors and
-  end the whole batch "unexpected error"). The session's cap (64 open at
+  is refused (20,800 of them once exhausted the root runner's descriptors and
+  ended the whole batch "unexpected error"). The session's cap (64 open at
   once, the default) refuses one more with 503; the session ends
   ``limit-exceeded`` naming the cap, the ledger counts the refusal, the prose
   says so, and the batch's other session is recorded.

@@ -14,7 +14,7 @@ then "thinks" for a few seconds and prints a valid stream):
 Rules (sandbox/_limits.py, DESIGN.md "Session states"): the kernel refuses
 past the limit, the runner ends that session at once with the limit named in
 its reason (ledger and prose), never the batch; every session of the batch
-runs. The defaults stop the issue's sizes too (the last test).
+runs. The defaults stop these sizes too (the last test).
 
 Seen red by reverting the enforcement in `sandbox/_confined.py` (no limit
 cgroups, no ``--size``, no watch): all four attacks run to their end and are
