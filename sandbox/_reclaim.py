@@ -116,7 +116,7 @@ def _walk(dir_fd: int, owner: tuple[int, int], depth: int, done: Reclaimed) -> N
                 done.entries += 1
         elif is_dir:
             try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+                fd = _open_dir(dir_fd, name)
             except OSError as exc:
                 if exc.errno in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
                     continue
@@ -134,6 +134,22 @@ def _walk(dir_fd: int, owner: tuple[int, int], depth: int, done: Reclaimed) -> N
         else:
             _own_other(dir_fd, name, owner)
             done.entries += 1
+
+
+def _open_dir(dir_fd: int, name: str) -> int:
+    """Open a directory of the session's to read it, even one it left unreadable (mode 000:
+    a runner that is not root owns it, and changes its mode through an O_PATH descriptor,
+    which needs no permission on it)."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        path_fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC,
+                          dir_fd=dir_fd)  # fmt: skip
+        try:
+            os.chmod(f"/proc/self/fd/{path_fd}", SEALED_DIR_MODE)
+        finally:
+            os.close(path_fd)
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
 
 
 def _own_dir(fd: int, owner: tuple[int, int], mode: int) -> None:
@@ -167,7 +183,9 @@ def _drop_xattrs(target: int | str) -> None:
         try:
             os.removexattr(target, name)
         except OSError as exc:
-            if exc.errno not in (errno.ENODATA, errno.EOPNOTSUPP):
+            # EPERM: only root may touch security.*; a runner that is not root (nor its
+            # session, whose capabilities bwrap drops) can have set no file capability.
+            if exc.errno not in (errno.ENODATA, errno.EOPNOTSUPP, errno.EPERM):
                 raise
 
 

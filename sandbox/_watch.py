@@ -19,9 +19,10 @@ Every `POLL_S` while the session runs it reads:
 and, every `WRITE_POLL_S` at least (more apart when a walk is slow), what the
 directories it may write hold: allocated blocks (``st_blocks``) of every
 entry, hard links counted once, symlinks not followed, against what they held
-when it started. A directory nested `MAX_WALK_DEPTH` levels deep is a limit
-passed too (its writes could not be measured). The first limit seen passed
-is kept (`LimitWatch.hit`) and the sandbox's cgroup killed at once. Once the
+when it started. A directory nested `MAX_WALK_DEPTH` levels deep, or one the
+runner may not read, is a limit passed too (its writes could not be measured).
+The first limit seen passed is kept (`LimitWatch.hit`) and the sandbox's
+cgroup killed at once. Once the
 session is over, `LimitWatch.check_after` reads the final counters and
 measures the directories once more: a limit passed between two reads is
 still named, and a session that wrote too much just before it exited ends
@@ -64,8 +65,9 @@ _PAGE: Final = os.sysconf("SC_PAGE_SIZE")
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class _TooDeep(Exception):
-    pass
+class _Unmeasurable(Exception):
+    """A directory the walk cannot measure: too deep, or one the runner may not read (a
+    session of a runner that is not root can make its own directory unreadable)."""
 
 
 def allocated_bytes(roots: Sequence[Path]) -> int:
@@ -76,7 +78,8 @@ def allocated_bytes(roots: Sequence[Path]) -> int:
     A root that does not exist adds nothing.
 
     Raises:
-        _TooDeep: a directory lies more than `MAX_WALK_DEPTH` levels below a root.
+        _Unmeasurable: a directory lies more than `MAX_WALK_DEPTH` levels below a
+            root, or the runner may not read one.
     """
     seen: set[tuple[int, int]] = set()
     total = 0
@@ -94,7 +97,7 @@ def allocated_bytes(roots: Sequence[Path]) -> int:
 
 def _walk(dir_fd: int, depth: int, seen: set[tuple[int, int]]) -> int:
     if depth > MAX_WALK_DEPTH:
-        raise _TooDeep
+        raise _Unmeasurable(f"directories nested more than {MAX_WALK_DEPTH} levels deep")
     total = 0
     with os.scandir(dir_fd) as entries:
         listed = list(entries)
@@ -111,6 +114,8 @@ def _walk(dir_fd: int, depth: int, seen: set[tuple[int, int]]) -> int:
         if stat.S_ISDIR(info.st_mode):
             try:
                 fd = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
+            except PermissionError as exc:
+                raise _Unmeasurable("a directory the runner may not read") from exc
             except OSError:
                 continue
             try:
@@ -246,9 +251,9 @@ class LimitWatch:
         assert limit is not None
         try:
             written = allocated_bytes(self._writable) - self._baseline
-        except _TooDeep:
-            return LimitHit("writes", f"the session nested directories more than "
-                            f"{MAX_WALK_DEPTH} levels deep, past what the runner measures")
+        except _Unmeasurable as exc:
+            return LimitHit("writes", f"the session made {exc}, so its writes cannot be "
+                            "measured")  # fmt: skip
         self.peaks["write_bytes"] = max(self.peaks.get("write_bytes", 0), written)
         if written > limit:
             return LimitHit("writes", f"the session wrote {format_bytes(written)} into its "

@@ -16,6 +16,9 @@ import pytest
 
 from sandbox._privileges import _add_user_search, _read_acl
 from sandbox._reclaim import MAX_DEPTH, reclaim_tree, replace_with_copy
+from sandbox._watch import allocated_bytes
+from tests.conftest import missing
+from tests.integration import kit
 
 SESSION_UID = 999 if os.geteuid() == 0 else os.geteuid()
 """Who owns what the 'session' made here (the session user when root can chown to it)."""
@@ -133,3 +136,64 @@ def test_a_hard_link_in_the_log_becomes_an_independent_copy(tmp_path: Path) -> N
     replace_with_copy(log)
     (log / "alias").write_text("changed\n")
     assert ws_file.read_text() == "kept\n"
+
+
+
+def _as_nobody(work: object) -> object:
+    """``work()`` in a forked child that dropped to ``nobody`` (uid and gid 65534); its value."""
+    import pickle
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            os.write(write, pickle.dumps(work()))  # type: ignore[operator]
+        except BaseException as exc:
+            os.write(write, pickle.dumps(repr(exc)))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    return pickle.loads(data)
+
+
+def test_a_runner_that_is_not_root_measures_and_reclaims_what_its_session_made_unreadable(
+        ) -> None:
+    """A session of a runner that is not root runs as the runner and may chmod 000 its own
+    directory: the writes walk calls that unmeasurable (a limit passed, never a hole), and
+    the reclaim still reaches everything under it."""
+    if os.geteuid() != 0:
+        missing("a root runner, to play a runner that is not root")
+    with kit.host_dir("hw-reclaim-") as root:
+        root.chmod(0o755)  # nobody reaches it (pytest's own temporary directories are 0700)
+        _unreadable_by_its_own_runner(root)
+
+
+def _unreadable_by_its_own_runner(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "hidden" / "deeper").mkdir(parents=True)
+    (ws / "hidden" / "deeper" / "f").write_bytes(b"x" * 65536)
+    for path in (ws, ws / "hidden", ws / "hidden" / "deeper", ws / "hidden" / "deeper" / "f"):
+        os.chown(path, 65534, 65534)
+    (ws / "hidden").chmod(0)
+
+    def walk_then_reclaim() -> tuple[str, int, int]:
+        try:
+            allocated_bytes([ws])
+            walk = "measured"
+        except Exception as exc:
+            walk = f"{type(exc).__name__}: {exc}"
+        done = reclaim_tree(ws)
+        return walk, done.entries, stat.S_IMODE(os.stat(ws / "hidden").st_mode)
+
+    answer = _as_nobody(walk_then_reclaim)
+    assert isinstance(answer, tuple), answer  # the child's exception otherwise
+    walk, entries, mode = answer
+    assert walk == "_Unmeasurable: a directory the runner may not read"
+    assert (entries, mode) == (4, 0o755)
