@@ -155,7 +155,7 @@ def _limits_args(p: argparse.ArgumentParser) -> None:
 def _session_limit_args(p: argparse.ArgumentParser) -> None:
     """Per-session limits: passing one ends that session limit-exceeded, never the batch."""
     g = p.add_argument_group("per-session limits (passing one ends that session "
-                             "limit-exceeded, never the batch; docs/host.md)")
+                             "limit-exceeded, never the batch; docs/session-reach.md)")
     g.add_argument("--max-processes", type=positive_int, metavar="N",
                    help=f"processes and threads at once (default {DEFAULT_PIDS})")
     g.add_argument("--max-memory", dest="max_memory_bytes", type=size_bytes, metavar="SIZE",
