@@ -2,8 +2,8 @@
 
 Attacks from inside, each a stand-in harness under real bwrap through ``record``:
 
-* the session leaves a setuid and setgid copy of ``/usr/bin/python3`` in its
-  workspace and a world-writable file, and copies its credentials into its
+* the session opens its workspace to everyone, leaves a setuid and setgid
+  copy of ``/usr/bin/python3`` in it and a world-writable file, and copies its credentials into its
   log directory as 0644 in a 0777 directory, with a symlink to
   ``/etc/shadow`` beside them. Afterwards an unprivileged host user
   (``nobody``) must reach none of it (the batch directory is 0700), the copy
@@ -19,10 +19,11 @@ Rules: docs/session-reach.md "After the session"; the runner's sandbox
 recipe (`sandbox._reclaim`, `campaign.batch._dir.BATCH_DIR_MODE`) and the
 end of a session (its cgroup killed and empty before anything is read).
 
-Seen red: ``HW_WEAKEN=no-reclaim,open-batch`` (``nobody`` runs the copy as
-the session user and reads the key in the log; the session user appends to
-its files); ``HW_WEAKEN=no-seccomp,no-cgroup`` (the survivor's rewrite lands
-after the digest was recorded).
+Seen red: ``HW_WEAKEN=no-reclaim,open-batch`` (``nobody`` runs the copy and
+is the session user); ``open-batch`` alone (``nobody`` runs the copy, as
+itself); ``no-reclaim`` alone (the files stay the session user's);
+``HW_WEAKEN=no-seccomp,no-cgroup`` (the survivor's rewrite lands after the
+digest was recorded).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ LEAVER = r'''#!/usr/bin/python3
 import json, os, shutil, sys
 if sys.argv[1:] == ["--version"]:
     print("0.0.0 (leaves things behind)"); sys.exit(0)
+os.chmod(".", 0o755)  # the workspace is the session's: it opens it to everyone
 shutil.copy("/usr/bin/python3", "py")
 os.chmod("py", 0o6755)
 with open("notes.md", "w") as f:
@@ -121,7 +123,8 @@ def test_what_a_session_leaves_is_the_runners_and_no_other_user_reaches_it(
         workspace, log = session / "workspace", session / "log"
         # An unprivileged host user reaches nothing of the batch, running or kept.
         ran = _as(*NOBODY, str(workspace / "py"), "-c", "import os; print(os.geteuid())")
-        assert ran.returncode != 0 and "Permission denied" in ran.stderr, ran.stdout
+        assert ran.returncode != 0 and "Permission denied" in ran.stderr, (
+            f"nobody ran the copy as uid {ran.stdout.strip()}")
         read = _as(*NOBODY, "/bin/cat", str(log / "key"))
         assert read.returncode != 0 and KEY not in read.stdout
         # 0700; the group bits show the ACL mask of the session user's search-only entry
