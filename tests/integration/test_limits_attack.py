@@ -28,7 +28,7 @@ import pytest
 from sandbox._limits import DEFAULT_LIMITS
 from tests.integration import kit
 
-pytestmark = [pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
 
 ATTACKS = ("fork", "workspace", "tmp", "memory")
 STANDIN = r'''#!/usr/bin/python3
