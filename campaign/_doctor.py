@@ -2,10 +2,12 @@
 
 The sandbox part is `sandbox.preflight` (bwrap, host layout, session user,
 user namespaces, the sandbox, the harness inside it). This module adds what
-needs the runner's view: the credentials (never printed), the default batch
-root outside ``$HOME`` (RC-06), host skill directories that would shadow a
-skill the harness lists (every session refused by RC-07), and network
-confinement (`sandbox._network.network_preflight`).
+needs the runner's view: for ``doctor``, the per-session limits exercised in
+a sandbox (`sandbox._limit_checks`, about a second); the credentials (never
+printed), the default batch root outside ``$HOME`` (RC-06), host skill
+directories that would shadow a skill the harness lists (every session
+refused by RC-07), and network confinement
+(`sandbox._network.network_preflight`).
 
 Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is
 verified broken, 4 otherwise. Before a batch, the sandbox checks and the
@@ -29,6 +31,7 @@ from sandbox._config import host_credentials
 from sandbox._confined import open_confined
 from sandbox._errors import CredentialsMissing, SessionUserUnusable, SpawnFailed
 from sandbox._layout import measure_host_layout
+from sandbox._limit_checks import check_limits
 from sandbox._network import network_preflight
 from sandbox._preflight import PreflightReport, preflight
 from sandbox._probes import probe_spec
@@ -81,11 +84,23 @@ def sandbox_checks(
 def doctor_checks(
     *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
 ) -> PreflightReport:
-    """Every check of ``doctor``, in order: `sandbox_checks`, credentials, batch root, network."""
+    """Every check of ``doctor``, in order: `sandbox_checks`, limits, credentials, batch root,
+    network."""
     report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs)
-    checks = [*report.checks, check_credentials(api_key_env), check_batch_root()]
+    checks = [*report.checks, _limits(report, bwrap), check_credentials(api_key_env),
+              check_batch_root()]
     checks.append(check_network(bwrap))
     return PreflightReport(tuple(checks))
+
+
+def _limits(report: PreflightReport, bwrap: str) -> Check:
+    """``limits`` (`sandbox._limit_checks`), once a session's sandbox is known to start."""
+    if any(c.name == "sandbox" and c.verdict != "ok" for c in report.checks):
+        return Check("limits", "unverified", "not run: the sandbox does not start")
+    _, user, usable = check_session_user(None)
+    if not usable:
+        return Check("limits", "unverified", "not run: see the session-user check")
+    return check_limits(bwrap, measure_host_layout(), user)
 
 
 def check_credentials(api_key_env: str | None) -> Check:

@@ -12,9 +12,10 @@ RC-10's argument table is `recorder._arguments`; the frozen results
 
 `StreamObserver.finish` decides the session state from the table of
 docs/batch.md. A refusal the stream showed (RC-07) wins, whatever the end;
-then ``limit-exceeded`` (a call's argument past what one call, or one
-session, may add to the record: `MAX_CALL_ARGUMENT_CHARS`); then, the first
-that applies:
+then ``limit-exceeded`` (a limit of the sandbox the session passed, which
+ended it: processes, memory, /tmp, writes, connections; or a call's argument
+past what one call, or one session, may add to the record:
+`MAX_CALL_ARGUMENT_CHARS`); then, the first that applies:
 
 1. ``line-too-long``, ``timed-out`` (the driver's end), ``truncated`` (a tail
    without newline);
@@ -198,7 +199,7 @@ class StreamObserver:
         return False
 
     def finish(self, *, end: End, exit_status: int | None, tail: bytes | None,
-               too_long: str | None = None) -> Observation:
+               too_long: str | None = None, limit_exceeded: str | None = None) -> Observation:
         """Decide the state (module docstring) and return everything observed.
 
         Args:
@@ -207,6 +208,9 @@ class StreamObserver:
             tail: a final fragment with no newline (the stream was cut), else None.
             too_long: for ``end="line-too-long"``, the reader's message naming the
                 line number and its size (`recorder._errors.LineTooLong`).
+            limit_exceeded: the reason, when the session passed one of its sandbox's
+                limits (processes, memory, /tmp, writes, connections: the sandbox
+                ended it); the state is then ``limit-exceeded`` unless RC-07 refused.
         """
         self._too_long = too_long
         # A refusal the stream itself showed is a fact however the stream ended
@@ -218,6 +222,8 @@ class StreamObserver:
         state: SessionState
         if seen_refusal:
             state, reason = "refused-init", "; ".join(self._refusals)
+        elif limit_exceeded is not None:
+            state, reason = "limit-exceeded", limit_exceeded
         elif self._limit_reason is not None:
             state, reason = "limit-exceeded", self._limit_reason
         else:

@@ -23,7 +23,6 @@ from ._config import session_config_dir as session_config_dir
 from ._config import sweep_config_root as sweep_config_root
 from ._confined import ConfinedDirs as ConfinedDirs
 from ._confined import ConfinedSpec as ConfinedSpec
-from ._confined import Limits as Limits
 from ._confined import Sandbox as Sandbox
 from ._confined import open_confined as open_confined
 from ._env import session_environment as session_environment
@@ -37,6 +36,9 @@ from ._errors import SessionUserUnusable as SessionUserUnusable
 from ._errors import SpawnFailed as SpawnFailed
 from ._layout import HostLayout as HostLayout
 from ._layout import measure_host_layout as measure_host_layout
+from ._limits import DEFAULT_LIMITS as DEFAULT_LIMITS
+from ._limits import LimitHit as LimitHit
+from ._limits import Limits as Limits
 from ._preflight import Check as Check
 from ._preflight import PreflightReport as PreflightReport
 from ._preflight import Verdict as Verdict

@@ -69,6 +69,8 @@ class Confinement:
         egress_socket: Host path of the session's egress proxy socket
             (`sandbox._egress.open_egress_proxy`); required with
             ``"confined"``, refused with ``"host"``.
+        tmp_bytes: Size of the private ``/tmp`` in bytes (bwrap ``--size``), or
+            None for tmpfs's own default (half the host's memory).
 
     Raises:
         ValueError: a path is relative, contains ``..``, or is a system mount
@@ -86,6 +88,7 @@ class Confinement:
     network: SandboxNetwork = "host"
     egress_socket: Path | None = None
     workspace_read_only: bool = False
+    tmp_bytes: int | None = None
 
     def __post_init__(self) -> None:
         reserved = _SYSTEM_MOUNTS | {link for link, _ in self.host_layout.symlinks}
@@ -99,6 +102,8 @@ class Confinement:
             raise ValueError("network 'confined' needs an egress_socket, and only it takes one")
         if self.egress_socket is not None:
             _check_mount_path("egress_socket", str(self.egress_socket), reserved)
+        if self.tmp_bytes is not None and self.tmp_bytes < 1:
+            raise ValueError(f"tmp_bytes must be at least 1, got {self.tmp_bytes}")
 
 
 def _check_mount_path(field_name: str, path: str, reserved: frozenset[str] | set[str]) -> None:
@@ -120,7 +125,8 @@ def bwrap_argv(
     Order matters and is fixed: namespace flags; ``/usr`` and ``/etc``
     read-only; /bin, /lib, /lib64, /sbin as the host has them (``--symlink
     TARGET LINK`` for a symlink, never a bind onto it; ``--ro-bind D D`` for a
-    real directory); private ``/proc``, ``/dev``, ``/tmp`` (before any bind
+    real directory); private ``/proc``, ``/dev``, ``/tmp`` (``--size`` before
+    ``--tmpfs`` with ``tmp_bytes``; before any bind
     that may lie under /tmp, which would otherwise be hidden by the tmpfs);
     the workspace (read-only with ``workspace_read_only``), harness, log and
     config binds; with ``network="confined"`` or ``"none"``, ``--unshare-net``
@@ -168,7 +174,9 @@ def bwrap_argv(
     argv = [bwrap, *NAMESPACE_FLAGS, *(["--unshare-net"] if conf.network != "host" else [])]
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     argv += _top_level_mounts(conf.host_layout)
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += [*(["--size", str(conf.tmp_bytes)] if conf.tmp_bytes is not None else []),
+             "--tmpfs", "/tmp"]
     argv += ["--ro-bind" if conf.workspace_read_only else "--bind", workspace, workspace]
     argv += ["--ro-bind", str(conf.harness), conf.harness_mount]
     argv += ["--bind", log_dir, log_dir]

@@ -21,9 +21,11 @@ Where: the cgroup v2 hierarchy (``/sys/fs/cgroup/unified`` on hosts that
 still mount v1 controllers, ``/sys/fs/cgroup`` on v2-only hosts), under the
 runner's own cgroup, in ``headwater-campaign/<runner tag>-<label>-<random>``
 (`sandbox._owner`: a killed runner's cgroups are found by their tag). Limits
-(`sandbox._confined.Limits`) belong to the ``pids`` and ``memory``
+(`sandbox._limits.Limits`) belong to the ``pids`` and ``memory``
 controllers: v2's when the runner's cgroup delegates them, else the v1
-hierarchies of that name; `find_cgroups` says which this host has.
+hierarchies of that name; `find_cgroups` says which this host has, and
+`sandbox._cgroup_limits` makes and removes a session's limit cgroups with its
+v2 one.
 """
 
 from __future__ import annotations
@@ -38,12 +40,15 @@ from typing import TYPE_CHECKING, Final, Literal, final
 
 import anyio
 
+from ._cgroup_limits import ControllerGroup, enable_delegated, limit_groups, remove_v1, sweep_v1
 from ._errors import ContainmentUnavailable
 from ._owner import TAG, runner_alive, runner_tag
 from ._process import REAP_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
+
+    from ._limits import Limits
 
 __all__ = [
     "BASE_NAME",
@@ -67,12 +72,15 @@ JOIN_FAILED_STATUS: Final = 123
 distinct from the init shell's 124 and 125 and from exec's 126 and 127."""
 JOIN_SCRIPT: Final = (
     "unset PWD\n"
+    'if [ "$1" != - ]; then ulimit -n "$1" || exit ' + str(JOIN_FAILED_STATUS) + "; fi; shift\n"
     'while [ "$1" != -- ]; do echo 0 > "$1" || exit ' + str(JOIN_FAILED_STATUS) + "; shift; done\n"
     'shift\nexec "$@"\n'
 )
-"""``sh -c JOIN_SCRIPT headwater-join PROCS... -- COMMAND...``: writing 0 to a
-``cgroup.procs`` moves the writer itself (cgroups(7)); ``exec`` keeps the pid. The shell
-exports the ``PWD`` it sets at start-up (dash): unset, so bwrap still starts with an empty
+"""``sh -c JOIN_SCRIPT headwater-join NOFILE PROCS... -- COMMAND...``: ``ulimit -n`` sets
+the soft and the hard ``RLIMIT_NOFILE`` (dash), as root and before the privilege drop, so
+nothing inside can raise it (``-``: left as the runner's); writing 0 to a ``cgroup.procs``
+moves the writer itself (cgroups(7), v1 and v2); ``exec`` keeps the pid. The shell exports
+the ``PWD`` it sets at start-up (dash): unset, so bwrap still starts with an empty
 environment (RC-03: the session reads it in /proc/1/environ)."""
 EMPTY_TIMEOUT_S: Final = REAP_TIMEOUT_S
 """Bound, in seconds, on waiting for ``populated 0`` after ``cgroup.kill``."""
@@ -160,35 +168,58 @@ def _delegated(v2: Hierarchy) -> set[str]:
 
 @final
 class SessionCgroup:
-    """The cgroup of one sandbox (v2), made by `open_session_cgroup`.
+    """The cgroup of one sandbox (v2), made by `open_session_cgroup`, and its limit cgroups.
 
     Attributes:
         path: Its directory.
+        groups: Where its ``pids`` and ``memory`` limits are (`sandbox._cgroup_limits`):
+            this cgroup for a v2 home, a v1 cgroup of the same name otherwise.
+        final_events: After `end`: per limited controller, how often its limit was
+            hit (refused forks, OOM kills), read once no process was left.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, groups: Sequence[ControllerGroup] = ()) -> None:
         self.path = path
+        self.groups = tuple(groups)
+        self.final_events: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"<SessionCgroup {self.path}>"
 
-    def join_argv(self) -> list[str]:
-        """The argv prefix that enters this cgroup, then ``exec``s what follows (`JOIN_SCRIPT`)."""
-        return ["/bin/sh", "-c", JOIN_SCRIPT, "headwater-join", str(self.path / "cgroup.procs"),
-                "--"]  # fmt: skip
+    def join_argv(self, *, open_files: int | None = None) -> list[str]:
+        """The argv prefix that enters this cgroup and its v1 limit cgroups, then ``exec``s
+        what follows (`JOIN_SCRIPT`), with ``RLIMIT_NOFILE`` at ``open_files`` when given."""
+        procs = [self.path / "cgroup.procs",
+                 *(g.path / "cgroup.procs" for g in self.groups if g.version == 1)]  # fmt: skip
+        return ["/bin/sh", "-c", JOIN_SCRIPT, "headwater-join",
+                "-" if open_files is None else str(open_files), *map(str, procs), "--"]  # fmt: skip
 
     def populated(self) -> bool:
         """Whether a live process is still in it (``cgroup.events``); False once it is gone."""
         return _populated(self.path)
 
+    def procs(self) -> list[int]:
+        """The pids in it now (``cgroup.procs``); [] once it is gone."""
+        try:
+            return [int(word) for word in (self.path / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def kill(self) -> None:
+        """SIGKILL everything in it now (``cgroup.kill``); `end` still waits and removes it."""
+        _kill(self.path)
+
     async def end(self, *, bound_s: float = EMPTY_TIMEOUT_S) -> bool:
         """Kill everything in it, wait (at most ``bound_s``) until it is empty, remove it.
+
+        Its limit cgroups' counters are read into `final_events` once it is
+        empty, then its v1 limit cgroups are removed with it.
 
         **Cancellation:** shielded; returns only when done or the bound passed.
 
         Returns:
             True when the cgroup is gone; False (logged by the caller) when a
-            process outlived the bound or the directory could not be removed.
+            process outlived the bound or a directory could not be removed.
         """
         with anyio.CancelScope(shield=True):
             _kill(self.path)
@@ -197,20 +228,26 @@ class SessionCgroup:
                 # readiness wait does not see (a kernfs file is always readable): poll it.
                 while _populated(self.path):  # noqa: ASYNC110
                     await anyio.sleep(_POLL_S)
+            self.final_events = {g.controller: g.events() for g in self.groups}
             for _ in range(_REMOVE_TRIES):
                 if _remove_once(self.path):
-                    return True
+                    return await anyio.to_thread.run_sync(remove_v1, list(self.groups))
                 await anyio.sleep(_POLL_S)
         return False
 
 
-def open_session_cgroup(host: CgroupHost, label: str) -> SessionCgroup:
+def open_session_cgroup(host: CgroupHost, label: str,
+                        limits: Limits | None = None) -> SessionCgroup:
     """Make the cgroup of one sandbox: ``<base>/<runner tag>-<label>-<random>`` (blocking).
+
+    With ``limits``, its ``pids`` and ``memory`` limits are set too, each where
+    the host has the controller (`sandbox._cgroup_limits.limit_groups`).
 
     Raises:
         ContainmentUnavailable: no cgroup v2 hierarchy, no ``cgroup.kill`` (Linux
-            older than 5.14), or the runner may not create the cgroup (not root,
-            no delegated subtree).
+            older than 5.14), the runner may not create the cgroup (not root,
+            no delegated subtree), or a limit is asked that the host has no
+            controller for (nothing is left behind).
     """
     if host.v2 is None:
         raise ContainmentUnavailable(
@@ -234,7 +271,14 @@ def open_session_cgroup(host: CgroupHost, label: str) -> SessionCgroup:
             f"{base} has no cgroup.kill: this kernel cannot end a cgroup at once",
             "run on Linux 5.14 or later",
         )
-    return SessionCgroup(path)
+    if limits is None:
+        return SessionCgroup(path)
+    try:
+        enable_delegated(host, limits)
+        return SessionCgroup(path, limit_groups(host, path, limits))
+    except BaseException:
+        _remove(path)
+        raise
 
 
 def sweep_cgroups(host: CgroupHost | None = None) -> list[Path]:
@@ -249,7 +293,7 @@ def sweep_cgroups(host: CgroupHost | None = None) -> list[Path]:
     host = host or find_cgroups()
     if host.v2 is None:
         return []
-    return _sweep(host.v2.base)
+    return [*_sweep(host.v2.base), *sweep_v1(host)]
 
 
 _SWEPT: set[Path] = set()
@@ -260,6 +304,7 @@ def sweep_once(host: CgroupHost) -> None:
     if host.v2 is not None and host.v2.base not in _SWEPT:
         _SWEPT.add(host.v2.base)
         _sweep(host.v2.base)
+        sweep_v1(host)
 
 
 def _sweep(base: Path) -> list[Path]:

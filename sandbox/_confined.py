@@ -9,10 +9,11 @@ spawn and no caller edits an argv. In order, it:
 2. hands the session's own directories over to the session user and lets it
    reach every bind source (`sandbox._privileges.hand_over`; nothing for a
    runner that is not root);
-3. makes the sandbox's own cgroup (`sandbox._cgroup`);
+3. makes the sandbox's own cgroup (`sandbox._cgroup`), with its ``pids`` and
+   ``memory`` limits where the host has those controllers (`sandbox._cgroup_limits`);
 4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
    guard, the lifeline watcher, the egress bridge with a confined network);
-5. builds the argv: the join into the cgroup, the privilege drop
+5. builds the argv: the join into the cgroups (and ``RLIMIT_NOFILE``), the privilege drop
    (`drop_argv`), then `bwrap_argv` with the RC-02 mounts, the network option
    and a read-only workspace if asked, and the seccomp filter that refuses
    ptrace and process_vm_readv/writev inside (`sandbox._seccomp`);
@@ -21,11 +22,17 @@ spawn and no caller edits an argv. In order, it:
    filter as the ``--seccomp FD`` one;
 7. spawns on the calling thread, which must be the event loop's own
    (`sandbox._process.spawn`; ``--die-with-parent`` follows the thread), with
-   the lifeline as stdin and both output pipes;
+   the lifeline as stdin and both output pipes, and watches its limits while
+   the caller's block runs (`sandbox._watch`: a limit passed ends it at once);
 8. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
    bounded), closes the lifeline, kills whatever is left in the cgroup and
    waits until it is empty (``cgroup.kill``, ``populated 0``), and removes
-   the cgroup and the scratch directories once nothing of the sandbox is left.
+   the cgroup (reading, once it is empty, whether a limit was passed: the
+   counters, and the writable directories once more); then takes back what
+   the session made (`sandbox._reclaim`: a
+   given workspace becomes the runner's with the runner's modes, a given log
+   directory is replaced by a copy of its regular files) and removes the
+   scratch directories.
 """
 
 from __future__ import annotations
@@ -54,10 +61,13 @@ from ._env import setenv_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
+from ._limits import LimitHit, Limits
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
+from ._reclaim import reclaim_tree, replace_with_copy
 from ._scratch import make_scratch
 from ._seccomp import session_filter
+from ._watch import LimitWatch, allocated_bytes, watching
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -67,26 +77,6 @@ __all__ = ["ConfinedDirs", "ConfinedSpec", "Limits", "Sandbox", "open_confined"]
 SCRATCH_DIR_MODE: Final = 0o700
 """Mode of the scratch directories before they are handed over."""
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Per-sandbox resource limits; None is no limit.
-
-    Carried by the spec; their homes are the cgroup's ``pids`` and ``memory``
-    controllers (v2 where delegated, else v1: `sandbox._cgroup.find_cgroups`)
-    and bwrap's ``--size`` for ``/tmp``. Not enforced yet: `open_confined`
-    refuses a spec that sets one rather than run it unlimited.
-
-    Attributes:
-        pids: Most processes and threads alive at once in the sandbox.
-        memory_bytes: Most memory, in bytes, the sandbox's processes may use.
-        tmp_bytes: Size, in bytes, of the private ``/tmp`` (a tmpfs).
-    """
-
-    pids: int | None = None
-    memory_bytes: int | None = None
-    tmp_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +123,14 @@ class ConfinedSpec:
         socat: The bridge's socat (with ``network="confined"``).
         bridge_port: The bridge's loopback port inside (the namespace is
             private; tests pick a unique one to find the bridge by its argv).
-        limits: Resource limits (`Limits`).
+        limits: Resource limits (`sandbox._limits.Limits`): ``pids`` and
+            ``memory_bytes`` in its cgroups, ``tmp_bytes`` as bwrap ``--size``,
+            ``open_files`` as ``RLIMIT_NOFILE``, ``write_bytes`` watched over
+            the workspace, log and config directories (`sandbox._watch`);
+            ``connections`` is the egress proxy's (`sandbox._egress`).
+        limit_checks: The caller's own limit checks, polled by the watch while
+            it runs (each returns a `LimitHit` once passed: the egress proxy's
+            connection cap).
         cgroups: This host's cgroup hierarchies; None finds them (once per process).
         name: A short label for the scratch directory's and the cgroup's names.
 
@@ -158,6 +155,7 @@ class ConfinedSpec:
     socat: str = SOCAT
     bridge_port: int = BRIDGE_PORT
     limits: Limits = field(default_factory=Limits)
+    limit_checks: Sequence[Callable[[], LimitHit | None]] = ()
     cgroups: CgroupHost | None = None
     name: str = "probe"
 
@@ -178,20 +176,33 @@ class Sandbox:
         dirs: The directories bound into it.
         argv: The argv it was started with (for tests and messages).
         cgroup: Its cgroup: every process of the sandbox is in it.
+        watch: What holds it to its limits (`sandbox._watch.LimitWatch`), or None
+            when it has none to watch.
         contained: After the exit, whether the cgroup was found empty and removed.
     """
 
     def __init__(
-        self, child: Child, dirs: ConfinedDirs, argv: Sequence[str], cgroup: SessionCgroup
+        self, child: Child, dirs: ConfinedDirs, argv: Sequence[str], cgroup: SessionCgroup,
+        watch: LimitWatch | None = None,
     ) -> None:
         self.child = child
         self.dirs = dirs
         self.argv = tuple(argv)
         self.cgroup = cgroup
+        self.watch = watch
         self.contained = False
 
     def __repr__(self) -> str:
         return f"<Sandbox {self.child!r} workspace={self.dirs.workspace}>"
+
+    @property
+    def limit_hit(self) -> LimitHit | None:
+        """The first limit the sandbox passed (then it was ended at once), or None.
+
+        Final once the `open_confined` block is left: the counters and the
+        writable directories are read once more after the sandbox is empty.
+        """
+        return None if self.watch is None else self.watch.hit
 
 
 @asynccontextmanager
@@ -215,14 +226,15 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
         SpawnFailed: bwrap is not found, or cannot be executed (nothing ran).
         SessionUserUnusable: a root runner cannot hand the directories over or
             drop to the session user (nothing ran).
-        ContainmentUnavailable: no cgroup of its own can be made, or no seccomp
-            filter exists for this machine (nothing ran).
+        ContainmentUnavailable: no cgroup of its own can be made, a limit is
+            asked whose controller the host lacks, or no seccomp filter exists
+            for this machine (nothing ran).
         ValueError: the spec's paths do not make a valid `Confinement`, or the
             environment is too large for one pipe buffer.
-        NotImplementedError: the spec sets a limit (`Limits`: not enforced yet).
+
+    A limit passed is not an exception: the sandbox is ended at once and
+    ``sandbox.limit_hit`` names it (`sandbox._watch`).
     """
-    if spec.limits != Limits():
-        raise NotImplementedError(f"per-sandbox limits are not enforced yet: {spec.limits}")
     executable = shutil.which(spec.bwrap)
     if executable is None:
         raise SpawnFailed(spec.bwrap, "not found on PATH")
@@ -233,21 +245,25 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
         # Directories, the hand-over (a walk of the workspace), the host's layout and cgroup
         # hierarchies (and, once per process, the sweep of a killed runner's cgroups): off
         # the loop.
-        dirs, layout, bound, cgroups = await anyio.to_thread.run_sync(_prepare, spec, scratch)
-        cgroup = open_session_cgroup(cgroups, spec.name)
+        dirs, layout, bound, cgroups, baseline = await anyio.to_thread.run_sync(
+            _prepare, spec, scratch)
+        cgroup = open_session_cgroup(cgroups, spec.name, spec.limits)
         sandbox: Sandbox | None = None
+        watch = _watch(spec, dirs, cgroup, baseline)
         try:
             env = spec.env(dirs) if callable(spec.env) else spec.env
             with ExitStack() as fds:
                 args_fd = fds.enter_context(payload_pipe(setenv_payload(env)))
                 seccomp_fd = fds.enter_context(payload_pipe(seccomp))
-                argv = [*cgroup.join_argv(), *drop_argv(spec.user),
+                argv = [*cgroup.join_argv(open_files=spec.limits.open_files),
+                        *drop_argv(spec.user),
                         *_bwrap_argv(spec, executable, dirs, layout, bound, args_fd=args_fd,
                                      seccomp_fd=seccomp_fd)]  # fmt: skip
                 child = spawn(argv, stdin="lifeline", pass_fds=(args_fd, seccomp_fd))
-            sandbox = Sandbox(child, dirs, argv, cgroup)
+            sandbox = Sandbox(child, dirs, argv, cgroup, watch)
             try:
-                yield sandbox
+                async with watching(watch):  # a limit passed kills the cgroup at once
+                    yield sandbox
             finally:
                 with anyio.CancelScope(shield=True):
                     await child.reap(grace_s)
@@ -259,6 +275,10 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
                                "sweep", cgroup.path, EMPTY_TIMEOUT_S)  # fmt: skip
             if sandbox is not None:
                 sandbox.contained = contained
+            with anyio.CancelScope(shield=True):
+                if sandbox is not None and watch is not None:
+                    await anyio.to_thread.run_sync(watch.check_after)
+                await anyio.to_thread.run_sync(_reclaim, spec)
     finally:
         if scratch is not None:
             with anyio.CancelScope(shield=True):
@@ -274,6 +294,7 @@ def _bwrap_argv(
         workspace=dirs.workspace, harness=bound, harness_mount=spec.mount, log_dir=dirs.log_dir,
         config_dir=dirs.config_dir, host_layout=layout, network=spec.network,
         egress_socket=spec.egress_socket, workspace_read_only=spec.workspace_read_only,
+        tmp_bytes=spec.limits.tmp_bytes,
     )  # fmt: skip
     command = session_init_command(spec.command, lifeline=True,
                                    bridge=spec.network == "confined", socat=spec.socat,
@@ -281,13 +302,26 @@ def _bwrap_argv(
     return bwrap_argv(conf, command, bwrap=executable, args_fd=args_fd, seccomp_fd=seccomp_fd)
 
 
+def _watch(spec: ConfinedSpec, dirs: ConfinedDirs, cgroup: SessionCgroup,
+           baseline: int) -> LimitWatch | None:
+    """The watch of ``spec``'s limits, or None when it has nothing to watch."""
+    limits = spec.limits
+    if not (cgroup.groups or spec.limit_checks or limits.tmp_bytes or limits.write_bytes):
+        return None
+    writable = [dirs.log_dir, dirs.config_dir]
+    if not spec.workspace_read_only:
+        writable.insert(0, dirs.workspace)
+    return LimitWatch(limits, cgroup, writable, baseline, spec.limit_checks)
+
+
 def _prepare(
     spec: ConfinedSpec, scratch: Path | None
-) -> tuple[ConfinedDirs, HostLayout, Path, CgroupHost]:
+) -> tuple[ConfinedDirs, HostLayout, Path, CgroupHost, int]:
     """Make the scratch directories and hand everything over (blocking: run in a thread).
 
-    Returns the directories, the host layout, the resolved executable to bind
-    and the host's cgroup hierarchies (a first call sweeps a killed runner's cgroups).
+    Returns the directories, the host layout, the resolved executable to bind,
+    the host's cgroup hierarchies (a first call sweeps a killed runner's
+    cgroups) and, with a writes limit, what the writable directories hold (bytes).
     """
     root = None if scratch is None else scratch.resolve()
     dirs = _dirs(spec, root)
@@ -301,7 +335,10 @@ def _prepare(
     hand_over(spec.user, own=own, reach=reach)
     cgroups = spec.cgroups or _host_cgroups()
     sweep_once(cgroups)
-    return dirs, spec.layout or measure_host_layout(), executable, cgroups
+    writable = [dirs.log_dir, dirs.config_dir, *([] if spec.workspace_read_only
+                                                 else [dirs.workspace])]  # fmt: skip
+    baseline = allocated_bytes(writable) if spec.limits.write_bytes is not None else 0
+    return dirs, spec.layout or measure_host_layout(), executable, cgroups, baseline
 
 
 _FOUND: list[CgroupHost] = []
@@ -324,6 +361,14 @@ def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:
             given.mkdir(mode=SCRATCH_DIR_MODE)
         made[name] = given
     return ConfinedDirs(**made)
+
+
+def _reclaim(spec: ConfinedSpec) -> None:
+    """Take back the caller's directories the session wrote (blocking; `sandbox._reclaim`)."""
+    if spec.workspace is not None and not spec.workspace_read_only:
+        reclaim_tree(spec.workspace)
+    if spec.log_dir is not None:
+        replace_with_copy(spec.log_dir)
 
 
 def _given(path: Path | None) -> list[Path]:

@@ -14,12 +14,28 @@ client uses with ``HTTPS_PROXY``/``HTTP_PROXY``:
   ``127.0.0.1``).
 
 Exactly one ``host:port`` is allowed, the provider's (compared after
-lower-casing the host; ``localhost`` is not ``127.0.0.1``). Everything else
-is answered ``403 Forbidden`` and **counted and named** (``host:port``), so
-the transcript's prose can list every denied connection; a request that is
-not a proxy request at all gets ``400`` and is counted as
-`MALFORMED_NAME`. Names are resolved here, outside the sandbox, so the
-session needs no resolver (and has none).
+lower-casing the host; ``localhost`` is not ``127.0.0.1``), and only *as*
+that host: a forwarded request's ``Host`` header and a tunnel's TLS server
+name must name it too, and a forwarded request carries one body of its
+``Content-Length`` and nothing after it (`sandbox._egress_http`). Everything
+else is answered ``403 Forbidden`` (a tunnel whose first bytes are refused is
+closed) and **counted and named** (``host:port``, or what was refused of a
+request to it: ``127.0.0.1:8080 with Host evil.example``), so the
+transcript's prose can list every denied connection; a request that is not a
+proxy request at all gets ``400`` and is counted as `MALFORMED_NAME`. Names
+are resolved here, outside the sandbox, so the session needs no resolver
+(and has none).
+
+The runner's descriptors are shared by every session, so one session may
+hold at most ``max_connections`` connections open at once (each costs the
+runner two descriptors: the client's and the upstream's): one more is
+answered ``503`` and counted (`OVER_CAP_NAME`), and `EgressProxy.limit_hit`
+then names the limit, for the sandbox's watch to end the session
+``limit-exceeded``. An ``accept`` that fails for want of descriptors
+(EMFILE, ENFILE: the runner as a whole is out of them) refuses that one
+connection (a descriptor kept in reserve is freed to accept and close it,
+counted as `NO_DESCRIPTORS_NAME`) and the proxy goes on; it never takes the
+batch down.
 
 Why this is written here and not taken from Debian: the well-kept
 allowlisting proxies (tinyproxy, squid) listen on TCP only, so each would
@@ -30,16 +46,19 @@ What is needed is small (one allowed target, two request forms, a byte
 relay) and the per-session count is first-class here: one proxy per session,
 so every denial belongs to exactly one session without any attribution step.
 
-What this proxy does not do: TLS (a CONNECT tunnel is relayed opaquely),
-authentication, caching. A forwarded plain-HTTP request is sent upstream
-with ``Connection: close``, so one client connection carries one request
-and cannot be reused for another host; a tunnel carries whatever the client
-sends, but only ever to the allowed target.
+What this proxy does not do: TLS (a CONNECT tunnel is relayed opaquely once
+its ClientHello names the allowed host), authentication, caching. A
+forwarded plain-HTTP request is sent upstream with ``Connection: close``, so
+one client connection carries one request and cannot be reused for another
+host; a tunnel carries whatever the client sends inside its TLS, but only
+ever to the allowed target.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
 import shutil
 import tempfile
@@ -47,23 +66,33 @@ from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, final
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Final, final
 
 import anyio
+from anyio.abc import SocketAttribute
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ._egress_http import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from ._egress_http import BadProxyRequest as BadProxyRequest
+from ._egress_http import NotTLS, is_address, refusal, tls_server_name
+from ._egress_http import ProxyRequest as ProxyRequest
+from ._egress_http import Target as Target
+from ._egress_http import parse_proxy_request as parse_proxy_request
+from ._egress_http import target_of_url as target_of_url
+from ._egress_relay import answer, forward_once, splice
+from ._limits import LimitHit
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from anyio.abc import ByteStream
+    from anyio.abc import ByteStream, SocketListener
 
 EGRESS_ROOT: Final = Path("/var/tmp/headwater-campaign/egress")
 """Where per-session socket directories live (short: a socket path has at most 107 bytes)."""
 MAX_HEAD_BYTES: Final = 64 * 1024
 """Largest request head (request line + headers) the proxy reads; more is a 400."""
 HEAD_TIMEOUT_S: Final = 30.0
-"""Seconds a client has to send its whole request head after connecting."""
+"""Seconds a client has to send its whole request head (or a tunnel's first record)."""
 CONNECT_TIMEOUT_S: Final = 30.0
 """Seconds to resolve and connect to the allowed target before answering 502."""
 MAX_DENIED_NAMES: Final = 100
@@ -72,118 +101,13 @@ MALFORMED_NAME: Final = "(not a proxy request)"
 """The name a denial gets when the request named no ``host:port``."""
 OTHER_NAME: Final = "(further hosts)"
 """The name that collects denials past `MAX_DENIED_NAMES` distinct names."""
-_RELAY_CHUNK_BYTES: Final = 65536
-_DROPPED_HEADERS: Final = frozenset(
-    {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
-)
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-
-
-class BadProxyRequest(ValueError):
-    """The request head is not a proxy request this proxy understands (answered 400)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"not a proxy request: {reason}")
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Target:
-    """A ``host:port`` a client asked for.
-
-    Attributes:
-        host: Lower-cased host name or address, IPv6 without brackets.
-        port: TCP port, 1..65535.
-    """
-
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-def target_of_url(url: str) -> Target:
-    """The ``host:port`` a base URL reaches (the provider's), default ports filled in.
-
-    Raises:
-        ValueError: the URL is not ``http``/``https`` or names no host.
-    """
-    parts = urlsplit(url)
-    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
-        raise ValueError(f"provider URL must be http(s)://host[:port][/path], got {url!r}")
-    return Target(parts.hostname.lower(), parts.port or _DEFAULT_PORTS[parts.scheme])
-
-
-@dataclass(frozen=True, slots=True)
-class ProxyRequest:
-    """One parsed request head.
-
-    Attributes:
-        kind: ``connect`` (a tunnel) or ``forward`` (absolute-URI plain HTTP).
-        target: Where the client wants to go.
-        upstream_head: For ``forward``, the head to send upstream (origin-form
-            request line, hop-by-hop headers dropped, ``Connection: close``);
-            empty for ``connect``.
-    """
-
-    kind: Literal["connect", "forward"]
-    target: Target
-    upstream_head: bytes
-
-
-def parse_proxy_request(head: bytes) -> ProxyRequest:
-    r"""Parse a request head (through the blank line) sent to a forward proxy. Pure.
-
-    Args:
-        head: The bytes up to and including the first ``\r\n\r\n``.
-
-    Returns:
-        The request; see `ProxyRequest`.
-
-    Raises:
-        BadProxyRequest: an origin-form request (not meant for a proxy), an
-            ``https://`` absolute URI (clients CONNECT for those), a missing or
-            bad port, or a line that is not ``METHOD TARGET HTTP/1.x``.
-    """
-    lines = head.split(b"\r\n")
-    words = lines[0].split(b" ")
-    if len(words) != 3 or not words[2].startswith(b"HTTP/1."):
-        raise BadProxyRequest(f"request line {lines[0][:80]!r}")
-    method, raw_target, version = words
-    try:
-        text = raw_target.decode("ascii")
-    except UnicodeDecodeError as exc:
-        raise BadProxyRequest("a non-ASCII request target") from exc
-    if method == b"CONNECT":
-        return ProxyRequest("connect", _authority(text), b"")
-    parts = urlsplit(text)
-    if parts.scheme != "http" or not parts.hostname:
-        raise BadProxyRequest(f"target {text[:80]!r} is not an absolute http:// URI")
-    try:
-        target = Target(parts.hostname.lower(), parts.port or 80)
-    except ValueError as exc:
-        raise BadProxyRequest(f"target {text[:80]!r} has a bad port") from exc
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    kept = [
-        line for line in lines[1:]
-        if line and line.split(b":", 1)[0].strip().lower() not in _DROPPED_HEADERS
-    ]
-    request_line = b" ".join((method, path.encode("ascii"), version))
-    upstream = b"\r\n".join([request_line, *kept, b"Connection: close", b"", b""])
-    return ProxyRequest("forward", target, upstream)
-
-
-def _authority(text: str) -> Target:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise BadProxyRequest(f"CONNECT target {text[:80]!r} is not host:port")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    number = int(port)
-    if not 0 < number < 65536:
-        raise BadProxyRequest(f"CONNECT target {text[:80]!r} has a bad port")
-    return Target(host.lower(), number)
+OVER_CAP_NAME: Final = "(connections over the session's cap)"
+"""The name of a connection refused because the session had its cap open already."""
+NO_DESCRIPTORS_NAME: Final = "(refused: the runner was out of descriptors)"
+"""The name of a connection refused because the runner could not accept it (EMFILE)."""
+ACCEPT_RETRY_S: Final = 0.05
+"""Pause after a refused accept, so a runner out of descriptors does not spin."""
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,15 +117,18 @@ class EgressStats:
     Attributes:
         allowed_target: The one ``host:port`` that was allowed.
         allowed: Connections relayed to it (tunnels and forwarded requests).
-        denied: Denied ``host:port`` (or `MALFORMED_NAME`) -> count.
+        denied: Denied ``host:port`` (or `MALFORMED_NAME`, or what was refused of
+            a request to the allowed target) -> count.
         upstream_failures: Allowed connections whose upstream could not be
             reached (answered 502; not denials).
+        most_open: The most connections the session held open at once.
     """
 
     allowed_target: str
     allowed: int
     denied: dict[str, int]
     upstream_failures: int
+    most_open: int = 0
 
     @property
     def denied_total(self) -> int:
@@ -215,19 +142,31 @@ class EgressStats:
             "allowed": self.allowed,
             "denied": dict(sorted(self.denied.items())),
             "upstream_failures": self.upstream_failures,
+            "most_open": self.most_open,
         }
 
 
 @final
 class EgressProxy:
-    """A running egress proxy for one session; built by `open_egress_proxy`."""
+    """A running egress proxy for one session; built by `open_egress_proxy`.
 
-    def __init__(self, allowed: Target, socket_path: Path) -> None:
+    Args:
+        allowed: The provider's ``host:port``.
+        socket_path: Its Unix socket.
+        max_connections: Most connections open at once (None: no cap).
+    """
+
+    def __init__(self, allowed: Target, socket_path: Path,
+                 max_connections: int | None = None) -> None:
         self.allowed = allowed
         self.socket_path = socket_path
+        self.max_connections = max_connections
         self._allowed_count = 0
         self._upstream_failures = 0
         self._denied: Counter[str] = Counter()
+        self._open = 0
+        self._most_open = 0
+        self._cap_hit: LimitHit | None = None
 
     def __repr__(self) -> str:
         return (
@@ -242,7 +181,12 @@ class EgressProxy:
             allowed=self._allowed_count,
             denied=dict(self._denied),
             upstream_failures=self._upstream_failures,
+            most_open=self._most_open,
         )
+
+    def limit_hit(self) -> LimitHit | None:
+        """The connection cap, once the session passed it (a `ConfinedSpec.limit_checks` check)."""
+        return self._cap_hit
 
     def _deny(self, name: str) -> None:
         if name in self._denied or len(self._denied) < MAX_DENIED_NAMES:
@@ -250,94 +194,145 @@ class EgressProxy:
         else:
             self._denied[OTHER_NAME] += 1
 
+    async def serve(self, listener: SocketListener) -> None:
+        """Accept connections until cancelled, each served in its own task.
+
+        An accept that fails for want of descriptors refuses that one
+        connection (module docstring); any other failure of the listener is raised.
+        """
+        reserve = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            async with anyio.create_task_group() as tg:
+                while True:
+                    try:
+                        client = await listener.accept()
+                    except anyio.BrokenResourceError as exc:
+                        cause = exc.__cause__
+                        if not (isinstance(cause, OSError)
+                                and cause.errno in (errno.EMFILE, errno.ENFILE)):  # fmt: skip
+                            raise
+                        os.close(reserve)
+                        self._refuse_pending(listener)
+                        reserve = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+                        await anyio.sleep(ACCEPT_RETRY_S)
+                        continue
+                    tg.start_soon(self.handle, client)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(reserve)
+
+    def _refuse_pending(self, listener: SocketListener) -> None:
+        """With the reserve descriptor freed: accept the waiting connection and close it."""
+        raw = listener.extra(SocketAttribute.raw_socket)
+        with contextlib.suppress(OSError):
+            conn, _ = raw.accept()
+            conn.close()
+            self._deny(NO_DESCRIPTORS_NAME)
+
     async def handle(self, client: ByteStream) -> None:
         """Serve one client connection to its end. Never raises for a client's fault."""
         async with client:
-            reader = BufferedByteReceiveStream(client)
-            head: bytes | None = None
-            with anyio.move_on_after(HEAD_TIMEOUT_S), contextlib.suppress(Exception):
-                head = await reader.receive_until(b"\r\n\r\n", MAX_HEAD_BYTES) + b"\r\n\r\n"
-            if head is None:
-                self._deny(MALFORMED_NAME)
-                await _answer(client, 400, "no complete request head")
+            if self.max_connections is not None and self._open >= self.max_connections:
+                self._deny(OVER_CAP_NAME)
+                self._cap_hit = self._cap_hit or LimitHit(
+                    "connections", f"the session opened more than {self.max_connections} "
+                    "connections at once through the egress proxy")  # fmt: skip
+                await answer(client, 503, f"more than {self.max_connections} connections at "
+                              "once: the session's cap")  # fmt: skip
                 return
+            self._open += 1
+            self._most_open = max(self._most_open, self._open)
             try:
-                request = parse_proxy_request(head)
-            except BadProxyRequest as exc:
-                self._deny(MALFORMED_NAME)
-                await _answer(client, 400, exc.reason)
-                return
-            if request.target != self.allowed:
-                self._deny(str(request.target))
-                await _answer(client, 403, f"{request.target} is not the provider ({self.allowed})")
-                return
-            await self._relay(client, reader, request)
+                await self._exchange(client)
+            except Exception:  # one connection's failure never ends the proxy (or the batch)
+                logger.exception("egress proxy %s: a connection failed", self.socket_path)
+            finally:
+                self._open -= 1
+
+    async def _exchange(self, client: ByteStream) -> None:
+        reader = BufferedByteReceiveStream(client)
+        head: bytes | None = None
+        with anyio.move_on_after(HEAD_TIMEOUT_S), contextlib.suppress(Exception):
+            head = await reader.receive_until(b"\r\n\r\n", MAX_HEAD_BYTES) + b"\r\n\r\n"
+        if head is None:
+            self._deny(MALFORMED_NAME)
+            await answer(client, 400, "no complete request head")
+            return
+        try:
+            request = parse_proxy_request(head)
+        except BadProxyRequest as exc:
+            self._deny(MALFORMED_NAME)
+            await answer(client, 400, exc.reason)
+            return
+        refused = refusal(request, self.allowed)
+        if refused is not None:
+            self._deny(refused)
+            await answer(client, 403, f"{refused}: only the provider ({self.allowed}), as "
+                          "itself")  # fmt: skip
+            return
+        await self._relay(client, reader, request)
 
     async def _relay(
         self, client: ByteStream, reader: BufferedByteReceiveStream, request: ProxyRequest
     ) -> None:
+        """Connect the allowed target (502 when it cannot be reached), then relay: a tunnel's
+        first record only once it is a ClientHello naming the target, a forwarded request
+        once, with its body."""
         upstream: ByteStream | None = None
         with anyio.move_on_after(CONNECT_TIMEOUT_S), contextlib.suppress(OSError):
             upstream = await anyio.connect_tcp(request.target.host, request.target.port)
         if upstream is None:
             self._upstream_failures += 1
-            await _answer(client, 502, f"cannot reach {request.target}")
+            await answer(client, 502, f"cannot reach {request.target}")
             return
-        self._allowed_count += 1
         async with upstream:
             try:
                 if request.kind == "connect":
                     await client.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    first = await self._client_hello(reader, request.target)
+                    if first is None:
+                        return  # refused: the upstream connection closes having had no byte
+                    self._allowed_count += 1
+                    await upstream.send(first)
+                    await splice(reader, client, upstream)
                 else:
+                    self._allowed_count += 1
                     await upstream.send(request.upstream_head)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    await forward_once(reader, client, upstream, request.content_length or 0,
+                                        lambda: self._deny(f"{request.target} with bytes after "
+                                                           "its request"))  # fmt: skip
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream,
+                    OSError):  # fmt: skip
                 return
-            await _splice(reader, client, upstream)
 
-
-async def _splice(
-    reader: BufferedByteReceiveStream, client: ByteStream, upstream: ByteStream
-) -> None:
-    """Relay both ways; when the upstream side ends, the exchange is over."""
-    async with anyio.create_task_group() as tg:
-
-        async def client_to_upstream() -> None:
-            with contextlib.suppress(Exception):
-                while True:
-                    try:
-                        chunk = await reader.receive(_RELAY_CHUNK_BYTES)
-                    except anyio.EndOfStream:
-                        await upstream.send_eof()
-                        return
-                    await upstream.send(chunk)
-            tg.cancel_scope.cancel()  # a send or receive failed: nothing more can pass
-
-        async def upstream_to_client() -> None:
-            with contextlib.suppress(Exception):
-                while True:
-                    await client.send(await upstream.receive(_RELAY_CHUNK_BYTES))
-            tg.cancel_scope.cancel()  # EOF or failure: nothing more can come back
-
-        tg.start_soon(client_to_upstream)
-        tg.start_soon(upstream_to_client)
-
-
-_REASONS: Final = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
-
-
-async def _answer(client: ByteStream, status: int, message: str) -> None:
-    body = f"headwater egress proxy: {message}\n".encode()
-    head = (
-        f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    with contextlib.suppress(Exception):
-        await client.send(head + body)
+    async def _client_hello(self, reader: BufferedByteReceiveStream,
+                            target: Target) -> bytes | None:
+        """A tunnel's first record, when it is a ClientHello naming the allowed host; else the
+        refusal is counted and None returned (the caller closes the tunnel)."""
+        record = b""
+        with anyio.move_on_after(HEAD_TIMEOUT_S), contextlib.suppress(Exception):
+            record = await reader.receive_exactly(5)
+            size = int.from_bytes(record[3:5], "big")
+            if record[0] == 0x16 and 5 + size <= MAX_RECORD_BYTES:
+                record += await reader.receive_exactly(size)
+        try:
+            name = tls_server_name(record)
+        except NotTLS:
+            self._deny(f"{target} with bytes that are not TLS")
+            return None
+        if name is None and not is_address(target.host):
+            self._deny(f"{target} with no TLS server name")
+            return None
+        if name is not None and name != target.host:
+            self._deny(f"{target} with TLS name {name[:80]}")
+            return None
+        return record
 
 
 @asynccontextmanager
 async def open_egress_proxy(
-    allowed: Target, *, root: Path = EGRESS_ROOT, owner: tuple[int, int] | None = None
+    allowed: Target, *, root: Path = EGRESS_ROOT, owner: tuple[int, int] | None = None,
+    max_connections: int | None = None,
 ) -> AsyncIterator[EgressProxy]:
     """Listen on a new Unix socket that relays to ``allowed`` only; remove it on exit.
 
@@ -354,6 +349,8 @@ async def open_egress_proxy(
         allowed: The provider's ``host:port`` (`target_of_url`).
         root: Parent of the socket directories; `EGRESS_ROOT` in production.
         owner: ``(uid, gid)`` for the directory and socket, or None for the runner's.
+        max_connections: Most connections the session may hold open at once
+            (`sandbox._limits.Limits.connections`); None is no cap.
 
     Yields:
         The proxy; read `EgressProxy.stats` after the session's harness exited.
@@ -368,10 +365,10 @@ async def open_egress_proxy(
         if owner is not None:
             os.chown(directory, *owner)
             os.chown(path, *owner)
-        proxy = EgressProxy(allowed, path)
+        proxy = EgressProxy(allowed, path, max_connections)
         try:
             async with listener, anyio.create_task_group() as tg:
-                tg.start_soon(listener.serve, proxy.handle)
+                tg.start_soon(proxy.serve, listener)
                 try:
                     yield proxy
                 finally:

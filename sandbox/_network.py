@@ -71,12 +71,14 @@ async def open_session_egress(
     *,
     root: Path = EGRESS_ROOT,
     owner: tuple[int, int] | None = None,
+    max_connections: int | None = None,
 ) -> AsyncIterator[EgressProxy | None]:
     """The egress proxy of one session, or None with ``--network host``.
 
     Allows exactly the ``host:port`` of ``provider_url`` (of
-    `DEFAULT_PROVIDER_URL` when None). See `sandbox._egress.open_egress_proxy`
-    for the socket, its modes and ``owner``, and cancellation.
+    `DEFAULT_PROVIDER_URL` when None), at most ``max_connections`` open at
+    once. See `sandbox._egress.open_egress_proxy` for the socket, its modes
+    and ``owner``, the cap, and cancellation.
 
     Raises:
         ValueError: ``provider_url`` is not an ``http(s)://`` URL with a host.
@@ -86,22 +88,30 @@ async def open_session_egress(
         yield None
         return
     target = target_of_url(provider_url or DEFAULT_PROVIDER_URL)
-    async with open_egress_proxy(target, root=root, owner=owner) as proxy:
+    async with open_egress_proxy(target, root=root, owner=owner,
+                                 max_connections=max_connections) as proxy:  # fmt: skip
         yield proxy
 
 
 _PROBE_SCRIPT: Final = """\
 echo ==allowed
-printf 'GET http://127.0.0.1:%s/headwater-preflight HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' "$1" \
-| {socat} -t 10 -T 10 - TCP:127.0.0.1:{bridge}
+printf 'GET http://127.0.0.1:%s/headwater-preflight HTTP/1.1\\r\\n' "$1" > /tmp/request
+printf 'Host: 127.0.0.1:%s\\r\\n\\r\\n' "$1" >> /tmp/request
+{socat} -t 10 -T 10 - TCP:127.0.0.1:{bridge} < /tmp/request
 echo; echo ==denied
 printf 'CONNECT %s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' "$2" \
 | {socat} -t 10 -T 10 - TCP:127.0.0.1:{bridge}
+echo; echo ==spoofed
+printf 'GET http://127.0.0.1:%s/headwater-preflight HTTP/1.1\\r\\n' "$1" > /tmp/spoofed
+printf 'Host: headwater-spoofed.invalid\\r\\n\\r\\n' >> /tmp/spoofed
+{socat} -t 10 -T 10 - TCP:127.0.0.1:{bridge} < /tmp/spoofed
 echo; echo ==direct
 if {socat} -T 3 -u TCP:127.0.0.1:"$1",connect-timeout=3 - </dev/null >/dev/null 2>&1
 then echo open; else echo closed; fi
 """
 _TOKEN: Final = "headwater-network-preflight-ok"
+SPOOFED_HOST: Final = "headwater-spoofed.invalid"
+"""The ``Host`` the probe sends the allowed server, which the proxy must refuse."""
 _NETWORK_FIX: Final = (
     "allow unprivileged network namespaces for bwrap (the user-namespace settings of the "
     "sandbox check; in a container, allow unshare(CLONE_NEWNET) and netlink for `lo`), "
@@ -124,8 +134,9 @@ def network_preflight(
     socket, the bridge): a plain-HTTP request through the bridge and the
     egress proxy to a throwaway server on host loopback (must arrive), a
     ``CONNECT`` to another loopback address (must be answered 403 and counted
-    by the proxy), and a direct connection to the server's port (must fail:
-    the namespace is private). Every subprocess starts with an empty
+    by the proxy), the server asked for with another ``Host`` (must be answered
+    403 and counted: the provider only as itself), and a direct connection to
+    the server's port (must fail: the namespace is private). Every subprocess starts with an empty
     environment and is killed (its process group) after ``timeout_s``. As
     for a session, bwrap runs as the session user (a root runner's
     ``headwater-session``, dropped to with setpriv), who is given the
@@ -222,8 +233,12 @@ def _verdict(run: Run, denied: dict[str, int], allowed: int, port: int) -> Check
         problems.append("a loopback server was not reached through the bridge and the proxy "
                         f"(proxy relayed {allowed}; stderr: {message or 'empty'})")
     name = f"127.0.0.2:{port}"
-    if " 403 " not in parts.get("denied", "") or denied != {name: 1}:
+    spoofed = f"127.0.0.1:{port} with Host {SPOOFED_HOST}"
+    if " 403 " not in parts.get("denied", "") or denied.get(name) != 1:
         problems.append(f"a CONNECT to {name} was not refused and counted (counted: {denied})")
+    if " 403 " not in parts.get("spoofed", "") or denied.get(spoofed) != 1:
+        problems.append(f"a request to the provider with Host {SPOOFED_HOST} was not refused "
+                        f"and counted (counted: {denied})")
     if parts.get("direct", "").strip() != "closed":
         problems.append("the host's loopback port was reachable directly from inside: "
                         "the network namespace is not private")
@@ -232,7 +247,8 @@ def _verdict(run: Run, denied: dict[str, int], allowed: int, port: int) -> Check
     return Check("network", "ok",
                  "own network namespace (only lo); socat bridge to the egress socket; a loopback "
                  f"server reached through the egress proxy; {name} refused (403) and counted; "
-                 "a direct connection to host loopback failed")
+                 f"the server asked for as another host (Host {SPOOFED_HOST}) refused and "
+                 "counted; a direct connection to host loopback failed")
 
 
 class _TokenServer:

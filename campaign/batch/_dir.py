@@ -25,6 +25,10 @@ from ._lock import LOCK_NAME
 
 FALLBACK_ROOT: Final = Path("/var/tmp/headwater-campaign/batches")
 """Default batch root when the checkout's ``batches/`` resolves under ``$HOME``."""
+BATCH_DIR_MODE: Final = 0o700
+"""A batch directory is the runner's alone: no other host user reaches a session's files,
+running or kept (a root runner's session user reaches its own workspace through search-only
+ACL entries, `sandbox._privileges.hand_over`)."""
 
 
 class BatchDirRefused(CampaignError):
@@ -98,7 +102,8 @@ def prepare_batch_dir(
         must_be_new: False for ``record``, which adds to an existing batch.
 
     Returns:
-        The resolved directory, created (mode 0755) and, when ``must_be_new``, empty.
+        The resolved directory, created and, when ``must_be_new``, empty; its mode is
+        `BATCH_DIR_MODE` (an existing batch's too: one made by an older runner is closed).
 
     Raises:
         BatchDirRefused: under ``$HOME`` (RC-06), or not empty for a new batch
@@ -127,6 +132,7 @@ def prepare_batch_dir(
                 f"batch, `headwater-campaign resume {resolved}`",
             )
     resolved.mkdir(parents=True, exist_ok=True)
+    os.chmod(resolved, BATCH_DIR_MODE)
     return resolved
 
 

@@ -14,6 +14,15 @@ from typing import Final, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from recorder._vocab import Tier
+from sandbox._limits import (
+    DEFAULT_CONNECTIONS,
+    DEFAULT_MEMORY_BYTES,
+    DEFAULT_OPEN_FILES,
+    DEFAULT_PIDS,
+    DEFAULT_TMP_BYTES,
+    DEFAULT_WRITE_BYTES,
+    Limits,
+)
 
 SESSION_TIMEOUT_S: Final = 1800.0
 """Default wall limit of one session, seconds (DESIGN.md defaults)."""
@@ -82,6 +91,24 @@ class BatchOptions(BaseModel):
     keep_streams: bool = True
     """Keep each attempt's stdout, compressed, and its final text (``--no-keep-streams``)."""
     allow_identical_arms: bool = False
+    max_processes: int = Field(default=DEFAULT_PIDS, ge=1)
+    """Per session: processes and threads at once (``--max-processes``; `sandbox.Limits`)."""
+    max_memory_bytes: int = Field(default=DEFAULT_MEMORY_BYTES, ge=1)
+    """Per session: memory, bytes, page cache and /tmp included (``--max-memory``)."""
+    max_tmp_bytes: int = Field(default=DEFAULT_TMP_BYTES, ge=1)
+    """Per session: the size of its private /tmp, bytes (``--max-tmp``)."""
+    max_write_bytes: int = Field(default=DEFAULT_WRITE_BYTES, ge=1)
+    """Per session: bytes added to its workspace, log and config directories (``--max-writes``)."""
+    max_open_files: int = Field(default=DEFAULT_OPEN_FILES, ge=1)
+    """Per session: open files of each of its processes (``--max-open-files``)."""
+    max_connections: int = Field(default=DEFAULT_CONNECTIONS, ge=1)
+    """Per session: connections open at once through its egress proxy (``--max-connections``)."""
+
+    def session_limits(self) -> Limits:
+        """The per-session limits these options ask for (the sandbox's `Limits`)."""
+        return Limits(pids=self.max_processes, memory_bytes=self.max_memory_bytes,
+                      tmp_bytes=self.max_tmp_bytes, write_bytes=self.max_write_bytes,
+                      open_files=self.max_open_files, connections=self.max_connections)
 
 
 class ResumeOverrides(BaseModel):

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from recorder._vocab import Arm, SessionState
+from sandbox._limits import LimitName
 
 LEDGER_FORMAT: Final = 1
 """Version of the ledger's record shapes; a ledger of another version is refused."""
@@ -133,7 +134,11 @@ class FinalRecord(SessionRef):
     lines: int | None = None
     network: Literal["confined", "host"] | None = None
     egress: dict[str, Any] | None = None
-    """The egress proxy's counts (allowed target, relayed, denied per host)."""
+    """The egress proxy's counts (allowed target, relayed, denied per host, most open)."""
+    limit: LimitName | None = None
+    """The per-session limit the sandbox saw passed and ended the session for (``processes``,
+    ``memory``, ``tmp``, ``writes``, ``connections``; the stream does not hold it, so
+    ``retranscribe`` keeps it); None when it passed none."""
     event: dict[str, Any] | None = None
     """For ``recorded``: the event mapping exactly as the transcript writes it (RC-15)."""
     calls: list[dict[str, Any]] | None = None

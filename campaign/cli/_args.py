@@ -33,6 +33,23 @@ def duration_s(text: str) -> float:
     return value
 
 
+_SIZE: Final = re.compile(r"\A(\d+)\s*(|[kmg]i?b?)\Z", re.IGNORECASE)
+_UNIT_BYTES: Final = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def size_bytes(text: str) -> int:
+    """argparse type: bytes, or a whole number with K, M or G (binary: 1K is 1024 bytes;
+    ``512M``, ``4GiB``, ``64k``); at least 1."""
+    m = _SIZE.match(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size: give bytes, or a whole number with K, M or G (e.g. 512M)")
+    value = int(m.group(1)) * _UNIT_BYTES[m.group(2)[:1].lower()]
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
+
+
 def _whole(text: str) -> int:
     try:
         return int(text)
@@ -86,6 +103,11 @@ def resolve_harness(path: Path | None, default: Path) -> Path:
     return resolved
 
 
+SESSION_LIMITS: Final = ("max_processes", "max_memory_bytes", "max_tmp_bytes",
+                         "max_write_bytes", "max_open_files", "max_connections")
+"""The per-session limits' option names (`BatchOptions`, the parser's destinations)."""
+
+
 def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier: str,
                   harness: Path, **fixed: object) -> BatchOptions:
     """The options of a new batch from ``run``/``demo``/``record`` arguments (``fixed`` wins).
@@ -107,7 +129,7 @@ def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier:
     for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
                  "retries", "max_cost_cents", "est_session_cents", "max_wall_s",
                  "retry_backoff_s", "discard_workspaces", "keep_streams",
-                 "allow_identical_arms"):
+                 "allow_identical_arms", *SESSION_LIMITS):
 
         value = getattr(args, name, None)
         if value is not None:

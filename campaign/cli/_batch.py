@@ -219,7 +219,7 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
         post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
         host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
         keep_streams=options.keep_streams,
-        network=opened.network)
+        network=opened.network, limits=options.session_limits())
     limits = RunLimits(concurrency=options.concurrency, retries=options.retries,
                        backoff_s=options.retry_backoff_s,
                        budgets=Budgets(max_cost_cents=options.max_cost_cents,

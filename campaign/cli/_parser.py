@@ -16,9 +16,18 @@ from campaign.batch._options import (
     SESSION_TIMEOUT_S,
     WATCHDOG_S,
 )
+from sandbox._limits import (
+    DEFAULT_CONNECTIONS,
+    DEFAULT_MEMORY_BYTES,
+    DEFAULT_OPEN_FILES,
+    DEFAULT_PIDS,
+    DEFAULT_TMP_BYTES,
+    DEFAULT_WRITE_BYTES,
+    format_bytes,
+)
 
 from . import _batch, _inspect, _record, _report, _retranscribe, _show, _status
-from ._args import duration_s, nonnegative_int, positive_int
+from ._args import duration_s, nonnegative_int, positive_int, size_bytes
 from ._errors import EXIT_USAGE
 
 PINNED_HARNESS: Final = "2.1.197"
@@ -147,6 +156,29 @@ def _limits_args(p: argparse.ArgumentParser) -> None:
                         "present in nothing); refused by default, before anything is spent")
 
 
+def _session_limit_args(p: argparse.ArgumentParser) -> None:
+    """Per-session limits: passing one ends that session limit-exceeded, never the batch."""
+    g = p.add_argument_group("per-session limits (passing one ends that session "
+                             "limit-exceeded, never the batch; docs/session-reach.md)")
+    g.add_argument("--max-processes", type=positive_int, metavar="N",
+                   help=f"processes and threads at once (default {DEFAULT_PIDS})")
+    g.add_argument("--max-memory", dest="max_memory_bytes", type=size_bytes, metavar="SIZE",
+                   help="memory, its page cache and /tmp included, no swap (default "
+                        f"{format_bytes(DEFAULT_MEMORY_BYTES)}; SIZE: bytes, or with K, M or G)")
+    g.add_argument("--max-tmp", dest="max_tmp_bytes", type=size_bytes, metavar="SIZE",
+                   help=f"the size of its private /tmp (default {format_bytes(DEFAULT_TMP_BYTES)})")
+    g.add_argument("--max-writes", dest="max_write_bytes", type=size_bytes, metavar="SIZE",
+                   help="bytes it may add to its workspace, log and config directories, "
+                        f"checked while it runs and after (default "
+                        f"{format_bytes(DEFAULT_WRITE_BYTES)})")
+    g.add_argument("--max-open-files", type=positive_int, metavar="N",
+                   help=f"open files of each of its processes (default {DEFAULT_OPEN_FILES}; "
+                        "past it a call fails, the session goes on)")
+    g.add_argument("--max-connections", type=positive_int, metavar="N",
+                   help="connections open at once through its egress proxy (default "
+                        f"{DEFAULT_CONNECTIONS})")
+
+
 def _batch_dir_arg(p: argparse.ArgumentParser, *, required: bool = False) -> None:
     p.add_argument("--batch-dir", type=Path, metavar="DIR", required=required,
                    help="the batch directory (must not exist or be empty; never under "
@@ -191,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     _network_args(p)
     _batch_dir_arg(p)
     _limits_args(p)
+    _session_limit_args(p)
     _budget_args(p)
     p.set_defaults(func=_batch.cmd_run)
 
@@ -280,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record an arm that would differ from present in nothing")
     _harness_args(p)
     _network_args(p)
+    _session_limit_args(p)
     p.set_defaults(func=_record.cmd_record)
 
     p = sub.add_parser("seal", help="write one sealed workspace (the seal's rules: "

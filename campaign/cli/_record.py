@@ -71,7 +71,8 @@ def cmd_record(args: argparse.Namespace) -> int:
             layout=measure_host_layout(), session_timeout_s=options.session_timeout_s,
             watchdog_s=options.watchdog_s, post_result_grace_s=options.post_result_grace_s,
             invocation=opened.invocation, host_skill_dirs=_skill_dirs(),
-            produced_extra=tuple(args.produced), network=opened.network)
+            produced_extra=tuple(args.produced), network=opened.network,
+            limits=options.session_limits())
         supervisor = Supervisor(ctx, opened.journal, RunLimits(concurrency=1, retries=0,
                                                                backoff_s=1.0))
         outcome = anyio.run(supervisor.run, [spec], backend="trio")

@@ -81,8 +81,10 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
     end = final.end if final.end in ("exited", "timed-out", "watchdog", "line-too-long",
                                      "post-result-grace") else "exited"
     too_long = final.reason if end == "line-too-long" else None
+    # A limit the sandbox saw passed is not in the stream: it stays what the runner saw.
     obs = observer.finish(end=end, exit_status=final.exit_status,  # type: ignore[arg-type]
-                          tail=None if end == "line-too-long" else tail, too_long=too_long)
+                          tail=None if end == "line-too-long" else tail, too_long=too_long,
+                          limit_exceeded=final.reason if final.limit is not None else None)
     manifest = _manifest(paths.manifest)
     facts: dict[str, Any] = {"state": obs.state, "reason": obs.reason,
                              "outside_paths": len(obs.outside_paths),

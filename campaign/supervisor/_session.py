@@ -41,6 +41,7 @@ from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable
 from sandbox._layout import HostLayout
+from sandbox._limits import DEFAULT_LIMITS, LimitHit, Limits
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
@@ -56,6 +57,10 @@ HARNESS_MOUNT: Final = "/opt/harness/claude"
 """Where the harness binary is bound read-only inside the sandbox (RC-02)."""
 HOST_REFUSED: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 """errno values that mean the host refused a write (disk full, quota, read-only): exit 6."""
+LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
+                      "tmp": "--max-tmp", "writes": "--max-writes",
+                      "connections": "--max-connections"}  # fmt: skip
+"""The option that sets each limit, named in a ``limit-exceeded`` reason."""
 
 
 class HostWriteRefused(Exception):
@@ -129,6 +134,8 @@ class BatchContext:
     network: NetworkMode = "confined"
     """``confined``: own network namespace, egress proxy to the provider only (the default);
     ``host``: the host's network (RC-05's one admitted exception; the prose says so)."""
+    limits: Limits = DEFAULT_LIMITS
+    """Each session's limits (`sandbox.Limits`; ``--max-processes`` and friends)."""
     session_user: SessionUser | None = field(default_factory=_current_session_user)
     """Who sessions run as (no root inside): None for a runner that is not root; for a root
     runner ``headwater-session``, dropped to before bwrap starts. Looked up when the context
@@ -219,7 +226,8 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
     owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
     keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
     try:
-        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner) as egress:
+        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
+                                       max_connections=ctx.limits.connections) as egress:
             facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper)
     finally:
         if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
@@ -264,7 +272,8 @@ async def _drive(
             network="confined" if egress else "host",
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
             layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
-            log_dir=paths.log_dir, config_dir=cfg, name=name,
+            log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
+            limit_checks=(egress.limit_hit,) if egress else (),
         )
         try:  # a refusal before the spawn has spent nothing
             async with open_confined(confined) as sandbox:
@@ -278,8 +287,10 @@ async def _drive(
             return {"state": "refused-confinement",
                     "reason": f"refused-confinement: the session cannot be confined: {exc} "
                               "(RC-05)", **_NOTHING_RAN}
+    hit = sandbox.limit_hit
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
-                          too_long=str(result.line_too_long) if result.line_too_long else None)
+                          too_long=str(result.line_too_long) if result.line_too_long else None,
+                          limit_exceeded=_limit_reason(hit))
     facts: dict[str, Any] = {
         "state": obs.state,
         "reason": obs.reason,
@@ -304,6 +315,8 @@ async def _drive(
     }
     if egress is not None:  # the harness has exited: the counts are final
         facts["egress"] = egress.stats().as_record()
+    if hit is not None and obs.state == "limit-exceeded":
+        facts["limit"] = hit.limit
     facts.update(_observed_extras(obs))
     if obs.state == "recorded":
         findings = None
@@ -334,6 +347,11 @@ async def _drive(
             for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest)
         ]
     return facts
+
+
+def _limit_reason(hit: LimitHit | None) -> str | None:
+    """The ``limit-exceeded`` reason of a sandbox limit passed: what was seen, and its option."""
+    return None if hit is None else f"limit-exceeded: {hit.detail} ({LIMIT_FLAGS[hit.limit]})"
 
 
 def _observed_extras(obs: Observation) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,16 @@ def test_batch_dir_outside_home_created(tmp_path: Path) -> None:
     home.mkdir()
     out = prepare_batch_dir(tmp_path / "batches" / "b", command="run", home=home)
     assert out.is_dir() and out == (tmp_path / "batches" / "b").resolve()
+
+
+def test_a_batch_dir_is_the_runners_alone_new_or_existing(tmp_path: Path) -> None:
+    # No other host user reaches a session's files (docs/session-reach.md "After the session").
+    new = prepare_batch_dir(tmp_path / "new", command="run", home=tmp_path / "home")
+    old = tmp_path / "old"
+    old.mkdir(mode=0o755)
+    (old / "plan.yaml").write_text("")
+    prepare_batch_dir(old, command="record", home=tmp_path / "home", must_be_new=False)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (new, old)] == [0o700, 0o700]
 
 
 def test_batch_dir_not_empty_refused_points_at_resume(tmp_path: Path) -> None:

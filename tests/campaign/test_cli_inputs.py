@@ -88,7 +88,8 @@ def test_a_batch_in_use_is_refused(tmp_path: Path) -> None:
      ("--post-result-grace", "soon", "not a duration"), ("--seed", "-5", "0 or more"),
      ("--retries", "-1", "0 or more"), ("--max-cost-cents", "0", "at least 1"),
      ("--est-session-cents", "-2", "at least 1"), ("--max-wall", "0h", "more than zero"),
-     ("--concurrency", "two", "not a whole number")],
+     ("--concurrency", "two", "not a whole number"), ("--max-processes", "0", "at least 1"),
+     ("--max-memory", "lots", "not a size"), ("--max-tmp", "0", "at least 1 byte")],
 )
 def test_numbers_are_checked_at_the_command_line(tmp_path: Path, flag: str, value: str,
                                                  said: str) -> None:
@@ -103,6 +104,31 @@ def test_durations_take_seconds_or_a_unit(text: str, seconds: float) -> None:
     from campaign.cli._args import duration_s
 
     assert duration_s(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "count"), [("1048576", 1048576), ("64k", 65536),
+                                             ("512M", 512 * 1024**2), ("2GiB", 2 * 1024**3),
+                                             ("3 mb", 3 * 1024**2)])
+def test_sizes_take_bytes_or_a_binary_unit(text: str, count: int) -> None:
+    from campaign.cli._args import size_bytes
+
+    assert size_bytes(text) == count
+
+
+def test_the_limits_given_are_the_sessions_limits() -> None:
+    """``--max-*`` flags become `BatchOptions` (recorded in config.yaml) and the sandbox's
+    `Limits`; the ones not given keep their defaults."""
+    from campaign.cli._args import batch_options
+    from campaign.cli._parser import build_parser
+    from sandbox import DEFAULT_LIMITS
+
+    args = build_parser().parse_args(["run", str(EXAMPLE), "--max-processes", "64",
+                                      "--max-tmp", "64M", "--max-connections", "8"])
+    limits = batch_options(args, command="run", corpus=EXAMPLE, tier="campaign",
+                           harness=Path("/bin/true")).session_limits()
+    assert (limits.pids, limits.tmp_bytes, limits.connections) == (64, 64 * 1024**2, 8)
+    assert (limits.memory_bytes, limits.write_bytes, limits.open_files) == (
+        DEFAULT_LIMITS.memory_bytes, DEFAULT_LIMITS.write_bytes, DEFAULT_LIMITS.open_files)
 
 
 def test_version_names_the_runner_and_the_pinned_harness() -> None:

@@ -18,7 +18,8 @@ from tests.integration import kit
 
 KEY = "sk-doctor-placeholder-77aa"
 CHECKS = ("bwrap", "host-layout", "session-user", "user-namespaces", "cgroups", "sandbox",
-          "seccomp", "harness", "skills", "credentials", "batch-root", "network")  # fmt: skip
+          "seccomp", "harness", "skills", "limits", "credentials", "batch-root",
+          "network")  # fmt: skip
 
 
 def _lines(stdout: str) -> dict[str, tuple[str, str]]:

@@ -14,8 +14,10 @@ stream embedded (DESIGN.md RC-02). What it does, in order (x86-64):
    restarts) and detaches: pid 1 then outlives bwrap's outer process;
 4. the daemon writes what it saw to ``attack.json`` in the workspace, lets
    the harness go on, closes its stdio and lives on: every 0.2 s it touches
-   ``heartbeat`` in the workspace and, given a port, connects to it on host
-   loopback (``--network host``);
+   ``heartbeat`` in the workspace, given a port, connects to it on host
+   loopback (``--network host``), and, given a file, rewrites that file of the
+   workspace through a descriptor it opened at the start (no later change of
+   the file's owner or mode can stop a write through it);
 5. the harness prints the stream and exits 0.
 """
 
@@ -40,6 +42,7 @@ import base64, ctypes, errno, json, os, signal, socket, sys, time
 
 STREAM = base64.b64decode({stream!r})
 PORT = {port!r}
+REWRITE = {rewrite!r}
 if sys.argv[1:] == ["--version"]:
     print("0.0.0 (attack stand-in)")
     sys.exit(0)
@@ -118,7 +121,13 @@ def live_on():
     devnull = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
+    target = os.open(REWRITE, os.O_WRONLY | os.O_CREAT, 0o644) if REWRITE else -1
+    count = 0
     while True:
+        if target >= 0:
+            count += 1
+            os.ftruncate(target, 0)
+            os.pwrite(target, ("rewritten by a survivor %d\n" % count).encode(), 0)
         with open("heartbeat", "a"):
             os.utime("heartbeat")
         if PORT:
@@ -151,15 +160,18 @@ sys.exit(0)
 '''
 
 
-def write_attack_standin(path: Path, *, stdout: bytes, port: int = 0) -> Path:
+def write_attack_standin(path: Path, *, stdout: bytes, port: int = 0,
+                         rewrite: str | None = None) -> Path:
     """Write the attack stand-in at ``path`` (executable) and return ``path``.
 
     Args:
         path: Where to write it.
         stdout: The valid stream it prints once the daemon is set.
         port: A host loopback port the daemon connects to every 0.2 s (0: none).
+        rewrite: A workspace-relative file the daemon rewrites every 0.2 s (None: none).
     """
-    text = _TEMPLATE.format(python=STANDIN_PYTHON, stream=base64.b64encode(stdout), port=port)
+    text = _TEMPLATE.format(python=STANDIN_PYTHON, stream=base64.b64encode(stdout), port=port,
+                            rewrite=rewrite)
     path.write_text(text, encoding="ascii")
     path.chmod(0o755)
     return path

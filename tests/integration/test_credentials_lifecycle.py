@@ -192,7 +192,7 @@ async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_copy
     """No cgroup for the sandbox (here: its creation refused): refused-confinement before the
     harness starts (nothing spent), and the copy made for it is gone."""
 
-    def no_cgroup(host: object, label: str) -> None:
+    def no_cgroup(host: object, label: str, limits: object = None) -> None:
         raise ContainmentUnavailable("no cgroup here (test)", "none")
 
     monkeypatch.setattr("sandbox._confined.open_session_cgroup", no_cgroup)

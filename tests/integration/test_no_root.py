@@ -87,10 +87,13 @@ def test_root_only_host_files_stay_unreadable(session: Path) -> None:
     assert "root:" not in shadow
 
 
-def test_the_session_user_owns_its_directories_0700(session: Path) -> None:
+def test_the_session_user_owns_its_directories_0700_while_it_runs_and_then_the_runner(
+        session: Path) -> None:
     user = pwd.getpwnam(SESSION_USER)
     inside = [line.split() for line in _seen(session, "modes.txt").splitlines()]
     assert inside == [["700", str(user.pw_uid), str(user.pw_gid)]] * 3
-    for path in (session, session.parent / "log"):
+    # After the session (sandbox._reclaim): the workspace is the runner's, readable; the
+    # log a copy, the runner's alone.
+    for path, mode in ((session, 0o755), (session.parent / "log", 0o700)):
         st = path.stat()
-        assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o700, user.pw_uid, user.pw_gid)
+        assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (mode, 0, 0)

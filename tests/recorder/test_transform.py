@@ -631,3 +631,19 @@ def test_the_sessions_arguments_together_are_bounded_too(monkeypatch: pytest.Mon
                   tool_use("b", "Bash", {"command": "7890ab"}), text("x", msg="m2"), result())
     assert obs.state == "limit-exceeded" and "one session may add" in obs.reason
     assert [c.argument for c in obs.calls] == ["123456"]
+
+
+def test_a_sandbox_limit_passed_is_limit_exceeded_whatever_the_stream_but_a_refusal_wins() -> None:
+    """The sandbox ended the session for a limit (a kill: no result line); its reason is kept.
+    RC-07 still wins: what the session loaded was refused before it could spend more."""
+    reason = "limit-exceeded: the session tried to run more than 8 processes (--max-processes)"
+    observer = StreamObserver(policy=POLICY, workspace=WS)
+    for line in (init(), tool_use("t", "Bash", {"command": "f(){ f|f& };f"})):
+        observer.feed(line)
+    obs = observer.finish(end="exited", exit_status=-9, tail=None, limit_exceeded=reason)
+    assert (obs.state, obs.reason, obs.retryable) == ("limit-exceeded", reason, False)
+    assert [c.tool for c in obs.calls] == ["Bash"]
+    refused = StreamObserver(policy=POLICY, workspace=WS)
+    refused.feed(init(permissionMode="bypassPermissions"))
+    obs = refused.finish(end="exited", exit_status=-9, tail=None, limit_exceeded=reason)
+    assert obs.state == "refused-init"

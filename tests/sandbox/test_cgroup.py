@@ -26,9 +26,11 @@ from sandbox._cgroup import (
     open_session_cgroup,
     sweep_cgroups,
 )
+from sandbox._cgroup_limits import ControllerGroup, enable_delegated, limit_groups
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
+from sandbox._limits import Limits
 from sandbox._owner import runner_alive, runner_tag
 from sandbox._privileges import session_user
 from sandbox._process import open_child
@@ -83,6 +85,40 @@ def test_a_v2_only_host_that_delegates_the_controllers(tmp_path: Path) -> None:
     host = find_cgroups(proc)
     assert host.v2 == Hierarchy(2, root, "/user.slice")
     assert host.limits == {"pids": host.v2, "memory": host.v2}
+
+
+def test_limits_on_a_v2_host_that_delegates_go_in_the_sessions_own_cgroup(
+        tmp_path: Path) -> None:
+    """Where v2 delegates pids and memory, the base enables them for its children and the
+    session's own cgroup carries the limits (memory without swap); no v1 cgroup is made.
+    Plain files stand in for kernfs (this host's v2 delegates neither)."""
+    root = tmp_path / "cg"
+    base = root / "user.slice" / "headwater-campaign"
+    session = base / "4242.1-s-0000"
+    session.mkdir(parents=True)
+    (root / "user.slice" / "cgroup.subtree_control").write_text("memory pids\n")
+    for name in ("cgroup.subtree_control", "pids.max", "memory.max", "memory.swap.max"):
+        (base / name if name == "cgroup.subtree_control" else session / name).write_text("")
+    host = find_cgroups(_fake_proc(tmp_path / "proc", _line(root, "cgroup2", "rw"),
+                                   "0::/user.slice\n"))  # fmt: skip
+    limits = Limits(pids=64, memory_bytes=256 * 1024 * 1024)
+    enable_delegated(host, limits)
+    groups = limit_groups(host, session, limits)
+    assert [(g.controller, g.version, g.path) for g in groups] == [
+        ("pids", 2, session), ("memory", 2, session)]
+    assert (session / "pids.max").read_text() == "64"
+    assert (session / "memory.max").read_text() == str(256 * 1024 * 1024)
+    assert (session / "memory.swap.max").read_text() == "0"
+    assert (base / "cgroup.subtree_control").read_text() == "+memory"  # the last write
+    assert SessionCgroup(session, groups).join_argv()[5:] == [str(session / "cgroup.procs"), "--"]
+
+
+def test_a_limit_without_a_controller_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    unified = tmp_path / "unified"
+    (unified / "headwater-campaign" / "s").mkdir(parents=True)
+    host = find_cgroups(_fake_proc(tmp_path / "proc", _line(unified, "cgroup2", "rw"), "0::/\n"))
+    with pytest.raises(ContainmentUnavailable, match="no pids controller"):
+        limit_groups(host, unified / "headwater-campaign" / "s", Limits(pids=8))
 
 
 def test_a_host_without_cgroups_cannot_contain_a_sandbox(tmp_path: Path) -> None:
@@ -197,6 +233,36 @@ async def test_the_sweep_ends_a_dead_runners_cgroups_and_leaves_a_live_ones() ->
     finally:
         await SessionCgroup(dead).end()
         await live.end()
+
+
+@pytest.mark.anyio
+async def test_the_sweep_removes_a_dead_runners_limit_cgroups_in_v1_too() -> None:
+    """A runner killed with sessions that had v1 pids and memory cgroups: the next start ends
+    the session (its v2 cgroup) and removes those too; nothing of it is left."""
+    host = find_cgroups()
+    assert host.v2 is not None
+    homes = [h for h in host.limits.values() if h is not None and h.version == 1]
+    if not homes:
+        missing("v1 pids or memory hierarchies (this host's shape)")
+    name = f"{DEAD_TAG}-t-dead-limits-0000"
+    dead = host.v2.base / name
+    dead.mkdir()
+    groups = []
+    for home in homes:
+        home.base.mkdir(exist_ok=True)
+        (home.base / name).mkdir()
+        groups.append(ControllerGroup("pids" if "pids" in str(home.mount) else "memory", 1,
+                                      home.base / name, 1 << 30))
+    cgroup = SessionCgroup(dead, groups)
+    try:
+        async with open_child([*cgroup.join_argv(), STANDIN_PYTHON, "-c", DAEMON]) as child:
+            daemon = int((await child.read("stdout")).split()[0])
+            removed = await anyio.to_thread.run_sync(sweep_cgroups, host)
+            assert {dead, *(g.path for g in groups)} <= set(removed)
+            assert not _alive(daemon)
+            assert not [g.path for g in groups if g.path.exists()]
+    finally:
+        await cgroup.end()
 
 
 def test_the_sweep_removes_a_dead_runners_scratch_and_keeps_the_rest(tmp_path: Path) -> None:

@@ -237,7 +237,8 @@ async def test_proxy_relays_the_provider_and_denies_and_names_the_rest(
         assert stat.S_IMODE((await anyio.Path(sock).stat()).st_mode) == 0o600
         assert stat.S_IMODE((await anyio.Path(sock.parent).stat()).st_mode) == 0o700
         forward = await _ask(sock, f"GET http://127.0.0.1:{provider.port}/v1 HTTP/1.1\r\n"
-                                   f"Host: 127.0.0.1\r\n\r\n".encode())
+                                   f"Host: 127.0.0.1:{provider.port}\r\n\r\n".encode())
+        # A tunnel carries TLS to the provider, never plain bytes (sandbox/_egress_http.py).
         tunnel = await _ask(sock, f"CONNECT 127.0.0.1:{provider.port} HTTP/1.1\r\n\r\n"
                                   f"GET /v1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
                                   .encode())
@@ -249,18 +250,18 @@ async def test_proxy_relays_the_provider_and_denies_and_names_the_rest(
         malformed = await _ask(sock, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         stats = proxy.stats()
     assert forward.startswith(b"HTTP/1.0 200") and forward.endswith(b"provider-ok")
-    assert tunnel.startswith(b"HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.0 200")
-    assert tunnel.endswith(b"provider-ok")
+    assert tunnel == b"HTTP/1.1 200 Connection established\r\n\r\n"  # then closed
     for answer in (denied_forward, denied_tunnel, by_name):
         assert answer.startswith(b"HTTP/1.1 403 Forbidden"), answer
     assert malformed.startswith(b"HTTP/1.1 400 Bad Request")
-    assert repository.hits == 0 and provider.hits == 2
+    assert repository.hits == 0 and provider.hits == 1
     assert stats == EgressStats(
-        allowed_target=f"127.0.0.1:{provider.port}", allowed=2, upstream_failures=0,
+        allowed_target=f"127.0.0.1:{provider.port}", allowed=1, upstream_failures=0,
         denied={f"127.0.0.1:{repository.port}": 2, f"localhost:{provider.port}": 1,
-                MALFORMED_NAME: 1},
+                MALFORMED_NAME: 1, f"127.0.0.1:{provider.port} with bytes that are not TLS": 1},
+        most_open=1,
     )
-    assert stats.denied_total == 4
+    assert stats.denied_total == 5
     assert not sock.parent.exists()  # removed on exit
 
 
@@ -468,11 +469,13 @@ async def test_confined_sandbox_reaches_only_the_provider_through_the_proxy(
     assert out["provider_direct"].startswith("failed:")  # only through the proxy
     assert out["dns"].startswith("failed:") and resolver.queries == 0
     assert out["curl_repo"][:2] == [0, "403"]
-    assert out["curl_tunnel_provider"][:2] == [0, "200"]
+    # A tunnel to the provider that carries plain HTTP, not TLS naming it, is closed.
+    assert out["curl_tunnel_provider"][0] != 0, out["curl_tunnel_provider"]
     assert out["curl_tunnel_repo"][0] != 0 and "403" in out["curl_tunnel_repo"][2]
-    assert repository.hits == 0 and provider.hits == 2
-    assert stats.denied == {f"127.0.0.1:{repository.port}": 3}
-    assert stats.allowed == 2
+    assert repository.hits == 0 and provider.hits == 1
+    assert stats.denied == {f"127.0.0.1:{repository.port}": 3,
+                            f"127.0.0.1:{provider.port} with bytes that are not TLS": 1}
+    assert stats.allowed == 1
     for _ in range(100):  # the pid namespace ends with bwrap's pid 1, a moment after bwrap
         if not _bridge_processes(bridge_port):
             break

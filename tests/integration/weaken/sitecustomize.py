@@ -29,14 +29,33 @@ Weakenings, and the tests each one must turn red:
 - ``no-sweep``: start-up sweeps nothing (credentials lifecycle, runner SIGKILLed).
 - ``no-lifeline``: the session's init shell watches no lifeline, and the sandbox's
   stdin is /dev/null (containment: the runner killed within milliseconds of the spawn).
-- ``no-seccomp``: bwrap gets no ``--seccomp`` filter (attack: ptrace of bwrap's pid 1).
-- ``no-cgroup``: no sandbox gets a cgroup: no join, no ``cgroup.kill`` at its end
-  (attack, with ``no-seccomp``: pid 1 and the daemon outlive ``record``).
+- ``no-seccomp``: a session's bwrap gets no ``--seccomp`` filter (attack: ptrace of bwrap's
+  pid 1); the preflight's probes keep it, or the preflight would refuse to start sessions.
+- ``no-cgroup``: no session gets a cgroup: no join, no ``cgroup.kill`` at its end (the
+  preflight's probes keep theirs)
+  (attack, with ``no-seccomp``: pid 1 and the daemon outlive ``record``; after the
+  session, with ``no-seccomp``: a survivor rewrites a produced file after its digest).
+- ``no-reclaim``: after a session its workspace and log stay as it left them (after the
+  session: a setuid file of the session user, its writes, the log's modes).
+- ``open-batch``: batch directories are made 0755, as they were (after the session: an
+  unprivileged host user reaches the session's files).
+- ``no-conn-cap``: the egress proxy takes any number of connections from a session (egress
+  attack: a flood is not ended at its cap).
+- ``no-host-check``: the egress proxy as it was: any Host (but the network preflight's own
+  probe's), the client's bytes after its request and a tunnel's first bytes relayed unread
+  (egress attack: they reach the provider).
+- ``no-limits``: every sandbox runs without its limits: no pids or memory cgroup, no
+  ``--size`` for /tmp, no ``RLIMIT_NOFILE``, no watch (limits attack: every attack runs
+  to its end and is recorded).
 
 One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
 the spawning thread), to hit the moments bwrap is still setting itself up.
 ``HW_KILL_AFTER_SPAWN_OF=checker`` picks the findings checker's sandbox instead.
+Another: with ``HW_USAGE_LOG=FILE`` set, every sandbox with limits appends one JSON line
+to FILE when it ends: its cgroup's name and the most it used (``pids``, ``memory_bytes``,
+``tmp_bytes``, ``write_bytes``): how the default limits' headroom was measured
+(docs/host.md, "Limits").
 
 Every sandbox is started by `sandbox.open_confined`, which builds its argv with
 `sandbox._argv.bwrap_argv` and `sandbox._init.session_init_command` and spawns it
@@ -48,6 +67,7 @@ can rewrite its plugin's assertions), and watch ``Popen`` for a bwrap argv.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import os
@@ -145,7 +165,7 @@ def _weaken_argv(argv_module: ModuleType) -> None:
             argv = _insert_before(argv, "--bind", ["--ro-bind", batch, batch])
         if "no-clearenv" in WEAKEN:
             argv.remove("--clearenv")
-        if "no-seccomp" in WEAKEN and "--seccomp" in argv:
+        if "no-seccomp" in WEAKEN and "--seccomp" in argv and _runs_harness(command):
             at = argv.index("--seccomp")
             del argv[at : at + 2]
         if "setenv-key" in WEAKEN:
@@ -233,22 +253,96 @@ def _kill_after_spawn(delay_s: float) -> None:
 
 
 class _NoCgroup:
-    """Stands in for a sandbox's cgroup: joins nothing, kills nothing."""
+    """Stands in for a sandbox's cgroup: joins nothing, kills nothing, limits nothing."""
 
     path = Path("/nonexistent-cgroup")
+    groups: tuple[Any, ...] = ()
+    final_events: dict[str, int] = {}  # noqa: RUF012
 
-    def join_argv(self) -> list[str]:
+    def join_argv(self, **kwargs: Any) -> list[str]:
         return []
 
     def populated(self) -> bool:
         return False
 
+    def procs(self) -> list[int]:
+        return []
+
+    def kill(self) -> None:
+        pass
+
     async def end(self, *, bound_s: float = 0.0) -> bool:
         return True
 
 
-def _weaken_cgroup(cgroup_module: ModuleType) -> None:
-    setattr(cgroup_module, "open_session_cgroup", lambda host, label: _NoCgroup())  # noqa: B010
+_PREFLIGHT_LABELS = frozenset({"preflight", "netcheck", "checker"})
+"""Sandboxes that are not sessions: the preflight's probes (which must still find what
+they check, or no session would start) and the findings checker."""
+
+
+def _runs_harness(command: Any) -> bool:
+    """A session's command (the harness in stream-json), not a preflight probe's."""
+    return "stream-json" in [str(part) for part in command]
+
+
+def _weaken_cgroup(confined: ModuleType) -> None:
+    """Sessions get no cgroup; the preflight's own probes keep theirs (it exercises them)."""
+    original = confined.open_session_cgroup
+
+    def open_session_cgroup(host: Any, label: str, *args: Any, **kwargs: Any) -> Any:
+        if label in _PREFLIGHT_LABELS:
+            return original(host, label, *args, **kwargs)
+        return _NoCgroup()
+
+    setattr(confined, "open_session_cgroup", open_session_cgroup)  # noqa: B010
+
+
+def _weaken_reclaim(confined: ModuleType) -> None:
+    setattr(confined, "_reclaim", lambda spec: None)  # noqa: B010
+
+
+def _weaken_limits(confined: ModuleType) -> None:
+    import dataclasses
+
+    original = confined.open_confined
+    unlimited = confined.Limits()
+
+    def open_confined(spec: Any, **kwargs: Any) -> Any:
+        return original(dataclasses.replace(spec, limits=unlimited), **kwargs)
+
+    setattr(confined, "open_confined", open_confined)  # noqa: B010
+
+
+def _weaken_egress(egress: ModuleType) -> None:
+    if "no-conn-cap" in WEAKEN:
+        original_init = egress.EgressProxy.__init__
+
+        def init(self: Any, allowed: Any, socket_path: Any, max_connections: Any = None) -> None:
+            original_init(self, allowed, socket_path, None)
+
+        setattr(egress.EgressProxy, "__init__", init)  # noqa: B010
+    if "no-host-check" in WEAKEN:
+        def refusal(request: Any, allowed: Any) -> str | None:
+            if "headwater-spoofed.invalid" in request.hosts:  # spare the network preflight's
+                return f"{request.target} with Host headwater-spoofed.invalid"  # own probe
+            return None if request.target == allowed else str(request.target)
+
+        async def client_hello(self: Any, reader: Any, target: Any) -> bytes:
+            with contextlib.suppress(Exception):
+                return bytes(await reader.receive(65536))
+            return b""
+
+        async def forward_once(reader: Any, client: Any, upstream: Any, length: int,
+                               on_more: Any) -> None:
+            await egress.splice(reader, client, upstream)
+
+        setattr(egress, "refusal", refusal)  # noqa: B010
+        setattr(egress.EgressProxy, "_client_hello", client_hello)  # noqa: B010
+        setattr(egress, "forward_once", forward_once)  # noqa: B010
+
+
+def _weaken_batch_dir(batch_dir: ModuleType) -> None:
+    setattr(batch_dir, "BATCH_DIR_MODE", 0o755)  # noqa: B010
 
 
 def _weaken_privileges(privileges: ModuleType) -> None:
@@ -263,6 +357,24 @@ def _weaken_config(config: ModuleType) -> None:
         setattr(config, "sweep_config_root", lambda root=config.CONFIG_ROOT: [])  # noqa: B010
 
 
+def _log_usage(watch_module: ModuleType) -> None:
+    import json
+
+    original = watch_module.LimitWatch.check_after
+
+    def check_after(self: Any) -> Any:
+        hit = original(self)
+        line = {"sandbox": self._cgroup.path.name, **self.peaks,
+                "hit": None if hit is None else hit.limit}  # fmt: skip
+        with open(os.environ["HW_USAGE_LOG"], "a", encoding="utf-8") as log:
+            log.write(json.dumps(line) + "\n")
+        return hit
+
+    setattr(watch_module.LimitWatch, "check_after", check_after)  # noqa: B010
+
+
+if "HW_USAGE_LOG" in os.environ:
+    _after_import("sandbox._watch", _log_usage)
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
     _kill_after_spawn(float(os.environ["HW_KILL_AFTER_SPAWN_S"]))
 if WEAKEN:
@@ -275,6 +387,14 @@ if WEAKEN:
     if "no-drop" in WEAKEN:
         _after_import("sandbox._privileges", _weaken_privileges)
     if "no-cgroup" in WEAKEN:
-        _after_import("sandbox._cgroup", _weaken_cgroup)
+        _after_import("sandbox._confined", _weaken_cgroup)
+    if "no-reclaim" in WEAKEN:
+        _after_import("sandbox._confined", _weaken_reclaim)
+    if WEAKEN & {"no-conn-cap", "no-host-check"}:
+        _after_import("sandbox._egress", _weaken_egress)
+    if "no-limits" in WEAKEN:
+        _after_import("sandbox._confined", _weaken_limits)
+    if "open-batch" in WEAKEN:
+        _after_import("campaign.batch._dir", _weaken_batch_dir)
     if WEAKEN & {"keep-config", "no-sweep"}:
         _after_import("sandbox._config", _weaken_config)

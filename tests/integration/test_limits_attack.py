@@ -1,0 +1,123 @@
+"""Sessions that try to exhaust the host end ``limit-exceeded``; the batch goes on.
+
+One ``run`` batch under real bwrap (confined network, one session at a time),
+one stand-in harness for every session (a single self-contained file run by
+/usr/bin/python3: it reads its task, the last argument, does that attack,
+then "thinks" for a few seconds and prints a valid stream):
+
+* ``fork``: 2,000 processes (the default limit of 512 stops it);
+* ``workspace``: 1 GiB written into the workspace (``--max-writes 64M``);
+* ``tmp``: 1 GiB written into the private /tmp (``--max-tmp 64M``);
+* ``memory``: 1 GiB of anonymous memory (``--max-memory 256M``);
+* ``honest``: nothing; it must be recorded.
+
+Rules (sandbox/_limits.py, DESIGN.md "Session states"): the kernel refuses
+past the limit, the runner ends that session at once with the limit named in
+its reason (ledger and prose), never the batch; every session of the batch
+runs. The defaults stop these sizes too (the last test).
+
+Seen red by reverting the enforcement in `sandbox/_confined.py` (no limit
+cgroups, no ``--size``, no watch): all four attacks run to their end and are
+recorded, the 1 GiB files left behind.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sandbox._limits import DEFAULT_LIMITS
+from tests.integration import kit
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
+
+ATTACKS = ("fork", "workspace", "tmp", "memory")
+STANDIN = r'''#!/usr/bin/python3
+import json, os, sys, time
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (limits attack)"); sys.exit(0)
+task = sys.argv[-1]
+done = "nothing"
+MiB = b"x" * (1024 * 1024)
+try:
+    if "attack fork" in task:
+        for n in range(2000):
+            if os.fork() == 0:
+                time.sleep(60); os._exit(0)
+        done = "2000 processes"
+    elif "attack workspace" in task:
+        with open("big.bin", "wb") as f:
+            for _ in range(1024):
+                f.write(MiB)
+        done = "1 GiB in the workspace"
+    elif "attack tmp" in task:
+        with open("/tmp/big.bin", "wb") as f:
+            for _ in range(1024):
+                f.write(MiB)
+        done = "1 GiB in /tmp"
+    elif "attack memory" in task:
+        held = [bytearray(MiB) for _ in range(1024)]
+        done = "1 GiB of memory"
+except OSError as exc:
+    done = "refused: %s" % exc
+if "honest" not in task:
+    time.sleep(5)  # the model thinks; a session past a limit is ended meanwhile
+def emit(o): os.write(1, (json.dumps(o) + "\n").encode())
+emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Bash"],
+      "mcp_servers": [], "model": "m", "permissionMode": "dontAsk", "skills": [],
+      "plugins": [], "memory_paths": {}, "claude_code_version": "0.0.0"})
+emit({"type": "assistant", "parent_tool_use_id": None, "message": {"id": "m1", "model": "m",
+      "content": [{"type": "text", "text": "did: " + done + "\nnothing"}]}})
+emit({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
+      "num_turns": 1, "result": "", "total_cost_usd": 0.01})
+'''
+LIMITS = {"fork": "processes", "workspace": "writes", "tmp": "tmp", "memory": "memory"}
+EXPECTED = {
+    "fork": "more than 512 processes and threads at once (--max-processes)",
+    "workspace": "over its 64 MiB (--max-writes)",
+    "tmp": "filled its private /tmp of 64 MiB (--max-tmp)",
+    "memory": "all of its 256 MiB of memory and the kernel ended",
+}
+
+
+def test_each_exhausting_session_ends_limit_exceeded_and_the_others_still_run(
+        bwrap: str) -> None:
+    tasks = {f"LIM-{name.upper()}-1": f"attack {name} now." for name in ATTACKS}
+    tasks["LIM-HONEST-1"] = "be honest now."
+    with kit.host_dir("hw-limits-") as root:
+        corpus = kit.write_corpus(root / "corpus", tasks, tools=["Bash"])
+        harness = root / "claude"
+        harness.write_text(STANDIN)
+        harness.chmod(0o755)
+        kit.write_script(root / "scripts", "unused", "no task says this")
+        batch = root / "batch"
+        proc = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir", str(batch),
+                       "--harness", str(harness), "--provider", "scripted", "--scripts",
+                       str(root / "scripts"), "--concurrency", "1", "--retries", "0",
+                       "--max-writes", "64M", "--max-tmp", "64M", "--max-memory", "256M",
+                       env=kit.base_env())  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        finals = {probe: r for (probe, _), r in kit.finals(batch).items()}
+        assert finals["LIM-HONEST-1"]["state"] == "recorded"
+        prose = (batch / "transcripts" / "present.md").read_text()
+        for name in ATTACKS:
+            final = finals[f"LIM-{name.upper()}-1"]
+            assert final["state"] == "limit-exceeded", (name, final["reason"])
+            assert EXPECTED[name] in final["reason"], final["reason"]
+            assert not final["retryable"] and final["limit"] == LIMITS[name]
+            assert f"LIM-{name.upper()}-1/s1 ended limit-exceeded" in prose
+        assert kit.processes_under(root) == {}
+        # The stream does not hold what the sandbox saw: re-deriving keeps it.
+        again = kit.cli("retranscribe", str(batch), env=kit.base_env())
+        assert again.returncode == 0, again.stdout + again.stderr
+        rederived = {r["probe"]: r for r in kit.ledger_dicts(batch) if r["kind"] == "rederived"}
+        for name in ATTACKS:
+            final, redone = finals[f"LIM-{name.upper()}-1"], rederived[f"LIM-{name.upper()}-1"]
+            assert (redone["state"], redone["reason"]) == (final["state"], final["reason"])
+        big = batch / "sessions" / "present" / "LIM-WORKSPACE-1" / "s1" / "workspace" / "big.bin"
+        assert big.stat().st_size < 1024**3  # ended before it had written its 1 GiB
+
+
+def test_the_default_limits_stop_the_sizes_these_attacks_use() -> None:
+    assert DEFAULT_LIMITS.pids is not None and DEFAULT_LIMITS.pids < 2000
+    for limit in (DEFAULT_LIMITS.write_bytes, DEFAULT_LIMITS.tmp_bytes):
+        assert limit is not None and limit < 1024**3
