@@ -107,6 +107,7 @@ async def drive_child(
     post_result_grace_s: float = POST_RESULT_GRACE_S,
     grace_s: float = GRACE_S,
     on_chunk: ChunkSink | None = None,
+    on_idle: Callable[[], None] | None = None,
 ) -> DriveResult:
     """Read ``child``'s stdout to its end, handing each line to ``on_line``; reap it.
 
@@ -147,6 +148,9 @@ async def drive_child(
         grace_s: Seconds between SIGTERM and SIGKILL.
         on_chunk: Called with every chunk read from stdout, in order, before it is
             split into lines (`ChunkSink`); None keeps nothing.
+        on_idle: Called when stdout's pipe is empty, before the driver waits on it
+            (the kept stream flushes what it holds then, so a runner killed while a
+            session is quiet loses none of what it received).
 
     Returns:
         The observed facts. Exit statuses, signals, limits and an over-long line
@@ -158,7 +162,8 @@ async def drive_child(
         Exception: whatever ``on_line`` raised, after the child was reaped.
     """
     session = _Session(child, on_line, watchdog_s=watchdog_s,
-                       post_result_grace_s=post_result_grace_s, on_chunk=on_chunk)  # fmt: skip
+                       post_result_grace_s=post_result_grace_s, on_chunk=on_chunk,
+                       on_idle=on_idle)  # fmt: skip
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
     except BaseException:
@@ -192,11 +197,12 @@ class _Session:
 
     def __init__(
         self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float,
-        on_chunk: ChunkSink | None = None,
+        on_chunk: ChunkSink | None = None, on_idle: Callable[[], None] | None = None,
     ) -> None:
         self._child = child
         self._on_line = on_line
         self._on_chunk = on_chunk
+        self._on_idle = on_idle
         self._watchdog_s = watchdog_s
         self._grace_s = post_result_grace_s
         self._result_seen = False  # a result line arrived: the grace bounds silence from now
@@ -286,6 +292,8 @@ class _Session:
                 if chunk and self._on_chunk is not None:
                     self._on_chunk(chunk)
                 return chunk
+            if self._on_idle is not None:
+                self._on_idle()
 
             silence_s = self._silence_bound()[0]
             deadline = min(anyio.current_time() + silence_s, self._drain_deadline)

@@ -5,8 +5,11 @@ directory (docs/batch.md), written from the pipe by the runner (the session
 has no handle on it: the session directory is not bound into the sandbox),
 so ``show`` and ``retranscribe`` can look at what the harness printed without
 trusting a file the session could write. zstd (level `LEVEL`, with a
-checksum) costs little next to reading the pipe; a stream cut by a crash is
-read back as far as it goes.
+checksum) costs little next to reading the pipe. What the runner has received
+is in the file (the host's page cache) whenever the driver waits on an empty
+pipe (`StreamKeeper.flush`), so a runner killed mid-session leaves the stream
+as far as it was read, and a stream cut by a crash is read back as far as it
+goes. The file is 0640, like the batch's other files.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 STREAM_NAME: Final = "stdout.jsonl.zst"
+FILE_MODE: Final = 0o640
 FINAL_TEXT_NAME: Final = "final.txt"
 LEVEL: Final = 3
 """zstd's default level: several hundred MB/s on one core, about 10x smaller for stream-json
@@ -86,7 +90,9 @@ class StreamKeeper:
         self.path = path
         self.bytes_in = 0
         """Stdout bytes received so far."""
-        self._file: BinaryIO = path.open("xb")
+        self._file: BinaryIO = os.fdopen(
+            os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), "wb")
+        self._pending = 0  # bytes taken since the last flush
         self._parallel = False
         self._compressor = _take_compressor(self._parallel)
         self._writer = self._compressor.stream_writer(self._file, closefd=False)
@@ -99,9 +105,24 @@ class StreamKeeper:
             OSError: the host refused the write (disk full).
         """
         self.bytes_in += len(chunk)
+        self._pending += len(chunk)
         self._writer.write(chunk)
         if not self._parallel and self.bytes_in >= LARGE_STREAM_BYTES:
             self._go_parallel()
+
+    def flush(self) -> None:
+        """Put what was taken since the last flush into the file: a zstd block ends and
+        the file's buffer is written (no fsync: a killed runner's writes survive it, the
+        host's crash is `close`'s). The driver calls it when the pipe is empty (its
+        ``on_idle``); nothing pending costs nothing.
+
+        Raises:
+            OSError: the host refused the write (disk full).
+        """
+        if self._pending and not self._closed:
+            self._pending = 0
+            self._writer.flush(zstandard.FLUSH_BLOCK)
+            self._file.flush()
 
     def _go_parallel(self) -> None:
         """End the first frame; the rest of the stream goes to a frame of its own, compressed

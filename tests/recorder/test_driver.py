@@ -413,3 +413,20 @@ async def test_kill_running_now_ends_a_child_that_ignores_sigterm_without_the_gr
             assert _process.kill_running_now() == 1  # the second: SIGKILL now
     assert ended[0] - started < 5.0  # not the 20 s grace
     assert _process.kill_running_now() == 0  # reaped, nothing left to kill
+
+
+@BOTH_BACKENDS
+async def test_the_idle_callback_runs_when_the_pipe_is_empty_after_what_was_read(
+    tmp_path: Path,
+) -> None:
+    # The kept stream flushes on it: whenever the driver waits, every chunk it had read
+    # was handed on before the callback ran, so a runner killed during a quiet session
+    # has everything it received in the file.
+    code = ("import sys, time\nsys.stdout.write('one\\n'); sys.stdout.flush(); time.sleep(0.5)\n"
+            "sys.stdout.write('two\\n'); sys.stdout.flush(); time.sleep(0.5)\n")
+    chunks: list[bytes] = []
+    at_idle: list[bytes] = []
+    result, seen = await drive(python_child(code), tmp_path, on_chunk=chunks.append,
+                               on_idle=lambda: at_idle.append(b"".join(chunks)))
+    assert seen == [b"one", b"two"]
+    assert b"one\n" in at_idle and b"one\ntwo\n" in at_idle

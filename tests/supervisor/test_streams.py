@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -44,6 +45,35 @@ def test_a_stream_cut_by_a_crash_reads_back_as_far_as_it_goes(tmp_path: Path) ->
     lines = list(stream_lines(tmp_path / "cut.zst"))
     assert lines and all(line == (b'{"a":1}', True) for line in lines)
     keeper.close()
+
+
+@pytest.mark.parametrize("size", [100, 9 << 20], ids=["small", "past-the-parallel-frame"])
+def test_what_was_received_is_in_the_file_once_flushed_before_any_close(
+        tmp_path: Path, size: int) -> None:
+    # The driver flushes when the pipe is empty: a runner SIGKILLed then (no close, no
+    # frame end) leaves every byte it had received readable.
+    keeper = StreamKeeper(tmp_path / "s.zst")
+    line = b'{"k":"' + b"x" * 90 + b'"}\n'
+    count = size // len(line) + 1
+    for _ in range(count):
+        keeper.write(line)
+    keeper.flush()
+    keeper.flush()  # nothing pending: no empty block
+    (tmp_path / "killed.zst").write_bytes((tmp_path / "s.zst").read_bytes())
+    assert list(stream_lines(tmp_path / "killed.zst")) == [(line[:-1], True)] * count
+    keeper.close()
+
+
+def test_the_kept_stream_is_not_readable_by_other_users(tmp_path: Path) -> None:
+    keeper = StreamKeeper(tmp_path / "s.zst")
+    keeper.close()
+    assert (tmp_path / "s.zst").stat().st_mode & 0o7777 == 0o640 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
