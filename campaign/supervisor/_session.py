@@ -152,6 +152,38 @@ def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
 _NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
 
 
+@dataclass(slots=True)
+class _Progress:
+    """What an attempt has observed so far, for the final record of an attempt the runner
+    stopped: the calls, lines and served model seen and the stream kept are recorded
+    facts however the attempt ended (BC-01), so a ``killed`` record keeps them."""
+
+    workspace: Path | None = None
+    manifest: dict[str, str] | None = None
+    observer: StreamObserver | None = None
+    keeper: StreamKeeper | None = None
+
+    def facts(self, batch: Path) -> dict[str, Any]:
+        """The observed facts of a stopped attempt (no state: the attempt is ``killed``)."""
+        facts: dict[str, Any] = {}
+        if self.keeper is not None:
+            facts["stream"] = self.keeper.path.relative_to(batch).as_posix()
+            facts["stream_bytes"] = self.keeper.bytes_in
+        if self.observer is None or self.workspace is None or self.manifest is None:
+            return facts
+        obs = self.observer.finish(end="exited", exit_status=None, tail=None)
+        facts.update(lines=obs.lines, served_model=obs.served_model,
+                     claude_code_version=obs.claude_code_version,
+                     outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count)
+        facts.update(_observed_extras(obs))
+        if obs.calls:
+            facts["calls"] = [
+                call.model_dump(mode="json", exclude_unset=True)
+                for call in observed_calls(obs.calls, workspace=self.workspace,
+                                           manifest=self.manifest)]
+        return facts
+
+
 async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
                       journal: Journal, *,
                       why_stopped: Callable[[], str] = lambda: "a signal") -> FinalRecord:
@@ -172,6 +204,7 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     paths = session_paths(ctx.batch, arm=spec.arm.arm, probe=spec.probe.id,
                           session=spec.session)
     started = utc_now()
+    progress = _Progress()
     with _host_writes("the ledger"):
         await journal.record(StartedRecord(
             arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
@@ -179,16 +212,18 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
             position=spec.position, at=started))
     try:
         with _host_writes("the session's workspace"):
-            record = await _attempt(spec, attempt, ctx, paths, started)
+            record = await _attempt(spec, attempt, ctx, paths, started, progress)
     except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
-        # The runner is stopping (a signal, a refused write): the attempt ends killed. Any
-        # other exception is a bug: it propagates (exit 1), and the attempt stays
-        # without a final record, which is the truth (it never finished).
+        # The runner is stopping (a signal, a refused write): the attempt ends killed, with
+        # what it observed until then. Any other exception is a bug: it propagates (exit 1),
+        # and the attempt stays without a final record, which is the truth (it never
+        # finished).
         with _host_writes("the ledger"):
             await journal.record(_final(
                 spec, attempt, ctx, started, state="killed",
                 reason=f"killed: the runner stopped ({why_stopped()}) while the session ran",
-                cost_usd=None, cost_known=False, retryable=True, counts=False))
+                cost_usd=None, cost_known=False, retryable=True, counts=False,
+                **progress.facts(ctx.batch)))
         raise
     with _host_writes("the ledger"):
         await journal.record(record)
@@ -199,7 +234,7 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
 
 
 async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Any,
-                   started: str) -> FinalRecord:
+                   started: str, progress: _Progress) -> FinalRecord:
     def fresh() -> None:
         # A retry starts from a fresh seal: only the earlier attempts' kept streams stay.
         paths.root.mkdir(parents=True, exist_ok=True)
@@ -225,10 +260,12 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
     await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
     owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
     keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
+    progress.workspace, progress.manifest, progress.keeper = paths.workspace, sealed.manifest, keeper
     try:
         async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
                                        max_connections=ctx.limits.connections) as egress:
-            facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper)
+            facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper,
+                                 progress)
     finally:
         if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
             with anyio.CancelScope(shield=True):
@@ -246,6 +283,7 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
 async def _drive(
     spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
     egress: EgressProxy | None = None, keeper: StreamKeeper | None = None,
+    progress: _Progress | None = None,
 ) -> dict[str, Any]:
     probe = spec.probe
     name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
@@ -257,6 +295,8 @@ async def _drive(
             config_dir=str(cfg),
         )
         observer = StreamObserver(policy=policy, workspace=paths.workspace)
+        if progress is not None:
+            progress.observer = observer
         env = session_environment(
             config_dir=cfg, log_dir=paths.log_dir, provider_url=ctx.provider_url,
             credentials=ctx.credentials, egress_proxy=BRIDGE_URL if egress else None,
@@ -282,6 +322,7 @@ async def _drive(
                     wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
                     post_result_grace_s=ctx.post_result_grace_s,
                     on_chunk=keeper.write if keeper is not None else None,
+                    on_idle=keeper.flush if keeper is not None else None,
                 )
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return {"state": "refused-confinement",

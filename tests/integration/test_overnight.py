@@ -26,6 +26,7 @@ import pytest
 
 from campaign.batch._ledger import read_ledger
 from campaign.batch._records import FinalRecord, StartedRecord, TornRecord
+from campaign.supervisor._streams import stream_lines
 from sandbox._config import CONFIG_ROOT
 from tests import contract_check
 from tests.campaign.corpora import write_files
@@ -223,8 +224,12 @@ def test_a_runner_killed_20_times_and_resumed_finishes_every_session_exactly_onc
     root: Path,
 ) -> None:
     corpus = make_corpus(root / "corpus", probes=25, repetitions=4)  # 25 x 2 x 4 = 200 sessions
-    harness = write_session_standin(root / "harness", sleep_s=0.05)
+    # Sessions of half a second, four at a time: 20 invocations killed within about 1.5 s of
+    # work each cannot finish 200 (a faster stand-in once let the batch end first, and the
+    # loop then waited for a kill that could never come).
+    harness = write_session_standin(root / "harness", sleep_s=0.5)
     batch = root / "batch"
+    ledger = batch / "ledger.jsonl"
     rng = random.Random(20261201)
     pids: list[int] = []
     kills = 0
@@ -232,10 +237,19 @@ def test_a_runner_killed_20_times_and_resumed_finishes_every_session_exactly_onc
     while kills < 20:
         runner = start(*args)
         pids.append(runner.pid)
-        time.sleep(rng.uniform(0.3, 4.0))
-        if runner.poll() is None:
-            os.kill(runner.pid, signal.SIGKILL)
-            kills += 1
+        if rng.random() < 0.25:  # a moment of the start-up: lock, config, preflight
+            time.sleep(rng.uniform(0.0, 1.0))
+        else:  # a moment of the work: once this invocation has started a session
+            begun = _started(ledger)
+            kit.wait_for(lambda r=runner, n=begun: _started(ledger) > n or r.poll() is not None,
+                         timeout_s=120, what="the invocation to start a session")
+            time.sleep(rng.uniform(0.0, 1.5))
+        if runner.poll() is not None:
+            _, err = runner.communicate(timeout=60)
+            pytest.fail(f"the runner ended by itself after {kills} kills (exit "
+                        f"{runner.returncode}): the stand-in is too fast for 20\n{err}")
+        os.kill(runner.pid, signal.SIGKILL)
+        kills += 1
         runner.communicate(timeout=60)
         if (batch / "plan.yaml").exists():
             args = ["resume", str(batch)]
@@ -268,6 +282,10 @@ signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print(json.dumps({"type": "system", "subtype": "init", "permissionMode": "dontAsk",
                   "mcp_servers": [], "skills": [], "plugins": [], "memory_paths": {}}),
       flush=True)
+print(json.dumps({"type": "assistant", "parent_tool_use_id": None, "message": {
+    "id": "msg_1", "model": "claude-stubborn", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]}}),
+      flush=True)
 time.sleep(120)
 """
 
@@ -289,6 +307,13 @@ def _start_stubborn(root: Path) -> tuple[subprocess.Popen[str], Path]:
     return runner, batch
 
 
+def _started(ledger: Path) -> int:
+    """Started records in ``ledger`` so far (0 before it exists)."""
+    if not ledger.exists():
+        return 0
+    return sum(1 for r in read_ledger(ledger) if isinstance(r, StartedRecord))
+
+
 def _killed(batch: Path) -> list[dict[str, Any]]:
     return [{"state": r.state, "counts": r.counts} for r in finals(batch)]
 
@@ -303,6 +328,14 @@ def test_a_signal_ends_the_sessions_in_flight_and_leaves_the_batch_resumable(
     assert runner.returncode == status, err
     # Ended by the runner, so written killed and not held against --retries.
     assert _killed(batch) == [{"state": "killed", "counts": False}] * 2
+    for final in finals(batch):  # what the attempt observed before the signal is kept
+        assert (final.lines, final.served_model) == (2, "claude-stubborn")
+        assert [(c["tool"], c["argument"]) for c in final.calls or []] == [
+            ("Bash", "ls")]
+        assert final.stream is not None and final.stream_bytes
+        kept = list(stream_lines(batch / final.stream))
+        assert len(kept) == 2 and all(ended for _, ended in kept)
+        assert final.stream_bytes == sum(len(line) + 1 for line, _ in kept)
     assert f"headwater-campaign resume {batch}" in err
     nothing_left([runner.pid])
     stopped = [r for r in read_ledger(batch / "ledger.jsonl") if r.kind == "stopped"]
