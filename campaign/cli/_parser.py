@@ -270,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the batch's corpus is now (default: the path config.yaml "
                         "records); it must still plan to the same tree")
     p.set_defaults(func=_retranscribe.cmd_retranscribe)
-    p = sub.add_parser("report", help="arms side by side per probe: states, answers with 95% "
+    p = sub.add_parser("report", help="arms side by side per probe: states, answers with 95%% "
                                       "intervals, differences, calls, reads, cost; describes, "
                                       "grades nothing (docs/report.md)")
     p.add_argument("batches", type=Path, nargs="+", metavar="BATCH",
