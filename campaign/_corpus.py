@@ -235,15 +235,24 @@ def _text(data: bytes, rel: str) -> str:
                             "a Markdown file with front matter must be UTF-8") from exc
 
 
+_BOM: Final = b"\xef\xbb\xbf"
+
+
 def _front(data: bytes, rel: str) -> tuple[dict[str, Any], str, int] | None:
     """(front matter mapping, body, the body's first line number) of a Markdown file; None
     when it is untyped (no front matter).
 
     Raises:
         _Refused: the first line is ``---`` and the front matter is broken: not
-            UTF-8, never closed, not YAML, or not a mapping.
+            UTF-8, never closed, not YAML, or not a mapping; or a byte-order mark
+            stands before that ``---``.
     """
     if not opens_front_matter(data):
+        if data.startswith(_BOM) and opens_front_matter(data[len(_BOM):]):
+            raise _Refused(rel, "starts with a UTF-8 byte-order mark before its `---` line: "
+                                "front matter must begin at the file's first byte, so this "
+                                "would be an untyped file and its id lost (save it without "
+                                "the mark)")
         return None
     text = _text(data, rel)
     front, body = split_front_matter(text)

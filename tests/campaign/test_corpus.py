@@ -339,8 +339,11 @@ def test_untyped_files_change_the_tree(tmp_path: Path) -> None:
         ("---\n---\nbody\n", "the front matter must be a YAML mapping (key: value lines), and it "
                              "is empty"),
         (b"---\nid: caf\xe9\n---\n", "not UTF-8 text (byte 12, line 2"),
+        (b"\xef\xbb\xbf---\nid: FR-0007\n---\n", "starts with a UTF-8 byte-order mark before "
+                                                "its `---` line"),
     ],
-    ids=["never-closed", "never-closed-crlf", "bad-yaml", "tab", "a-list", "empty", "latin-1"],
+    ids=["never-closed", "never-closed-crlf", "bad-yaml", "tab", "a-list", "empty", "latin-1",
+         "byte-order-mark"],
 )
 def test_front_matter_that_opens_and_is_broken_is_an_error(tmp_path: Path, text: str | bytes,
                                                            said: str) -> None:
