@@ -147,6 +147,9 @@ class BatchFold:
         self.largest_attempt_usd: Decimal | None = None
         """The largest known cost of one attempt so far (the budget's projection)."""
         self.invocation: InvocationRecord | None = None
+        self.budget_cents: int | None = None
+        """The cost budget of the last invocation that ran the batch (run, demo, resume): a
+        ``record`` into the batch has none of its own and does not replace it."""
         self.stopped: StoppedRecord | None = None
         self.budget_stop: BudgetStopRecord | None = None
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
@@ -176,6 +179,8 @@ class BatchFold:
         elif isinstance(record, InvocationRecord):
             gone = self.runner_gone()
             self.invocation = record
+            if record.command != "record":
+                self.budget_cents = record.max_cost_cents
             self.stopped = None
             self.budget_stop = None
         elif isinstance(record, StoppedRecord):
@@ -294,7 +299,7 @@ class BatchFold:
         return BatchStatistics(
             arms=arms, last_failures=tuple(self._failures), spend_usd=self.spend_usd,
             cost_unknown=self.cost_unknown,
-            max_cost_cents=inv.max_cost_cents if inv else None,
+            max_cost_cents=self.budget_cents,
             invocations=inv.number if inv else 0, last_invocation_pid=inv.pid if inv else None,
             stopped=self.stopped, budget_stop=self.budget_stop,
         )

@@ -73,8 +73,10 @@ def cmd_record(args: argparse.Namespace) -> int:
             invocation=opened.invocation, host_skill_dirs=_skill_dirs(),
             produced_extra=tuple(args.produced), network=opened.network,
             limits=options.session_limits())
-        supervisor = Supervisor(ctx, opened.journal, RunLimits(concurrency=1, retries=0,
-                                                               backoff_s=1.0))
+        supervisor = Supervisor(
+            ctx, opened.journal, RunLimits(concurrency=1, retries=0, backoff_s=1.0),
+            done_detail=f"record ran one session ({args.arm} {args.probe} {name}); the "
+                        "batch's planned sessions are run by run and resume")
         outcome = anyio.run(supervisor.run, [spec], backend="trio")
         final = _last_final(opened.journal.ledger.path, spec)
         if outcome.signal is not None:

@@ -149,11 +149,15 @@ class Supervisor:
         journal: The batch's ledger, fold and transcripts.
         limits: Concurrency, retries, backoff, budgets.
         view: Told of progress (nothing by default).
+        done_detail: The ``stopped`` record's detail when the invocation ends done
+            (``record``, which runs one session, says so); by default it counts the
+            batch's outstanding sessions.
     """
 
     def __init__(self, ctx: BatchContext, journal: Journal, limits: RunLimits,
-                 view: View | None = None) -> None:
+                 view: View | None = None, *, done_detail: str | None = None) -> None:
         self.ctx = ctx
+        self._done_text = done_detail
         self.journal = journal
         self.limits = limits
         self.view: View = view or _NoView()
@@ -387,6 +391,8 @@ class Supervisor:
 
     def _done_detail(self) -> str:
         """What a ``done`` invocation did, outstanding sessions included (docs/batch.md)."""
+        if self._done_text is not None:
+            return self._done_text
         left = len(self.journal.fold.outstanding())
         if not left:
             return "every session reached a final state and is finished"

@@ -260,7 +260,8 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
     await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
     owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
     keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
-    progress.workspace, progress.manifest, progress.keeper = paths.workspace, sealed.manifest, keeper
+    progress.workspace, progress.manifest = paths.workspace, sealed.manifest
+    progress.keeper = keeper
     try:
         async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
                                        max_connections=ctx.limits.connections) as egress:

@@ -134,3 +134,17 @@ def test_when_nobody_holds_the_batch_its_running_attempts_were_interrupted() -> 
     assert fold.runner_gone() == []  # once
     assert (fold.arms["present"].running, fold.arms["present"].cost_unknown) == (0, 1)
     assert fold.sessions[A].interrupted and fold.sessions[A].outstanding
+
+
+def test_the_budget_is_the_last_batch_invocations_and_a_record_into_it_keeps_it() -> None:
+    # resume applies the batch's budget; a `record` of one session into the batch has none of
+    # its own, so status must not then say the batch has no budget.
+    fold = BatchFold([(A, 1)])
+    for number, command, cents in ((1, "run", 5), (2, "record", None)):
+        fold.apply(InvocationRecord(number=number, command=command, pid=9, runner="x",
+                                    retries=0, max_cost_cents=cents, est_session_cents=None,
+                                    max_wall_s=None))
+    assert fold.statistics().max_cost_cents == 5
+    fold.apply(InvocationRecord(number=3, command="resume", pid=9, runner="x", retries=2,
+                                max_cost_cents=None, est_session_cents=None, max_wall_s=None))
+    assert fold.statistics().max_cost_cents is None  # a resume sets the budget it ran with

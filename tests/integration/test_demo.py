@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from campaign.batch._ledger import read_ledger
 from demo import ScriptedProvider, example_paths, load_scripts
 from tests import contract_check
 
@@ -219,6 +220,11 @@ def test_outside_read_fails_inside_the_sandbox(tmp_path: Path, bwrap: str, harne
         assert proc.returncode == 0, proc.stdout + proc.stderr
         is_error, text = provider.tool_results["toolu_hw4_outside"]
     assert is_error, text
+    # The invocation says what it ran: one session, not the batch's planned ones.
+    stopped = [r for r in read_ledger(tmp_path / "b" / "ledger.jsonl") if r.kind == "stopped"]
+    assert [r.detail for r in stopped] == [
+        "record ran one session (present HW-PRB-0004 r1); the batch's planned sessions are run "
+        "by run and resume"]
     assert "does not exist" in text.lower() or "no such file" in text.lower(), text
     bashrc = home / ".bashrc"
     if bashrc.exists():
