@@ -28,7 +28,7 @@ class BatchBusy(Exception):
     def __init__(self, batch: Path, pid: int | None) -> None:
         who = f"process {pid}" if pid else "another process"
         super().__init__(f"batch {batch} is in use by {who} (headwater-campaign holds it while "
-                         "it writes the batch); wait for it to end, or use another --batch-dir")
+                         "it writes the batch); wait for it to end")
         self.batch = batch
         self.pid = pid
 

@@ -186,6 +186,13 @@ def _batch_dir_arg(p: argparse.ArgumentParser, *, required: bool = False) -> Non
                         "/var/tmp/headwater-campaign/batches")
 
 
+def _record_batch_dir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch-dir", type=Path, metavar="DIR", required=True,
+                   help="the batch directory: a new or empty one, or an existing batch "
+                        "(the session is added to its ledger and transcript, if the corpus "
+                        "and options still match it); never under $HOME")
+
+
 def _tier_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tier", default=None,
                    help="a tier of probe.yml: its arms and repetitions (default campaign; with "
@@ -300,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--produced", action="append", default=[], metavar="PATH",
                    help="an artifact the log cannot name (relative to the workspace unless "
                         "absolute); repeatable")
-    _batch_dir_arg(p, required=True)
+    _record_batch_dir_arg(p)
     p.add_argument("--session-timeout", dest="session_timeout_s", type=duration_s,
                    metavar="S", help=f"wall limit of the session (default "
                                      f"{SESSION_TIMEOUT_S:g} s)")

@@ -38,7 +38,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         except OSError as exc:
             if refused_write(exc):
                 raise  # disk full or quota: the CLI's exit 6
-            raise UsageError(f"--html {page}: cannot write the page there: {exc}") from exc
+            why = exc.strerror or str(exc)
+            if not page.parent.is_dir():
+                why = f"its directory {page.parent} does not exist"
+            raise UsageError(f"--html {page}: cannot write the page there: {why}") from exc
     if args.json:
         sys.stdout.write(json.dumps(report_json(report), indent=1, ensure_ascii=False) + "\n")
     else:

@@ -45,6 +45,8 @@ def test_the_command_writes_the_page_and_says_where(tmp_path: Path, report: Repo
                               "--html", str(page)], capture_output=True, text=True,
                              timeout=120, check=False)
     assert missing.returncode == 2 and "cannot write the page there" in missing.stderr
+    assert f"its directory {page.parent} does not exist" in missing.stderr
+    assert ".tmp" not in missing.stderr  # the writer's temporary name is not the user's
     page.parent.mkdir()
     run = subprocess.run([sys.executable, "-m", "campaign", "report", str(batch), "--json",
                           "--html", str(page)], capture_output=True, text=True, timeout=120,
