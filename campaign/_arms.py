@@ -285,16 +285,31 @@ def arm_layer_digest(corpus: Corpus, arm: str) -> str:
 
 
 def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str]) -> list[str]:
-    """One message per arm of ``arms`` (other than present) whose identity equals present's.
+    """One message per arm of ``arms`` whose identity equals present's or an earlier arm's.
 
     Such an arm's component does not exist in the corpus, so its sessions would
     repeat present's: ``"arm no-skills differs from present in nothing: no file
-    is under .claude/skills/"``.
+    is under .claude/skills/"``; or two arms remove the same files (``absent``
+    and ``no-claude-md`` on a corpus whose only layer is CLAUDE.md files), so
+    the later one's sessions would repeat the earlier one's: ``"arm
+    no-claude-md is the same as arm absent: they remove the same files"``.
 
     Raises:
         ArmError: see `arm_spec`.
     """
     tools = tuple(tools)
     present = arm_spec(corpus, "present", tools).identity
-    return [f"arm {arm} differs from present in nothing: {NOTHING[arm]}" for arm in arms
-            if arm != "present" and arm_spec(corpus, arm, tools).identity == present]
+    found: list[str] = []
+    seen: dict[str, str] = {present: "present"}
+    for arm in arms:
+        if arm == "present":
+            continue
+        identity = arm_spec(corpus, arm, tools).identity
+        if identity == present:
+            found.append(f"arm {arm} differs from present in nothing: {NOTHING[arm]}")
+        elif identity in seen:
+            found.append(f"arm {arm} is the same as arm {seen[identity]}: they remove the "
+                         "same files and run with the same flags")
+        else:
+            seen[identity] = arm
+    return found

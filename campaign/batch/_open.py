@@ -114,7 +114,7 @@ def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> N
     except McpConfigError as exc:
         raise BatchRefused(f"corpus {request.corpus.root}: {exc}") from exc
     if same and not request.options.allow_identical_arms:
-        raise BatchRefused("; ".join(same) + ". Its sessions would repeat present's; drop the "
+        raise BatchRefused("; ".join(same) + ". Its sessions would repeat that arm's; drop the "
                            "arm from the tier, or pass --allow-identical-arms to run it anyway")
     for line in same:
         notify(f"warning: {line} (run anyway: --allow-identical-arms)")

@@ -226,6 +226,15 @@ def test_an_arm_whose_component_is_missing_is_reported(tmp_path: Path, drop: tup
         f"arm {a} differs from present in nothing: {NOTHING[a]}" for a in arm.split()]
 
 
+def test_two_arms_that_remove_the_same_files_are_reported(tmp_path: Path) -> None:
+    # Only CLAUDE.md files: absent and no-claude-md remove exactly those, so they are one arm
+    # run twice (the others equal present).
+    corpus = _full_corpus(tmp_path / "c", (".claude/", ".mcp.json"))
+    assert arms_without_effect(corpus, ["present", "absent", "no-claude-md"], TOOLS) == [
+        "arm no-claude-md is the same as arm absent: they remove the same files and run with "
+        "the same flags"]
+
+
 def test_a_full_corpus_reports_nothing(corpus: Corpus) -> None:
     assert arms_without_effect(corpus, ARMS, TOOLS) == []
 
