@@ -281,10 +281,14 @@ def _text(plan: Plan) -> str:
                   f"  {'':<13}layer {spec.layer}, flags {spec.flags}"]
         if spec.allowed_tools != plan.tools:
             lines.append(f"  {'':<13}allowed tools: {', '.join(spec.allowed_tools)}")
-    present = [s.identity for s in plan.arm_specs if s.arm == "present"]
-    lines += [f"  note: arm {s.arm} has the identity of present: it would change nothing "
-              "(`run` refuses it)" for s in plan.arm_specs if s.arm != "present" and
-              present and s.identity == present[0]]
+    first = {s.identity: s.arm for s in plan.arm_specs if s.arm == "present"}
+    for spec in plan.arm_specs:
+        earlier = first.setdefault(spec.identity, spec.arm)
+        if earlier == spec.arm:
+            continue
+        lines.append(f"  note: arm {spec.arm} has the identity of {earlier}: "
+                     + ("it would change nothing" if earlier == "present" else
+                        f"its sessions would repeat {earlier}'s") + " (`run` refuses it)")
     for probe in plan.probes:
         lines += ["", f"probe {probe.id}: {probe.title}", f"  {probe.digest} {probe.path}",
                   f"  answers: {' | '.join(probe.answers) or '(none declared)'}", "  task:"]

@@ -261,6 +261,16 @@ def test_run_refuses_an_arm_that_changes_nothing_before_the_batch(tmp_path: Path
         "plan", str(root)).stdout
 
 
+def test_plan_notes_an_arm_with_the_identity_of_another(tmp_path: Path) -> None:
+    files = {k: v for k, v in _full_files().items() if not k.startswith((".claude/", ".mcp.json"))}
+    files[".headwater/probe.yml"] = probe_yml(
+        tiers={"campaign": {"arms": ["absent", "present", "no-claude-md"], "repetitions": 1}})
+    out = _cli("plan", str(write_files(tmp_path / "c", files))).stdout
+    assert "note: arm no-claude-md has the identity of absent: its sessions would repeat " \
+           "absent's (`run` refuses it)" in out
+    assert "identity of present" not in out
+
+
 def test_run_refuses_a_fold_that_states_an_answer_before_the_batch(tmp_path: Path) -> None:
     files = _full_files()
     files["src/retry.py"] = "# docs/probes/retry-budget.md\n# answer HW-DR-0052\n"
