@@ -15,6 +15,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final, TextIO
 
+from rich import box
 from rich.console import Group
 from rich.live import Live
 from rich.table import Table
@@ -54,8 +55,12 @@ def duration(seconds: float | None) -> str:
 
 
 def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table:
-    """One row per arm; every count out of the arm's planned sessions."""
-    table = Table(title=title)
+    """One row per arm; every count out of the arm's planned sessions.
+
+    Columns one space apart, no vertical rules: nine columns of four-digit counts and a
+    lower-bound spend fit an 80-column terminal (with rules rich cut every header short).
+    """
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False)
     columns = ("arm", "planned", "queued", "running", "recorded", "refused", "failed",
                "retried", "spend")
     for col in columns:

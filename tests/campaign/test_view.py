@@ -61,9 +61,23 @@ def test_the_arms_table_counts_out_of_planned_and_marks_a_lower_bound() -> None:
     from rich.console import Console
     Console(file=out, width=200).print(arms_table(arms))
     row = next(line for line in out.getvalue().splitlines() if "present" in line)
-    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    cells = row.split()
     # planned, queued (8 - 5 final - 2 running), running, recorded of planned, refused, failed
-    assert cells == ["present", "8", "1", "2", "3/8", "1", "1", "1", ">= $0.1234"]
+    assert cells == ["present", "8", "1", "2", "3/8", "1", "1", "1", ">=", "$0.1234"]
+
+
+def test_the_arms_table_fits_an_80_column_terminal_uncut() -> None:
+    counts = ArmCounts(planned=9999, recorded=9999, refused=9999, failed=9999, running=999,
+                       retried=9999, cost_usd=Decimal("12.3456"), cost_unknown=1)
+    out = io.StringIO()
+    from rich.console import Console
+    Console(file=out, width=80).print(arms_table({"no-claude-md": counts, "present": counts}))
+    text = out.getvalue()
+    assert "\u2026" not in text and max(map(len, text.splitlines())) <= 80
+    for header in ("arm", "planned", "queued", "running", "recorded", "refused", "failed",
+                   "retried", "spend"):
+        assert header in text.splitlines()[0].split()
+    assert "no-claude-md" in text and ">= $12.3456" in text
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(None, "-"), (5, "5s"), (125, "2m05s"),
