@@ -281,7 +281,7 @@ def _text(plan: Plan) -> str:
                   f"  {'':<13}layer {spec.layer}, flags {spec.flags}"]
         if spec.allowed_tools != plan.tools:
             lines.append(f"  {'':<13}allowed tools: {', '.join(spec.allowed_tools)}")
-    first = {s.identity: s.arm for s in plan.arm_specs if s.arm == "present"}
+    first: dict[str, str] = {s.identity: s.arm for s in plan.arm_specs if s.arm == "present"}
     for spec in plan.arm_specs:
         earlier = first.setdefault(spec.identity, spec.arm)
         if earlier == spec.arm:
