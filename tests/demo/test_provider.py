@@ -85,7 +85,7 @@ def _post(
 ) -> tuple[int, http.client.HTTPMessage, bytes]:
     parts = urlsplit(url)
     assert parts.hostname is not None and parts.port is not None
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)  # a loaded host
     try:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         conn.request(
