@@ -54,8 +54,11 @@ def render_page(report: Report) -> str:
         jinja2.TemplateError: the template is broken (a bug, never bad input).
     """
     labels = [column_label(report, c.id) for c in report.columns]
-    probes = [{"figures": p, "rows": probe_rows(p), "chart": answer_chart(p, labels, index=i)}
-              for i, p in enumerate(report.probes)]
+    probes = []
+    for i, p in enumerate(report.probes):
+        rows = probe_rows(p)
+        probes.append({"figures": p, "rows": rows, "chart": answer_chart(p, labels, index=i),
+                       "marked": any(any(row.marked) for row in rows)})  # its legend only there
     return _environment().get_template(TEMPLATE).render(
         report=report, labels=labels, colours=[colour(i) for i in range(len(labels))],
         describes_only=DESCRIBES_ONLY, mark_note=MARK_NOTE,

@@ -14,7 +14,7 @@ import pytest
 
 from campaign.report import Report, build_report, render_page
 from campaign.report._page import TEMPLATE
-from campaign.report._text import DESCRIBES_ONLY
+from campaign.report._text import DESCRIBES_ONLY, MARK_NOTE, probe_rows
 from tests.report.batches import HandBatch
 
 
@@ -76,3 +76,13 @@ def test_the_wheel_carries_the_page_template(tmp_path: Path) -> None:
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert f"campaign/report/templates/{TEMPLATE}" in archive.namelist()
+
+
+def test_the_page_explains_the_mark_only_under_a_table_that_has_one(report: Report) -> None:
+    page = render_page(report)
+    for figures in report.probes:
+        marked = any(any(row.marked) for row in probe_rows(figures))
+        section = page.split(f"{figures.id}: ", 1)[1].split("</table>", 1)[0]
+        assert (MARK_NOTE.replace(">", "&gt;") in section) is marked, figures.id
+    assert any(any(r.marked) for p in report.probes for r in probe_rows(p))  # both seen
+    assert not all(any(r.marked) for p in report.probes for r in probe_rows(p))
