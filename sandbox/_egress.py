@@ -80,6 +80,7 @@ from ._egress_http import Target as Target
 from ._egress_http import parse_proxy_request as parse_proxy_request
 from ._egress_http import target_of_url as target_of_url
 from ._egress_relay import answer, forward_once, splice
+from ._groups import single_unwrapped
 from ._limits import LimitHit
 
 if TYPE_CHECKING:
@@ -366,19 +367,13 @@ async def open_egress_proxy(
             os.chown(directory, *owner)
             os.chown(path, *owner)
         proxy = EgressProxy(allowed, path, max_connections)
-        try:
+        with single_unwrapped():  # handlers never raise: a group of one is the caller's
             async with listener, anyio.create_task_group() as tg:
                 tg.start_soon(proxy.serve, listener)
                 try:
                     yield proxy
                 finally:
                     tg.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # trio's strict task groups wrap the caller's own exception: hand it back as
-            # it was raised (handlers never raise, so it is the only one).
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
+from ._groups import single_unwrapped
 from ._limits import LimitHit, Limits, format_bytes
 
 if TYPE_CHECKING:
@@ -274,14 +275,10 @@ async def watching(watch: LimitWatch | None) -> AsyncIterator[None]:
     if watch is None:
         yield
         return
-    try:
+    with single_unwrapped():
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch.run)
             try:
                 yield
             finally:
                 tg.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
