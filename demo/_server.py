@@ -170,6 +170,11 @@ class ScriptedProvider:
         with self._lock:
             return dict(self._misses)
 
+    def script_for(self, task: str) -> str | None:
+        """The name of the script a session of ``task`` would get (its ``match`` is a phrase of
+        the task), or None: its requests would be answered ``no script for this request``."""
+        return next((s.name for s in self._scripts if s.match in task), None)
+
     @property
     def errors(self) -> int:
         """Requests whose handling raised (bad body, client gone mid-answer)."""

@@ -245,6 +245,13 @@ def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> Non
     if mode == "resume":
         err.print(f"resuming (invocation {opened.invocation}): {outstanding} of "
                   f"{plan.session_count} sessions outstanding", markup=False)
+    if opened.scripted is not None:  # said before anything runs, by probe
+        for probe in plan.probes:
+            if opened.scripted.script_for(probe.task) is None:
+                err.print(f"warning: no script of the scripted provider matches probe "
+                          f"{probe.id}'s task (no script's `match` is a phrase of it): its "
+                          "sessions will be answered 'no script for this request' and end "
+                          "without an answer (docs/provider.md)", markup=False, soft_wrap=True)
 
 
 def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:

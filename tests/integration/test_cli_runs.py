@@ -180,3 +180,7 @@ def test_a_dry_run_names_the_probes_no_script_answered(tmp_path: Path, harness: 
         assert proc.returncode == 0, proc.stderr
         assert ("warning: the scripted provider answered 'no script for this request' 1 time: "
                 "no script matches a task that begins 'dry run probe two: answer'") in proc.stderr
+        # and before anything ran, by probe: only the one without a script
+        early = proc.stderr.find("no script of the scripted provider matches probe DRY-2's task")
+        assert 0 <= early < proc.stderr.find("DRY-1"), proc.stderr  # before any session ended
+        assert "matches probe DRY-1" not in proc.stderr
