@@ -251,6 +251,10 @@ class BatchFold:
             counts.failed += 1
         if not is_recorded(record.state):
             self._failures.appendleft(Failure(key, record.attempt, record.state, record.reason))
+        elif any(f.key == key for f in self._failures):  # a session since recorded: not a failure
+            kept = [f for f in self._failures if f.key != key]
+            self._failures.clear()
+            self._failures.extend(kept)
         if record.cost_usd is not None:
             cost = Decimal(record.cost_usd)
             counts.cost_usd += cost

@@ -95,6 +95,13 @@ def test_the_last_failures_are_kept_newest_first_and_a_stop_is_remembered() -> N
     assert stats.stopped is not None and stats.stopped.reason == "signal"
 
 
+def test_a_failure_whose_session_was_then_recorded_is_no_longer_listed() -> None:
+    fold = fold_of(final(A, "killed", retryable=True, known=False, reason="a"),
+                   final(B, "no-result", retryable=True, known=False, reason="b"),
+                   final(A, "recorded", attempt=2, cost="0.01"))
+    assert [f.reason for f in fold.statistics().last_failures] == ["b"]
+
+
 def test_a_session_not_planned_is_added_when_seen() -> None:
     fold = BatchFold()
     key = SessionKey("present", "P-1", "r1")
