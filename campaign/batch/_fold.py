@@ -61,8 +61,10 @@ class SessionLog:
     first_state: str | None = None
     """The state of attempt 1 (first-attempt outcomes apart from retried ones)."""
     interrupted: bool = False
-    """The last attempt started and its runner died before its final record: its cost is
-    unknown (the harness may have spent), and the session is outstanding."""
+    """The last attempt was cut short by its runner: the runner died before its final
+    record, or it stopped (a signal, a refused write) and wrote it ``killed`` with
+    ``counts: false``. Its cost is unknown (the harness may have spent), and the
+    session is outstanding, where its previous final record left it."""
 
     @property
     def finished(self) -> bool:
@@ -236,6 +238,9 @@ class BatchFold:
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]
+        if not record.counts:  # the runner stopped it: not an outcome of the session
+            self._stopped_by_runner(log, record, counts)
+            return
         self._uncount(log, counts)
         log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
@@ -264,6 +269,24 @@ class BatchFold:
         elif not record.cost_known:
             counts.cost_unknown += 1
             self.cost_unknown += 1
+
+    def _stopped_by_runner(self, log: SessionLog, record: FinalRecord,
+                           counts: ArmCounts) -> None:
+        """A ``killed`` attempt the runner ended (``counts: false``): like an interrupted one
+        (`_interrupt`), with its cost added when it is known."""
+        log.attempts = max(log.attempts, record.attempt)
+        if record.attempt == 1:
+            log.first_state = record.state
+        if log.running:
+            self._interrupt(log)
+        else:  # a final without a started record in view (a hand-made ledger)
+            log.interrupted = True
+            counts.cost_unknown += 1
+            self.cost_unknown += 1
+        if record.cost_usd is not None:
+            cost = Decimal(record.cost_usd)
+            counts.cost_usd += cost
+            self.spend_usd += cost
 
     @staticmethod
     def _count(log: SessionLog, counts: ArmCounts) -> None:

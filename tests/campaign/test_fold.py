@@ -102,6 +102,25 @@ def test_a_failure_whose_session_was_then_recorded_is_no_longer_listed() -> None
     assert [f.reason for f in fold.statistics().last_failures] == ["b"]
 
 
+def test_an_attempt_the_runner_stopped_is_no_outcome_of_its_session() -> None:
+    # killed with counts false: a signal or a refused write ended it, not the session. It goes
+    # back to where its previous final left it (queued, or failed), its cost unknown (RC-14).
+    stopped = FinalRecord(arm=A.arm, probe=A.probe, session=A.session, repetition=1, attempt=1,
+                          invocation=1, started_at="2026-12-01T00:00:00Z", state="killed",
+                          reason="killed: the runner stopped (a signal) while the session ran",
+                          retryable=True, cost_usd=None, cost_known=False, counts=False)
+    fold = fold_of(started(A), stopped, started(B), final(B, "harness-error", retryable=True,
+                                                        cost="0.02"),
+                   started(B, 2), stopped.model_copy(update={"arm": B.arm, "attempt": 2}))
+    present, absent = fold.arms["present"], fold.arms["absent"]
+    assert (present.queued, present.failed, present.running) == (2, 0, 0)
+    assert (absent.queued, absent.failed, absent.running) == (0, 1, 0)
+    assert fold.sessions[A].interrupted and fold.sessions[A].outstanding
+    assert fold.sessions[B].state == "harness-error" and fold.sessions[B].interrupted
+    assert fold.cost_unknown == 2 and fold.spend_usd == Decimal("0.02")
+    assert [f.state for f in fold.statistics().last_failures] == ["harness-error"]
+
+
 def test_a_session_not_planned_is_added_when_seen() -> None:
     fold = BatchFold()
     key = SessionKey("present", "P-1", "r1")
