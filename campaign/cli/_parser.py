@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NoReturn
 
@@ -26,7 +28,6 @@ from sandbox._limits import (
     format_bytes,
 )
 
-from . import _batch, _inspect, _record, _report, _retranscribe, _show, _status
 from ._args import duration_s, nonnegative_int, positive_int, size_bytes
 from ._errors import EXIT_USAGE
 
@@ -70,6 +71,17 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The command ``name`` of ``campaign.cli.<module>``, imported when it runs: a batch does
+    not load the report's templates and charts, nor ``--help`` the supervisor."""
+    def run(args: argparse.Namespace) -> int:
+        function: Callable[[argparse.Namespace], int] = getattr(
+            importlib.import_module(f"campaign.cli.{module}"), name)
+        return function(args)
+    run.__qualname__ = f"{module}.{name}"
+    return run
 
 
 def _corpus_args(p: argparse.ArgumentParser) -> None:
@@ -217,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     _tier_args(p)
     p.add_argument("--format", choices=("text", "yaml", "json"), default="text",
                    help="text for people; yaml/json are exactly what `run --plan FILE` reads")
-    p.set_defaults(func=_inspect.cmd_plan)
+    p.set_defaults(func=_command("_inspect", "cmd_plan"))
 
     p = sub.add_parser("run", help="run a batch: probes x arms x repetitions sessions",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -232,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     _limits_args(p)
     _session_limit_args(p)
     _budget_args(p)
-    p.set_defaults(func=_batch.cmd_run)
+    p.set_defaults(func=_command("_batch", "cmd_run"))
 
     p = sub.add_parser("demo", help="the bundled example corpus (tier campaign: arms present "
                                     "and absent, 2 repetitions, 16 sessions), the scripted "
@@ -245,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=positive_int, metavar="N",
                    help=f"sessions at once (default {CONCURRENCY})")
     _budget_args(p)
-    p.set_defaults(func=_batch.cmd_demo)
+    p.set_defaults(func=_command("_batch", "cmd_demo"))
 
     p = sub.add_parser("resume", help="run what did not finish in a batch, with its recorded "
                                       "options (never started, interrupted, or retryable)",
@@ -255,12 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the corpus is now (default: the path config.yaml records); it "
                         "must still plan to the same tree, read set, selection and lock")
     _budget_args(p)
-    p.set_defaults(func=_batch.cmd_resume)
+    p.set_defaults(func=_command("_batch", "cmd_resume"))
 
     p = sub.add_parser("status", help="how a batch stands, running or finished")
     p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/batch.md)")
-    p.set_defaults(func=_status.cmd_status)
+    p.set_defaults(func=_command("_status", "cmd_status"))
 
     p = sub.add_parser("show", help="one session's attempts: state and reason, calls, final "
                                     "text")
@@ -268,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("arm", metavar="ARM", help="the session's arm")
     p.add_argument("probe", metavar="PROBE", help="the probe's id")
     p.add_argument("session", metavar="SESSION", help="the session's name (s1, r2, ...)")
-    p.set_defaults(func=_show.cmd_show)
+    p.set_defaults(func=_command("_show", "cmd_show"))
 
     p = sub.add_parser("retranscribe", help="derive a batch's events again from the streams it "
                                             "kept, with this recorder (runs nothing)")
@@ -276,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
                    help="where the batch's corpus is now (default: the path config.yaml "
                         "records); it must still plan to the same tree")
-    p.set_defaults(func=_retranscribe.cmd_retranscribe)
+    p.set_defaults(func=_command("_retranscribe", "cmd_retranscribe"))
     p = sub.add_parser("report", help="arms side by side per probe: states, answers with 95%% "
                                       "intervals, differences, calls, reads, cost; describes, "
                                       "grades nothing (docs/report.md)")
@@ -291,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--side-by-side", action="store_true",
                    help="show each batch in columns of its own instead of merging (needed when "
                         "their plans or arms differ)")
-    p.set_defaults(func=_report.cmd_report)
+    p.set_defaults(func=_command("_report", "cmd_report"))
 
     p = sub.add_parser("record", help="record one session into a batch (named r<N>)")
     _corpus_args(p)
@@ -321,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     _harness_args(p)
     _network_args(p)
     _session_limit_args(p)
-    p.set_defaults(func=_record.cmd_record)
+    p.set_defaults(func=_command("_record", "cmd_record"))
 
     p = sub.add_parser("seal", help="write one sealed workspace (the seal's rules: "
                                     "docs/sealing.md)")
@@ -331,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="where to write it (must not exist, or be empty)")
     p.add_argument("--explain", action="store_true", help="list every removal and why")
-    p.set_defaults(func=_inspect.cmd_seal)
+    p.set_defaults(func=_command("_inspect", "cmd_seal"))
 
     p = sub.add_parser("check-transcript",
                        help="the contract check: 0 clean, 1 refused, 4 could not verify")
@@ -339,12 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a transcript (transcripts/<arm>.md); several give one line each. "
                         "Exit 0 every file verified clean, 1 any refused, else 4 any could "
                         "not be verified")
-    p.set_defaults(func=_inspect.cmd_check_transcript)
+    p.set_defaults(func=_command("_inspect", "cmd_check_transcript"))
 
     p = sub.add_parser("doctor", help="host preflight: 0 all ok, 12 broken, 4 could not verify")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="take the API key from this variable instead of the host's "
                         ".credentials.json")
     _harness_args(p)
-    p.set_defaults(func=_inspect.cmd_doctor)
+    p.set_defaults(func=_command("_inspect", "cmd_doctor"))
     return parser
