@@ -31,7 +31,7 @@ The shell (pid 2 of the session's pid namespace; pid 1 is bwrap's init):
    session never holds the pipe.
 
 Rule: every process of a session is gone once its runner is gone, however
-the runner ended (issue 5, process containment; RC-05).
+the runner ended (process containment; RC-05).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No root inside: sessions of a root runner run as a dedicated unprivileged user (issue 5 item 5).
+"""No root inside: sessions of a root runner run as a dedicated unprivileged user (RC-05).
 
 bwrap's ``--uid`` maps a uid inside the user namespace only: started by
 root, the sandbox's processes are still uid 0 on the host, and host files that

@@ -1,4 +1,4 @@
-"""Process containment (issue 5 item 6): no process of a session outlives it or its runner.
+"""Process containment: no process of a session outlives it or its runner.
 
 The harness runs under ``bwrap --unshare-pid --die-with-parent``, spawned from
 the event loop's own thread, inside the session's init shell, whose watcher
@@ -42,7 +42,7 @@ from tests.integration import kit
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.timeout(300)]
 
 GONE_WITHIN_S = 2.0
-"""How long after the runner's death every process of the session must be gone (issue 5)."""
+"""How long after the runner's death every process of the session must be gone."""
 STARTED_WITHIN_S = 120.0
 """Bound on waiting for the session's sleep to start (a cold CLI takes a few seconds)."""
 

@@ -1,4 +1,4 @@
-"""The main job end to end: `demo` with the real CLI under real bwrap (issue: main job).
+"""The main job end to end: `demo` with the real CLI under real bwrap.
 
 Expected values come from the probes' declared answers, the demo scripts'
 final lines and the rules (RC-10, RC-11, RC-13, RC-08), never from the

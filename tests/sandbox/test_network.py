@@ -1,4 +1,4 @@
-"""Network confinement (issue 5, item 4): the egress proxy, the bridge, the confined sandbox.
+"""Network confinement: the egress proxy, the bridge, the confined sandbox.
 
 Only loopback is ever targeted. The "provider" and the "public repository"
 are two throwaway HTTP servers on host loopback; the sandbox reaches the

@@ -1,4 +1,4 @@
-"""No root inside (issue 5 item 5): who sessions run as, the setpriv prefix, and reaching mounts.
+"""No root inside: who sessions run as, the setpriv prefix, and reaching mounts.
 
 The ACL tests need root (they chown and grant for the real session user) and
 check the grant from the session user's side with setpriv, not by reading

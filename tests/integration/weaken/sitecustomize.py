@@ -1,4 +1,4 @@
-"""Weaken the confinement on purpose, to see the confinement suites go red (issue 5 item 6).
+"""Weaken the confinement on purpose, to see the confinement suites go red.
 
 Never imported by the product or by a normal test run. To use it, put this
 directory first on ``PYTHONPATH`` and name the weakenings in ``HW_WEAKEN``
