@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeAlias
+from typing import Annotated, Any, Final, Literal, Self, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from recorder._validation import describe_errors
 
 
 class _Strict(BaseModel):
@@ -199,12 +201,15 @@ def load_scripts(directory: Path | str, *, home: str | None = None) -> list[Scri
 
 def _short(exc: ValidationError) -> str:
     """The problems of a script in words (docs/provider.md has the shape)."""
-    return "; ".join(_one(e) for e in exc.errors(include_url=False))
+    return "; ".join(describe_errors(exc, Script, hidden=_STEP_TAGS, own=_special))
 
 
-def _one(error: Any) -> str:
-    where = ".".join(str(p) for p in error["loc"] if not (isinstance(p, str) and p[:1].isupper()))
-    where = where or "the script"
+_STEP_TAGS: Final = frozenset({"turn", "http", "cut"})
+"""The tags of a step's kinds in an error's place: they name no key of the file."""
+
+
+def _special(error: Any) -> str | None:
+    where = ".".join(str(p) for p in error["loc"]) or "the script"
     if error["type"] == "missing":
         return f"{where} is missing (a script needs match and turns; a turn, blocks or a fault)"
     if error["type"] == "extra_forbidden":
@@ -213,6 +218,4 @@ def _one(error: Any) -> str:
         ctx = error.get("ctx") or {}
         return (f"{where}: type {ctx.get('tag')!r} is not one of "
                 f"{ctx.get('expected_tags', 'the known types')}")
-    if error["type"] == "literal_error":
-        return f"{where}: {error['msg'].replace('Input should be', 'should be')}"
-    return f"{where}: {error['msg']}"
+    return None

@@ -298,6 +298,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Handlers are bounded by their socket timeout; stop() must not wait on them.
     block_on_close = False
+    # socketserver's default backlog is 5: sixteen connections at once (a batch's sessions,
+    # or a test's threads) on a loaded host overflowed it, and a connection was reset.
+    request_queue_size = 128
     provider: ScriptedProvider
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel
 
+from recorder._validation import describe_errors
+
 from ._errors import TranscriptRefused
 from ._models import Artifact, Call, Event
 
@@ -73,13 +75,5 @@ def refusal(exc: ValidationError, where: str, default_rule: str) -> TranscriptRe
     """The refusal for pydantic's ``exc`` at ``where``: its rule (an ``RC-`` error type, else
     the rule of the key set it names, else ``default_rule``) and every error with its place."""
     errors = exc.errors(include_url=False)
-    parts = []
-    for e in errors:
-        loc = ".".join(str(p) for p in e["loc"])
-        got = (
-            f" (got {e['input']!r})"
-            if isinstance(e.get("input"), (str, int, float, type(None)))
-            else ""
-        )
-        parts.append(f"{loc + ': ' if loc else ''}{e['msg']}{got}")
+    parts = describe_errors(exc)
     return TranscriptRefused(_rule_of(errors[0], default_rule), f"{where}: {'; '.join(parts)}")
