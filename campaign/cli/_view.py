@@ -109,7 +109,8 @@ def in_flight_table(flights: tuple[InFlight, ...], now_s: float) -> Table | None
 
 
 def progress_line(live: LiveStatistics) -> str:
-    """Elapsed, completion rate, time left, retries, and why no session starts (if so)."""
+    """Elapsed, completion rate, time left, retries; and on a line of its own why no session
+    starts (if so)."""
     rate = (f"{live.finals_now / live.elapsed_s * 60:.1f}/min" if live.elapsed_s > 0
             else "-")
     parts = [f"elapsed {duration(live.elapsed_s)}", f"rate {rate}",
@@ -117,9 +118,10 @@ def progress_line(live: LiveStatistics) -> str:
              f"retries {live.retries_now}"]
     if live.max_wall_s is not None:
         parts.append(f"wall budget {duration(live.max_wall_s)}")
-    if live.stopping:
-        parts.append(f"stopping: {live.stopping}")
-    return " | ".join(parts)
+    line = " | ".join(parts)
+    if live.stopping:  # a line of its own: it is what the user must read, and it is long
+        line += f"\nstopping: {live.stopping}"
+    return line
 
 
 def live_renderable(live: LiveStatistics, now_s: float) -> RenderableType:

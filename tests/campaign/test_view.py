@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from decimal import Decimal
@@ -143,3 +144,16 @@ def test_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False)
     assert "status=0" in done.stdout, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_why_the_batch_stops_is_a_line_of_its_own_whole_at_80_columns() -> None:
+    from rich.console import Console
+
+    from campaign.cli._view import live_renderable
+
+    fold = BatchFold([(SessionKey("present", "P-1", "s1"), 1)])
+    why = "stopped by SIGINT; the sessions in flight end first"
+    live = dataclasses.replace(_live(fold), stopping=why)
+    out = io.StringIO()
+    Console(file=out, width=80).print(live_renderable(live, 0.0))
+    assert f"stopping: {why}" in out.getvalue().splitlines(), out.getvalue()
