@@ -335,7 +335,7 @@ async def _drive(
                           limit_exceeded=_limit_reason(hit))
     facts: dict[str, Any] = {
         "state": obs.state,
-        "reason": obs.reason,
+        "reason": obs.reason + _silent_stdout(result.lines, result.stderr_end),
         "cost_usd": str(obs.cost_usd) if obs.cost_usd is not None else None,
         "cost_known": obs.cost_usd is not None,
         "outside_paths": len(obs.outside_paths),
@@ -389,6 +389,24 @@ async def _drive(
             for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest)
         ]
     return facts
+
+
+SILENT_STDERR_CHARS: Final = 200
+"""Characters of a silent harness's last stderr line a reason quotes."""
+
+
+def _silent_stdout(lines: int, stderr_end: bytes) -> str:
+    """For an attempt that printed no stdout line: the last line of its stderr, as one JSON
+    string (empty when it printed none). A sandbox that never started (bwrap refused a
+    namespace) and a harness that died at once are told apart only there."""
+    if lines:
+        return ""
+    last = next((line for line in reversed(stderr_end.decode("utf-8", "replace").splitlines())
+                 if line.strip()), None)
+    if last is None:
+        return ""
+    return (f"; nothing was printed on stdout, and stderr ends "
+            f"{json.dumps(last.strip()[:SILENT_STDERR_CHARS])}")
 
 
 def _limit_reason(hit: LimitHit | None) -> str | None:

@@ -206,6 +206,19 @@ def test_no_result_line_then_a_recorded_session_cost_is_a_named_lower_bound(
     assert "lower bound" in text and f"{PROBE}/r1 attempt 1" in text
 
 
+def test_a_harness_silent_on_stdout_is_told_by_its_stderr(tmp_path: Path, corpus: Path,
+                                                          bwrap: str) -> None:
+    """Nothing on stdout: the reason quotes the last stderr line, so a sandbox that never
+    started (bwrap refused a namespace) reads apart from a harness that said nothing."""
+    harness = write_standin(tmp_path / "claude", stdout=b"", exit_code=1,
+                            stderr=b"starting\nbwrap: pretend: No space left on device\n")
+    final = check_session(record(corpus, tmp_path / "b", harness), tmp_path / "b",
+                          state="refused-init", status=12)
+    assert final["reason"].endswith(
+        '; nothing was printed on stdout, and stderr ends "bwrap: pretend: No space left on '
+        'device"'), final["reason"]
+
+
 def test_last_line_cut_without_newline_is_truncated(tmp_path: Path, corpus: Path,
                                                     sealed_notes: str, bwrap: str) -> None:
     """The result line cut mid-way, no newline: truncated (not a line), exit 1, calls kept."""
