@@ -100,7 +100,7 @@ class Plan(_Closed):
     lock: Digest
     selection: Digest
     read_set: Digest
-    seed: int = Field(strict=True)
+    seed: int = Field(strict=True, ge=0)
     harness: str
     """``headwater-campaign <version>``: the planner's version, never Claude Code's."""
     tier: Tier

@@ -134,8 +134,9 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                         "no session starts once the spend plus a projection for each session "
                         "in flight could pass it (exit 3, resumable)")
     p.add_argument("--est-session-cents", type=positive_int, metavar="N",
-                   help="the projected cost of one session before any has a cost, cents "
-                        "(default: 0 until the first attempt's cost is known)")
+                   help="the projected cost of one session before any has a cost, in cents, "
+                        "at least 1 (without it, nothing is projected until the first "
+                        "attempt's cost is known)")
     p.add_argument("--max-wall", dest="max_wall_s", type=duration_s, metavar="D",
                    help="this invocation's wall-clock budget: seconds, or with s, m or h "
                         "(e.g. 8h); no session starts once it could be passed (exit 3)")

@@ -145,8 +145,10 @@ def test_plan_file_may_select_fewer_probes(plan_and_corpus: tuple[Plan, Path],
         (lambda d: d.update(session_count=5), "session_count 5"),
         (lambda d: d["probes"][0].update(id="HW-PRB-404"), "HW-PRB-404"),
         (lambda d: d.update(tree="md5:abc"), "tree"),
+        (lambda d: d.update(seed=-3), "seed must be at least 0, not -3"),
     ],
-    ids=["typo-key", "missing-key", "selection", "count", "unknown-probe", "bad-digest"],
+    ids=["typo-key", "missing-key", "selection", "count", "unknown-probe", "bad-digest",
+         "negative-seed"],
 )
 def test_bad_plan_file_is_a_plan_error(plan_and_corpus: tuple[Plan, Path], tmp_path: Path,
                                        edit: object, named: str) -> None:
