@@ -354,7 +354,7 @@ def explain(result: SealResult) -> str:
     for prefix, count in sorted(Counter(r.path.split("/")[0] + ("/probes/" if r.path.startswith(
             SHELF) else "/") for r in shelf).items()):
         reason = next(r.reason for r in shelf if r.path.startswith(prefix))
-        out.append(_row(f"{prefix} ({count} files)", reason))
+        out.append(_row(f"{prefix} ({count} file{'s' if count != 1 else ''})", reason))
     for r in whole:
         if r not in shelf:
             where = f"{r.path}:{r.line}" if r.line is not None else r.path

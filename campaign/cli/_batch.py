@@ -288,7 +288,8 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
                   soft_wrap=True)
     elif outcome.outstanding:
         left = plural(outcome.outstanding, "session")
-        err.print(f"{left} ended in a state worth another attempt and are out of retries for "
+        are = "is" if outcome.outstanding == 1 else "are"
+        err.print(f"{left} ended in a state worth another attempt and {are} out of retries for "
                   f"this invocation; {resume} tries them again", markup=False, soft_wrap=True)
     if opened.scripted is not None:
         for what, count in sorted(opened.scripted.misses.items()):
