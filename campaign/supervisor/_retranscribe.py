@@ -86,7 +86,10 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
                           tail=None if end == "line-too-long" else tail, too_long=too_long,
                           limit_exceeded=final.reason if final.limit is not None else None)
     manifest = _manifest(paths.manifest)
-    facts: dict[str, Any] = {"state": obs.state, "reason": obs.reason,
+    reason = obs.reason
+    if obs.lines == 0 and final.reason.startswith(obs.reason):
+        reason = final.reason  # what stderr said of a silent harness is not in the stream
+    facts: dict[str, Any] = {"state": obs.state, "reason": reason,
                              "outside_paths": len(obs.outside_paths),
                              "served_model": obs.served_model}
     if is_recorded(obs.state):
@@ -153,6 +156,8 @@ async def retranscribe(journal: Journal, *, batch: Path, plan: Plan,
 
 
 def _skip_reason(final: FinalRecord, batch: Path) -> str | None:
+    if not final.counts:
+        return "stopped by the runner (killed): its stream ends where the runner stopped it"
     if final.stream is None:
         return "no stream kept (decided before the harness ran, or --no-keep-streams)"
     if not (batch / final.stream).is_file():

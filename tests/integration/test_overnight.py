@@ -337,6 +337,11 @@ def test_a_signal_ends_the_sessions_in_flight_and_leaves_the_batch_resumable(
         assert len(kept) == 2 and all(ended for _, ended in kept)
         assert final.stream_bytes == sum(len(line) + 1 for line, _ in kept)
     assert f"headwater-campaign resume {batch}" in err
+    # retranscribe leaves them as recorded: their streams end where the runner stopped them
+    again = cli("retranscribe", str(batch))
+    assert again.returncode == 0, again.stderr
+    assert "left as recorded (2): stopped by the runner (killed)" in again.stderr
+    assert _killed(batch)[-2:] == [{"state": "killed", "counts": False}] * 2
     nothing_left([runner.pid])
     stopped = [r for r in read_ledger(batch / "ledger.jsonl") if r.kind == "stopped"]
     # Two were killed in flight, two never started: all four are outstanding.
