@@ -1,0 +1,151 @@
+"""A session whose tool calls carry huge arguments costs the runner neither time nor memory.
+
+Through ``record``, the real driver under real bwrap (host network: nothing here needs
+the provider), a stand-in harness prints, as fast as the pipe takes them:
+
+* a Bash call whose ``command`` is just under the per-call bound
+  (`recorder._transform.MAX_CALL_ARGUMENT_CHARS`, 256 Ki characters) and made of
+  path-like words (``/a/b ../x`` repeated): RC-08 splits it into shell words and
+  resolves every one that looks like a path, so this is the most a kept call asks of
+  that scan (a quadratic splitter took 18 s on 1 MB);
+* a Bash call of 4 MB, and 8 Grep calls whose patterns are 8 MB each: each over the
+  bound, so none is kept and none is scanned;
+* a final message and a result line.
+
+Rules (docs/recorder.md "What one call may add"; DESIGN.md "Targets: memory"): an
+argument is kept whole or not at all; one past the bound ends the session
+``limit-exceeded`` with a reason naming the call, its line and its size, and that is
+what bounds what one session makes the ledger, the transcript and the runner hold, and
+the work per line. So ``record`` is done in well under the subprocess's 120 s, by a
+runner whose heap is capped (RLIMIT_DATA, as tests/integration/test_memory_cap.py caps
+it) at `CAP_BYTES`, no ledger line and no transcript holds more than a few MB, and the
+one kept call is the 256 Ki one.
+
+Seen red with ``HW_WEAKEN=no-argument-bound`` (tests/integration/weaken/: both bounds
+raised to 1 Gi characters, as if there were none): the runner dies against its cap
+(MemoryError; the ledger says ``stopped`` on an error, no final record); without the cap
+the session is ``recorded`` with every call kept, its final ledger line and its transcript
+71 MB each, in 43 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from recorder import _transform
+from sandbox._config import sweep_config_root
+from tests.integration import kit
+from tests.integration.test_record_standins import PROBE, finals, make_corpus
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(180)]
+
+CAP_BYTES = 256 * 1024 * 1024
+"""The runner's RLIMIT_DATA: what the heap may grow to while the 8 MB lines pass."""
+RECORD_TIMEOUT_S = 120.0
+"""A generous bound on the whole ``record``: the lines are parsed and dropped, not scanned."""
+MAX_CALL_ARGUMENT_CHARS = 256 * 1024
+"""docs/recorder.md's bound on one call's argument (262,144 characters), as written there: the
+weakening that raises the runner's must not grow this test's stream."""
+FEW_MB = 4 * 1024 * 1024
+"""The most one ledger line or a transcript may hold here: the one kept call is 256 Ki."""
+WORDS = "/a/b ../x "
+KEPT_CHARS = MAX_CALL_ARGUMENT_CHARS - MAX_CALL_ARGUMENT_CHARS % len(WORDS)
+"""The kept Bash command: ``/a/b ../x`` repeated, just under the bound."""
+BIG_BASH_CHARS = 4 * 1024 * 1024
+GREP_CHARS = 8 * 1024 * 1024
+GREPS = 8
+
+STANDIN = r'''#!/usr/bin/python3
+import json, os, sys
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (argument attack)"); sys.exit(0)
+WORDS, KEPT, BIG, GREP, GREPS = SIZES
+
+
+def out(obj):
+    data = memoryview(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    while data:
+        data = data[os.write(1, data):]
+
+
+def call(n, name, tool_input):
+    out({"type": "assistant", "parent_tool_use_id": None, "message": {
+        "id": "m%d" % n, "model": "claude-test-model", "content": [
+            {"type": "tool_use", "id": "t%d" % n, "name": name, "input": tool_input}]}})
+    out({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t%d" % n, "content": "ok"}]}})
+
+
+out({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Read", "Bash", "Grep"],
+     "mcp_servers": [], "model": "claude-test-model", "permissionMode": "dontAsk",
+     "skills": [], "plugins": [], "memory_paths": {}, "claude_code_version": "2.1.197"})
+call(1, "Bash", {"command": (WORDS * (KEPT // len(WORDS) + 1))[:KEPT]})
+call(2, "Bash", {"command": (WORDS * (BIG // len(WORDS) + 1))[:BIG]})
+for n in range(GREPS):
+    call(3 + n, "Grep", {"pattern": "(a|b)*" * (GREP // 6), "path": "."})
+out({"type": "assistant", "parent_tool_use_id": None, "message": {
+    "id": "mz", "model": "claude-test-model",
+    "content": [{"type": "text", "text": "Found it.\nHW-DR-0052"}]}})
+out({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
+     "num_turns": 2, "result": "", "total_cost_usd": 0.01})
+'''.replace("SIZES", repr((WORDS, KEPT_CHARS, BIG_BASH_CHARS, GREP_CHARS, GREPS)))
+
+
+def capped_record(corpus: Path, batch: Path, harness: Path) -> subprocess.CompletedProcess[str]:
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_DATA, (CAP_BYTES, CAP_BYTES))
+
+    env = {**kit.base_env(), "HW_STANDIN_KEY": "sk-standin-not-a-secret"}
+    return subprocess.run(
+        [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus), "--probe", PROBE,
+         "--arm", "present", "--batch-dir", str(batch), "--harness", str(harness),
+         "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY",
+         "--network", "host"],
+        capture_output=True, text=True, env=env, timeout=RECORD_TIMEOUT_S, check=False,
+        cwd=kit.REPO, preexec_fn=cap)  # fmt: skip
+
+
+def test_huge_arguments_end_the_session_limit_exceeded_promptly_and_are_never_kept(
+        tmp_path: Path, bwrap: str) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    harness = tmp_path / "claude"
+    harness.write_text(STANDIN)
+    harness.chmod(0o755)
+    batch = tmp_path / "b"
+    started = time.monotonic()
+    try:
+        run = capped_record(corpus, batch, harness)
+        elapsed = time.monotonic() - started
+        recorded = finals(batch)
+        assert recorded, (batch / "ledger.jsonl").read_text()[-1000:]  # a runner that died: none
+        final = recorded[-1]
+        assert run.returncode == 1, run.stdout + run.stderr[-3000:]
+        assert final["state"] == "limit-exceeded", final["reason"]
+        assert (f"the Bash call on stdout line 4 has an argument of {BIG_BASH_CHARS} characters, "
+                f"over the {MAX_CALL_ARGUMENT_CHARS} one call may add") in final["reason"]
+        # The kept call is the one under the bound, whole; the oversized ones are not kept.
+        assert [(c["tool"], len(c["argument"])) for c in final["calls"]] == [("Bash", KEPT_CHARS)]
+        assert final["stream_bytes"] > BIG_BASH_CHARS + GREPS * GREP_CHARS  # all of it was read
+        for raw in (batch / "ledger.jsonl").read_bytes().splitlines():
+            assert len(raw) < FEW_MB, json.loads(raw)["kind"]
+        for transcript in (batch / "transcripts").iterdir():
+            assert transcript.stat().st_size < FEW_MB, transcript
+        assert elapsed < RECORD_TIMEOUT_S / 2, f"record took {elapsed:.1f} s"
+    finally:
+        kit.kill_all(kit.processes_under(tmp_path))
+        sweep_config_root()
+
+
+def test_the_kept_command_is_under_the_bound_and_made_of_path_words() -> None:
+    assert _transform.MAX_CALL_ARGUMENT_CHARS == MAX_CALL_ARGUMENT_CHARS
+    assert MAX_CALL_ARGUMENT_CHARS - len(WORDS) < KEPT_CHARS <= MAX_CALL_ARGUMENT_CHARS
+    assert BIG_BASH_CHARS > MAX_CALL_ARGUMENT_CHARS and GREP_CHARS > MAX_CALL_ARGUMENT_CHARS
+    assert os.path.isabs(WORDS.split()[0]) and ".." in WORDS.split()[1]
