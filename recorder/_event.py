@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 from recorder._answer import extract_answer
 from recorder._beneath import MAX_ARTIFACT_BYTES as MAX_ARTIFACT_BYTES
 from recorder._beneath import Unreadable, read_beneath
-from recorder._paths import resolve_in_workspace
+from recorder._paths import Lookups, resolve_in_workspace
 from recorder.transcript import Artifact, Call, Event
 
 if TYPE_CHECKING:
@@ -99,11 +99,16 @@ def build_event(
 
 def observed_calls(calls: Iterable[ObservedCall], *, workspace: Path,
                    manifest: Mapping[str, str]) -> list[Call]:
-    """RC-10's ``calls`` of these observed calls, in order (also kept for non-recorded sessions)."""
-    return [_call(call, workspace, manifest) for call in calls]
+    """RC-10's ``calls`` of these observed calls, in order (also kept for non-recorded sessions).
+
+    Their Read paths share one session's budget of file lookups (`recorder._paths.Lookups`):
+    past it, a Read counts as outside and its result is its tool_result's digest."""
+    lookups = Lookups()
+    return [_call(call, workspace, manifest, lookups) for call in calls]
 
 
-def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str]) -> str | None:
+def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str],
+                lookups: Lookups | None = None) -> str | None:
     """RC-10's ``result`` of one call; None when its tool_result never arrived.
 
     A successful Read of a file inside the workspace: the manifest's digest
@@ -116,7 +121,7 @@ def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, s
         return None
     if call.read_path is None or call.result_is_error:
         return call.result_digest
-    resolved, inside = resolve_in_workspace(call.read_path, workspace)
+    resolved, inside = resolve_in_workspace(call.read_path, workspace, lookups)
     if not inside:
         return call.result_digest
     relative = posixpath.relpath(resolved, posixpath.normpath(str(workspace)))
@@ -261,8 +266,9 @@ def _continues_id(char: str) -> bool:
     return char.isalnum() or char in ID_PUNCTUATION
 
 
-def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str]) -> Call:
-    result = read_result(call, workspace=workspace, manifest=manifest)
+def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str],
+          lookups: Lookups) -> Call:
+    result = read_result(call, workspace=workspace, manifest=manifest, lookups=lookups)
     if result is None:
         return Call(tool=call.tool, argument=call.argument)  # no result key: never arrived
     return Call(tool=call.tool, argument=call.argument, result=result)

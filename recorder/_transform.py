@@ -15,7 +15,8 @@ docs/batch.md. A refusal the stream showed (RC-07) wins, whatever the end;
 then ``limit-exceeded`` (a limit of the sandbox the session passed, which
 ended it: processes, memory, /tmp, writes, connections; or a call's argument
 past what one call, or one session, may add to the record:
-`MAX_CALL_ARGUMENT_CHARS`); then, the first that applies:
+`MAX_CALL_ARGUMENT_CHARS`; or the calls' paths past the file lookups RC-08 may spend on
+them: `recorder._paths.MAX_PATH_LOOKUPS`); then, the first that applies:
 
 1. ``line-too-long``, ``timed-out`` (the driver's end), ``truncated`` (a tail
    without newline);
@@ -66,7 +67,7 @@ from recorder._observation import Anomaly as Anomaly
 from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
 from recorder._observation import OrphanResult as OrphanResult
-from recorder._paths import outside_paths
+from recorder._paths import MAX_PATH_LOOKUPS, Lookups, outside_paths
 from recorder._vocab import SessionState, harness_error_retryable, state_retryable
 
 if TYPE_CHECKING:
@@ -162,6 +163,7 @@ class StreamObserver:
         self._last_anomaly = 0
         self._argument_chars = 0  # what the kept calls' arguments add to the record
         self._limit_reason: str | None = None
+        self._lookups = Lookups()  # RC-08's lstat calls, for the whole session
 
     def __repr__(self) -> str:
         return (f"<StreamObserver lines={self._lines} inits={self._inits} "
@@ -349,9 +351,14 @@ class StreamObserver:
             tool_use_id=tool_use_id,
             read_path=read_path if isinstance(read_path, str) else None,
             outside=frozenset() if oversized else frozenset(
-                outside_paths(tool, inputs, workspace=self._workspace)),
+                outside_paths(tool, inputs, workspace=self._workspace, lookups=self._lookups)),
             in_subagent=in_subagent,
         )
+        if self._lookups.exhausted:
+            self._limit(f"limit-exceeded: by the {tool} call on stdout line {self._lines} the "
+                        f"calls' paths took {MAX_PATH_LOOKUPS} file lookups in the workspace "
+                        "to resolve (its symlinks followed), the most one session may ask of "
+                        "the runner")
         if not oversized:  # an oversized call is not kept: no value is ever cut to fit
             self._calls.append(call)
         if tool_use_id is not None:

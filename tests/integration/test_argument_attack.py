@@ -99,7 +99,49 @@ out({"type": "result", "subtype": "success", "is_error": False, "api_error_statu
 '''.replace("SIZES", repr((WORDS, KEPT_CHARS, BIG_BASH_CHARS, GREP_CHARS, GREPS)))
 
 
-def capped_record(corpus: Path, batch: Path, harness: Path) -> subprocess.CompletedProcess[str]:
+LOOP_STANDIN = r'''#!/usr/bin/python3
+import json, os, sys
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (link loop attack)"); sys.exit(0)
+bottom = "/".join(["D"] + ["d"] * 61)
+os.makedirs(bottom)
+os.symlink("n", bottom + "/n")  # the bottom links to itself
+os.symlink(bottom + "/n", "a")
+
+
+def out(obj):
+    data = memoryview(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    while data:
+        data = data[os.write(1, data):]
+
+
+def call(n, name, tool_input):
+    out({"type": "assistant", "parent_tool_use_id": None, "message": {
+        "id": "m%d" % n, "model": "claude-test-model", "content": [
+            {"type": "tool_use", "id": "t%d" % n, "name": name, "input": tool_input}]}})
+    out({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t%d" % n, "content": "ok"}]}})
+
+
+out({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Read", "Bash"],
+     "mcp_servers": [], "model": "claude-test-model", "permissionMode": "dontAsk",
+     "skills": [], "plugins": [], "memory_paths": {}, "claude_code_version": "2.1.197"})
+call(1, "Bash", {"command": " ".join(["x/../a"] * WORDS)})
+for n in range(READS):  # each resolved again after the session, for its result
+    call(2 + n, "Read", {"file_path": "a/%d" % n})
+out({"type": "assistant", "parent_tool_use_id": None, "message": {
+    "id": "mz", "model": "claude-test-model",
+    "content": [{"type": "text", "text": "Found it.\nHW-DR-0052"}]}})
+out({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
+     "num_turns": 2, "result": "", "total_cost_usd": 0.01})
+'''
+LOOP_WORDS = MAX_CALL_ARGUMENT_CHARS // len("x/../a ")
+"""Short words naming the link loop, as many as one kept call holds: ~2,600 lstats each."""
+LOOP_READS = 2000
+
+
+def capped_record(corpus: Path, batch: Path, harness: Path,
+                  *args: str) -> subprocess.CompletedProcess[str]:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (CAP_BYTES, CAP_BYTES))
 
@@ -108,7 +150,7 @@ def capped_record(corpus: Path, batch: Path, harness: Path) -> subprocess.Comple
         [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus), "--probe", PROBE,
          "--arm", "present", "--batch-dir", str(batch), "--harness", str(harness),
          "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY",
-         "--network", "host"],
+         "--network", "host", *args],
         capture_output=True, text=True, env=env, timeout=RECORD_TIMEOUT_S, check=False,
         cwd=kit.REPO, preexec_fn=cap)  # fmt: skip
 
@@ -149,3 +191,46 @@ def test_the_kept_command_is_under_the_bound_and_made_of_path_words() -> None:
     assert MAX_CALL_ARGUMENT_CHARS - len(WORDS) < KEPT_CHARS <= MAX_CALL_ARGUMENT_CHARS
     assert BIG_BASH_CHARS > MAX_CALL_ARGUMENT_CHARS and GREP_CHARS > MAX_CALL_ARGUMENT_CHARS
     assert os.path.isabs(WORDS.split()[0]) and ".." in WORDS.split()[1]
+
+
+def test_path_words_naming_a_deep_link_loop_end_the_session_limit_exceeded_promptly(
+        tmp_path: Path, bwrap: str) -> None:
+    """RC-08 resolves each path word, following the workspace's symlinks, on the runner's
+    event loop while the session runs, and each Read's path again after it. The stand-in
+    makes ``a`` a link 62 directories down to a link to itself, then prints one Bash
+    command of 37,449 words ``x/../a`` (under the argument bound) and 2,000 Reads of
+    ``a/<n>``: 41 walks of 63 lstats per word. Rule (recorder/_paths.py, 4): one session's
+    paths cost at most `recorder._paths.MAX_PATH_LOOKUPS` lookups; the session ends
+    ``limit-exceeded`` naming them, the Reads past the budget keep their tool_result
+    digests, and ``record`` is done in seconds, its ``--session-timeout 20`` never
+    outlived.
+
+    Seen red with the budget raised past reach (``MAX_PATH_LOOKUPS`` = 10**11): ``record``
+    is still scanning the one command when the subprocess's 120 s run out (a probe with
+    3,000 words: a session with ``--session-timeout 5`` lasted 41 s, and a writer it
+    forked meanwhile put 600 MB in its workspace past ``--max-writes 16M``: the runner
+    measures writes on the loop the scan holds).
+    """
+    corpus = make_corpus(tmp_path / "corpus")
+    harness = tmp_path / "claude"
+    harness.write_text(LOOP_STANDIN.replace("WORDS", str(LOOP_WORDS), 1)
+                       .replace("READS", str(LOOP_READS), 1))  # fmt: skip
+    harness.chmod(0o755)
+    batch = tmp_path / "b"
+    started = time.monotonic()
+    try:
+        run = capped_record(corpus, batch, harness, "--session-timeout", "20")
+        elapsed = time.monotonic() - started
+        recorded = finals(batch)
+        assert recorded, (batch / "ledger.jsonl").read_text()[-1000:]
+        final = recorded[-1]
+        assert run.returncode == 1, run.stdout + run.stderr[-3000:]
+        assert final["state"] == "limit-exceeded", final["reason"]
+        assert ("by the Bash call on stdout line 2 the calls' paths took 100000 file lookups"
+                in final["reason"]), final["reason"]
+        reads = [c for c in final["calls"] if c["tool"] == "Read"]
+        assert len(reads) == LOOP_READS and all(c["result"] == reads[0]["result"] for c in reads)
+        assert elapsed < 40, f"record took {elapsed:.1f} s"
+    finally:
+        kit.kill_all(kit.processes_under(tmp_path))
+        sweep_config_root()
