@@ -110,6 +110,8 @@ def _step(dir_fd: int, name: str, flags: int) -> int:
     """Open ``name`` in ``dir_fd`` without following a symlink; closes ``dir_fd``."""
     try:
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except ValueError as exc:  # a NUL, or a lone surrogate no byte encodes: no file has it
+        raise Unreadable("missing after the session") from exc
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK) or (
                 exc.errno == errno.ENOTDIR and _is_link(dir_fd, name)):

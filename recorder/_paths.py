@@ -176,7 +176,7 @@ def _follow_first_link(path: str, root: str, lookups: Lookups) -> str | None:
             return None
         try:
             mode = os.lstat(probe).st_mode
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL, or a surrogate no byte encodes
             return None  # does not exist (yet): nothing further to follow
         if stat.S_ISLNK(mode):
             target = os.readlink(probe)

@@ -238,8 +238,11 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
         facts["stream_bytes"] = keeper.bytes_in
     final_text = facts.pop("final_text", None)
     if final_text is not None:
+        # A lone surrogate ("\udfff" in the stream's JSON) in its three-byte form, as its
+        # digests take it: strict UTF-8 stopped the batch on it (show reads it replaced).
         await anyio.to_thread.run_sync(
-            write_atomic, paths.attempt_dir(attempt) / FINAL_TEXT_NAME, final_text.encode())
+            write_atomic, paths.attempt_dir(attempt) / FINAL_TEXT_NAME,
+            final_text.encode("utf-8", "surrogatepass"))
     return _final(spec, attempt, ctx, started, **facts)
 
 
