@@ -9,6 +9,8 @@ then "thinks" for a few seconds and prints a valid stream):
 * ``workspace``: 1 GiB written into the workspace (``--max-writes 64M``);
 * ``tmp``: 1 GiB written into the private /tmp (``--max-tmp 64M``);
 * ``memory``: 1 GiB of anonymous memory (``--max-memory 256M``);
+* ``inodes``: 100,000 empty files in the workspace (no data block; ``--max-writes 64M``):
+  each takes one of the host filesystem's inodes, so each counts a block;
 * ``honest``: nothing; it must be recorded.
 
 Rules (sandbox/_limits.py, DESIGN.md "Session states"): the kernel refuses
@@ -18,7 +20,10 @@ runs. The defaults stop these sizes too (the last test).
 
 Seen red by reverting the enforcement in `sandbox/_confined.py` (no limit
 cgroups, no ``--size``, no watch): all four attacks run to their end and are
-recorded, the 1 GiB files left behind.
+recorded, the 1 GiB files left behind; ``inodes`` went red by itself with the writes
+counted by allocated blocks alone (`sandbox._watch.MIN_ENTRY_BYTES` taken out): recorded,
+its 100,000 files costing under 2 MB of directory blocks (at that rate the default 512 MiB
+let one session take every inode of the host's root filesystem).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from tests.integration import kit
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
 
-ATTACKS = ("fork", "workspace", "tmp", "memory")
+ATTACKS = ("fork", "workspace", "tmp", "memory", "inodes")
 STANDIN = r'''#!/usr/bin/python3
 import json, os, sys, time
 if sys.argv[1:] == ["--version"]:
@@ -57,6 +62,12 @@ try:
     elif "attack memory" in task:
         held = [bytearray(MiB) for _ in range(1024)]
         done = "1 GiB of memory"
+    elif "attack inodes" in task:
+        for d in range(10):
+            os.mkdir("d%d" % d)
+            for n in range(10000):
+                os.close(os.open("d%d/%d" % (d, n), os.O_CREAT | os.O_WRONLY, 0o644))
+        done = "100,000 empty files"
 except OSError as exc:
     done = "refused: %s" % exc
 if "honest" not in task:
@@ -70,12 +81,14 @@ emit({"type": "assistant", "parent_tool_use_id": None, "message": {"id": "m1", "
 emit({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
       "num_turns": 1, "result": "", "total_cost_usd": 0.01})
 '''
-LIMITS = {"fork": "processes", "workspace": "writes", "tmp": "tmp", "memory": "memory"}
+LIMITS = {"fork": "processes", "workspace": "writes", "tmp": "tmp", "memory": "memory",
+          "inodes": "writes"}
 EXPECTED = {
     "fork": "more than 512 processes and threads at once (--max-processes)",
     "workspace": "over its 64 MiB (--max-writes)",
     "tmp": "filled its private /tmp of 64 MiB (--max-tmp)",
     "memory": "all of its 256 MiB of memory and the kernel ended",
+    "inodes": "over its 64 MiB (--max-writes)",
 }
 
 
