@@ -234,3 +234,71 @@ def test_path_words_naming_a_deep_link_loop_end_the_session_limit_exceeded_promp
     finally:
         kit.kill_all(kit.processes_under(tmp_path))
         sweep_config_root()
+
+
+CALLS_STANDIN = r'''#!/usr/bin/python3
+import os, sys
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (many calls, one long message)"); sys.exit(0)
+def out(b):
+    v = memoryview(b)
+    while v:
+        v = v[os.write(1, v):]
+out(b'{"type":"system","subtype":"init","cwd":"/ws","tools":["Bash"],"mcp_servers":[],'
+    b'"model":"claude-test-model","permissionMode":"dontAsk","skills":[],"plugins":[],'
+    b'"memory_paths":{},"claude_code_version":"2.1.197"}\n')
+head = b'{"type":"assistant","parent_tool_use_id":null,"message":{"id":"same",'
+head += b'"model":"claude-test-model","content":['
+block = b'{"type":"tool_use","name":"X","input":{}}'
+for _ in range(CALL_LINES):  # 10,000 calls of two characters a line
+    out(head + b",".join([block] * 10000) + b']}}\n')
+text = b'{"type":"text","text":"' + b"x" * (16 << 20) + b'"}'
+for _ in range(TEXT_LINES):  # the same message id: one message of 16 MB a line
+    out(head + text + b']}}\n')
+out(head + b'{"type":"text","text":"\\nHW-DR-0052"}]}}\n')
+out(b'{"type":"result","subtype":"success","is_error":false,"api_error_status":null,'
+    b'"num_turns":1,"result":"","total_cost_usd":0.01}\n')
+'''
+
+
+@pytest.mark.parametrize(("calls", "texts", "expected"), [
+    (100, 0, "past the 10000 calls and results one session may add to the record"),
+    (0, 40, "over the 4194304 one message may hold"),
+])
+def test_many_small_calls_or_one_long_message_end_the_session_and_are_not_kept(
+        tmp_path: Path, bwrap: str, calls: int, texts: int, expected: str) -> None:
+    """What a session makes the runner keep is bounded in count and in text, not only per
+    argument: a million calls of two characters (100 lines of 10,000 tool_use blocks) or
+    forty 16 MB lines of one message id (a final text of 671 MB from a stream that compresses
+    to 29 KB). Rules (docs/recorder.md): at most `MAX_SESSION_CALLS` calls and orphan
+    results, and `MAX_MESSAGE_CHARS` of one message's text; past them ``limit-exceeded``,
+    nothing more kept, and the runner under its heap cap finishes in seconds.
+
+    Seen red without the bounds (both raised to 2**40): the runner held 4.1 GB for the
+    calls (five minutes, 29 MB ledger line) and 2 GB for the message (a 671 MB final.txt)
+    without a cap; under this test's 256 MiB cap it dies (MemoryError, no final record).
+    """
+    corpus = make_corpus(tmp_path / "corpus")
+    harness = tmp_path / "claude"
+    harness.write_text(CALLS_STANDIN.replace("CALL_LINES", str(calls))
+                       .replace("TEXT_LINES", str(texts)))  # fmt: skip
+    harness.chmod(0o755)
+    batch = tmp_path / "b"
+    started = time.monotonic()
+    try:
+        run = capped_record(corpus, batch, harness)
+        elapsed = time.monotonic() - started
+        recorded = finals(batch)
+        assert recorded, (batch / "ledger.jsonl").read_text()[-1000:]
+        final = recorded[-1]
+        assert final["state"] == "limit-exceeded", final["reason"]
+        assert expected in final["reason"], final["reason"]
+        assert run.returncode == 1, run.stdout + run.stderr[-3000:]
+        for raw in (batch / "ledger.jsonl").read_bytes().splitlines():
+            assert len(raw) < FEW_MB, json.loads(raw)["kind"]
+        for kept in (batch / "sessions").rglob("*"):
+            assert kept.is_dir() or kept.stat().st_size < 5 * FEW_MB, kept
+        assert elapsed < RECORD_TIMEOUT_S / 2, f"record took {elapsed:.1f} s"
+    finally:
+        kit.kill_all(kit.processes_under(tmp_path))
+        sweep_config_root()
