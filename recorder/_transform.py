@@ -102,6 +102,10 @@ compressed stream, made the runner hold and write a 671 MB final text)."""
 MAX_REASON_CHARS: Final = 2000
 """A refusal's reason is cut past this (it quotes what the stream gave), and at most
 `ANOMALIES_KEPT` distinct ones are kept."""
+MAX_NAME_CHARS: Final = 256
+"""The longest served model name or harness version kept (the real ones are tens of
+characters): a longer one ends the session ``limit-exceeded`` and is not kept (30 MB of
+each made one recorded session's ledger line 63 MB and its transcript 94 MB)."""
 MAX_KEPT_ID_CHARS: Final = 256
 """A call that is not kept still pairs with its result by its id, when the id is this short."""
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
@@ -324,7 +328,7 @@ class StreamObserver:
     def _init(self, obj: dict[str, Any]) -> None:
         self._inits += 1
         if self._version is None and isinstance(obj.get("claude_code_version"), str):
-            self._version = obj["claude_code_version"]
+            self._version = self._name("harness version", obj["claude_code_version"])
         for reason in check_init(obj, self._policy):
             self._refuse(reason)
         for name in failed_declared_mcp_servers(obj, self._policy):
@@ -335,7 +339,8 @@ class StreamObserver:
         main = is_main_thread(obj)
         if main and not is_synthetic(obj):
             self._final_line = self._lines
-            self._served_model = assistant_model(obj) or self._served_model
+            self._served_model = self._name("served model", assistant_model(obj)) or (
+                self._served_model)
             message = message_of(obj)
             message_id = message.get("id") if message is not None else None
             current = self._message
@@ -392,6 +397,14 @@ class StreamObserver:
         if (not oversized and (key := WRITE_TOOLS.get(tool))
                 and isinstance(path := inputs.get(key), str) and path):
             self._produced.setdefault(path, None)  # the path is the argument, already counted
+
+    def _name(self, what: str, value: str | None) -> str | None:
+        """``value``, unless it is longer than `MAX_NAME_CHARS` (then None, and the limit)."""
+        if value is None or len(value) <= MAX_NAME_CHARS:
+            return value
+        self._limit(f"limit-exceeded: the {what} on stdout line {self._lines} has "
+                    f"{len(value)} characters, over the {MAX_NAME_CHARS} one name may have")
+        return None
 
     def _past_the_calls(self, what: str) -> bool:
         """Whether the session has added `MAX_SESSION_CALLS` calls and orphan results already;

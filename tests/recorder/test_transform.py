@@ -687,3 +687,14 @@ def test_an_oversized_write_adds_no_produced_path_and_a_long_refusal_is_cut() ->
     assert obs.state == "limit-exceeded" and obs.produced_paths == ()
     refused = observe(init(permissionMode="x" * (4 * MAX_REASON_CHARS)), result())
     assert refused.state == "refused-init" and len(refused.reason) < 2 * MAX_REASON_CHARS
+
+
+def test_a_served_model_or_harness_version_past_the_name_bound_is_not_kept() -> None:
+    """docs/recorder.md: names the record keeps from the stream are at most
+    `MAX_NAME_CHARS`; 30 MB of each made one recorded session's ledger line 63 MB."""
+    from recorder._transform import MAX_NAME_CHARS
+
+    long = "m" * (MAX_NAME_CHARS + 1)
+    obs = observe(init(claude_code_version=long), text("x", msg="m2", model=long), result())
+    assert obs.state == "limit-exceeded" and "the harness version on stdout line 1" in obs.reason
+    assert (obs.claude_code_version, obs.served_model) == (None, None)
