@@ -426,7 +426,7 @@ async def test_the_idle_callback_runs_when_the_pipe_is_empty_after_what_was_read
             "sys.stdout.write('two\\n'); sys.stdout.flush(); time.sleep(0.5)\n")
     chunks: list[bytes] = []
     at_idle: list[bytes] = []
-    result, seen = await drive(python_child(code), tmp_path, on_chunk=chunks.append,
+    _result, seen = await drive(python_child(code), tmp_path, on_chunk=chunks.append,
                                on_idle=lambda: at_idle.append(b"".join(chunks)))
     assert seen == [b"one", b"two"]
     assert b"one\n" in at_idle and b"one\ntwo\n" in at_idle
