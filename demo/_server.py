@@ -66,6 +66,10 @@ SESSION_HEADER: Final = "X-Claude-Code-Session-Id"
 """The CLI's per-session header (STREAM_JSON_FACTS 10); keys fault counters."""
 HANDLER_TIMEOUT_S: Final = 60.0
 """Socket timeout per connection: a stalled client frees its thread after this long."""
+MAX_REQUEST_BYTES: Final = 64 * 1024 * 1024
+"""The largest request body read (its Content-Length): a larger one is answered 413 unread.
+The server runs in the runner's process and a session reaches it through the egress proxy:
+it read a body of any length whole (a session's 900 MB POST held the runner 977 MB)."""
 POLL_INTERVAL_S: Final = 0.05
 """How often the serving loop checks for `ScriptedProvider.stop`; stopping waits about this long."""
 STOP_JOIN_S: Final = 5.0
@@ -328,6 +332,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             length = int(self.headers.get("Content-Length", "0"))
+            if length > MAX_REQUEST_BYTES:  # never read: the runner would hold it
+                provider._count_error()
+                self._send_json(413, error_body("request_too_large",
+                                                f"body over {MAX_REQUEST_BYTES} bytes"))
+                return
             body = json.loads(self.rfile.read(length)) if length > 0 else None
         except (ValueError, OSError):
             body = None

@@ -33,6 +33,21 @@ the ledger and the prose say so: a session must not make the runner read an 8 Ti
 file (docs/recorder.md)."""
 READ_BYTES: Final = 1024 * 1024
 """One read of an artifact, in bytes."""
+MAX_SESSION_READ_BYTES: Final = 1024 * 1024 * 1024
+"""The most all the reads after one session may take, in bytes (a `ReadBudget` its caller
+shares between them): about two seconds of hashing here. Without it a session that names
+one 64 MiB sparse file under a hundred thousand names (hard links; Write calls of a few
+characters each) has the runner hash 6 TB after it: hours of a core, its session never
+done. A file past what is left keeps its path only (`Unreadable`)."""
+
+
+class ReadBudget:
+    """What is left of one session's `MAX_SESSION_READ_BYTES`."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, budget: int = MAX_SESSION_READ_BYTES) -> None:
+        self.left = budget
 
 
 class Unreadable(Exception):
@@ -95,6 +110,8 @@ def _step(dir_fd: int, name: str, flags: int) -> int:
     """Open ``name`` in ``dir_fd`` without following a symlink; closes ``dir_fd``."""
     try:
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except ValueError as exc:  # a NUL, or a lone surrogate no byte encodes: no file has it
+        raise Unreadable("missing after the session") from exc
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK) or (
                 exc.errno == errno.ENOTDIR and _is_link(dir_fd, name)):
@@ -116,16 +133,27 @@ def _is_link(dir_fd: int, name: str) -> bool:
 
 
 def read_beneath(workspace: Path, relative: str,
-                 on_text: Callable[[str, bool], None] | None = None) -> FileFacts:
+                 on_text: Callable[[str, bool], None] | None = None,
+                 budget: ReadBudget | None = None) -> FileFacts:
     """Read ``relative`` beneath ``workspace`` once: its digest, and its text to ``on_text``.
 
     ``on_text(text, final)`` gets the file decoded as UTF-8 (errors replaced),
-    piece by piece, ``final`` True on the last call (for cites).
+    piece by piece, ``final`` True on the last call (for cites). ``budget``: the
+    session's (`ReadBudget`), which the file's size is taken from; None: no bound but
+    `MAX_ARTIFACT_BYTES`.
 
     Raises:
-        Unreadable: see `open_beneath`; or the file changed size while read.
+        Unreadable: see `open_beneath`; or the file changed size while read; or its
+            size is past what is left of ``budget``.
     """
     fd = open_beneath(workspace, relative)
+    if budget is not None:
+        size = os.fstat(fd).st_size
+        if size > budget.left:
+            os.close(fd)
+            raise Unreadable(f"{size} bytes, past the {MAX_SESSION_READ_BYTES} read after a "
+                             "session in all", size)
+        budget.left -= size
     hasher = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     size = 0

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Final
 
 from recorder._answer import extract_answer
 from recorder._beneath import MAX_ARTIFACT_BYTES as MAX_ARTIFACT_BYTES
-from recorder._beneath import Unreadable, read_beneath
-from recorder._paths import resolve_in_workspace
+from recorder._beneath import ReadBudget, Unreadable, read_beneath
+from recorder._paths import Lookups, resolve_in_workspace
 from recorder.transcript import Artifact, Call, Event
 
 if TYPE_CHECKING:
@@ -86,24 +86,33 @@ def build_event(
     """
     if obs.state != "recorded":
         raise ValueError(f"only a recorded session becomes an event, not {obs.state!r}")
+    budget = ReadBudget()  # the session's reads after it, calls and produced files together
     return Event(
         probe=probe,
         session=session,
-        calls=observed_calls(obs.calls, workspace=workspace, manifest=manifest),
+        calls=observed_calls(obs.calls, workspace=workspace, manifest=manifest, budget=budget),
         produced=produced_artifacts([*obs.produced_paths, *produced_extra],
                                     workspace=workspace, corpus_ids=corpus_ids,
-                                    findings=findings, unread=unread),
+                                    findings=findings, unread=unread, budget=budget),
         answer=extract_answer(obs.final_text, declared_answers),
     )
 
 
 def observed_calls(calls: Iterable[ObservedCall], *, workspace: Path,
-                   manifest: Mapping[str, str]) -> list[Call]:
-    """RC-10's ``calls`` of these observed calls, in order (also kept for non-recorded sessions)."""
-    return [_call(call, workspace, manifest) for call in calls]
+                   manifest: Mapping[str, str], budget: ReadBudget | None = None) -> list[Call]:
+    """RC-10's ``calls`` of these observed calls, in order (also kept for non-recorded sessions).
+
+    Their Read paths share one session's budget of file lookups (`recorder._paths.Lookups`):
+    past it, a Read counts as outside and its result is its tool_result's digest; and one
+    session's budget of bytes read (``budget``, else a fresh `ReadBudget`): a created file
+    past it is not read, and the Read's result is its tool_result's digest."""
+    lookups = Lookups()
+    reads = ReadBudget() if budget is None else budget
+    return [_call(call, workspace, manifest, lookups, reads) for call in calls]
 
 
-def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str]) -> str | None:
+def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str],
+                lookups: Lookups | None = None, budget: ReadBudget | None = None) -> str | None:
     """RC-10's ``result`` of one call; None when its tool_result never arrived.
 
     A successful Read of a file inside the workspace: the manifest's digest
@@ -116,14 +125,14 @@ def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, s
         return None
     if call.read_path is None or call.result_is_error:
         return call.result_digest
-    resolved, inside = resolve_in_workspace(call.read_path, workspace)
+    resolved, inside = resolve_in_workspace(call.read_path, workspace, lookups)
     if not inside:
         return call.result_digest
     relative = posixpath.relpath(resolved, posixpath.normpath(str(workspace)))
     if relative in manifest:
         return manifest[relative]
     try:  # a file the session created: its bytes after the session, read beneath
-        return read_beneath(workspace, relative).digest
+        return read_beneath(workspace, relative, budget=budget).digest
     except Unreadable:
         return call.result_digest
 
@@ -141,7 +150,8 @@ class UnreadFile:
 def produced_artifacts(paths: Iterable[str], *, workspace: Path,
                        corpus_ids: Collection[str],
                        findings: Mapping[str, Sequence[str]] | None = None,
-                       unread: list[UnreadFile] | None = None) -> list[Artifact]:
+                       unread: list[UnreadFile] | None = None,
+                       budget: ReadBudget | None = None) -> list[Artifact]:
     """RC-11's ``produced``: one artifact per distinct path named, first-named order.
 
     The key and ``path`` are the path as named (relative to the workspace when
@@ -151,8 +161,11 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
     it (`recorder._beneath`: no symlink followed, at most `MAX_ARTIFACT_BYTES`)
     gets ``result``, ``cites`` and (when ``findings`` is a mapping: a checker
     ran) ``findings``; any other keeps ``path`` only and, when it exists, is
-    added to ``unread`` with why. Outside: ``path`` only, never opened.
+    added to ``unread`` with why. Outside: ``path`` only, never opened. The reads share
+    ``budget`` (the session's `ReadBudget`; None: a fresh one): a file past what is left
+    is unread.
     """
+    reads = ReadBudget() if budget is None else budget
     artifacts: dict[str, Artifact] = {}
     for named in paths:
         key = _as_named(named, workspace)
@@ -163,7 +176,7 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
             continue
         scanner = CitesScanner(corpus_ids)
         try:
-            facts = read_beneath(workspace, key, on_text=scanner.feed)
+            facts = read_beneath(workspace, key, on_text=scanner.feed, budget=reads)
         except Unreadable as exc:
             if unread is not None and not exc.reason.startswith("missing"):
                 unread.append(UnreadFile(key, exc.reason, exc.size_bytes))
@@ -261,8 +274,10 @@ def _continues_id(char: str) -> bool:
     return char.isalnum() or char in ID_PUNCTUATION
 
 
-def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str]) -> Call:
-    result = read_result(call, workspace=workspace, manifest=manifest)
+def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str],
+          lookups: Lookups, budget: ReadBudget) -> Call:
+    result = read_result(call, workspace=workspace, manifest=manifest, lookups=lookups,
+                         budget=budget)
     if result is None:
         return Call(tool=call.tool, argument=call.argument)  # no result key: never arrived
     return Call(tool=call.tool, argument=call.argument, result=result)

@@ -13,6 +13,14 @@ so a path the session names can be resolved on the host copy. Resolution:
    the workspace nothing more is touched: the transform never looks at a host
    path outside the workspace (RC-11). A chain longer than
    `MAX_SYMLINK_HOPS` counts as outside (it names nothing the session could open).
+4. Each ``lstat`` is a lookup, and one session's paths get `MAX_PATH_LOOKUPS` of them in
+   all (a `Lookups` the caller shares between its calls): a path resolved once they are
+   spent counts as outside, unresolved, and the budget says it ran out. A session can
+   make each lookup cheap to ask for and slow to answer (a short word naming a link into
+   a directory 60 levels deep whose bottom links to itself costs 41 walks of 63 levels:
+   about 11 ms), and the runner resolves on its event loop's thread while the session
+   runs: without the budget one 256 Ki command of such words held every session's
+   timers, limits and pipes for about seven minutes.
 
 Exempt from the count: ``/dev/null``, and a path the session named as
 ``/tmp/...`` (absolute, as written) that names nothing on the host: that is the
@@ -43,42 +51,72 @@ PATTERN_TOOLS: Final = frozenset({"Glob"})
 EXEMPT_EXACT: Final = frozenset({"/dev/null"})
 EXEMPT_TREE: Final = "/tmp"
 """Private to the sandbox (RC-02 mounts a fresh tmpfs there)."""
+MAX_PATH_LOOKUPS: Final = 100_000
+"""The ``lstat`` calls one session's paths may cost, in all: about half a second here. An
+honest session asks a few per path it names (its components inside the workspace)."""
 
 
-def resolve_in_workspace(path: str, workspace: Path) -> tuple[str, bool]:
+class Lookups:
+    """What is left of one session's `MAX_PATH_LOOKUPS` (shared by the calls that resolve its
+    paths); ``exhausted`` once a resolution needed more than was left."""
+
+    __slots__ = ("exhausted", "left")
+
+    def __init__(self, budget: int = MAX_PATH_LOOKUPS) -> None:
+        self.left = budget
+        self.exhausted = False
+
+    def take(self) -> bool:
+        """One lookup, if any is left."""
+        if self.left <= 0:
+            self.exhausted = True
+            return False
+        self.left -= 1
+        return True
+
+
+def resolve_in_workspace(path: str, workspace: Path,
+                         lookups: Lookups | None = None) -> tuple[str, bool]:
     """Resolve ``path`` as the session would, following symlinks only inside the workspace.
 
     Args:
         path: a path the session named; relative paths are against the workspace.
         workspace: the workspace, an absolute path that is the same on the host.
+        lookups: the session's budget of ``lstat`` calls (module docstring, 4); None: a
+            fresh `Lookups` for this path alone.
 
     Returns:
         ``(resolved, inside)``: the normalised absolute path after the
         workspace's symlinks, and whether it lies in the workspace (the
         workspace itself counts as inside). A ``~`` path is returned as given
-        and is outside (``~`` is the config directory, RC-03).
+        and is outside (``~`` is the config directory, RC-03); so is a path whose
+        resolution ran out of ``lookups``.
     """
     if path.startswith("~"):
         return path, False
+    budget = Lookups() if lookups is None else lookups
     root = posixpath.normpath(str(workspace))
     current = posixpath.normpath(posixpath.join(root, path))
     for _ in range(MAX_SYMLINK_HOPS + 1):
         if not _within(current, root):
             return current, False
-        followed = _follow_first_link(current, root)
+        followed = _follow_first_link(current, root, budget)
         if followed is None:
-            return current, True
+            return current, not budget.exhausted
         current = followed
     return current, False
 
 
-def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path) -> set[str]:
+def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path,
+                  lookups: Lookups | None = None) -> set[str]:
     """The distinct paths one tool call names that resolve outside the workspace (RC-08).
 
     Args:
         tool: the tool's name as the stream gives it.
         tool_input: the tool_use ``input`` object.
         workspace: the workspace (same path inside and outside the sandbox).
+        lookups: the session's budget of ``lstat`` calls, shared by its calls (None: a
+            fresh one for this call).
 
     Returns:
         Resolved paths (``~`` words as written). For Bash, the shell words of
@@ -97,9 +135,10 @@ def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path) -> 
         pattern = tool_input.get("pattern")
         if tool in PATTERN_TOOLS and isinstance(pattern, str) and _looks_like_path(pattern):
             candidates.append(pattern)
+    budget = Lookups() if lookups is None else lookups
     found: set[str] = set()
     for candidate in candidates:
-        resolved, inside = resolve_in_workspace(candidate, workspace)
+        resolved, inside = resolve_in_workspace(candidate, workspace, budget)
         if not inside and not _exempt(candidate, resolved):
             found.add(resolved)
     return found
@@ -123,8 +162,9 @@ def _within(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root + "/")
 
 
-def _follow_first_link(path: str, root: str) -> str | None:
-    """Replace the first symlink component under ``root`` by its target; None if there is none."""
+def _follow_first_link(path: str, root: str, lookups: Lookups) -> str | None:
+    """Replace the first symlink component under ``root`` by its target; None if there is none
+    (or ``lookups`` ran out: it says so)."""
     relative = posixpath.relpath(path, root)
     if relative == ".":
         return None
@@ -132,9 +172,11 @@ def _follow_first_link(path: str, root: str) -> str | None:
     probe = root
     for index, part in enumerate(parts):
         probe = posixpath.join(probe, part)
+        if not lookups.take():
+            return None
         try:
             mode = os.lstat(probe).st_mode
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL, or a surrogate no byte encodes
             return None  # does not exist (yet): nothing further to follow
         if stat.S_ISLNK(mode):
             target = os.readlink(probe)

@@ -15,7 +15,8 @@ docs/batch.md. A refusal the stream showed (RC-07) wins, whatever the end;
 then ``limit-exceeded`` (a limit of the sandbox the session passed, which
 ended it: processes, memory, /tmp, writes, connections; or a call's argument
 past what one call, or one session, may add to the record:
-`MAX_CALL_ARGUMENT_CHARS`); then, the first that applies:
+`MAX_CALL_ARGUMENT_CHARS`; or the calls' paths past the file lookups RC-08 may spend on
+them: `recorder._paths.MAX_PATH_LOOKUPS`); then, the first that applies:
 
 1. ``line-too-long``, ``timed-out`` (the driver's end), ``truncated`` (a tail
    without newline);
@@ -66,7 +67,7 @@ from recorder._observation import Anomaly as Anomaly
 from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
 from recorder._observation import OrphanResult as OrphanResult
-from recorder._paths import outside_paths
+from recorder._paths import MAX_PATH_LOOKUPS, Lookups, outside_paths
 from recorder._vocab import SessionState, harness_error_retryable, state_retryable
 
 if TYPE_CHECKING:
@@ -89,6 +90,24 @@ large heredoc (docs/recorder.md)."""
 MAX_SESSION_ARGUMENT_CHARS: Final = 16 * 1024 * 1024
 """The most all of one session's kept arguments may hold, in characters (``limit-exceeded``
 past it): what one session can make the ledger, the transcript and the runner's memory hold."""
+MAX_SESSION_CALLS: Final = 10_000
+"""The most calls (orphan results included) one session may add to the record: past it the
+session is ``limit-exceeded``. Each costs the runner kilobytes (measured: a million calls of
+two characters, 45 MB of stdout, held it 4.1 GB and five minutes); a long real session makes
+hundreds."""
+MAX_MESSAGE_CHARS: Final = 4 * 1024 * 1024
+"""The most text one assistant message may hold, over all the lines that carry its id: past
+it the session is ``limit-exceeded`` (forty 16 MB lines of one message id, a 29 KB
+compressed stream, made the runner hold and write a 671 MB final text)."""
+MAX_REASON_CHARS: Final = 2000
+"""A refusal's reason is cut past this (it quotes what the stream gave), and at most
+`ANOMALIES_KEPT` distinct ones are kept."""
+MAX_NAME_CHARS: Final = 256
+"""The longest served model name or harness version kept (the real ones are tens of
+characters): a longer one ends the session ``limit-exceeded`` and is not kept (30 MB of
+each made one recorded session's ledger line 63 MB and its transcript 94 MB)."""
+MAX_KEPT_ID_CHARS: Final = 256
+"""A call that is not kept still pairs with its result by its id, when the id is this short."""
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
                        "after it and was ended by the runner")
 
@@ -161,7 +180,9 @@ class StreamObserver:
         self._final_line = 0  # the last main-thread, non-synthetic assistant line
         self._last_anomaly = 0
         self._argument_chars = 0  # what the kept calls' arguments add to the record
+        self._message_chars = 0  # the current message's text, over its lines
         self._limit_reason: str | None = None
+        self._lookups = Lookups()  # RC-08's lstat calls, for the whole session
 
     def __repr__(self) -> str:
         return (f"<StreamObserver lines={self._lines} inits={self._inits} "
@@ -292,7 +313,9 @@ class StreamObserver:
         return "recorded", f"recorded: the last result line has is_error false{ended}"
 
     def _refuse(self, reason: str) -> None:
-        if reason not in self._refusals:
+        if len(reason) > MAX_REASON_CHARS:  # it quotes what the stream gave: bounded
+            reason = reason[:MAX_REASON_CHARS] + f"... ({len(reason)} characters)"
+        if reason not in self._refusals and len(self._refusals) < ANOMALIES_KEPT:
             self._refusals.append(reason)
 
     def _anomaly(self, line: bytes) -> None:
@@ -305,7 +328,7 @@ class StreamObserver:
     def _init(self, obj: dict[str, Any]) -> None:
         self._inits += 1
         if self._version is None and isinstance(obj.get("claude_code_version"), str):
-            self._version = obj["claude_code_version"]
+            self._version = self._name("harness version", obj["claude_code_version"])
         for reason in check_init(obj, self._policy):
             self._refuse(reason)
         for name in failed_declared_mcp_servers(obj, self._policy):
@@ -316,12 +339,14 @@ class StreamObserver:
         main = is_main_thread(obj)
         if main and not is_synthetic(obj):
             self._final_line = self._lines
-            self._served_model = assistant_model(obj) or self._served_model
+            self._served_model = self._name("served model", assistant_model(obj)) or (
+                self._served_model)
             message = message_of(obj)
             message_id = message.get("id") if message is not None else None
             current = self._message
             if current is None or message_id is None or message_id != current.message_id:
                 self._message = _Message(message_id)
+                self._message_chars = 0
         for block in content_blocks(obj):
             btype = block.get("type")
             if btype == "tool_use":
@@ -329,7 +354,13 @@ class StreamObserver:
             elif btype == "text" and main and not is_synthetic(obj) and self._message is not None:
                 text = block.get("text")
                 if isinstance(text, str):
-                    self._message.texts.append(text)
+                    self._message_chars += len(text)
+                    if self._message_chars > MAX_MESSAGE_CHARS:
+                        self._limit(f"limit-exceeded: by stdout line {self._lines} an assistant "
+                                    f"message holds {self._message_chars} characters of text, "
+                                    f"over the {MAX_MESSAGE_CHARS} one message may hold")
+                    else:
+                        self._message.texts.append(text)
 
     def _tool_use(self, block: dict[str, Any], *, in_subagent: bool) -> None:
         tool = block.get("name")
@@ -338,37 +369,63 @@ class StreamObserver:
         tool_use_id = block.get("id") if isinstance(block.get("id"), str) else None
         if tool_use_id is not None and tool_use_id in self._by_id:
             return  # the same tool_use printed again: one call
+        if self._past_the_calls(tool):
+            return  # nothing of it is kept: no call, no produced path, no id
         tool_input = block.get("input")
         inputs = tool_input if isinstance(tool_input, dict) else {}
         read_path = inputs.get("file_path") if tool == "Read" else None
         argument = call_argument(tool, tool_input, workspace=self._workspace)
-        oversized = self._over_the_bound(tool, argument)
+        oversized = self._over_the_bound(tool, argument, len(tool_use_id or ""))
         call = _Call(
             tool=tool,
             argument="" if oversized else argument,
             tool_use_id=tool_use_id,
             read_path=read_path if isinstance(read_path, str) else None,
             outside=frozenset() if oversized else frozenset(
-                outside_paths(tool, inputs, workspace=self._workspace)),
+                outside_paths(tool, inputs, workspace=self._workspace, lookups=self._lookups)),
             in_subagent=in_subagent,
         )
+        if self._lookups.exhausted:
+            self._limit(f"limit-exceeded: by the {tool} call on stdout line {self._lines} the "
+                        f"calls' paths took {MAX_PATH_LOOKUPS} file lookups in the workspace "
+                        "to resolve (its symlinks followed), the most one session may ask of "
+                        "the runner")
         if not oversized:  # an oversized call is not kept: no value is ever cut to fit
             self._calls.append(call)
-        if tool_use_id is not None:
+        if tool_use_id is not None and (not oversized or len(tool_use_id) <= MAX_KEPT_ID_CHARS):
             self._by_id[tool_use_id] = call
-        if (key := WRITE_TOOLS.get(tool)) and isinstance(path := inputs.get(key), str) and path:
-            self._produced.setdefault(path, None)
+        if (not oversized and (key := WRITE_TOOLS.get(tool))
+                and isinstance(path := inputs.get(key), str) and path):
+            self._produced.setdefault(path, None)  # the path is the argument, already counted
 
-    def _over_the_bound(self, tool: str, argument: str) -> bool:
+    def _name(self, what: str, value: str | None) -> str | None:
+        """``value``, unless it is longer than `MAX_NAME_CHARS` (then None, and the limit)."""
+        if value is None or len(value) <= MAX_NAME_CHARS:
+            return value
+        self._limit(f"limit-exceeded: the {what} on stdout line {self._lines} has "
+                    f"{len(value)} characters, over the {MAX_NAME_CHARS} one name may have")
+        return None
+
+    def _past_the_calls(self, what: str) -> bool:
+        """Whether the session has added `MAX_SESSION_CALLS` calls and orphan results already;
+        says so once."""
+        if len(self._calls) + len(self._orphans) < MAX_SESSION_CALLS:
+            return False
+        self._limit(f"limit-exceeded: the {what} on stdout line {self._lines} is past the "
+                    f"{MAX_SESSION_CALLS} calls and results one session may add to the record")
+        return True
+
+    def _over_the_bound(self, tool: str, argument: str, id_chars: int = 0) -> bool:
         """Whether this call's argument passes what one call, or one session, may add to the
-        record (`MAX_CALL_ARGUMENT_CHARS`, `MAX_SESSION_ARGUMENT_CHARS`); says so once."""
+        record (`MAX_CALL_ARGUMENT_CHARS`, `MAX_SESSION_ARGUMENT_CHARS`, which its id counts
+        against too); says so once."""
         size = len(argument)
         if size > MAX_CALL_ARGUMENT_CHARS:
             self._limit(f"limit-exceeded: the {tool} call on stdout line {self._lines} has an "
                         f"argument of {size} characters, over the {MAX_CALL_ARGUMENT_CHARS} one "
                         "call may add to the ledger and the transcript")
             return True
-        self._argument_chars += size
+        self._argument_chars += size + id_chars
         if self._argument_chars > MAX_SESSION_ARGUMENT_CHARS:
             self._limit(f"limit-exceeded: by stdout line {self._lines} the calls' arguments "
                         f"hold {self._argument_chars} characters, over the "
@@ -388,6 +445,9 @@ class StreamObserver:
             call = self._by_id.get(tool_use_id) if isinstance(tool_use_id, str) else None
             digest = digest_text(tool_result_text(block))
             if call is None or call.result_digest is not None:
+                if self._past_the_calls("tool_result") or self._over_the_bound(
+                        "tool_result", tool_use_id if isinstance(tool_use_id, str) else ""):
+                    continue  # an orphan past the bounds is not kept
                 self._orphans.append(OrphanResult(
                     line_number=self._lines,
                     tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None,

@@ -32,6 +32,12 @@ NAMESPACE_FLAGS: Final = (
     "--die-with-parent",
     "--new-session",  # setsid(): the session cannot push keystrokes into our terminal (TIOCSTI)
     "--unshare-user",
+    # No user namespace inside (bwrap 0.8.0): every session of a root runner is the one user
+    # headwater-session, and the kernel counts that user's namespaces host-wide
+    # (user.max_user_namespaces): a session holding them all made every other session of
+    # the host fail to start (bwrap: ENOSPC) while it ran. Without a user namespace a session,
+    # which has no capability, can make no namespace of any kind.
+    "--disable-userns",
     "--unshare-pid",  # pid 1 inside is bwrap itself, hence the empty environment and --args (RC-03)
     "--unshare-ipc",
     "--unshare-uts",

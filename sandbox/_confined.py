@@ -61,7 +61,7 @@ from ._env import setenv_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._layout import HostLayout, measure_host_layout
-from ._limits import LimitHit, Limits
+from ._limits import DEFAULT_WRITE_BYTES, LimitHit, Limits
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
 from ._reclaim import reclaim_tree, replace_with_copy
@@ -367,8 +367,10 @@ def _reclaim(spec: ConfinedSpec) -> None:
     """Take back the caller's directories the session wrote (blocking; `sandbox._reclaim`)."""
     if spec.workspace is not None and not spec.workspace_read_only:
         reclaim_tree(spec.workspace)
-    if spec.log_dir is not None:
-        replace_with_copy(spec.log_dir)
+    if spec.log_dir is not None:  # no more than the session may write, however it wrote it
+        bound = spec.limits.write_bytes
+        replace_with_copy(spec.log_dir,
+                          max_bytes=DEFAULT_WRITE_BYTES if bound is None else bound)
 
 
 def _given(path: Path | None) -> list[Path]:

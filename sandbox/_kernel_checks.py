@@ -145,8 +145,8 @@ def check_seccomp(
     refused = f"errno={errno.EPERM}"
     if words[1] == refused and words[3] == refused:
         return Check("seccomp", "ok", "inside a session's sandbox ptrace and process_vm_readv "
-                     "are refused (EPERM): no process of a session can trace bwrap's pid 1 "
-                     "or read another's memory")  # fmt: skip
+                     "are refused (EPERM); /proc/<pid>/mem is not a system call the filter "
+                     "sees: the session's cgroup is what ends it")  # fmt: skip
     if "ok" in (words[1], words[3]):
         return Check("seccomp", "broken", f"inside the sandbox: {run.stdout.strip()}: the "
                      "seccomp filter was not applied",

@@ -16,7 +16,11 @@ it left on the host may act for it or be trusted for its modes:
   and as copies the runner writes (0600, in directories 0700 that it owns);
   symlinks, FIFOs, sockets and whatever the session set on the originals
   (modes, owners, ACLs, hard links to workspace files) are dropped with the
-  original tree.
+  original tree. The copy holds at most ``max_bytes`` (the session's writes limit):
+  the copy writes every byte of a file, so a sparse file (its size with no block
+  allocated, which the writes limit does not see) or one file under many names (hard
+  links, measured once) would otherwise make the runner write terabytes; a file that
+  would take the copy past the bound is dropped.
 
 No symlink is ever followed: each directory is opened relative to its parent
 with ``O_NOFOLLOW`` and changed through that descriptor, each other entry
@@ -69,12 +73,15 @@ class Reclaimed:
     Attributes:
         entries: Entries re-owned and given the runner's modes.
         sealed: Directories at `MAX_DEPTH`, made 0700 and not entered.
-        dropped: Log entries not kept (not a regular file, or too deep).
+        dropped: Log entries not kept (not a regular file, too deep, or past the copy's
+            bound).
+        copied_bytes: Bytes the log's copy holds.
     """
 
     entries: int = 0
     sealed: int = 0
     dropped: int = 0
+    copied_bytes: int = 0
 
 
 def reclaim_tree(top: Path, *, uid: int | None = None, gid: int | None = None) -> Reclaimed:
@@ -189,12 +196,14 @@ def _drop_xattrs(target: int | str) -> None:
                 raise
 
 
-def replace_with_copy(directory: Path) -> Reclaimed:
+def replace_with_copy(directory: Path, *, max_bytes: int) -> Reclaimed:
     """Replace ``directory`` by a copy of its regular files that the runner writes (blocking).
 
     The copy is made beside it (``.<name>.copy-<random>``, 0700), then swapped
     in by two renames, and the session's original tree removed (without
     following its symlinks). Call only once no process of the session is left.
+    A file whose size would take the copy past ``max_bytes`` is not copied (module
+    docstring): the copy never holds more, whatever the files' sizes and links.
 
     Returns:
         The counts: ``entries`` files and directories copied, ``dropped`` what was not.
@@ -211,7 +220,7 @@ def replace_with_copy(directory: Path) -> Reclaimed:
     try:
         src = os.open(directory, _DIR_FLAGS)
         try:
-            _copy_dir(src, copy, 1, done)
+            _copy_dir(src, copy, 1, done, max_bytes)
         finally:
             os.close(src)
         directory.rename(old)
@@ -223,7 +232,7 @@ def replace_with_copy(directory: Path) -> Reclaimed:
     return done
 
 
-def _copy_dir(src_fd: int, dst: Path, depth: int, done: Reclaimed) -> None:
+def _copy_dir(src_fd: int, dst: Path, depth: int, done: Reclaimed, max_bytes: int) -> None:
     with os.scandir(src_fd) as entries:
         names = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
                  for e in entries]  # fmt: skip
@@ -237,29 +246,34 @@ def _copy_dir(src_fd: int, dst: Path, depth: int, done: Reclaimed) -> None:
             try:
                 (dst / name).mkdir(mode=SEALED_DIR_MODE)
                 done.entries += 1
-                _copy_dir(fd, dst / name, depth + 1, done)
+                _copy_dir(fd, dst / name, depth + 1, done, max_bytes)
             finally:
                 os.close(fd)
-        elif is_file and _copy_file(src_fd, name, dst / name):
+        elif is_file and _copy_file(src_fd, name, dst / name, done, max_bytes):
             done.entries += 1
         else:
             done.dropped += 1
 
 
-def _copy_file(src_fd: int, name: str, target: Path) -> bool:
-    """Copy one regular file's bytes; False when it is not one after all (nothing written)."""
+def _copy_file(src_fd: int, name: str, target: Path, done: Reclaimed, max_bytes: int) -> bool:
+    """Copy one regular file's bytes; False when it is not one after all, or its size would take
+    the copy past ``max_bytes`` (nothing written)."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                      dir_fd=src_fd)  # fmt: skip
     except OSError:
         return False
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        left = max_bytes - done.copied_bytes
+        if not stat.S_ISREG(info.st_mode) or info.st_size > left:
             return False
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
                       LOG_FILE_MODE)  # fmt: skip
-        try:
-            while chunk := os.read(fd, _COPY_CHUNK_BYTES):
+        try:  # no process of the session is left to grow it; bounded all the same
+            while left > 0 and (chunk := os.read(fd, min(_COPY_CHUNK_BYTES, left))):
+                left -= len(chunk)
+                done.copied_bytes += len(chunk)
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(out, view):]

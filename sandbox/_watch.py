@@ -18,7 +18,8 @@ Every `POLL_S` while the session runs it reads:
 
 and, every `WRITE_POLL_S` at least (more apart when a walk is slow), what the
 directories it may write hold: allocated blocks (``st_blocks``) of every
-entry, hard links counted once, symlinks not followed, against what they held
+entry (an entry with fewer counts `MIN_ENTRY_BYTES`: its inode is the host's
+too), hard links counted once, symlinks not followed, against what they held
 when it started. A directory nested `MAX_WALK_DEPTH` levels deep, or one the
 runner may not read, is a limit passed too (its writes could not be measured).
 The first limit seen passed is kept (`LimitWatch.hit`) and the sandbox's
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 
     from ._cgroup import SessionCgroup
 
-__all__ = ["MAX_WALK_DEPTH", "POLL_S", "LimitWatch", "allocated_bytes", "watching"]
+__all__ = ["MAX_WALK_DEPTH", "MIN_ENTRY_BYTES", "POLL_S", "LimitWatch", "allocated_bytes",
+           "watching"]
 
 POLL_S: Final = 0.2
 """Seconds between two reads of the counters, /tmp and the caller's checks: cheap reads."""
@@ -60,6 +62,12 @@ next waits `WALK_SPACING` times as long, so walking takes at most a twentieth of
 WALK_SPACING: Final = 20.0
 MAX_WALK_DEPTH: Final = 64
 """Directory levels a walk measures; a directory deeper than that passes the writes limit."""
+MIN_ENTRY_BYTES: Final = 4096
+"""What an entry with fewer allocated bytes (an empty file, a short symlink, a FIFO) counts
+against the writes limit: one block. Its inode is not in ``st_blocks``, and the inodes are
+the host's filesystem's (16 M on this host's root, shared with everything on it): counted
+by blocks alone, 300,000 empty files cost a session 4.9 MB of directory blocks, so the
+default 512 MiB let one session take every inode of the host in a few minutes."""
 TMP_FULL_SLACK_BYTES: Final = 1024 * 1024
 """/tmp counts as full when less than this is left (a write that hit ENOSPC left less)."""
 _PAGE: Final = os.sysconf("SC_PAGE_SIZE")
@@ -111,7 +119,7 @@ def _walk(dir_fd: int, depth: int, seen: set[tuple[int, int]]) -> int:
             if (info.st_dev, info.st_ino) in seen:
                 continue
             seen.add((info.st_dev, info.st_ino))
-        total += info.st_blocks * 512
+        total += max(info.st_blocks * 512, MIN_ENTRY_BYTES)
         if stat.S_ISDIR(info.st_mode):
             try:
                 fd = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)

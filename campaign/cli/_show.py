@@ -112,5 +112,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     out = [f"{args.arm} {args.probe} {args.session} in {batch}"]
     for n in sorted(slots):
         _print_attempt(out, n, slots[n], root)
-    sys.stdout.write("\n".join(out) + "\n")
+    text = "\n".join(out) + "\n"  # a session's lone surrogate ("\\udfff"), escaped as such
+    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     return EXIT_OK

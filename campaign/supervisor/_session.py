@@ -41,7 +41,7 @@ from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable
 from sandbox._layout import HostLayout
-from sandbox._limits import DEFAULT_LIMITS, LimitHit, Limits
+from sandbox._limits import DEFAULT_LIMITS, LimitHit, Limits, format_bytes
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
@@ -276,8 +276,11 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
         facts["stream_bytes"] = keeper.bytes_in
     final_text = facts.pop("final_text", None)
     if final_text is not None:
+        # A lone surrogate ("\udfff" in the stream's JSON) in its three-byte form, as its
+        # digests take it: strict UTF-8 stopped the batch on it (show reads it replaced).
         await anyio.to_thread.run_sync(
-            write_atomic, paths.attempt_dir(attempt) / FINAL_TEXT_NAME, final_text.encode())
+            write_atomic, paths.attempt_dir(attempt) / FINAL_TEXT_NAME,
+            final_text.encode("utf-8", "surrogatepass"))
     return _final(spec, attempt, ctx, started, **facts)
 
 
@@ -314,7 +317,9 @@ async def _drive(
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
             layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
             log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
-            limit_checks=(egress.limit_hit,) if egress else (),
+            limit_checks=(*((egress.limit_hit,) if egress else ()),
+                          *((_kept_stream_check(keeper, ctx.limits.write_bytes),)
+                            if keeper is not None and ctx.limits.write_bytes else ())),
         )
         try:  # a refusal before the spawn has spent nothing
             async with open_confined(confined) as sandbox:
@@ -407,6 +412,25 @@ def _silent_stdout(lines: int, stderr_end: bytes) -> str:
         return ""
     return (f"; nothing was printed on stdout, and stderr ends "
             f"{json.dumps(last.strip()[:SILENT_STDERR_CHARS])}")
+
+
+def _kept_stream_check(keeper: StreamKeeper, limit_bytes: int) -> Callable[[], LimitHit | None]:
+    """The session's kept stdout against its writes limit, polled by the sandbox's watch.
+
+    The runner writes what the session prints into the batch (compressed): a session that
+    prints what zstd cannot shrink otherwise writes the host's disk full, whatever its
+    writes limit (1 GB printed in 3 s kept 586 MB under ``--max-writes 16M``).
+    """
+    def check() -> LimitHit | None:
+        try:
+            kept = keeper.path.stat().st_size
+        except OSError:
+            return None
+        if kept <= limit_bytes:
+            return None
+        return LimitHit("writes", f"the runner kept {format_bytes(kept)} of what it printed, "
+                                  f"over its {format_bytes(limit_bytes)}")
+    return check
 
 
 def _limit_reason(hit: LimitHit | None) -> str | None:

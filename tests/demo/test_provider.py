@@ -530,3 +530,23 @@ def test_a_bad_script_is_explained_in_words(tmp_path: Path, body: str, said: str
     (tmp_path / "p.json").write_text(body)
     with pytest.raises(ScriptError, match=re.escape(said)):
         load_scripts(tmp_path)
+
+
+def test_a_body_past_the_bound_is_refused_unread(provider: ScriptedProvider) -> None:
+    """The server runs in the runner's process: a body whose Content-Length passes
+    `MAX_REQUEST_BYTES` is answered 413 before a byte of it is read (a session's 900 MB
+    POST, through the egress proxy, held the runner 977 MB, and 64 such connections are
+    within a session's cap; red: the server tries to read the 1 TiB announced here, fails
+    to allocate it in its thread and drops the connection unanswered)."""
+    from demo._server import MAX_REQUEST_BYTES
+
+    parts = urlsplit(provider.url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    conn.putrequest("POST", "/v1/messages")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(1 << 40))
+    conn.endheaders(b"{")
+    response = conn.getresponse()
+    assert response.status == 413 and MAX_REQUEST_BYTES < 1 << 40
+    assert json.loads(response.read())["error"]["type"] == "request_too_large"
+    conn.close()

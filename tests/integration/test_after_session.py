@@ -10,6 +10,9 @@ Attacks from inside, each a stand-in harness under real bwrap through ``record``
   must be a plain file of the runner's, the session user must write nothing
   of its old files, and the log must hold copies of its regular files only,
   the runner's, 0600;
+* the session leaves in its log a sparse file of 2 GiB (no block allocated) and an 8 MiB
+  file under 101 names (hard links), about 8 MiB of its 64 MiB writes limit: the runner's
+  copy of the log must hold no more than that limit;
 * a survivor (the attack stand-in: a detached daemon that kills the lifeline
   watcher and tries ptrace of bwrap's pid 1) rewrites a produced file
   through a descriptor it keeps open: the digest the ledger holds must be
@@ -23,7 +26,8 @@ Seen red: ``HW_WEAKEN=no-reclaim,open-batch`` (``nobody`` runs the copy and
 is the session user); ``open-batch`` alone (``nobody`` runs the copy, as
 itself); ``no-reclaim`` alone (the files stay the session user's);
 ``HW_WEAKEN=no-seccomp,no-cgroup`` (the survivor's rewrite lands after the
-digest was recorded).
+digest was recorded); the log copy's bound removed (`sandbox._reclaim._copy_file`
+copying every file whatever its size): the runner wrote 2.8 GB into the kept log.
 """
 
 from __future__ import annotations
@@ -173,3 +177,41 @@ def test_a_survivor_cannot_change_a_produced_file_after_its_digest_is_recorded(
         kit.kill_all(kit.processes_under(tmp_path))
         sweep_config_root()
         sweep_killed_runners()
+
+
+SPARSE_LOG = r'''#!/usr/bin/python3
+import os, sys
+if sys.argv[1:] == ["--version"]:
+    print("0.0.0 (sparse log)"); sys.exit(0)
+log = os.environ["HEADWATER_LOG_DIR"]
+with open(os.path.join(log, "sparse"), "wb") as f:
+    f.truncate(2 << 30)  # its size, none of it allocated
+with open(os.path.join(log, "dense"), "wb") as f:
+    f.write(b"y" * (8 << 20))
+for n in range(100):
+    os.link(os.path.join(log, "dense"), os.path.join(log, "link%d" % n))
+os.write(1, STREAM)
+'''
+
+
+def test_what_a_session_leaves_in_its_log_costs_the_runner_no_more_than_its_writes_limit(
+        tmp_path: Path, bwrap: str) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    harness = tmp_path / "claude"
+    harness.write_text(SPARSE_LOG.replace("STREAM", repr(_stream())))
+    harness.chmod(0o755)
+    batch = tmp_path / "b"
+    try:
+        run = record(corpus, batch, harness, "--network", "host", "--max-writes", "64M")
+        assert run.returncode == 0, run.stdout + run.stderr
+        (final,) = finals(batch)
+        assert final["state"] == "recorded", final["reason"]
+        log = batch / "sessions" / "present" / PROBE / final["session"] / "log"
+        held = sum(p.lstat().st_blocks * 512 for p in log.rglob("*"))
+        assert held <= 64 * 1024 * 1024, f"the runner wrote {held} bytes into the kept log"
+        kept = {p.name: p.stat().st_size for p in log.iterdir()}
+        assert "sparse" not in kept and len(kept) == 8, kept  # what fits, in the log's order
+        assert set(kept.values()) == {8 << 20}, kept
+    finally:
+        kit.kill_all(kit.processes_under(tmp_path))
+        sweep_config_root()

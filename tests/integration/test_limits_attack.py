@@ -9,6 +9,11 @@ then "thinks" for a few seconds and prints a valid stream):
 * ``workspace``: 1 GiB written into the workspace (``--max-writes 64M``);
 * ``tmp``: 1 GiB written into the private /tmp (``--max-tmp 64M``);
 * ``memory``: 1 GiB of anonymous memory (``--max-memory 256M``);
+* ``stdout``: 400 lines of 1.4 MB that zstd barely shrinks, printed after an init line:
+  the runner keeps what a session prints, in the batch, so it counts against the writes
+  limit (``--max-writes 64M``);
+* ``inodes``: 100,000 empty files in the workspace (no data block; ``--max-writes 64M``):
+  each takes one of the host filesystem's inodes, so each counts a block;
 * ``honest``: nothing; it must be recorded.
 
 Rules (sandbox/_limits.py, DESIGN.md "Session states"): the kernel refuses
@@ -18,7 +23,14 @@ runs. The defaults stop these sizes too (the last test).
 
 Seen red by reverting the enforcement in `sandbox/_confined.py` (no limit
 cgroups, no ``--size``, no watch): all four attacks run to their end and are
-recorded, the 1 GiB files left behind.
+recorded, the 1 GiB files left behind; ``inodes`` went red by itself with the writes
+counted by allocated blocks alone (`sandbox._watch.MIN_ENTRY_BYTES` taken out): recorded,
+its 100,000 files costing under 2 MB of directory blocks (at that rate the default 512 MiB
+let one session take every inode of the host's root filesystem); ``stdout`` went red
+by itself without the kept stream's check (`campaign.supervisor._session`
+``_kept_stream_check``): recorded, all of its 560 MB printed kept (base64 of random bytes,
+which zstd shrinks by a quarter at most; 1 GB printed in 3 s had kept 586 MB under
+``--max-writes 16M``: a session could fill the host's disk in minutes).
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from tests.integration import kit
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
 
-ATTACKS = ("fork", "workspace", "tmp", "memory")
+ATTACKS = ("fork", "workspace", "tmp", "memory", "inodes", "stdout")
 STANDIN = r'''#!/usr/bin/python3
 import json, os, sys, time
 if sys.argv[1:] == ["--version"]:
@@ -57,6 +69,24 @@ try:
     elif "attack memory" in task:
         held = [bytearray(MiB) for _ in range(1024)]
         done = "1 GiB of memory"
+    elif "attack inodes" in task:
+        for d in range(10):
+            os.mkdir("d%d" % d)
+            for n in range(10000):
+                os.close(os.open("d%d/%d" % (d, n), os.O_CREAT | os.O_WRONLY, 0o644))
+        done = "100,000 empty files"
+    elif "attack stdout" in task:
+        import base64
+        os.write(1, (json.dumps({"type": "system", "subtype": "init", "cwd": os.getcwd(),
+            "tools": ["Bash"], "mcp_servers": [], "model": "m", "permissionMode": "dontAsk",
+            "skills": [], "plugins": [], "memory_paths": {}, "claude_code_version": "0.0.0"})
+            + "\n").encode())
+        for _ in range(400):
+            line = b'{"type":"stream_event","x":"' + base64.b64encode(os.urandom(1 << 20)) + b'"}\n'
+            view = memoryview(line)
+            while view:
+                view = view[os.write(1, view):]
+        done = "400 MB printed"
 except OSError as exc:
     done = "refused: %s" % exc
 if "honest" not in task:
@@ -70,12 +100,15 @@ emit({"type": "assistant", "parent_tool_use_id": None, "message": {"id": "m1", "
 emit({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
       "num_turns": 1, "result": "", "total_cost_usd": 0.01})
 '''
-LIMITS = {"fork": "processes", "workspace": "writes", "tmp": "tmp", "memory": "memory"}
+LIMITS = {"fork": "processes", "workspace": "writes", "tmp": "tmp", "memory": "memory",
+          "inodes": "writes", "stdout": "writes"}
 EXPECTED = {
     "fork": "more than 512 processes and threads at once (--max-processes)",
     "workspace": "over its 64 MiB (--max-writes)",
     "tmp": "filled its private /tmp of 64 MiB (--max-tmp)",
     "memory": "all of its 256 MiB of memory and the kernel ended",
+    "inodes": "over its 64 MiB (--max-writes)",
+    "stdout": "of what it printed, over its 64 MiB (--max-writes)",
 }
 
 

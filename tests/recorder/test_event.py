@@ -376,3 +376,31 @@ def test_event_produced_keeps_one_entry_per_name_even_through_symlinks(tmp_path:
                         declared_answers=[], produced_extra=["sub/n.md"], corpus_ids=[])
     dumped = [a.model_dump(exclude_unset=True) for a in event.produced or []]
     assert dumped == [{"path": "report.md"}, {"path": "sub/n.md"}]
+
+
+def test_the_reads_after_a_session_take_at_most_its_read_budget_in_all(tmp_path: Path) -> None:
+    """docs/recorder.md: one session's reads after it (Reads of files it created, produced
+    files) take at most `MAX_SESSION_READ_BYTES` in all. A 64 MiB sparse file under 40
+    names, produced and read: 16 of them fit 1 GiB; the other produced ones keep their
+    path, unread and said to be past the budget, the Reads past it keep their tool_result
+    digests. Red without the budget: all 40 hashed (and 100,000 names: hours)."""
+    from recorder._beneath import MAX_ARTIFACT_BYTES
+    from recorder._event import UnreadFile
+
+    with open(tmp_path / "f0", "wb") as f:
+        f.truncate(MAX_ARTIFACT_BYTES)
+    names = ["f0", *(f"f{n}" for n in range(1, 40))]
+    for name in names[1:]:
+        os.link(tmp_path / "f0", tmp_path / name)
+    zero = digest_bytes(b"\0" * MAX_ARTIFACT_BYTES)
+    said = "sha256:" + "a" * 64
+    unread: list[UnreadFile] = []
+    event = build_event(
+        _obs(calls=tuple(_call("Read", n, read_path=n) for n in names), produced=tuple(names)),
+        probe="P", session="s1", workspace=tmp_path, manifest={}, declared_answers=[],
+        corpus_ids=[], unread=unread)  # fmt: skip
+    fit = 16  # docs/recorder.md: 1 GiB in all, 64 MiB each
+    results = [c.result for c in event.calls or []]
+    assert results == [zero] * fit + [said] * (len(names) - fit)  # the Reads spent it all
+    assert [a.result for a in event.produced or []] == [None] * len(names)
+    assert len(unread) == len(names) and "read after a session in all" in unread[0].reason

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from recorder._paths import outside_paths, relative_if_inside, resolve_in_workspace
+from recorder._paths import (
+    MAX_PATH_LOOKUPS,
+    Lookups,
+    outside_paths,
+    relative_if_inside,
+    resolve_in_workspace,
+)
 
 WS = Path("/workspace")  # not on this host: no symlink to follow, pure lexical
 
@@ -129,3 +136,40 @@ def test_outside_paths_tmp_exemption_is_for_private_scratch_only(tmp_path: Path)
     }
     scratch = f"/tmp/{tmp_path.name}-absent-on-host/notes.txt"
     assert outside_paths("Write", {"file_path": scratch}, workspace=ws) == set()
+
+
+def _deep_link_loop(ws: Path) -> None:
+    """``a`` -> 62 directories down, whose bottom ``n`` links to itself: each word naming
+    ``a`` costs 41 walks of 63 lstats, then counts as outside (the hop limit)."""
+    bottom = ws.joinpath(*["d"] * 62)
+    bottom.mkdir(parents=True)
+    os.symlink("n", bottom / "n")
+    os.symlink(os.path.relpath(bottom / "n", ws), ws / "a")
+
+
+def test_a_sessions_lookups_are_bounded_and_what_is_past_them_counts_outside(
+        tmp_path: Path) -> None:
+    """docs/recorder.md, RC-08: the lstat calls one session's paths may cost are bounded
+    (`MAX_PATH_LOOKUPS`), so a command of 3,000 short words naming a deep link loop is
+    resolved in well under a second, its budget spent; past the budget a path counts as
+    outside, unresolved, even one inside. Red without the budget: 7.7 M lstats, 35 s."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _deep_link_loop(ws)
+    (ws / "docs").mkdir()
+    lookups = Lookups()
+    started = time.monotonic()
+    found = outside_paths("Bash", {"command": " ".join(["x/../a"] * 3000)}, workspace=ws,
+                          lookups=lookups)  # fmt: skip
+    assert time.monotonic() - started < 5.0
+    assert lookups.exhausted and lookups.left == 0
+    # the loop's bottom while lookups were left; then ``a`` itself, unresolved
+    assert found == {str(ws.joinpath(*["d"] * 62, "n")), str(ws / "a")}
+    assert resolve_in_workspace("docs", ws, lookups) == (str(ws / "docs"), False)
+    assert resolve_in_workspace("docs", ws) == (str(ws / "docs"), True)  # a fresh budget
+
+
+def test_the_lookup_budget_leaves_an_honest_session_room() -> None:
+    # A path costs one lstat per component inside the workspace: a session naming
+    # 10,000 paths of ten components each stays under it.
+    assert MAX_PATH_LOOKUPS >= 10_000 * 10

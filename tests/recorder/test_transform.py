@@ -647,3 +647,54 @@ def test_a_sandbox_limit_passed_is_limit_exceeded_whatever_the_stream_but_a_refu
     refused.feed(init(permissionMode="bypassPermissions"))
     obs = refused.finish(end="exited", exit_status=-9, tail=None, limit_exceeded=reason)
     assert obs.state == "refused-init"
+
+
+def test_the_sessions_calls_and_orphans_together_are_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/recorder.md: at most `MAX_SESSION_CALLS` calls and orphan results per session;
+    past them limit-exceeded, and nothing more is kept (no call, no produced path)."""
+    import recorder._transform as transform
+
+    monkeypatch.setattr(transform, "MAX_SESSION_CALLS", 3)
+    obs = observe(init(), tool_use("a", "Bash", {"command": "x"}), tool_result("zz", "orphan"),
+                  tool_use("b", "Bash", {"command": "y"}), tool_use("c", "Write",
+                  {"file_path": "late.md", "content": "x"}), tool_result("zy", "orphan 2"),
+                  text("x", msg="m2"), result())  # fmt: skip
+    assert obs.state == "limit-exceeded"
+    assert "past the 3 calls and results one session may add" in obs.reason
+    assert [c.argument for c in obs.calls] == ["x", "y"] and len(obs.orphan_results) == 1
+    assert obs.produced_paths == ()
+
+
+def test_a_message_past_its_text_bound_ends_the_session_and_is_not_kept_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One message id over many lines: its text is bounded (`MAX_MESSAGE_CHARS`)."""
+    import recorder._transform as transform
+
+    monkeypatch.setattr(transform, "MAX_MESSAGE_CHARS", 10)
+    obs = observe(init(), text("12345", msg="m"), text("67890", msg="m"), text("abc", msg="m"),
+                  result())
+    assert obs.state == "limit-exceeded" and "over the 10 one message may hold" in obs.reason
+    assert obs.final_text == "1234567890"
+
+
+def test_an_oversized_write_adds_no_produced_path_and_a_long_refusal_is_cut() -> None:
+    from recorder._transform import MAX_CALL_ARGUMENT_CHARS, MAX_REASON_CHARS
+
+    big = "p" * (MAX_CALL_ARGUMENT_CHARS + 1)
+    obs = observe(init(), tool_use("t", "Write", {"file_path": big, "content": "x"}),
+                  text("x", msg="m2"), result())
+    assert obs.state == "limit-exceeded" and obs.produced_paths == ()
+    refused = observe(init(permissionMode="x" * (4 * MAX_REASON_CHARS)), result())
+    assert refused.state == "refused-init" and len(refused.reason) < 2 * MAX_REASON_CHARS
+
+
+def test_a_served_model_or_harness_version_past_the_name_bound_is_not_kept() -> None:
+    """docs/recorder.md: names the record keeps from the stream are at most
+    `MAX_NAME_CHARS`; 30 MB of each made one recorded session's ledger line 63 MB."""
+    from recorder._transform import MAX_NAME_CHARS
+
+    long = "m" * (MAX_NAME_CHARS + 1)
+    obs = observe(init(claude_code_version=long), text("x", msg="m2", model=long), result())
+    assert obs.state == "limit-exceeded" and "the harness version on stdout line 1" in obs.reason
+    assert (obs.claude_code_version, obs.served_model) == (None, None)

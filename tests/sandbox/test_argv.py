@@ -51,7 +51,8 @@ def test_bwrap_argv_is_exactly_the_rc02_mount_plan_for_a_known_confinement() -> 
     # fmt: off
     assert argv == [
         "/usr/bin/bwrap",
-        "--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
+        "--die-with-parent", "--new-session", "--unshare-user", "--disable-userns",
+        "--unshare-pid",
         "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--ro-bind", "/usr", "/usr",
         "--ro-bind", "/etc", "/etc",

@@ -159,6 +159,21 @@ def test_writes_made_between_two_walks_are_seen_after_the_sandbox(tmp_path: Path
     assert hit is not None and hit.limit == "writes" and "over its 1 MiB" in hit.detail
 
 
+def test_empty_files_count_a_block_each_against_the_writes_limit(tmp_path: Path) -> None:
+    """docs/session-reach.md "Limits": an entry with fewer allocated bytes than a block counts
+    one block (`MIN_ENTRY_BYTES`), since its inode is the host's: 300 empty files pass a
+    1 MiB limit. Red counting blocks alone: they cost no block (the directory's one 4 KiB
+    block holds their names), and 300,000 of them cost 4.9 MB, a limit of 16 MiB
+    untouched, 300,000 of the host's inodes taken."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    watch = LimitWatch(Limits(write_bytes=MiB), _Ended(), [ws], 0)  # type: ignore[arg-type]
+    for n in range(300):
+        (ws / str(n)).touch()
+    hit = watch.check_after()
+    assert hit is not None and hit.limit == "writes" and "over its 1 MiB" in hit.detail
+
+
 async def test_directories_nested_past_the_walk_pass_the_writes_limit(bwrap: str) -> None:
     nest = f"import os\nos.makedirs('/'.join(['d'] * {MAX_WALK_DEPTH + 2}))\n"
     with anyio.fail_after(50):

@@ -20,6 +20,7 @@ from sandbox._watch import allocated_bytes
 from tests.conftest import missing
 from tests.integration import kit
 
+MiB = 1024 * 1024
 SESSION_UID = 999 if os.geteuid() == 0 else os.geteuid()
 """Who owns what the 'session' made here (the session user when root can chown to it)."""
 
@@ -115,7 +116,7 @@ def test_a_log_directory_is_replaced_by_a_copy_of_its_regular_files(tmp_path: Pa
     (log / "shadow").symlink_to(host)
     os.mkfifo(log / "pipe")
     _as_session(log, log / "nested", creds, log / "nested" / "hook.log", log / "shadow")
-    done = replace_with_copy(log)
+    done = replace_with_copy(log, max_bytes=MiB)
     assert sorted(p.name for p in log.rglob("*")) == ["creds", "hook.log", "nested"]
     assert creds.read_text() == "sk-the-session-key\n"
     for path, mode in ((log, 0o700), (log / "nested", 0o700), (creds, 0o600),
@@ -133,9 +134,29 @@ def test_a_hard_link_in_the_log_becomes_an_independent_copy(tmp_path: Path) -> N
     log = tmp_path / "log"
     log.mkdir()
     os.link(ws_file, log / "alias")
-    replace_with_copy(log)
+    replace_with_copy(log, max_bytes=MiB)
     (log / "alias").write_text("changed\n")
     assert ws_file.read_text() == "kept\n"
+
+
+def test_the_log_copy_holds_no_more_than_its_bound_whatever_the_sizes_and_links(
+        tmp_path: Path) -> None:
+    """A sparse file (2 GiB, no block allocated) and one 1 MiB file under 100 names cost the
+    session almost nothing of its writes limit (allocated blocks, hard links once); the
+    copy writes every byte of each name, so it is bounded itself: what would pass the
+    bound (8 MiB here) is dropped. Red without the bound: the copy wrote 2.1 GiB."""
+    log = tmp_path / "log"
+    log.mkdir()
+    with open(log / "a-sparse", "wb") as f:
+        f.truncate(2 * 1024 * MiB)
+    (log / "b-hook.log").write_bytes(b"x" * MiB)
+    for n in range(100):
+        os.link(log / "b-hook.log", log / f"c-alias{n:03d}")
+    done = replace_with_copy(log, max_bytes=8 * MiB)
+    kept = sorted(p.name for p in log.iterdir())
+    assert "a-sparse" not in kept and len(kept) == 8 and done.copied_bytes == 8 * MiB
+    assert sum(os.lstat(p).st_blocks * 512 for p in log.iterdir()) <= 8 * MiB
+    assert done.entries + done.dropped == 102
 
 
 

@@ -47,6 +47,9 @@ Weakenings, and the tests each one must turn red:
 - ``no-limits``: every sandbox runs without its limits: no pids or memory cgroup, no
   ``--size`` for /tmp, no ``RLIMIT_NOFILE``, no watch (limits attack: every attack runs
   to its end and is recorded).
+- ``no-argument-bound``: the bounds on what one call's argument, and one session's, may add
+  to the record are raised to 1 Gi characters, as if there were none (argument attack:
+  every huge call is kept, and the runner dies against its memory cap).
 
 One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
@@ -341,6 +344,11 @@ def _weaken_egress(egress: ModuleType) -> None:
         setattr(egress, "forward_once", forward_once)  # noqa: B010
 
 
+def _weaken_arguments(transform: ModuleType) -> None:
+    setattr(transform, "MAX_CALL_ARGUMENT_CHARS", 1 << 30)  # noqa: B010
+    setattr(transform, "MAX_SESSION_ARGUMENT_CHARS", 1 << 30)  # noqa: B010
+
+
 def _weaken_batch_dir(batch_dir: ModuleType) -> None:
     setattr(batch_dir, "BATCH_DIR_MODE", 0o755)  # noqa: B010
 
@@ -396,5 +404,7 @@ if WEAKEN:
         _after_import("sandbox._confined", _weaken_limits)
     if "open-batch" in WEAKEN:
         _after_import("campaign.batch._dir", _weaken_batch_dir)
+    if "no-argument-bound" in WEAKEN:
+        _after_import("recorder._transform", _weaken_arguments)
     if WEAKEN & {"keep-config", "no-sweep"}:
         _after_import("sandbox._config", _weaken_config)
