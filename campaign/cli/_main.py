@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from campaign._errors import CampaignError
 from campaign.batch._lock import BatchBusy
-from campaign.supervisor._session import refused_write, write_remedy
+from campaign.supervisor._writes import refused_write, write_remedy
 from sandbox._errors import PreflightFailed
 
 from ._console import stdout_gone

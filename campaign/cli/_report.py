@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from campaign.report import build_report, print_report, render_page, report_json
-from campaign.supervisor._session import refused_write
+from campaign.supervisor._writes import refused_write
 from recorder._atomic import write_atomic
 
 from ._errors import EXIT_OK, UsageError

@@ -30,7 +30,8 @@ from campaign.batch._records import BudgetStopRecord, StoppedRecord, StopReason
 from recorder._vocab import is_recorded
 
 from ._budget import Budgets, BudgetVerdict
-from ._session import BatchContext, HostWriteRefused, refused_write, run_attempt, write_remedy
+from ._session import BatchContext, run_attempt
+from ._writes import HostWriteRefused, refused_write, write_remedy
 
 if TYPE_CHECKING:
     from campaign.batch._fold import BatchStatistics, SessionKey

@@ -10,8 +10,6 @@ before the cancellation goes on).
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -26,14 +24,25 @@ from campaign._plan import Plan
 from campaign._seal import seal_workspace
 from campaign.batch._dir import session_paths
 from campaign.batch._records import FinalRecord, StartedRecord, utc_now
+from campaign.supervisor._facts import (
+    Progress,
+    kept_stream_check,
+    limit_reason,
+    observed_extras,
+    silent_stdout,
+)
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
+from campaign.supervisor._writes import HostWriteRefused as HostWriteRefused
+from campaign.supervisor._writes import host_writes
+from campaign.supervisor._writes import refused_write as refused_write
+from campaign.supervisor._writes import write_remedy as write_remedy
 from recorder._atomic import write_atomic
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_child
 from recorder._event import UnreadFile, build_event, observed_calls
 from recorder._findings import run_checker
 from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
-from recorder._transform import Observation, StreamObserver
+from recorder._transform import StreamObserver
 from sandbox._argv import NetworkMode
 from sandbox._config import Credentials, session_config_dir
 from sandbox._confined import ConfinedSpec, open_confined
@@ -41,13 +50,13 @@ from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable
 from sandbox._layout import HostLayout
-from sandbox._limits import DEFAULT_LIMITS, LimitHit, Limits, format_bytes
+from sandbox._limits import DEFAULT_LIMITS, Limits
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._privileges import SessionUser
 from sandbox._privileges import session_user as _current_session_user
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from campaign.batch._journal import Journal
 
@@ -55,59 +64,6 @@ if TYPE_CHECKING:
 
 HARNESS_MOUNT: Final = "/opt/harness/claude"
 """Where the harness binary is bound read-only inside the sandbox (RC-02)."""
-HOST_REFUSED: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
-"""errno values that mean the host refused a write (disk full, quota, read-only): exit 6."""
-LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
-                      "tmp": "--max-tmp", "writes": "--max-writes",
-                      "connections": "--max-connections"}  # fmt: skip
-"""The option that sets each limit, named in a ``limit-exceeded`` reason."""
-
-
-class HostWriteRefused(Exception):
-    """The host refused a write the batch needs (disk full, quota): the batch stops (exit 6).
-
-    The attempt in progress has no final record (it did not end; the host
-    stopped it): ``resume`` reruns it, and it does not count against
-    ``--retries``.
-    """
-
-    def __init__(self, what: str, error: OSError) -> None:
-        super().__init__(f"the host refused a write ({what}): {error.strerror or error}")
-        self.what = what
-        self.error = error
-
-
-def write_remedy(error: OSError) -> str:
-    """What a user does about a refused write before running the command again, in words.
-
-    ``free space`` for a full disk or quota, ``raise the file size limit`` for
-    EFBIG, ``make the batch directory writable`` for a read-only file system.
-    """
-    if error.errno == errno.EROFS:
-        where = f"{error.filename} is" if error.filename else "it is"
-        return f"make the batch directory writable ({where} on a read-only file system)"
-    if error.errno == errno.EFBIG:
-        return "raise the file size limit (ulimit -f) the runner was started with"
-    return f"free space on the file system of {error.filename}" if error.filename else (
-        "free space")
-
-
-def refused_write(exc: OSError) -> bool:
-    """True when ``exc`` says the host refused a write (`HOST_REFUSED`)."""
-    return exc.errno in HOST_REFUSED
-
-
-@contextlib.contextmanager
-def _host_writes(what: str) -> Iterator[None]:
-    """Turn a refused write into `HostWriteRefused`; other OSErrors stay what they are."""
-    try:
-        yield
-    except OSError as exc:
-        if refused_write(exc):
-            raise HostWriteRefused(what, exc) from exc
-        raise
-
-
 @dataclass(frozen=True, slots=True)
 class BatchContext:
     """What every session of a batch shares (read-only while the batch runs)."""
@@ -152,38 +108,6 @@ def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
 _NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
 
 
-@dataclass(slots=True)
-class _Progress:
-    """What an attempt has observed so far, for the final record of an attempt the runner
-    stopped: the calls, lines and served model seen and the stream kept are recorded
-    facts however the attempt ended (BC-01), so a ``killed`` record keeps them."""
-
-    workspace: Path | None = None
-    manifest: dict[str, str] | None = None
-    observer: StreamObserver | None = None
-    keeper: StreamKeeper | None = None
-
-    def facts(self, batch: Path) -> dict[str, Any]:
-        """The observed facts of a stopped attempt (no state: the attempt is ``killed``)."""
-        facts: dict[str, Any] = {}
-        if self.keeper is not None:
-            facts["stream"] = self.keeper.path.relative_to(batch).as_posix()
-            facts["stream_bytes"] = self.keeper.bytes_in
-        if self.observer is None or self.workspace is None or self.manifest is None:
-            return facts
-        obs = self.observer.finish(end="exited", exit_status=None, tail=None)
-        facts.update(lines=obs.lines, served_model=obs.served_model,
-                     claude_code_version=obs.claude_code_version,
-                     outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count)
-        facts.update(_observed_extras(obs))
-        if obs.calls:
-            facts["calls"] = [
-                call.model_dump(mode="json", exclude_unset=True)
-                for call in observed_calls(obs.calls, workspace=self.workspace,
-                                           manifest=self.manifest)]
-        return facts
-
-
 async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
                       journal: Journal, *,
                       why_stopped: Callable[[], str] = lambda: "a signal") -> FinalRecord:
@@ -204,28 +128,28 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     paths = session_paths(ctx.batch, arm=spec.arm.arm, probe=spec.probe.id,
                           session=spec.session)
     started = utc_now()
-    progress = _Progress()
-    with _host_writes("the ledger"):
+    progress = Progress()
+    with host_writes("the ledger"):
         await journal.record(StartedRecord(
             arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
             repetition=spec.repetition, attempt=attempt, invocation=ctx.invocation,
             position=spec.position, at=started))
     try:
-        with _host_writes("the session's workspace"):
+        with host_writes("the session's workspace"):
             record = await _attempt(spec, attempt, ctx, paths, started, progress)
     except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
         # The runner is stopping (a signal, a refused write): the attempt ends killed, with
         # what it observed until then. Any other exception is a bug: it propagates (exit 1),
         # and the attempt stays without a final record, which is the truth (it never
         # finished).
-        with _host_writes("the ledger"):
+        with host_writes("the ledger"):
             await journal.record(_final(
                 spec, attempt, ctx, started, state="killed",
                 reason=f"killed: the runner stopped ({why_stopped()}) while the session ran",
                 cost_usd=None, cost_known=False, retryable=True, counts=False,
                 **progress.facts(ctx.batch)))
         raise
-    with _host_writes("the ledger"):
+    with host_writes("the ledger"):
         await journal.record(record)
     if ctx.discard_workspaces:
         await anyio.to_thread.run_sync(lambda: shutil.rmtree(paths.workspace,
@@ -234,7 +158,7 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
 
 
 async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Any,
-                   started: str, progress: _Progress) -> FinalRecord:
+                   started: str, progress: Progress) -> FinalRecord:
     def fresh() -> None:
         # A retry starts from a fresh seal: only the earlier attempts' kept streams stay.
         paths.root.mkdir(parents=True, exist_ok=True)
@@ -287,7 +211,7 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
 async def _drive(
     spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
     egress: EgressProxy | None = None, keeper: StreamKeeper | None = None,
-    progress: _Progress | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     probe = spec.probe
     name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
@@ -318,7 +242,7 @@ async def _drive(
             layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
             log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
             limit_checks=(*((egress.limit_hit,) if egress else ()),
-                          *((_kept_stream_check(keeper, ctx.limits.write_bytes),)
+                          *((kept_stream_check(keeper, ctx.limits.write_bytes),)
                             if keeper is not None and ctx.limits.write_bytes else ())),
         )
         try:  # a refusal before the spawn has spent nothing
@@ -337,10 +261,10 @@ async def _drive(
     hit = sandbox.limit_hit
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
-                          limit_exceeded=_limit_reason(hit))
+                          limit_exceeded=limit_reason(hit))
     facts: dict[str, Any] = {
         "state": obs.state,
-        "reason": obs.reason + _silent_stdout(result.lines, result.stderr_end),
+        "reason": obs.reason + silent_stdout(result.lines, result.stderr_end),
         "cost_usd": str(obs.cost_usd) if obs.cost_usd is not None else None,
         "cost_known": obs.cost_usd is not None,
         "outside_paths": len(obs.outside_paths),
@@ -364,7 +288,7 @@ async def _drive(
         facts["egress"] = egress.stats().as_record()
     if hit is not None and obs.state == "limit-exceeded":
         facts["limit"] = hit.limit
-    facts.update(_observed_extras(obs))
+    facts.update(observed_extras(obs))
     if obs.state == "recorded":
         findings = None
         if ctx.corpus.config.checker:  # RC-11: no checker -> no findings key
@@ -396,60 +320,3 @@ async def _drive(
     return facts
 
 
-SILENT_STDERR_CHARS: Final = 200
-"""Characters of a silent harness's last stderr line a reason quotes."""
-
-
-def _silent_stdout(lines: int, stderr_end: bytes) -> str:
-    """For an attempt that printed no stdout line: the last line of its stderr, as one JSON
-    string (empty when it printed none). A sandbox that never started (bwrap refused a
-    namespace) and a harness that died at once are told apart only there."""
-    if lines:
-        return ""
-    last = next((line for line in reversed(stderr_end.decode("utf-8", "replace").splitlines())
-                 if line.strip()), None)
-    if last is None:
-        return ""
-    return (f"; nothing was printed on stdout, and stderr ends "
-            f"{json.dumps(last.strip()[:SILENT_STDERR_CHARS])}")
-
-
-def _kept_stream_check(keeper: StreamKeeper, limit_bytes: int) -> Callable[[], LimitHit | None]:
-    """The session's kept stdout against its writes limit, polled by the sandbox's watch.
-
-    The runner writes what the session prints into the batch (compressed): a session that
-    prints what zstd cannot shrink otherwise writes the host's disk full, whatever its
-    writes limit (1 GB printed in 3 s kept 586 MB under ``--max-writes 16M``).
-    """
-    def check() -> LimitHit | None:
-        try:
-            kept = keeper.path.stat().st_size
-        except OSError:
-            return None
-        if kept <= limit_bytes:
-            return None
-        return LimitHit("writes", f"the runner kept {format_bytes(kept)} of what it printed, "
-                                  f"over its {format_bytes(limit_bytes)}")
-    return check
-
-
-def _limit_reason(hit: LimitHit | None) -> str | None:
-    """The ``limit-exceeded`` reason of a sandbox limit passed: what was seen, and its option."""
-    return None if hit is None else f"limit-exceeded: {hit.detail} ({LIMIT_FLAGS[hit.limit]})"
-
-
-def _observed_extras(obs: Observation) -> dict[str, Any]:
-    """Anomalies and orphan results, kept with the attempt (RC-07, RC-10); {} when none."""
-    extras: dict[str, Any] = {}
-    if obs.anomalies:
-        extras["anomaly_lines"] = [
-            {"line": a.line_number, "size_bytes": a.size_bytes, "excerpt": a.excerpt}
-            for a in obs.anomalies
-        ]
-    if obs.orphan_results:
-        extras["orphan_results"] = [
-            {"line": o.line_number, "tool_use_id": o.tool_use_id, "result": o.result_digest,
-             "repeated": o.repeated}
-            for o in obs.orphan_results
-        ]
-    return extras

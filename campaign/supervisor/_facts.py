@@ -1,0 +1,112 @@
+"""What an attempt's final record says beyond its stream: what a stopped attempt had observed,
+a silent harness's stderr, the limits the sandbox saw passed, anomalies and orphan results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from campaign.supervisor._streams import StreamKeeper
+from recorder._event import observed_calls
+from recorder._transform import Observation, StreamObserver
+from sandbox._limits import LimitHit, format_bytes
+
+LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
+                      "tmp": "--max-tmp", "writes": "--max-writes",
+                      "connections": "--max-connections"}  # fmt: skip
+"""The option that sets each limit, named in a ``limit-exceeded`` reason."""
+
+
+
+@dataclass(slots=True)
+class Progress:
+    """What an attempt has observed so far, for the final record of an attempt the runner
+    stopped: the calls, lines and served model seen and the stream kept are recorded
+    facts however the attempt ended (BC-01), so a ``killed`` record keeps them."""
+
+    workspace: Path | None = None
+    manifest: dict[str, str] | None = None
+    observer: StreamObserver | None = None
+    keeper: StreamKeeper | None = None
+
+    def facts(self, batch: Path) -> dict[str, Any]:
+        """The observed facts of a stopped attempt (no state: the attempt is ``killed``)."""
+        facts: dict[str, Any] = {}
+        if self.keeper is not None:
+            facts["stream"] = self.keeper.path.relative_to(batch).as_posix()
+            facts["stream_bytes"] = self.keeper.bytes_in
+        if self.observer is None or self.workspace is None or self.manifest is None:
+            return facts
+        obs = self.observer.finish(end="exited", exit_status=None, tail=None)
+        facts.update(lines=obs.lines, served_model=obs.served_model,
+                     claude_code_version=obs.claude_code_version,
+                     outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count)
+        facts.update(observed_extras(obs))
+        if obs.calls:
+            facts["calls"] = [
+                call.model_dump(mode="json", exclude_unset=True)
+                for call in observed_calls(obs.calls, workspace=self.workspace,
+                                           manifest=self.manifest)]
+        return facts
+
+
+SILENT_STDERR_CHARS: Final = 200
+"""Characters of a silent harness's last stderr line a reason quotes."""
+
+
+def silent_stdout(lines: int, stderr_end: bytes) -> str:
+    """For an attempt that printed no stdout line: the last line of its stderr, as one JSON
+    string (empty when it printed none). A sandbox that never started (bwrap refused a
+    namespace) and a harness that died at once are told apart only there."""
+    if lines:
+        return ""
+    last = next((line for line in reversed(stderr_end.decode("utf-8", "replace").splitlines())
+                 if line.strip()), None)
+    if last is None:
+        return ""
+    return (f"; nothing was printed on stdout, and stderr ends "
+            f"{json.dumps(last.strip()[:SILENT_STDERR_CHARS])}")
+
+
+def kept_stream_check(keeper: StreamKeeper, limit_bytes: int) -> Callable[[], LimitHit | None]:
+    """The session's kept stdout against its writes limit, polled by the sandbox's watch.
+
+    The runner writes what the session prints into the batch (compressed): a session that
+    prints what zstd cannot shrink otherwise writes the host's disk full, whatever its
+    writes limit (1 GB printed in 3 s kept 586 MB under ``--max-writes 16M``).
+    """
+    def check() -> LimitHit | None:
+        try:
+            kept = keeper.path.stat().st_size
+        except OSError:
+            return None
+        if kept <= limit_bytes:
+            return None
+        return LimitHit("writes", f"the runner kept {format_bytes(kept)} of what it printed, "
+                                  f"over its {format_bytes(limit_bytes)}")
+    return check
+
+
+def limit_reason(hit: LimitHit | None) -> str | None:
+    """The ``limit-exceeded`` reason of a sandbox limit passed: what was seen, and its option."""
+    return None if hit is None else f"limit-exceeded: {hit.detail} ({LIMIT_FLAGS[hit.limit]})"
+
+
+def observed_extras(obs: Observation) -> dict[str, Any]:
+    """Anomalies and orphan results, kept with the attempt (RC-07, RC-10); {} when none."""
+    extras: dict[str, Any] = {}
+    if obs.anomalies:
+        extras["anomaly_lines"] = [
+            {"line": a.line_number, "size_bytes": a.size_bytes, "excerpt": a.excerpt}
+            for a in obs.anomalies
+        ]
+    if obs.orphan_results:
+        extras["orphan_results"] = [
+            {"line": o.line_number, "tool_use_id": o.tool_use_id, "result": o.result_digest,
+             "repeated": o.repeated}
+            for o in obs.orphan_results
+        ]
+    return extras
