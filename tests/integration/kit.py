@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 REPO = Path(__file__).resolve().parents[2]
 WEAKEN_DIR = REPO / "tests" / "integration" / "weaken"
@@ -230,3 +230,40 @@ def ledger_dicts(batch: Path) -> list[dict[str, Any]]:
 
     return [r.model_dump(mode="json", exclude_none=True)
             for r in read_ledger(batch / "ledger.jsonl")]
+
+
+STANDIN_WRITERS: Final = r"""
+def out(obj):
+    data = memoryview(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    while data:
+        data = data[os.write(1, data):]
+
+
+def call(n, name, tool_input):
+    out({"type": "assistant", "parent_tool_use_id": None, "message": {
+        "id": "m%d" % n, "model": "claude-test-model", "content": [
+            {"type": "tool_use", "id": "t%d" % n, "name": name, "input": tool_input}]}})
+    out({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t%d" % n, "content": "ok"}]}})
+"""
+"""Python for a stand-in harness (it imports json and os): ``out(obj)`` prints one stdout
+line whole however large, ``call(n, name, input)`` a tool_use and its tool_result."""
+
+
+def write_harness(path: Path, text: str) -> Path:
+    """Write the stand-in harness ``text`` (a whole script) at ``path``, executable."""
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def run_scripted(root: Path, corpus: Path, harness: Path, *args: str) -> \
+        subprocess.CompletedProcess[str]:
+    """``run`` of ``corpus``'s regression tier into ``root/batch`` with the stand-in
+    ``harness``, one session at a time and no retries, against a scripted provider no
+    stand-in calls (its one script matches no task)."""
+    write_script(root / "scripts", "unused", "no task says this")
+    return cli("run", str(corpus), "--tier", "regression", "--batch-dir", str(root / "batch"),
+               "--harness", str(harness), "--provider", "scripted", "--scripts",
+               str(root / "scripts"), "--concurrency", "1", "--retries", "0", *args,
+               env=base_env())

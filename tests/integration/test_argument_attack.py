@@ -70,18 +70,7 @@ if sys.argv[1:] == ["--version"]:
 WORDS, KEPT, BIG, GREP, GREPS = SIZES
 
 
-def out(obj):
-    data = memoryview(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
-    while data:
-        data = data[os.write(1, data):]
-
-
-def call(n, name, tool_input):
-    out({"type": "assistant", "parent_tool_use_id": None, "message": {
-        "id": "m%d" % n, "model": "claude-test-model", "content": [
-            {"type": "tool_use", "id": "t%d" % n, "name": name, "input": tool_input}]}})
-    out({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t%d" % n, "content": "ok"}]}})
+WRITERS
 
 
 out({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Read", "Bash", "Grep"],
@@ -96,7 +85,8 @@ out({"type": "assistant", "parent_tool_use_id": None, "message": {
     "content": [{"type": "text", "text": "Found it.\nHW-DR-0052"}]}})
 out({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
      "num_turns": 2, "result": "", "total_cost_usd": 0.01})
-'''.replace("SIZES", repr((WORDS, KEPT_CHARS, BIG_BASH_CHARS, GREP_CHARS, GREPS)))
+'''.replace("WRITERS", kit.STANDIN_WRITERS).replace(
+    "SIZES", repr((WORDS, KEPT_CHARS, BIG_BASH_CHARS, GREP_CHARS, GREPS)))
 
 
 LOOP_STANDIN = r'''#!/usr/bin/python3
@@ -109,18 +99,7 @@ os.symlink("n", bottom + "/n")  # the bottom links to itself
 os.symlink(bottom + "/n", "a")
 
 
-def out(obj):
-    data = memoryview(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
-    while data:
-        data = data[os.write(1, data):]
-
-
-def call(n, name, tool_input):
-    out({"type": "assistant", "parent_tool_use_id": None, "message": {
-        "id": "m%d" % n, "model": "claude-test-model", "content": [
-            {"type": "tool_use", "id": "t%d" % n, "name": name, "input": tool_input}]}})
-    out({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t%d" % n, "content": "ok"}]}})
+WRITERS
 
 
 out({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Read", "Bash"],
@@ -134,7 +113,7 @@ out({"type": "assistant", "parent_tool_use_id": None, "message": {
     "content": [{"type": "text", "text": "Found it.\nHW-DR-0052"}]}})
 out({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
      "num_turns": 2, "result": "", "total_cost_usd": 0.01})
-'''
+'''.replace("WRITERS", kit.STANDIN_WRITERS)
 LOOP_WORDS = MAX_CALL_ARGUMENT_CHARS // len("x/../a ")
 """Short words naming the link loop, as many as one kept call holds: ~2,600 lstats each."""
 LOOP_READS = 2000

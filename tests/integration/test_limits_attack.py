@@ -118,16 +118,10 @@ def test_each_exhausting_session_ends_limit_exceeded_and_the_others_still_run(
     tasks["LIM-HONEST-1"] = "be honest now."
     with kit.host_dir("hw-limits-") as root:
         corpus = kit.write_corpus(root / "corpus", tasks, tools=["Bash"])
-        harness = root / "claude"
-        harness.write_text(STANDIN)
-        harness.chmod(0o755)
-        kit.write_script(root / "scripts", "unused", "no task says this")
+        harness = kit.write_harness(root / "claude", STANDIN)
         batch = root / "batch"
-        proc = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir", str(batch),
-                       "--harness", str(harness), "--provider", "scripted", "--scripts",
-                       str(root / "scripts"), "--concurrency", "1", "--retries", "0",
-                       "--max-writes", "64M", "--max-tmp", "64M", "--max-memory", "256M",
-                       env=kit.base_env())  # fmt: skip
+        proc = kit.run_scripted(root, corpus, harness, "--max-writes", "64M", "--max-tmp",
+                                "64M", "--max-memory", "256M")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         finals = {probe: r for (probe, _), r in kit.finals(batch).items()}
         assert finals["LIM-HONEST-1"]["state"] == "recorded"

@@ -68,15 +68,9 @@ def test_lone_surrogates_in_a_sessions_stream_are_recorded_and_the_batch_goes_on
     tasks = {"SUR-ODD-1": "print surrogates now.", "SUR-PLAIN-1": "print plain text now."}
     with kit.host_dir("hw-surrogate-") as root:
         corpus = kit.write_corpus(root / "corpus", tasks, tools=["Write"])
-        harness = root / "claude"
-        harness.write_text(STANDIN)
-        harness.chmod(0o755)
-        kit.write_script(root / "scripts", "unused", "no task says this")
+        harness = kit.write_harness(root / "claude", STANDIN)
         batch = root / "batch"
-        proc = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir", str(batch),
-                       "--harness", str(harness), "--provider", "scripted", "--scripts",
-                       str(root / "scripts"), "--concurrency", "1", "--retries", "0",
-                       "--network", "host", env=kit.base_env())  # fmt: skip
+        proc = kit.run_scripted(root, corpus, harness, "--network", "host")
         assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
         finals = {probe: r for (probe, _), r in kit.finals(batch).items()}
         assert sorted(finals) == sorted(tasks)
