@@ -346,6 +346,16 @@ def _is_on_shelf(rel: str) -> bool:
     return rel.startswith(SHELF) and "/" not in rel[len(SHELF):]
 
 
+def off_shelf(corpus: Corpus) -> list[str]:
+    """Files under the shelf that are not probes, sorted: in a folder of it, or not Markdown.
+
+    A probe is a ``docs/probes/*.md`` directly on the shelf (docs/plan.md); a file beside
+    it that a user meant as a probe would otherwise drop out of the plan unsaid.
+    """
+    return sorted(rel for rel in corpus.files if rel.startswith(SHELF)
+                  and not (_is_on_shelf(rel) and rel.endswith(".md")))
+
+
 @dataclass(slots=True)
 class _Reading:
     """What the one pass over the files collects."""

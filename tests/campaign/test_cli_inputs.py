@@ -174,3 +174,22 @@ def test_a_missing_corpus_is_reported_with_the_commands_own_usage(command: str) 
     assert proc.returncode == 2
     assert f"usage: headwater-campaign {command}" in proc.stderr
     assert "the corpus is required" in proc.stderr
+
+
+def test_plan_names_files_under_the_shelf_that_are_not_probes(tmp_path: Path) -> None:
+    # A probe moved into a folder of the shelf, or saved as .txt, dropped out of the plan
+    # unsaid.
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    (corpus / "docs" / "probes" / "sub").mkdir()
+    probe = next((corpus / "docs" / "probes").glob("*.md"))
+    moved = probe.with_name("HW-PRB-0099.md")
+    (corpus / "docs" / "probes" / "sub" / moved.name).write_text(
+        probe.read_text().replace(probe.stem, moved.stem))
+    (corpus / "docs" / "probes" / "draft.txt").write_text("## Task\n\nnot a probe\n")
+    proc = _cli("plan", str(corpus))
+    assert proc.returncode == 0, proc.stderr
+    assert (f"note: docs/probes/sub/{moved.name} is in a folder of the shelf, so it is not a "
+            "probe (probes are docs/probes/*.md)") in proc.stderr
+    assert "note: docs/probes/draft.txt is on the shelf but not a .md file" in proc.stderr
+    assert "note: docs/probes/" + probe.name not in proc.stderr  # a probe is not noted
