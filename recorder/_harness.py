@@ -59,7 +59,8 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
 
 
 OBSERVED_KEYS: Final = ("type", "subtype", "message", "parent_tool_use_id", "is_error",
-                        "api_error_status", "total_cost_usd", "num_turns", "result")
+                        "api_error_status", "total_cost_usd", "num_turns", "result",
+                        "permission_denials")
 """The top-level keys the transform reads of a line other than an init line (an init line is
 read whole: the init check polices many of its keys)."""
 
@@ -76,6 +77,7 @@ class _Observed(msgspec.Struct):
     total_cost_usd: Any = msgspec.UNSET
     num_turns: Any = msgspec.UNSET
     result: Any = msgspec.UNSET
+    permission_denials: Any = msgspec.UNSET
 
 
 _DECODER: Final = msgspec.json.Decoder(_Observed, float_hook=Decimal)

@@ -9,12 +9,18 @@ digest.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
     from recorder._vocab import SessionState
+
+
+MAX_DENIALS_KEPT: Final = 1000
+"""Denied calls a result line's ``permission_denials`` contributes, at most."""
+MAX_TOOL_NAME_CHARS: Final = 256
+"""Characters of a denied tool's name kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +120,7 @@ class Observation:
     """tool_results that matched no earlier tool_use by id, or one already answered."""
     lines: int = 0
     """Complete lines fed."""
+    denied_tools: tuple[str, ...] = ()
+    """The tool of each call the harness's permission rules denied, in order, as the last
+    result line's ``permission_denials`` lists them (at most `MAX_DENIALS_KEPT`): the
+    session asked for a tool its arm's allowed-tools list does not give."""

@@ -63,6 +63,7 @@ from recorder._harness import (
     tool_result_text,
 )
 from recorder._initcheck import InitPolicy, check_init, failed_declared_mcp_servers
+from recorder._observation import MAX_DENIALS_KEPT, MAX_TOOL_NAME_CHARS
 from recorder._observation import Anomaly as Anomaly
 from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
@@ -135,6 +136,7 @@ class _Result:
     final_text: str | None
     damaged_at: int | None
     """The last non-JSON line between the final message and this result, if any."""
+    denied_tools: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -272,6 +274,7 @@ class StreamObserver:
             num_turns=result.num_turns if result is not None else None,
             orphan_results=tuple(self._orphans),
             lines=self._lines,
+            denied_tools=result.denied_tools if result is not None else (),
         )
 
     def _decide(self, end: End, exit_status: int | None,
@@ -472,7 +475,17 @@ class StreamObserver:
             num_turns=_int_or_none(turns),
             final_text=self._message.final_text() if self._message is not None else None,
             damaged_at=self._last_anomaly if self._last_anomaly > self._final_line else None,
+            denied_tools=_denied_tools(obj.get("permission_denials")),
         )
+
+
+def _denied_tools(value: object) -> tuple[str, ...]:
+    """The ``tool_name`` of each entry of a result line's ``permission_denials`` (bounded)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(entry["tool_name"])[:MAX_TOOL_NAME_CHARS]
+                 for entry in value[:MAX_DENIALS_KEPT]
+                 if isinstance(entry, dict) and isinstance(entry.get("tool_name"), str))
 
 
 def _int_or_none(value: object) -> int | None:

@@ -154,6 +154,9 @@ class FinalRecord(SessionRef):
     """The kept stream, batch-relative (``sessions/.../attempt-<n>/stdout.jsonl.zst``)."""
     stream_bytes: int | None = None
     """Stdout bytes received (what the kept stream decompresses to)."""
+    permission_denials: list[str] | None = None
+    """The tool of each call the harness's permission rules denied (its arm's allowed-tools
+    list gave no such tool), in order, from the last result line; None when none was."""
     unread_artifacts: list[dict[str, Any]] | None = None
     """Produced files inside the workspace not read after the session (``path``, ``reason``,
     ``size_bytes``): a symlink, not a regular file, over the size cap. Their events keep

@@ -82,6 +82,12 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
         shown = result[:DIGEST_SHOWN] if isinstance(result, str) else "(no result)"
         out.append(f"    {call.get('tool')} {_short(str(call.get('argument')), ARGUMENT_CHARS)}"
                    f" -> {shown}")
+    if final.permission_denials:
+        tools = ", ".join(sorted(set(final.permission_denials)))
+        out.append(f"  denied by the permission rules: {len(final.permission_denials)} "
+                   f"call{'s' if len(final.permission_denials) != 1 else ''} ({tools}): the "
+                   "arm's allowed tools do not include them, and the harness refused them "
+                   "(they are still listed above; a denied Write produced nothing)")
     if final.event is not None:
         for art in final.event.get("produced") or []:
             out.append(f"  produced: {art.get('path')} cites {art.get('cites', '-')}")

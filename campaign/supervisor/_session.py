@@ -284,6 +284,8 @@ async def _drive(
                         "host_skill_names": sorted(policy.host_skill_names),
                         "config_dir": policy.config_dir},
     }
+    if obs.denied_tools:
+        facts["permission_denials"] = list(obs.denied_tools)
     if egress is not None:  # the harness has exited: the counts are final
         facts["egress"] = egress.stats().as_record()
     if hit is not None and obs.state == "limit-exceeded":

@@ -567,6 +567,22 @@ def test_a_failing_checker_writes_no_findings_and_says_so(tmp_path: Path, bwrap:
 
 # --- what the runner keeps of each attempt, and show ------------------------------------------
 
+def test_calls_the_permission_rules_denied_are_in_the_ledger_and_shown(tmp_path: Path,
+                                                                     bwrap: str) -> None:
+    corpus = make_corpus(tmp_path / "corpus")
+    denials = (b', "permission_denials": [{"tool_name": "Write", "tool_use_id": "w", '
+               b'"tool_input": {"file_path": "docs/x.md"}}]}')
+    harness = write_standin(tmp_path / "standin", stdout=init() + READ + ANSWERED
+                            + result().rstrip(b"\n")[:-1] + denials + b"\n")
+    batch = tmp_path / "batch"
+    proc = record(corpus, batch, harness)
+    assert proc.returncode == 0, proc.stderr
+    (final,) = finals(batch)
+    assert final["permission_denials"] == ["Write"]
+    shown = kit.cli("show", str(batch), "present", PROBE, "r1", env=kit.base_env())
+    assert "denied by the permission rules: 1 call (Write)" in shown.stdout, shown.stdout
+
+
 def test_the_stream_is_kept_as_received_and_show_prints_calls_and_final_text(
     tmp_path: Path,
 ) -> None:

@@ -698,3 +698,18 @@ def test_a_served_model_or_harness_version_past_the_name_bound_is_not_kept() -> 
     obs = observe(init(claude_code_version=long), text("x", msg="m2", model=long), result())
     assert obs.state == "limit-exceeded" and "the harness version on stdout line 1" in obs.reason
     assert (obs.claude_code_version, obs.served_model) == (None, None)
+
+
+def test_the_calls_the_permission_rules_denied_are_named_from_the_result_line() -> None:
+    # STREAM_JSON_FACTS: a tool the allowed-tools list does not give gets an is_error
+    # tool_result, and the result line lists it in permission_denials; the session goes on.
+    denied = json.loads(result())
+    denied["permission_denials"] = [
+        {"tool_name": "Write", "tool_use_id": "w", "tool_input": {"file_path": "a"}},
+        {"tool_name": "Bash", "tool_use_id": "b", "tool_input": {"command": "touch x"}},
+        {"tool_name": 7}, "not an entry"]
+    obs = observe(init(), tool_use("w", "Write", {"file_path": "a", "content": "x"}),
+                  tool_result("w", "Permission to use Write has been denied", is_error=True),
+                  text("x", msg="m2"), json.dumps(denied).encode())
+    assert obs.state == "recorded" and obs.denied_tools == ("Write", "Bash")
+    assert observe(init(), text("x", msg="m2"), result()).denied_tools == ()
