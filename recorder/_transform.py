@@ -42,18 +42,26 @@ A harness the driver ended after the post-result grace
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from recorder._arguments import WRITE_TOOLS
 from recorder._arguments import call_argument as call_argument
 from recorder._arguments import canonical_json as canonical_json
+from recorder._bounds import ANOMALIES_KEPT as ANOMALIES_KEPT
+from recorder._bounds import ANOMALY_EXCERPT_BYTES as ANOMALY_EXCERPT_BYTES
+from recorder._bounds import MAX_CALL_ARGUMENT_CHARS as MAX_CALL_ARGUMENT_CHARS
+from recorder._bounds import MAX_KEPT_ID_CHARS as MAX_KEPT_ID_CHARS
+from recorder._bounds import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
+from recorder._bounds import MAX_NAME_CHARS as MAX_NAME_CHARS
+from recorder._bounds import MAX_REASON_CHARS as MAX_REASON_CHARS
+from recorder._bounds import MAX_SESSION_ARGUMENT_CHARS as MAX_SESSION_ARGUMENT_CHARS
+from recorder._bounds import MAX_SESSION_CALLS as MAX_SESSION_CALLS
+from recorder._bounds import REASON_TEXT_CHARS as REASON_TEXT_CHARS
 from recorder._digest import digest_text
 from recorder._harness import (
     PRE_INIT_SUBTYPES,
     assistant_model,
     content_blocks,
-    decimal_or_none,
     is_allowed_before_init,
     is_main_thread,
     is_synthetic,
@@ -63,12 +71,12 @@ from recorder._harness import (
     tool_result_text,
 )
 from recorder._initcheck import InitPolicy, check_init, failed_declared_mcp_servers
-from recorder._observation import MAX_DENIALS_KEPT, MAX_TOOL_NAME_CHARS
 from recorder._observation import Anomaly as Anomaly
 from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
 from recorder._observation import OrphanResult as OrphanResult
 from recorder._paths import MAX_PATH_LOOKUPS, Lookups, outside_paths
+from recorder._result_line import ResultLine, read_result
 from recorder._vocab import SessionState, harness_error_retryable, state_retryable
 
 if TYPE_CHECKING:
@@ -77,38 +85,6 @@ if TYPE_CHECKING:
 End: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long"]
 """How the driver saw the stream end (`recorder._driver.DriveEnd`)."""
 
-ANOMALIES_KEPT: Final = 8
-"""Non-JSON lines kept aside verbatim (truncated); later ones are only counted."""
-ANOMALY_EXCERPT_BYTES: Final = 240
-"""Bytes of each kept anomaly: enough to recognise a banner or a debug line."""
-REASON_TEXT_CHARS: Final = 200
-"""Characters of a result text quoted in a harness-error reason."""
-MAX_CALL_ARGUMENT_CHARS: Final = 256 * 1024
-"""The most one call's argument may add to the ledger and the transcript, in characters: a
-call past it ends the session ``limit-exceeded`` (the contract wants the argument as given,
-so it is never cut to fit). Real arguments are commands, paths and patterns; 256 Ki is a
-large heredoc (docs/recorder.md)."""
-MAX_SESSION_ARGUMENT_CHARS: Final = 16 * 1024 * 1024
-"""The most all of one session's kept arguments may hold, in characters (``limit-exceeded``
-past it): what one session can make the ledger, the transcript and the runner's memory hold."""
-MAX_SESSION_CALLS: Final = 10_000
-"""The most calls (orphan results included) one session may add to the record: past it the
-session is ``limit-exceeded``. Each costs the runner kilobytes (measured: a million calls of
-two characters, 45 MB of stdout, held it 4.1 GB and five minutes); a long real session makes
-hundreds."""
-MAX_MESSAGE_CHARS: Final = 4 * 1024 * 1024
-"""The most text one assistant message may hold, over all the lines that carry its id: past
-it the session is ``limit-exceeded`` (forty 16 MB lines of one message id, a 29 KB
-compressed stream, made the runner hold and write a 671 MB final text)."""
-MAX_REASON_CHARS: Final = 2000
-"""A refusal's reason is cut past this (it quotes what the stream gave), and at most
-`ANOMALIES_KEPT` distinct ones are kept."""
-MAX_NAME_CHARS: Final = 256
-"""The longest served model name or harness version kept (the real ones are tens of
-characters): a longer one ends the session ``limit-exceeded`` and is not kept (30 MB of
-each made one recorded session's ledger line 63 MB and its transcript 94 MB)."""
-MAX_KEPT_ID_CHARS: Final = 256
-"""A call that is not kept still pairs with its result by its id, when the id is this short."""
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
                        "after it and was ended by the runner")
 
@@ -123,20 +99,6 @@ class _Call:
     in_subagent: bool
     result_digest: str | None = None
     result_is_error: bool = False
-
-
-@dataclass(slots=True)
-class _Result:
-    is_error: bool
-    subtype: str | None
-    api_error_status: int | None
-    cost_usd: Decimal | None
-    text: str | None
-    num_turns: int | None
-    final_text: str | None
-    damaged_at: int | None
-    """The last non-JSON line between the final message and this result, if any."""
-    denied_tools: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -177,7 +139,7 @@ class StreamObserver:
         self._produced: dict[str, None] = {}
         self._message: _Message | None = None
         self._served_model: str | None = None
-        self._result: _Result | None = None
+        self._result: ResultLine | None = None
         self._too_long: str | None = None
         self._final_line = 0  # the last main-thread, non-synthetic assistant line
         self._last_anomaly = 0
@@ -462,34 +424,9 @@ class StreamObserver:
             call.result_is_error = block.get("is_error") is True
 
     def _result_line(self, obj: dict[str, Any]) -> None:
-        status = obj.get("api_error_status")
-        turns = obj.get("num_turns")
-        subtype = obj.get("subtype")
-        text = obj.get("result")
-        self._result = _Result(
-            is_error=obj.get("is_error") is not False,  # fail closed: only false records
-            subtype=subtype if isinstance(subtype, str) else None,
-            api_error_status=_int_or_none(status),
-            cost_usd=decimal_or_none(obj.get("total_cost_usd")),
-            text=text if isinstance(text, str) else None,
-            num_turns=_int_or_none(turns),
-            final_text=self._message.final_text() if self._message is not None else None,
-            damaged_at=self._last_anomaly if self._last_anomaly > self._final_line else None,
-            denied_tools=_denied_tools(obj.get("permission_denials")),
-        )
-
-
-def _denied_tools(value: object) -> tuple[str, ...]:
-    """The ``tool_name`` of each entry of a result line's ``permission_denials`` (bounded)."""
-    if not isinstance(value, list):
-        return ()
-    return tuple(str(entry["tool_name"])[:MAX_TOOL_NAME_CHARS]
-                 for entry in value[:MAX_DENIALS_KEPT]
-                 if isinstance(entry, dict) and isinstance(entry.get("tool_name"), str))
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+        self._result = read_result(
+            obj, final_text=self._message.final_text() if self._message is not None else None,
+            damaged_at=self._last_anomaly if self._last_anomaly > self._final_line else None)
 
 
 def _describe(obj: dict[str, Any]) -> str:
