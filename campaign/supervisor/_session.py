@@ -142,12 +142,13 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
         # what it observed until then. Any other exception is a bug: it propagates (exit 1),
         # and the attempt stays without a final record, which is the truth (it never
         # finished).
+        with anyio.CancelScope(shield=True):  # its reads (digests of files it made) off the loop
+            seen = await anyio.to_thread.run_sync(progress.facts, ctx.batch)
         with host_writes("the ledger"):
             await journal.record(_final(
                 spec, attempt, ctx, started, state="killed",
                 reason=f"killed: the runner stopped ({why_stopped()}) while the session ran",
-                cost_usd=None, cost_known=False, retryable=True, counts=False,
-                **progress.facts(ctx.batch)))
+                cost_usd=None, cost_known=False, retryable=True, counts=False, **seen))
         raise
     with host_writes("the ledger"):
         await journal.record(record)
