@@ -219,8 +219,8 @@ def check_sandbox(
     return Check(
         "sandbox",
         "ok",
-        f"`{true}` ran as {who} under the session's mounts, namespaces, --args env, own cgroup "
-        "and seccomp filter",
+        f"`{true}` ran as {who} under the session's mounts, namespaces, --args env, own cgroup, "
+        "seccomp filter and Landlock domain",
     )
 
 

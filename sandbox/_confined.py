@@ -12,7 +12,9 @@ spawn and no caller edits an argv. In order, it:
 3. makes the sandbox's own cgroup (`sandbox._cgroup`), with its ``pids`` and
    ``memory`` limits where the host has those controllers (`sandbox._cgroup_limits`);
 4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
-   guard, the lifeline watcher, the egress bridge with a confined network);
+   guard, the lifeline watcher, the egress bridge with a confined network),
+   whose last exec enters the session's Landlock domain (`sandbox._landlock`:
+   nothing of the session reaches pid 1, the watcher or the bridge);
 5. builds the argv: the join into the cgroups (and ``RLIMIT_NOFILE``), the privilege drop
    (`drop_argv`), then `bwrap_argv` with the RC-02 mounts, the network option
    and a read-only workspace if asked, and the seccomp filter that refuses
@@ -60,6 +62,7 @@ from ._config import remove_tree
 from ._env import setenv_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
+from ._landlock import scoped_command
 from ._layout import HostLayout, measure_host_layout
 from ._limits import DEFAULT_WRITE_BYTES, LimitHit, Limits
 from ._privileges import SessionUser, drop_argv, hand_over
@@ -289,14 +292,15 @@ def _bwrap_argv(
     spec: ConfinedSpec, executable: str, dirs: ConfinedDirs, layout: HostLayout, bound: Path,
     *, args_fd: int, seccomp_fd: int,
 ) -> list[str]:
-    """bwrap's argv for ``spec``: the RC-02 mounts, the init shell around the command."""
+    """bwrap's argv for ``spec``: the RC-02 mounts, the init shell around the command in its
+    Landlock domain (`sandbox._landlock`)."""
     conf = Confinement(
         workspace=dirs.workspace, harness=bound, harness_mount=spec.mount, log_dir=dirs.log_dir,
         config_dir=dirs.config_dir, host_layout=layout, network=spec.network,
         egress_socket=spec.egress_socket, workspace_read_only=spec.workspace_read_only,
         tmp_bytes=spec.limits.tmp_bytes,
     )  # fmt: skip
-    command = session_init_command(spec.command, lifeline=True,
+    command = session_init_command(scoped_command(spec.command), lifeline=True,
                                    bridge=spec.network == "confined", socat=spec.socat,
                                    port=spec.bridge_port)  # fmt: skip
     return bwrap_argv(conf, command, bwrap=executable, args_fd=args_fd, seccomp_fd=seccomp_fd)

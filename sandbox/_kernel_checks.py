@@ -1,10 +1,13 @@
-"""Preflight checks of what the kernel must give every sandbox: a cgroup and the seccomp filter.
+"""Preflight checks of what the kernel must give every sandbox: a cgroup, the seccomp filter,
+the Landlock domain.
 
 Each answers ``ok``, ``broken`` or ``unverified`` (`sandbox._checks.Check`),
 and each exercises the mechanism rather than looking for it: ``cgroups``
 puts a process in a sandbox's cgroup and ends it with ``cgroup.kill``;
 ``seccomp`` runs a probe in a session's sandbox that tries ptrace and
-process_vm_readv, which the kernel's own rules allow it, and must be refused.
+process_vm_readv, which the kernel's own rules allow it, and must be refused;
+``landlock`` runs one that opens bwrap's pid 1's memory and signals it, which
+the same uid may do, and must be refused.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import anyio
 from ._cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
 from ._checks import Check
 from ._errors import ContainmentUnavailable, SessionUserUnusable
+from ._landlock import PYTHON as LANDLOCK_PYTHON
+from ._landlock import SCOPE_ABI, host_abi
 from ._probes import probe_spec, run_confined
 from ._process import open_child, run_sync
 from ._seccomp import session_filter
@@ -27,7 +32,7 @@ if TYPE_CHECKING:
     from ._layout import HostLayout
     from ._privileges import SessionUser
 
-__all__ = ["SECCOMP_PROBE", "check_cgroups", "check_seccomp"]
+__all__ = ["LANDLOCK_PROBE", "SECCOMP_PROBE", "check_cgroups", "check_landlock", "check_seccomp"]
 
 PROBE_PYTHON: Final = "/usr/bin/python3"
 """The interpreter the seccomp probe runs with inside (Debian's, under /usr: mounted)."""
@@ -145,10 +150,81 @@ def check_seccomp(
     refused = f"errno={errno.EPERM}"
     if words[1] == refused and words[3] == refused:
         return Check("seccomp", "ok", "inside a session's sandbox ptrace and process_vm_readv "
-                     "are refused (EPERM); /proc/<pid>/mem is not a system call the filter "
-                     "sees: the session's cgroup is what ends it")  # fmt: skip
+                     "are refused (EPERM); /proc/<pid>/mem, which no filter of system calls "
+                     "sees, is the landlock check's")  # fmt: skip
     if "ok" in (words[1], words[3]):
         return Check("seccomp", "broken", f"inside the sandbox: {run.stdout.strip()}: the "
                      "seccomp filter was not applied",
                      "bubblewrap must support --seccomp FD (0.8.0 does)")  # fmt: skip
     return Check("seccomp", "unverified", f"inside the sandbox: {run.stdout.strip()}")
+
+
+LANDLOCK_PROBE: Final = r"""
+import errno, os
+def answer(call):
+    try:
+        call()
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+print("mem", answer(lambda: os.close(os.open("/proc/1/mem", os.O_RDONLY))),
+      "kill", answer(lambda: os.kill(1, 0)))
+"""
+"""Opens bwrap's pid 1's ``/proc/1/mem`` and sends it signal 0: both allowed by the kernel's
+own rules to a process of the same uid (pid 1 is dumpable), so only the domain can refuse."""
+
+
+def check_landlock(
+    executable: str | None, layout: HostLayout | None, user: SessionUser | None,
+    timeout_s: float,
+) -> Check:
+    """``landlock``: inside a session's sandbox, pid 1's memory (and, ABI 6+, its signals) refused.
+
+    Broken when the kernel has no Landlock (every sandbox would end with
+    `sandbox._landlock.LANDLOCK_FAILED_STATUS`), when the interpreter that
+    makes the domain is missing, or when the probe opens pid 1's memory (the
+    domain was not made). Unverified when the probe gives no answer, or
+    cannot run (``executable`` or ``layout`` None: the sandbox does not start).
+    """
+    abi = host_abi()
+    if abi is None:
+        return Check("landlock", "broken", "the kernel has no Landlock: a session could write "
+                     "bwrap's pid 1's memory through /proc/1/mem",
+                     "run Linux 5.13+ with Landlock in its lsm= boot list (e.g. "
+                     "lsm=landlock,lockdown,yama,apparmor,bpf); ABI 6 (Linux 6.12+) also "
+                     "scopes signals")  # fmt: skip
+    if not Path(LANDLOCK_PYTHON).is_file():
+        return Check("landlock", "broken", f"no {LANDLOCK_PYTHON}: every session's harness is "
+                     "started in its Landlock domain by it", "install python3 (Debian: "
+                     "apt-get install python3)")  # fmt: skip
+    if executable is None or layout is None:
+        return Check("landlock", "unverified", f"Landlock ABI {abi}; not run: the sandbox does "
+                     "not start")  # fmt: skip
+    spec = probe_spec(bwrap=executable, layout=layout, executable=Path(LANDLOCK_PYTHON),
+                      command=[LANDLOCK_PYTHON, "-c", LANDLOCK_PROBE], user=user)  # fmt: skip
+    try:
+        run = run_confined(spec, timeout_s=timeout_s)
+    except (SessionUserUnusable, ContainmentUnavailable) as exc:
+        return Check("landlock", "unverified", f"not run: {exc}")
+    words = run.stdout.split()
+    if run.timed_out or run.returncode != 0 or len(words) != 4:
+        return Check("landlock", "unverified", f"the probe gave no answer (status "
+                     f"{run.returncode}): {run.stderr.strip()[-300:] or run.stdout[:200]}")
+    mem, kill = words[1], words[3]
+    if mem == "ok":
+        return Check("landlock", "broken", f"inside the sandbox: {run.stdout.strip()}: bwrap's "
+                     "pid 1's memory is open to the session (no Landlock domain)",
+                     "report this: every sandbox's harness is started in a domain")  # fmt: skip
+    if mem not in ("EACCES", "EPERM"):
+        return Check("landlock", "unverified", f"inside the sandbox: {run.stdout.strip()}")
+    scoped = abi >= SCOPE_ABI
+    if scoped and kill != "EPERM":
+        return Check("landlock", "broken", f"inside the sandbox: {run.stdout.strip()}: Landlock "
+                     f"ABI {abi} should refuse the signal", "report this kernel")  # fmt: skip
+    detail = (f"Landlock ABI {abi}: inside a session's sandbox bwrap's pid 1's memory is "
+              f"refused ({mem})")
+    if scoped:
+        return Check("landlock", "ok", detail + ", and so are its signals (EPERM); abstract unix "
+                     "sockets made outside the session are scoped too (not probed)")  # fmt: skip
+    return Check("landlock", "ok", detail + f"; before ABI {SCOPE_ABI} the session can still "
+                 "signal its lifeline watcher (the cgroup kill still ends it)")  # fmt: skip

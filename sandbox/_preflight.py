@@ -28,7 +28,7 @@ from ._checks import (
     userns_sysctls,
 )
 from ._errors import PreflightFailed
-from ._kernel_checks import check_cgroups, check_seccomp
+from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -155,6 +155,8 @@ def preflight(
         checks.append(Check("seccomp", "unverified", "not run: the sandbox does not start"))
     else:
         checks.append(check_seccomp(executable, layout, user, probe_s))
+    starts = _verdict(checks, "sandbox") == "ok" and executable is not None
+    checks.append(check_landlock(executable if starts else None, layout, user, probe_s))
     if harness is not None:
         if _verdict(checks, "sandbox") != "ok" or executable is None or layout is None:
             checks.append(Check("harness", "unverified", "not run: the sandbox does not start"))

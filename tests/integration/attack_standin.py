@@ -6,7 +6,8 @@ stream embedded (DESIGN.md RC-02). What it does, in order (x86-64):
 1. forks, and the child ``setsid``s and forks again: the grandchild is a
    daemon in a session of its own, reparented to bwrap's pid 1;
 2. the daemon SIGKILLs the lifeline watcher (every process whose command line
-   names ``headwater-init``: the init shell's background reader);
+   names ``headwater-init``: the init shell's background reader), noting each pid
+   killed or the errno's name of each refusal;
 3. the daemon ``PTRACE_SEIZE``s bwrap's pid 1 (same uid, dumpable), and if that
    works: ``PTRACE_INTERRUPT``, waits for the stop, points pid 1 at the
    ``syscall`` instruction it is blocked in with ``prctl(PR_SET_PDEATHSIG, 0)``
@@ -83,8 +84,11 @@ def kill_watchers():
         except OSError:
             continue
         if b"headwater-init" in cmdline:
-            os.kill(int(entry), signal.SIGKILL)
-            killed.append(int(entry))
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+            except OSError as exc:  # the pid, or the name of the refusal's errno
+                killed.append(name_of(exc.errno))
     return killed
 
 

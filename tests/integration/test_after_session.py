@@ -25,7 +25,7 @@ end of a session (its cgroup killed and empty before anything is read).
 Seen red: ``HW_WEAKEN=no-reclaim,open-batch`` (``nobody`` runs the copy and
 is the session user); ``open-batch`` alone (``nobody`` runs the copy, as
 itself); ``no-reclaim`` alone (the files stay the session user's);
-``HW_WEAKEN=no-seccomp,no-cgroup`` (the survivor's rewrite lands after the
+``HW_WEAKEN=no-seccomp,no-cgroup,no-landlock`` (the survivor's rewrite lands after the
 digest was recorded); the log copy's bound removed (`sandbox._reclaim._copy_file`
 copying every file whatever its size): the runner wrote 2.8 GB into the kept log.
 """

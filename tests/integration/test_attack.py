@@ -7,17 +7,20 @@ then prints a valid stream. Run through ``record`` with the real driver under
 real bwrap, with a confined network and with the host's.
 
 Rules (DESIGN.md "Targets: faults"; docs/session-reach.md): no ptrace inside
-the sandbox (the seccomp filter answers the ``PTRACE_SEIZE`` with EPERM), and
-the end of a session is the kernel's business (its cgroup is killed and
-waited for until empty), so when ``record`` returns no process of the session
-runs: no bwrap, no daemon, no bridge; nothing touches its workspace or
-connects to the host any more; its cgroup is gone.
+the sandbox (the seccomp filter answers the ``PTRACE_SEIZE`` with EPERM, and so
+would the session's Landlock domain, which pid 1 is outside of), no signal to
+the watcher (outside the domain too: EPERM), and the end of a session is the
+kernel's business (its cgroup is killed and waited for until empty), so when
+``record`` returns no process of the session runs: no bwrap, no daemon, no
+bridge; nothing touches its workspace or connects to the host any more; its
+cgroup is gone.
 
-Seen red with ``HW_WEAKEN=no-seccomp,no-cgroup``: the seize works, pid 1
-and the daemon outlive ``record`` (the heartbeat goes on; with ``--network
-host`` the daemon keeps connecting to host loopback). Either defence alone
-keeps it green: the filter leaves pid 1 its parent-death signal; the cgroup
-kill ends pid 1 whatever its signals.
+Seen red with ``HW_WEAKEN=no-seccomp,no-cgroup,no-landlock``: the watcher is
+killed, the seize works, pid 1 and the daemon outlive ``record`` (the heartbeat
+goes on; with ``--network host`` the daemon keeps connecting to host loopback).
+``no-landlock`` alone fails only the watcher's assertion; any one of the three
+defences keeps pid 1 from outliving ``record``: the filter or the domain leaves
+pid 1 its parent-death signal; the cgroup kill ends pid 1 whatever its signals.
 """
 
 from __future__ import annotations
@@ -118,7 +121,8 @@ def test_a_session_that_detaches_kills_its_watcher_and_ptraces_pid_1_does_not_ou
         time.sleep(QUIET_S)
         assert (workspace / HEARTBEAT).stat().st_mtime_ns == beat, "the daemon lives on"
         assert listener.accepted == accepted, "something of the session still connects out"
-        assert report["watchers_killed"], report  # the lifeline's watcher was killed
+        # the watcher is outside the session's Landlock domain: its signal is refused
+        assert report["watchers_killed"] == ["EPERM"], report
         assert report["seize"] == errno.errorcode[errno.EPERM], report  # ptrace refused
     finally:
         kit.kill_all(kit.processes_under(tmp_path))

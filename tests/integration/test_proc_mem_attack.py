@@ -1,25 +1,27 @@
-"""A session that rewrites bwrap's pid 1 through /proc/1/mem does not outlive ``record``.
+"""A session can neither write bwrap's pid 1 through /proc/1/mem nor outlive ``record``.
 
 The seccomp filter refuses ``ptrace`` and ``process_vm_readv``/``writev``, but not
 ``/proc/<pid>/mem``, which the kernel lets a process of the same uid read and write when
 the target is dumpable, as bwrap's pid 1 is (and every other process of the session; no
 Yama here). The stand-in (through ``record``, real bwrap, confined network) detaches a
-daemon that SIGKILLs the lifeline watcher, reads where pid 1 is blocked in ``wait4``
-(``/proc/1/syscall``: its pc), writes there, through ``/proc/1/mem``, code that calls
-``prctl(PR_SET_PDEATHSIG, 0)`` and then reaps children until none is left, wakes pid 1
-with an orphan that exits, and lives on: the attack `tests/integration/attack_standin.py`
+daemon that tries to SIGKILL the lifeline watcher, opens ``/proc/1/mem`` for writing, reads
+where pid 1 is blocked in ``wait4`` (``/proc/1/syscall``: its pc), writes there code that
+calls ``prctl(PR_SET_PDEATHSIG, 0)`` and then reaps children until none is left, wakes
+pid 1 with an orphan that exits, and lives on: the attack `tests/integration/attack_standin.py`
 makes with ptrace, without it.
 
-Rule (docs/session-reach.md "Identity and processes"): when ``record`` returns no process
-of the session runs, whatever it did to pid 1: the cgroup kill is what holds.
+Rules (docs/session-reach.md "Identity and processes"): the session's Landlock domain
+(`sandbox._landlock`) refuses it pid 1's memory (EACCES) and the watcher's signal (EPERM),
+so no code is written; and when ``record`` returns no process of the session runs.
 
-Seen red with ``HW_WEAKEN=no-cgroup`` alone, the seccomp filter in place: bwrap's pid 1
-and the bridge's socat outlive ``record`` under the host's init (and the docs said
-``no-cgroup`` alone stays green because pid 1 keeps its parent-death signal).
+Seen red with ``HW_WEAKEN=no-landlock``: the open, the kill and the write succeed (the
+cgroup kill still ends everything); with ``HW_WEAKEN=no-landlock,no-cgroup``: bwrap's pid 1
+and the bridge's socat outlive ``record`` under the host's init.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -55,8 +57,11 @@ def kill_watchers():
         except OSError:
             continue
         if b"headwater-init" in cmdline and b"read -r" in cmdline:
-            os.kill(int(entry), signal.SIGKILL)
-            killed.append(int(entry))
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
+            except OSError as exc:
+                killed.append(exc.errno)
     return killed
 
 
@@ -92,9 +97,14 @@ if os.fork() == 0:
         os.close(ready_r)
         report = {"watchers_killed": kill_watchers()}
         try:
+            os.close(os.open("/proc/1/mem", os.O_RDWR))
+            report["mem_open"] = "ok"
+        except OSError as exc:
+            report["mem_open"] = exc.errno
+        try:
             report.update(inject())
-        except Exception as exc:
-            report["error"] = repr(exc)
+        except OSError as exc:
+            report["error"] = [exc.errno, exc.filename]
         with open("attack.json", "w") as f:
             json.dump(report, f)
         os.write(ready_w, b"x")
@@ -129,6 +139,9 @@ def test_a_session_that_rewrites_pid_1_through_proc_mem_does_not_outlive_record(
         workspace = batch / "sessions" / "present" / PROBE / final["session"] / "workspace"
         report = json.loads((workspace / "attack.json").read_text())
         assert left == {}, f"alive when record returned: {left} (the attack: {report})"
+        assert report["mem_open"] == errno.EACCES, report
+        assert report["watchers_killed"] == [errno.EPERM], report
+        assert "code_written" not in report, report
     finally:
         kit.kill_all(kit.processes_under(tmp_path))
         sweep_config_root()

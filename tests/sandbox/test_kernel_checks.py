@@ -16,7 +16,7 @@ import pytest
 from sandbox import _cgroup
 from sandbox._cgroup import CgroupHost, find_cgroups
 from sandbox._errors import PreflightFailed
-from sandbox._kernel_checks import check_cgroups, check_seccomp
+from sandbox._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from sandbox._layout import measure_host_layout
 from sandbox._preflight import preflight, raise_for
 from sandbox._privileges import session_user
@@ -91,3 +91,47 @@ def test_a_host_without_a_home_for_the_limits_stops_every_batch(
         assert verdicts["cgroups"] == "broken" and report.broken
         with pytest.raises(PreflightFailed, match="cgroups: broken"):
             raise_for(report)
+
+
+def _landlock(bwrap: str) -> str:
+    return check_landlock(bwrap, measure_host_layout(), session_user(), 30).verdict
+
+
+def test_landlock_on_this_host_is_verified(bwrap: str) -> None:
+    check = check_landlock(bwrap, measure_host_layout(), session_user(), 30)
+    assert check.verdict == "ok", check
+    assert "EACCES" in check.detail
+
+
+def test_a_sandbox_without_the_domain_is_broken(
+    bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen red the other way: with the domain in place the probe is refused (ok above)."""
+    monkeypatch.setattr("sandbox._confined.scoped_command", lambda command: list(command))
+    check = check_landlock(bwrap, measure_host_layout(), session_user(), 30)
+    assert check.verdict == "broken" and "mem ok" in check.detail, check
+
+
+def test_a_kernel_without_landlock_is_broken_and_stops_every_batch(
+    bwrap: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sandbox._kernel_checks.host_abi", lambda: None)
+    check = check_landlock(None, None, session_user(), 30)
+    assert check.verdict == "broken" and "lsm=" in (check.fix or ""), check
+    report = preflight(bwrap=bwrap)
+    assert {c.name: c.verdict for c in report.checks}["landlock"] == "broken"
+    with pytest.raises(PreflightFailed, match="landlock: broken"):
+        raise_for(report)
+
+
+def test_no_interpreter_for_the_domain_is_broken(
+    bwrap: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("sandbox._kernel_checks.LANDLOCK_PYTHON", str(tmp_path / "python3"))
+    check = check_landlock(bwrap, measure_host_layout(), session_user(), 30)
+    assert check.verdict == "broken" and "python3" in check.detail, check
+
+
+def test_landlock_not_probed_when_the_sandbox_does_not_start() -> None:
+    check = check_landlock(None, None, session_user(), 30)
+    assert check.verdict == "unverified" and "not run" in check.detail, check

@@ -27,6 +27,7 @@ from sandbox import (
 )
 from sandbox._checks import userns_causes
 from sandbox._init import session_init_command
+from sandbox._landlock import scoped_command
 from sandbox._preflight import userns_sysctls
 from sandbox._privileges import SESSION_USER
 from sandbox._seccomp import session_filter
@@ -82,6 +83,7 @@ ALL_OK = {
     "cgroups": "ok",
     "sandbox": "ok",
     "seccomp": "ok",
+    "landlock": "ok",
 }
 
 
@@ -147,6 +149,7 @@ def test_preflight_reports_broken_with_bwraps_own_message_and_the_likely_cause(
         "cgroups": "ok",
         "sandbox": "unverified" if userns else "broken",
         "seccomp": "unverified",
+        "landlock": "unverified",
         "harness": "unverified",
     }
     assert report.broken
@@ -172,6 +175,7 @@ def test_preflight_with_the_bc15_fixture_itself_as_bwrap(
         "cgroups": "ok",
         "sandbox": "unverified",
         "seccomp": "unverified",
+        "landlock": "unverified",
     }
     assert "setting up uid map: Permission denied" in _check(report, "user-namespaces").detail
 
@@ -185,6 +189,7 @@ def test_preflight_without_bwrap_is_broken_and_the_sandbox_unverified() -> None:
         "cgroups": "ok",
         "sandbox": "unverified",
         "seccomp": "unverified",
+        "landlock": "unverified",
         "harness": "unverified",
     }
     assert "bubblewrap" in report.checks[0].fix
@@ -207,6 +212,7 @@ def test_preflight_that_times_out_is_unverified_never_ok(
         "cgroups": "ok",
         "sandbox": "unverified",
         "seccomp": "unverified",
+        "landlock": "unverified",
     }
     assert not report.ok
     assert not report.broken
@@ -233,6 +239,7 @@ def test_preflight_sandbox_timeout_is_unverified(
         "cgroups": "ok",
         "sandbox": "unverified",
         "seccomp": "unverified",
+        "landlock": "unverified",
         "harness": "unverified",
     }
 
@@ -248,7 +255,8 @@ def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
         tmp_path,
         f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
 case "$*" in *--proc*) ;; *) exit 0;; esac
-case "$*" in *ctypes*) exit 0;; esac  # the seccomp probe: record the sandbox check's
+case "$*" in *process_vm_readv*|*/proc/1/mem*) exit 0;; esac  # the seccomp and landlock
+# probes: record the sandbox check's
 for a in "$@"; do printf '%s\\0' "$a"; done > {record}
 prev=; for a in "$@"; do
   [ "$prev" = --args ] && fd=$a; [ "$prev" = --seccomp ] && sfd=$a; prev=$a
@@ -260,10 +268,11 @@ cat /dev/fd/"$sfd" > {payload}.seccomp
     layout = HostLayout(symlinks=(("/lib64", "usr/lib64"),), directories=("/bin", "/lib"))
     report = preflight(layout=layout, euid=None)
     # A bwrap that runs nothing cannot answer the seccomp probe: could not verify, never ok.
-    assert {**_verdicts(report), "seccomp": "?"} == {
+    assert {**_verdicts(report), "seccomp": "?", "landlock": "?"} == {
         "bwrap": "ok", "host-layout": "ok", "user-namespaces": "ok", "cgroups": "ok",
-        "sandbox": "ok", "seccomp": "?"}, report.problems
+        "sandbox": "ok", "seccomp": "?", "landlock": "?"}, report.problems
     assert _check(report, "seccomp").verdict == "unverified"
+    assert _check(report, "landlock").verdict == "unverified"
     argv = record.read_bytes().decode().split("\0")[:-1]
     # Rebuild the confinement from the recorded paths, then ask bwrap_argv for the whole list.
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
@@ -278,7 +287,7 @@ cat /dev/fd/"$sfd" > {payload}.seccomp
     fd = int(argv[argv.index("--args") + 1])
     command = argv[argv.index("--") + 1 :]
     # The session's init shell (lifeline, pid-2 guard) then `true`, as for a session.
-    assert command in [session_init_command([true], lifeline=True, bridge=False)
+    assert command in [session_init_command(scoped_command([true]), lifeline=True, bridge=False)
                        for true in ("/usr/bin/true", "/bin/true")]
     seccomp_fd = int(argv[argv.index("--seccomp") + 1])
     assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd,
@@ -304,6 +313,7 @@ def test_preflight_names_a_failing_mount_when_the_layout_is_wrong_for_the_host(b
         "cgroups": "ok",
         "sandbox": "broken",
         "seccomp": "unverified",
+        "landlock": "unverified",
     }
     assert "execvp" in _check(report, "sandbox").detail
     assert "/lib64" in _check(report, "sandbox").detail

@@ -35,6 +35,9 @@ Weakenings, and the tests each one must turn red:
   preflight's probes keep theirs)
   (attack, with ``no-seccomp``: pid 1 and the daemon outlive ``record``; after the
   session, with ``no-seccomp``: a survivor rewrites a produced file after its digest).
+- ``no-landlock``: a session's harness runs outside any Landlock domain (attack: it opens
+  bwrap's pid 1's ``/proc/1/mem`` and SIGKILLs its lifeline watcher); the preflight's probes
+  keep theirs, or the preflight would refuse to start sessions.
 - ``no-reclaim``: after a session its workspace and log stay as it left them (after the
   session: a setuid file of the session user, its writes, the log's modes).
 - ``open-batch``: batch directories are made 0755, as they were (after the session: an
@@ -300,6 +303,16 @@ def _weaken_cgroup(confined: ModuleType) -> None:
     setattr(confined, "open_session_cgroup", open_session_cgroup)  # noqa: B010
 
 
+def _weaken_landlock(confined: ModuleType) -> None:
+    """Sessions' harnesses are executed as they are; the preflight's probes keep the domain."""
+    original = confined.scoped_command
+
+    def scoped_command(command: Any, **kwargs: Any) -> list[str]:
+        return list(command) if _runs_harness(command) else original(command, **kwargs)
+
+    setattr(confined, "scoped_command", scoped_command)  # noqa: B010
+
+
 def _weaken_reclaim(confined: ModuleType) -> None:
     setattr(confined, "_reclaim", lambda spec: None)  # noqa: B010
 
@@ -396,6 +409,8 @@ if WEAKEN:
         _after_import("sandbox._privileges", _weaken_privileges)
     if "no-cgroup" in WEAKEN:
         _after_import("sandbox._confined", _weaken_cgroup)
+    if "no-landlock" in WEAKEN:
+        _after_import("sandbox._confined", _weaken_landlock)
     if "no-reclaim" in WEAKEN:
         _after_import("sandbox._confined", _weaken_reclaim)
     if WEAKEN & {"no-conn-cap", "no-host-check"}:

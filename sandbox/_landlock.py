@@ -1,0 +1,141 @@
+"""The session's Landlock domain: nothing of the session can reach into the processes that tie it.
+
+Every process of a session runs as one uid with bwrap's pid 1, the lifeline
+watcher and the egress bridge (`sandbox._init`), and every one of those is
+dumpable. The seccomp filter refuses ``ptrace`` and ``process_vm_readv``/
+``writev`` (`sandbox._seccomp`), but the kernel also lets a process of the same
+uid open ``/proc/<pid>/mem`` of another and write to it, and a filter of
+system calls cannot tell that ``open`` from any other: a session could write
+code into pid 1 that clears its parent-death signal, and SIGKILL its own
+watcher (same uid).
+
+Landlock closes both by the kernel's own rule: a process inside a Landlock
+domain may ptrace (hence open ``/proc/<pid>/mem``, ``/proc/<pid>/syscall``,
+``process_vm_*``) only processes of its own domain or of one nested in it,
+and, from Landlock ABI 6, may signal only those too (``LANDLOCK_SCOPE_SIGNAL``)
+and connect to no abstract unix socket made outside it
+(``LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET``: with ``--network host`` the host's
+abstract sockets would otherwise be reachable). The domain is made by the
+last step of the init shell, after the watcher and the bridge are started
+and before the harness is executed: the command becomes
+``/usr/bin/python3 -I -S -c SCRIPT HARNESS ARGS...`` (`scoped_command`),
+which enters a new domain and ``execv``s the harness, so the harness keeps
+pid 2 and everything it starts inherits the domain, while pid 1, the watcher
+and the bridge stay outside it.
+
+The domain restricts no file access: bwrap's mounts are what a session sees
+(RC-02). A ruleset must handle at least one access right, so it handles
+making character and block devices (``LANDLOCK_ACCESS_FS_MAKE_CHAR``,
+``..._MAKE_BLOCK``) with no rule allowing them: a session without
+``CAP_MKNOD`` cannot make those anyway.
+
+Why a Python script: the host's ``/usr/bin/python3`` (Debian's, under
+``/usr``, which every sandbox mounts read-only) is already what the preflight
+probes run with; the runner's own interpreter is not inside. It costs one
+interpreter start (``-I -S``, about 15 ms) per sandbox, next to seconds of
+harness.
+
+Rule: no process of a session can trace, read or write the memory of, or
+(Landlock ABI 6+) signal, a process the session did not start (process
+containment; RC-05).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = [
+    "LANDLOCK_FAILED_STATUS",
+    "PYTHON",
+    "SCOPE_ABI",
+    "host_abi",
+    "scoped_command",
+]
+
+PYTHON: Final = "/usr/bin/python3"
+"""The interpreter that makes the domain inside the sandbox (Debian's, under /usr: mounted)."""
+LANDLOCK_FAILED_STATUS: Final = 123
+"""Exit status of a sandbox whose domain could not be made (the harness never ran); distinct
+from the init shell's 124 and 125."""
+SCOPE_ABI: Final = 6
+"""The first Landlock ABI with scopes (signals, abstract unix sockets)."""
+_CREATE_RULESET: Final = 444
+_RESTRICT_SELF: Final = 446
+"""System call numbers, the same on every architecture (added after the tables were unified)."""
+_VERSION_FLAG: Final = 1  # LANDLOCK_CREATE_RULESET_VERSION
+
+_SCOPES: Final = (1 << 0) | (1 << 1)
+"""LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL (linux/landlock.h)."""
+_HANDLED_FS: Final = (1 << 6) | (1 << 11)
+"""LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK: handled, allowed nowhere."""
+
+_SCRIPT: Final = rf"""
+import ctypes, os, struct, sys
+def fail(what):
+    sys.stderr.write("headwater: could not enter the session's Landlock domain: %s (errno %d)\n"
+                     % (what, ctypes.get_errno()))
+    os._exit({LANDLOCK_FAILED_STATUS})
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+abi = libc.syscall(ctypes.c_long({_CREATE_RULESET}), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+if abi < 1:
+    fail("the kernel has no Landlock")
+scoped = {_SCOPES} if abi >= {SCOPE_ABI} else 0
+size = 24 if abi >= {SCOPE_ABI} else 16 if abi >= 4 else 8
+attr = ctypes.create_string_buffer(struct.pack("<QQQ", {_HANDLED_FS}, 0, scoped)[:size], size)
+fd = libc.syscall(ctypes.c_long({_CREATE_RULESET}), attr, ctypes.c_size_t(size), ctypes.c_uint32(0))
+if fd < 0:
+    fail("landlock_create_ruleset")
+if libc.prctl(38, 1, 0, 0, 0) != 0:
+    fail("PR_SET_NO_NEW_PRIVS")
+if libc.syscall(ctypes.c_long({_RESTRICT_SELF}), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+    fail("landlock_restrict_self")
+os.close(fd)
+try:
+    os.execv(sys.argv[1], sys.argv[1:])
+except OSError as exc:
+    sys.stderr.write("headwater: %s: %s\n" % (sys.argv[1], exc.strerror))
+    os._exit(126 if exc.errno == {errno.EACCES} else 127)
+"""
+
+
+def scoped_command(command: Sequence[str], *, python: str = PYTHON) -> list[str]:
+    """``command`` run inside a new Landlock domain (module docstring): the init shell's last exec.
+
+    Pure. The result is ``[python, "-I", "-S", "-c", SCRIPT, *command]``: the
+    script makes the domain, then ``execv``s ``command[0]`` with ``command``
+    as its argv (untouched). A kernel without Landlock, or a domain that
+    cannot be made, ends the sandbox with `LANDLOCK_FAILED_STATUS` and a line
+    on stderr before the command runs; a command that cannot be executed,
+    with 126 (permission) or 127, like a shell.
+
+    Args:
+        command: The command, ``command[0]`` an absolute path.
+        python: The interpreter inside the sandbox.
+
+    Raises:
+        ValueError: ``command`` is empty.
+    """
+    if not command:
+        raise ValueError("command is empty")
+    return [python, "-I", "-S", "-c", _SCRIPT, *command]
+
+
+def host_abi() -> int | None:
+    """The host kernel's Landlock ABI version (1, 2, ...), or None when it has no Landlock.
+
+    Asked of the kernel (``landlock_create_ruleset`` with the version flag),
+    not of a configuration file: a kernel built with Landlock but booted
+    without it in its ``lsm=`` list answers ``EOPNOTSUPP``, one built without
+    it ``ENOSYS``; both are None.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0),
+                       ctypes.c_uint32(_VERSION_FLAG))  # fmt: skip
+    return int(abi) if abi >= 1 else None
