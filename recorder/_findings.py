@@ -62,6 +62,14 @@ CHECKER_WATCHDOG_S: Final = 120.0
 """Seconds of stdout silence after which the checker is stopped."""
 NOTE_TEXT_CHARS: Final = 200
 """Characters of an offending checker line quoted in a note."""
+MAX_LINE_BYTES: Final = 64 * 1024
+"""Bytes of one checker stdout line (without its newline): a finding is a path and a rule."""
+MAX_RULE_CHARS: Final = 256
+"""Characters of one rule: an identifier, not a message (a rule may echo what the session
+wrote, and every rule reaches the ledger and the transcript)."""
+MAX_FINDINGS: Final = 10_000
+"""Distinct (path, rule) pairs one check may report: past it the check fails, as no partial
+verdict may count as checked (RC-12)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +97,25 @@ class FindingsParser:
     def __init__(self, workspace: Path) -> None:
         self._root = posixpath.normpath(str(workspace))
         self._lines = 0
+        self._count = 0
         self.by_path: dict[str, set[str]] = {}
         self.error: str | None = None
 
     def feed(self, line: bytes) -> None:
-        """Take one stdout line of the checker (without its newline)."""
+        """Take one stdout line of the checker (without its newline).
+
+        Sets `error` (and takes nothing more) at the first line that is not a
+        finding, names a path outside the workspace, is over `MAX_LINE_BYTES`,
+        has a rule over `MAX_RULE_CHARS`, or would make more than
+        `MAX_FINDINGS` distinct findings: the bounds on what a checker adds to
+        the ledger and the transcript (RC-11).
+        """
         self._lines += 1
         if self.error is not None or not line.strip():
+            return
+        if len(line) > MAX_LINE_BYTES:
+            self.error = (f"line {self._lines} is {len(line):,} bytes, over the "
+                          f"{MAX_LINE_BYTES:,} a finding may take")  # fmt: skip
             return
         try:
             value = json.loads(line)
@@ -107,11 +127,23 @@ class FindingsParser:
             shown = line[:NOTE_TEXT_CHARS].decode("utf-8", errors="replace")
             self.error = f'line {self._lines} is not {{"path": ..., "rule": ...}}: {shown!r}'
             return
+        if len(rule) > MAX_RULE_CHARS:
+            self.error = (f"line {self._lines} has a rule of {len(rule):,} characters, over "
+                          f"the {MAX_RULE_CHARS} a rule may have")  # fmt: skip
+            return
         absolute = posixpath.normpath(posixpath.join(self._root, path))
         if not absolute.startswith(self._root + "/"):
-            self.error = f"line {self._lines} names {path!r}, outside the workspace"
+            shown = path[:NOTE_TEXT_CHARS]
+            self.error = f"line {self._lines} names {shown!r}, outside the workspace"
             return
-        self.by_path.setdefault(posixpath.relpath(absolute, self._root), set()).add(rule)
+        rules = self.by_path.setdefault(posixpath.relpath(absolute, self._root), set())
+        if rule not in rules:
+            if self._count >= MAX_FINDINGS:
+                self.error = (f"line {self._lines} is past the {MAX_FINDINGS:,} distinct "
+                              "findings a check may report")  # fmt: skip
+                return
+            self._count += 1
+            rules.add(rule)
 
     def findings(self) -> Mapping[str, tuple[str, ...]]:
         """Path -> sorted unique rules (call only when `error` is None)."""

@@ -32,7 +32,7 @@ making character and block devices (``LANDLOCK_ACCESS_FS_MAKE_CHAR``,
 Why a Python script: the host's ``/usr/bin/python3`` (Debian's, under
 ``/usr``, which every sandbox mounts read-only) is already what the preflight
 probes run with; the runner's own interpreter is not inside. It costs one
-interpreter start (``-I -S``, about 15 ms) per sandbox, next to seconds of
+interpreter start (``-I -S``, about 20 ms) per sandbox, next to seconds of
 harness.
 
 Rule: no process of a session can trace, read or write the memory of, or

@@ -328,6 +328,25 @@ def test_findings_parser_refuses_a_bad_line(tmp_path: Path, line: bytes, said: s
     assert parser.error is not None and said in parser.error
 
 
+def test_findings_parser_bounds_what_a_check_adds(tmp_path: Path) -> None:
+    """A line over 64 KiB, a rule over 256 characters, the 10,001st distinct finding: each a
+    failed check, at that line (the numbers from docs/recorder.md, not from the code)."""
+    long_line = b'{"path": "a.md", "rule": "R", "pad": "' + b"x" * (64 * 1024) + b'"}'
+    for line, said in ((long_line, "line 1 is 65,"),
+                       (b'{"path": "a.md", "rule": "' + b"r" * 257 + b'"}', "rule of 257")):
+        parser = FindingsParser(tmp_path)
+        parser.feed(line)
+        assert parser.error is not None and said in parser.error, parser.error
+    at_bound = FindingsParser(tmp_path)
+    at_bound.feed(b'{"path": "a.md", "rule": "' + b"r" * 256 + b'"}')
+    for n in range(1, 10_000):
+        at_bound.feed(f'{{"path": "f{n}.md", "rule": "R"}}'.encode())
+    at_bound.feed(b'{"path": "f1.md", "rule": "R"}')  # a repeat is no new finding
+    assert at_bound.error is None and sum(map(len, at_bound.findings().values())) == 10_000
+    at_bound.feed(b'{"path": "g.md", "rule": "R"}')
+    assert at_bound.error is not None and "line 10002 is past the 10,000" in at_bound.error
+
+
 def test_resolve_checker_relative_to_the_corpus(tmp_path: Path) -> None:
     script = tmp_path / ".headwater" / "check.sh"
     script.parent.mkdir()
