@@ -18,7 +18,7 @@ from tests.integration import kit
 
 KEY = "sk-doctor-placeholder-77aa"
 CHECKS = ("bwrap", "host-layout", "session-user", "user-namespaces", "cgroups", "sandbox",
-          "seccomp", "harness", "skills", "limits", "credentials", "batch-root",
+          "seccomp", "landlock", "harness", "skills", "limits", "credentials", "batch-root",
           "network")  # fmt: skip
 
 
