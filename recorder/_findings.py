@@ -16,9 +16,10 @@ The interface (docs/recorder.md, "Findings"):
   `CHECKER_MOUNT`), and no host home, batch directory, corpus or other
   session. It must be a self-contained file run by an interpreter under
   ``/usr`` (``#!/usr/bin/python3``, ``#!/bin/sh``). Its environment is
-  ``PATH``, ``LANG=C.UTF-8`` and ``HOME`` (an empty scratch directory); its
-  working directory is the workspace; stdin is ``/dev/null``; it has no
-  network (``--unshare-net``: a loopback interface only).
+  ``PATH``, ``LANG=C.UTF-8``, ``HOME`` (an empty scratch directory) and
+  ``PYTHONSAFEPATH=1`` (a Python does not import from its working directory,
+  which the session wrote); its working directory is the workspace; stdin is
+  ``/dev/null``; it has no network (``--unshare-net``: a loopback interface only).
 - It prints one JSON object per line on stdout, ``{"path": P, "rule": R}``:
   ``P`` a path relative to the workspace (or absolute inside it), ``R`` the
   rule that reported over that file (a non-empty string). Blank lines are
@@ -237,5 +238,8 @@ async def run_checker(
 
 
 def _checker_env(dirs: ConfinedDirs) -> dict[str, str]:
-    """``PATH``, ``LANG`` and ``HOME`` (the sandbox's empty scratch config directory)."""
-    return {"PATH": SESSION_PATH, "LANG": "C.UTF-8", "HOME": str(dirs.config_dir)}
+    """``PATH``, ``LANG``, ``HOME`` (the sandbox's empty scratch config directory) and
+    ``PYTHONSAFEPATH=1``: the working directory is the workspace, and a Python started with
+    ``-c`` or ``-m`` would otherwise import first what the session left there."""
+    return {"PATH": SESSION_PATH, "LANG": "C.UTF-8", "HOME": str(dirs.config_dir),
+            "PYTHONSAFEPATH": "1"}  # fmt: skip

@@ -22,7 +22,13 @@ The shell (pid 2 of the session's pid namespace; pid 1 is bwrap's init):
 2. starts a watcher in the background that reads the lifeline and, at its
    end, runs ``kill -9 -1``: every process of the namespace but pid 1 and
    the watcher, hence every process of the session (kill(2); the sandbox
-   user may signal them all). bwrap's pid 1 then has no child left and exits;
+   user may signal them all). bwrap's pid 1 then has no child left and exits.
+   The watcher is forked by a subshell that exits at once, so it is bwrap's
+   pid 1's child, not the shell's: pid 2 becomes the harness, and a parent
+   may move a child that never executed anything (the watcher runs only
+   builtins) into another process group (``setpgid``, which no Landlock rule
+   covers), orphan that group with a stopped member, and so have the kernel
+   send it SIGHUP. It ignores SIGHUP too;
 3. with a confined network, starts the egress bridge (`sandbox._network`),
    its stdout ``/dev/null`` (the harness's stdout is the session's stream;
    socat's stderr stays, for its error messages);
@@ -65,7 +71,7 @@ if [ "$$" -ne 2 ]; then
   exit {failed}
 fi
 exec 3<&0
-(read -r _ <&3; kill -9 -1) </dev/null >/dev/null 2>&1 &
+(trap '' HUP; (read -r _ <&3; kill -9 -1) </dev/null >/dev/null 2>&1 &)
 exec 3<&- </dev/null
 """
 _BRIDGE_SCRIPT: Final = """\

@@ -499,13 +499,19 @@ def test_stderr_flood_before_stdout(tmp_path: Path, corpus: Path, bwrap: str) ->
 # --- findings (RC-11): a configured checker, run confined over the workspace -------------------
 
 CHECKER = r'''#!/usr/bin/python3
-import json, os, sys
+import json, os, stat, sys
 ws = sys.argv[-1]
 for root, _, names in os.walk(ws):
     for name in names:
-        path = os.path.relpath(os.path.join(root, name), ws)
-        if "HW-DR-0051" in open(os.path.join(root, name), errors="replace").read():
-            print(json.dumps({"path": path, "rule": "mentions-retired"}))
+        full = os.path.join(root, name)
+        path = os.path.relpath(full, ws)
+        try:  # regular files only, as docs/recorder.md asks: no symlink, FIFO or socket
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        with os.fdopen(fd, errors="replace") as f:
+            if stat.S_ISREG(os.fstat(fd).st_mode) and "HW-DR-0051" in f.read():
+                print(json.dumps({"path": path, "rule": "mentions-retired"}))
 try:
     open(os.path.join(ws, "checker-was-here"), "w")
     print(json.dumps({"path": "docs/notes.md", "rule": "workspace-writable"}))
