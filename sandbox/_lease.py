@@ -157,14 +157,19 @@ def try_lease(
 
     Raises:
         SessionUserUnusable: the lease directory cannot be made, or is not the
-            runner's own private directory (the fix names it).
+            runner's own private directory, or a lock file cannot be opened
+            (the fix names it).
     """
     directory = _lease_dir(root)
     strays: dict[str, list[int]] = {}
     for user in pool.users:
-        fd = os.open(directory / f"{user.name}.lock",
-                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     LOCK_FILE_MODE)  # fmt: skip
+        lock = directory / f"{user.name}.lock"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         LOCK_FILE_MODE)  # fmt: skip
+        except OSError as exc:  # ELOOP: a symlink planted there; EACCES, ENOSPC, ...
+            raise SessionUserUnusable(f"cannot open the lease of {user.name}, {lock}: {exc}",
+                                      f"remove {lock}; root must be able to create it") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

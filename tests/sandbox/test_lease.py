@@ -247,6 +247,20 @@ def test_a_lease_directory_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
         try_lease(pool_of(1), root=tmp_path / "run" / "leases")
 
 
+def test_a_lock_file_that_is_a_symlink_is_refused_and_never_followed(
+    root: Path, tmp_path: Path
+) -> None:
+    """Seen red without ``O_NOFOLLOW``: the lock is taken on the symlink's target, created."""
+    lease, _ = try_lease(pool_of(1), root=root)  # makes the directory and the lock file
+    assert lease is not None
+    lease.release()
+    (root / "hw-test-0.lock").unlink()
+    (root / "hw-test-0.lock").symlink_to(tmp_path / "target")
+    with pytest.raises(SessionUserUnusable, match="cannot open the lease of hw-test-0"):
+        try_lease(pool_of(1), root=root)
+    assert not (tmp_path / "target").exists()
+
+
 def test_uid_processes_finds_this_process_and_no_made_up_uid() -> None:
     assert os.getpid() in uid_processes(os.getuid())
     assert uid_processes(FREE_UID) == []
