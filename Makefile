@@ -33,11 +33,20 @@ $(BENCH_STAMP): pyproject.toml $(VENV_STAMP)
 
 # A root runner's sessions run as this unprivileged user (no root inside, docs/host.md);
 # run/demo/record also create it when missing. Nothing to do for a runner that is not root.
+# The session users of a root runner (docs/host.md): headwater-session, headwater-session-1,
+# ...; one per session that runs at once, so SESSION_USERS is the --concurrency to be run
+# (the default, 2). A run with a higher --concurrency creates the ones it lacks itself.
+SESSION_USERS ?= 2
 session-user:
-	@if [ "$$(id -u)" = 0 ] && ! getent passwd headwater-session >/dev/null; then \
-	  echo "creating the system user headwater-session (sessions of a root runner run as it)"; \
-	  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
-	    --user-group headwater-session; \
+	@if [ "$$(id -u)" = 0 ]; then \
+	  i=0; while [ "$$i" -lt "$(SESSION_USERS)" ]; do \
+	    name=headwater-session; if [ "$$i" -gt 0 ]; then name=headwater-session-$$i; fi; \
+	    if ! getent passwd "$$name" >/dev/null; then \
+	      echo "creating the system user $$name (a root runner's sessions run each as one of these)"; \
+	      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+	        --user-group "$$name" || exit 1; \
+	    fi; i=$$((i + 1)); \
+	  done; \
 	fi
 
 # $(call apt_need,TEST,PACKAGE,WHY): install PACKAGE with apt-get when TEST fails and we are

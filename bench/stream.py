@@ -300,7 +300,7 @@ def one_product(standin: Path, size: int, root: Path, *, profile: bool = False,
     from recorder._initcheck import InitPolicy
     from recorder._transform import StreamObserver
     from sandbox._confined import ConfinedSpec, open_confined
-    from sandbox._privileges import session_user
+    from sandbox._pool import session_pool
 
     del campaign.cli
     baseline = _maxrss_mib()
@@ -316,7 +316,7 @@ def one_product(standin: Path, size: int, root: Path, *, profile: bool = False,
         observer = StreamObserver(policy=policy, workspace=workspace)
         keeper = StreamKeeper(kept) if keep else None
         spec = ConfinedSpec(command=["/opt/harness/claude"], executable=standin,
-                            network="none", user=session_user(), workspace=workspace,
+                            network="none", user=session_pool(), workspace=workspace,
                             name="bench")
         cpu = _cpu_s()
         start = time.monotonic()

@@ -29,8 +29,9 @@ from sandbox._argv import HARNESS_MOUNT
 from sandbox._checks import Check, check_session_user
 from sandbox._config import host_credentials
 from sandbox._confined import open_confined
-from sandbox._errors import CredentialsMissing, SessionUserUnusable, SpawnFailed
+from sandbox._errors import CredentialsMissing, PoolBusy, SessionUserUnusable, SpawnFailed
 from sandbox._layout import measure_host_layout
+from sandbox._lease import hold_lease
 from sandbox._limit_checks import check_limits
 from sandbox._network import network_preflight
 from sandbox._preflight import PreflightReport, preflight
@@ -54,12 +55,17 @@ PROBE_API_KEY: Final = "headwater-doctor-placeholder-not-a-key"
 """A placeholder so the harness starts without credentials; no request ever succeeds."""
 PROBE_TASK: Final = "headwater doctor: list your skills (this session is stopped at once)"
 PROBE_MODEL: Final = "headwater-doctor-probe"
+DOCTOR_LEASE_WAIT_S: Final = 60.0
+"""Seconds ``doctor``'s probes wait at most for a free session user while other runners'
+sessions hold the whole pool; then the probe is "could not verify" (a batch waits as long as
+it takes instead)."""
 LABELS: Final = {"ok": "verified ok", "broken": "verified broken", "unverified": "could not verify"}
 """How the three answers are printed."""
 
 
 def sandbox_checks(
-    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path]
+    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path],
+    lease_wait_s: float | None = None,
 ) -> PreflightReport:
     """The checks that run before every batch: `sandbox.preflight` plus ``skills``.
 
@@ -68,16 +74,19 @@ def sandbox_checks(
         harness: The harness, or None when it could not be found (then the
             ``harness`` check is broken and ``skills`` unverified).
         host_skill_dirs: ``~/.claude/skills`` and ``$CLAUDE_CONFIG_DIR/skills`` of the runner.
+        lease_wait_s: Seconds the probes wait at most for a free session user
+            (`sandbox.preflight`); None, before a batch, as long as it takes.
 
     Returns:
         The report; a batch starts only when ``report.ok``.
     """
-    report = preflight(bwrap=bwrap, harness=harness)
+    report = preflight(bwrap=bwrap, harness=harness, lease_wait_s=lease_wait_s)
     checks = list(report.checks)
     if harness is None:
         checks.append(Check("harness", "broken", "the harness executable was not found",
                             "run `make harness`, or pass --harness PATH"))  # fmt: skip
-    checks.append(check_skills(report, bwrap=bwrap, harness=harness, dirs=host_skill_dirs))
+    checks.append(check_skills(report, bwrap=bwrap, harness=harness, dirs=host_skill_dirs,
+                               lease_wait_s=lease_wait_s))  # fmt: skip
     return PreflightReport(tuple(checks))
 
 
@@ -85,11 +94,12 @@ def doctor_checks(
     *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
 ) -> PreflightReport:
     """Every check of ``doctor``, in order: `sandbox_checks`, limits, credentials, batch root,
-    network."""
-    report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs)
+    network. Its probes wait at most `DOCTOR_LEASE_WAIT_S` for a free session user."""
+    report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs,
+                            lease_wait_s=DOCTOR_LEASE_WAIT_S)  # fmt: skip
     checks = [*report.checks, _limits(report, bwrap), check_credentials(api_key_env),
               check_batch_root()]
-    checks.append(check_network(bwrap))
+    checks.append(check_network(bwrap, lease_wait_s=DOCTOR_LEASE_WAIT_S))
     return PreflightReport(tuple(checks))
 
 
@@ -97,10 +107,16 @@ def _limits(report: PreflightReport, bwrap: str) -> Check:
     """``limits`` (`sandbox._limit_checks`), once a session's sandbox is known to start."""
     if any(c.name == "sandbox" and c.verdict != "ok" for c in report.checks):
         return Check("limits", "unverified", "not run: the sandbox does not start")
-    _, user, usable = check_session_user(None)
+    _, pool, usable = check_session_user(None)
     if not usable:
         return Check("limits", "unverified", "not run: see the session-user check")
-    return check_limits(bwrap, measure_host_layout(), user)
+    try:
+        with hold_lease(pool, timeout_s=DOCTOR_LEASE_WAIT_S) as user:
+            return check_limits(bwrap, measure_host_layout(), user)
+    except PoolBusy as exc:
+        return Check("limits", "unverified", f"not run: {exc.detail}")
+    except SessionUserUnusable as exc:
+        return Check("limits", "unverified", f"not run: {exc} (see the session-user check)")
 
 
 def check_credentials(api_key_env: str | None) -> Check:
@@ -130,7 +146,8 @@ def check_batch_root() -> Check:
 
 
 def check_skills(
-    report: PreflightReport, *, bwrap: str, harness: Path | None, dirs: Sequence[Path]
+    report: PreflightReport, *, bwrap: str, harness: Path | None, dirs: Sequence[Path],
+    lease_wait_s: float | None = None,
 ) -> Check:
     """``skills``: no host skill directory has the name of a skill the harness lists (RC-07).
 
@@ -138,7 +155,8 @@ def check_skills(
     without running anything. Otherwise the harness is started confined,
     like a session, in an empty workspace pointed at a dead provider; its
     init line lists the skills every session will show, and it is killed
-    right after that line (nothing is requested, nothing spent).
+    right after that line (nothing is requested, nothing spent); as a session
+    user leased for it, waiting at most ``lease_wait_s`` (None: as long as it takes).
     """
     host = host_skill_names(dirs)
     where = ", ".join(str(d) for d in dirs)
@@ -146,7 +164,7 @@ def check_skills(
         return Check("skills", "ok", f"no host skill directory ({where}): nothing can shadow")
     if harness is None or report.harness_version is None:
         return Check("skills", "unverified", "not run: the harness does not start in the sandbox")
-    listed, problem = _listed_skills(bwrap, harness)
+    listed, problem = _listed_skills(bwrap, harness, lease_wait_s)
     if listed is None:
         return Check("skills", "unverified", problem)
     shadowed = sorted(host & listed)
@@ -169,16 +187,18 @@ class _InitSeen(Exception):
         self.line = line
 
 
-def _listed_skills(bwrap: str, harness: Path) -> tuple[set[str] | None, str]:
+def _listed_skills(bwrap: str, harness: Path,
+                   lease_wait_s: float | None) -> tuple[set[str] | None, str]:
     try:
-        _, user, _ = check_session_user()
-        spec = probe_spec(
-            bwrap=bwrap, layout=measure_host_layout(), executable=harness.resolve(),
-            command=harness_command(harness_mount=HARNESS_MOUNT, task=PROBE_TASK,
-                                    model=PROBE_MODEL, allowed_tools=("Read",)),
-            user=user, provider_url=DEAD_PROVIDER_URL, api_key=PROBE_API_KEY,
-        )  # fmt: skip
-        matched, ended = run_sync(_first_init_line, spec)
+        _, pool, _ = check_session_user()
+        with hold_lease(pool, timeout_s=lease_wait_s) as user:
+            spec = probe_spec(
+                bwrap=bwrap, layout=measure_host_layout(), executable=harness.resolve(),
+                command=harness_command(harness_mount=HARNESS_MOUNT, task=PROBE_TASK,
+                                        model=PROBE_MODEL, allowed_tools=("Read",)),
+                user=user, provider_url=DEAD_PROVIDER_URL, api_key=PROBE_API_KEY,
+            )  # fmt: skip
+            matched, ended = run_sync(_first_init_line, spec)
     except (OSError, SessionUserUnusable, SpawnFailed) as exc:
         return None, f"the harness could not be started for its skill list: {exc}"
     if matched is None:
@@ -219,9 +239,10 @@ def _is_init(line: bytes) -> bool:
     )
 
 
-def check_network(bwrap: str) -> Check:
-    """``network``: can a session run confined to the provider (`network_preflight`)."""
-    return network_preflight(bwrap=bwrap)
+def check_network(bwrap: str, *, lease_wait_s: float | None = None) -> Check:
+    """``network``: can a session run confined to the provider (`network_preflight`), its
+    probe's session user waited for at most ``lease_wait_s`` (None: as long as it takes)."""
+    return network_preflight(bwrap=bwrap, lease_wait_s=lease_wait_s)
 
 
 def print_report(report: PreflightReport) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import pwd
 import re
 import shutil
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from ._capture import Run
 from ._capture import run_bounded_sync as run_bounded
 from ._errors import SessionUserUnusable
 from ._layout import HostLayout, measure_host_layout
-from ._privileges import SESSION_USER, SessionUser, drop_argv, session_user
+from ._lease import LEASE_ROOT
+from ._pool import MAX_POOL_USERS, SessionPool, session_pool
+from ._privileges import SESSION_USER, SessionUser, drop_argv
 from ._probes import STDERR_TAIL_CHARS, probe_spec, run_confined
 
 if TYPE_CHECKING:
@@ -161,22 +164,54 @@ def _resolves_under_usr(link: str, target: str) -> bool:
     return resolved == "/usr" or resolved.startswith("/usr/")
 
 
-def check_session_user(euid: int | None = None) -> tuple[Check, SessionUser | None, bool]:
-    """``session-user``: who sessions run as; returns ``(check, user, usable)``."""
+def check_session_user(euid: int | None = None) -> tuple[Check, SessionPool | None, bool]:
+    """``session-user``: who sessions run as; returns ``(check, pool, usable)``.
+
+    A runner that is not root: itself, no pool (ok). A root runner: the pool
+    (`sandbox._pool.session_pool`), each user verified unprivileged (uid and
+    gid not 0) and distinct (from the others of the pool, and no other
+    account of /etc/passwd with its uid), and setpriv there; broken otherwise,
+    with the fix. ``usable`` is False when broken. Could not verify when the
+    account database cannot be read.
+    """
     runner = os.geteuid() if euid is None else euid
     try:
-        user = session_user(euid=runner)
-        drop = drop_argv(user)
+        pool = session_pool(euid=runner)
+        drop = drop_argv(pool.users[0] if pool is not None else None)
+        shared = _shared_uids(pool)
     except SessionUserUnusable as exc:
         return Check("session-user", "broken", exc.detail, exc.fix), None, False
-    if user is None:
+    except OSError as exc:
+        return Check("session-user", "unverified", f"cannot read the accounts: {exc}"), None, False
+    if pool is None:
         detail = f"the runner is uid {runner}, not root: sessions run as it; no drop is needed"
         return Check("session-user", "ok", detail), None, True
+    if shared:
+        return Check(
+            "session-user", "broken",
+            f"pool {pool.describe()}; but {shared}: its sessions would share that account's "
+            "counts and files", "give each session user a uid of its own (usermod -u)",
+        ), None, False  # fmt: skip
     detail = (
-        f"the runner is root: sessions run as {user.name} (uid {user.uid}, gid {user.gid}, "
-        f"no supplementary groups), dropped with `{' '.join(drop[:1])}` before bwrap starts"
+        f"the runner is root: each session runs as a session user of its own, leased for its "
+        f"life (locks in {LEASE_ROOT}), from a pool of {pool.describe()}; each unprivileged "
+        f"(uid and gid not 0, no supplementary groups), each with its own uid and gid, dropped "
+        f"to with `{' '.join(drop[:1])}` before bwrap starts; a run with --concurrency above "
+        f"{len(pool)} creates more (at most {MAX_POOL_USERS})"
     )
-    return Check("session-user", "ok", detail), user, True
+    return Check("session-user", "ok", detail), pool, True
+
+
+def _shared_uids(pool: SessionPool | None) -> str:
+    """Other accounts with a pool user's uid, in words; empty when none (blocking)."""
+    if pool is None:
+        return ""
+    ours = {u.uid: u.name for u in pool.users}
+    names = {u.name for u in pool.users}
+    others = [f"{entry.pw_name} has the uid {entry.pw_uid} of {ours[entry.pw_uid]}"
+              for entry in pwd.getpwall()
+              if entry.pw_uid in ours and entry.pw_name not in names]  # fmt: skip
+    return "; ".join(others)
 
 
 def check_userns(executable: str, user: SessionUser | None, timeout_s: float) -> Check:

@@ -4,11 +4,17 @@
 preflight probe are run, so each rule of the confinement applies at every
 spawn and no caller edits an argv. In order, it:
 
-1. makes the scratch directories the spec leaves to it (a workspace, a log
-   and a config directory, `sandbox._scratch`);
-2. hands the session's own directories over to the session user and lets it
-   reach every bind source (`sandbox._privileges.hand_over`; nothing for a
-   runner that is not root);
+1. finds the host's cgroup hierarchies and, once per process, ends and
+   removes what killed runners left there (`sandbox._cgroup.sweep_once`),
+   then, given a pool of session users, leases one for the sandbox's whole
+   life (`sandbox._lease`: no other sandbox of the host runs as it until the
+   last step below is done; given a user, the caller holds its lease);
+   the sweep comes first, so a leftover it ends does not keep its user from
+   the lease;
+2. makes the scratch directories the spec leaves to it (a workspace, a log
+   and a config directory, `sandbox._scratch`), hands the session's own
+   directories over to the session user and lets it reach every bind source
+   (`sandbox._privileges.hand_over`; nothing for a runner that is not root);
 3. makes the sandbox's own cgroup (`sandbox._cgroup`), with its ``pids`` and
    ``memory`` limits where the host has those controllers (`sandbox._cgroup_limits`);
 4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
@@ -33,12 +39,13 @@ spawn and no caller edits an argv. In order, it:
    counters, and the writable directories once more); then takes back what
    the session made (`sandbox._reclaim`: a
    given workspace becomes the runner's with the runner's modes, a given log
-   directory is replaced by a copy of its regular files) and removes the
-   scratch directories.
+   directory is replaced by a copy of its regular files), removes the
+   scratch directories and releases the lease.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 from contextlib import ExitStack, asynccontextmanager
@@ -64,7 +71,9 @@ from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._landlock import scoped_command
 from ._layout import HostLayout, measure_host_layout
+from ._lease import lease_user
 from ._limits import DEFAULT_WRITE_BYTES, LimitHit, Limits
+from ._pool import SessionPool
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
 from ._reclaim import reclaim_tree, replace_with_copy
@@ -74,6 +83,7 @@ from ._watch import LimitWatch, allocated_bytes, watching
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+    from contextlib import AbstractAsyncContextManager
 
 __all__ = ["ConfinedDirs", "ConfinedSpec", "Limits", "Sandbox", "open_confined"]
 
@@ -116,8 +126,11 @@ class ConfinedSpec:
         mount: Where ``executable`` appears inside.
         bwrap: The bwrap executable, a name on PATH or a path.
         layout: How the host has /bin, /lib, /lib64, /sbin; None measures ``/``.
-        user: Who the sandbox runs as: a root runner's session user, or None
-            for the runner itself (`sandbox._privileges.session_user`).
+        user: Who the sandbox runs as: a root runner's pool (`sandbox._pool`),
+            of which it leases a user for its life; a session user whose lease
+            the caller holds (a session's, for its findings checker too;
+            `sandbox._lease.lease_user`); or None for the runner itself (a
+            runner that is not root).
         workspace, log_dir, config_dir: Host directories; None makes a scratch
             one, removed on exit. Given ones are the caller's to keep.
         workspace_read_only: Bind the workspace read-only (and do not hand it
@@ -149,7 +162,7 @@ class ConfinedSpec:
     mount: str = HARNESS_MOUNT
     bwrap: str = "bwrap"
     layout: HostLayout | None = None
-    user: SessionUser | None = None
+    user: SessionUser | SessionPool | None = None
     workspace: Path | None = None
     workspace_read_only: bool = False
     log_dir: Path | None = None
@@ -181,18 +194,20 @@ class Sandbox:
         cgroup: Its cgroup: every process of the sandbox is in it.
         watch: What holds it to its limits (`sandbox._watch.LimitWatch`), or None
             when it has none to watch.
+        user: Who it runs as (leased, or given); None for the runner itself.
         contained: After the exit, whether the cgroup was found empty and removed.
     """
 
     def __init__(
         self, child: Child, dirs: ConfinedDirs, argv: Sequence[str], cgroup: SessionCgroup,
-        watch: LimitWatch | None = None,
+        watch: LimitWatch | None = None, user: SessionUser | None = None,
     ) -> None:
         self.child = child
         self.dirs = dirs
         self.argv = tuple(argv)
         self.cgroup = cgroup
         self.watch = watch
+        self.user = user
         self.contained = False
 
     def __repr__(self) -> str:
@@ -227,8 +242,8 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
 
     Raises:
         SpawnFailed: bwrap is not found, or cannot be executed (nothing ran).
-        SessionUserUnusable: a root runner cannot hand the directories over or
-            drop to the session user (nothing ran).
+        SessionUserUnusable: a root runner cannot lease a session user, hand
+            the directories over or drop to the user (nothing ran).
         ContainmentUnavailable: no cgroup of its own can be made, a limit is
             asked whose controller the host lacks, or no seccomp filter exists
             for this machine (nothing ran).
@@ -236,20 +251,40 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
             environment is too large for one pipe buffer.
 
     A limit passed is not an exception: the sandbox is ended at once and
-    ``sandbox.limit_hit`` names it (`sandbox._watch`).
+    ``sandbox.limit_hit`` names it (`sandbox._watch`). A sandbox given a pool
+    may wait for a free user first (`sandbox._lease.lease_user`): that wait is
+    not the sandbox's time.
     """
     executable = shutil.which(spec.bwrap)
     if executable is None:
         raise SpawnFailed(spec.bwrap, "not found on PATH")
     seccomp = session_filter()
+    # The cgroup hierarchies and, once per process, the sweep of killed runners' cgroups:
+    # before the lease, so that a leftover the sweep ends does not hold its user.
+    cgroups = await anyio.to_thread.run_sync(_swept_cgroups, spec)
+    async with _leased(spec.user) as user, _opened(spec, user, executable, seccomp, cgroups,
+                                                   grace_s) as sandbox:  # fmt: skip
+        yield sandbox
+
+
+def _leased(user: SessionUser | SessionPool | None) -> AbstractAsyncContextManager[
+        SessionUser | None]:
+    """A pool's lease for the block; a given user (its lease the caller's) or None as it is."""
+    if isinstance(user, SessionPool):
+        return lease_user(user)
+    return contextlib.nullcontext(user)
+
+
+@asynccontextmanager
+async def _opened(spec: ConfinedSpec, user: SessionUser | None, executable: str,
+                  seccomp: bytes, cgroups: CgroupHost, grace_s: float) -> AsyncIterator[Sandbox]:
+    """`open_confined`'s steps 2 to 8, as ``user``."""
     scratch = make_scratch(spec.name) if None in (spec.workspace, spec.log_dir,
                                                    spec.config_dir) else None  # fmt: skip
     try:
-        # Directories, the hand-over (a walk of the workspace), the host's layout and cgroup
-        # hierarchies (and, once per process, the sweep of a killed runner's cgroups): off
-        # the loop.
-        dirs, layout, bound, cgroups, baseline = await anyio.to_thread.run_sync(
-            _prepare, spec, scratch)
+        # Directories, the hand-over (a walk of the workspace), the host's layout: off the loop.
+        dirs, layout, bound, baseline = await anyio.to_thread.run_sync(
+            _prepare, spec, user, scratch)
         cgroup = open_session_cgroup(cgroups, spec.name, spec.limits)
         sandbox: Sandbox | None = None
         watch = _watch(spec, dirs, cgroup, baseline)
@@ -259,11 +294,11 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
                 args_fd = fds.enter_context(payload_pipe(setenv_payload(env)))
                 seccomp_fd = fds.enter_context(payload_pipe(seccomp))
                 argv = [*cgroup.join_argv(open_files=spec.limits.open_files),
-                        *drop_argv(spec.user),
+                        *drop_argv(user),
                         *_bwrap_argv(spec, executable, dirs, layout, bound, args_fd=args_fd,
                                      seccomp_fd=seccomp_fd)]  # fmt: skip
                 child = spawn(argv, stdin="lifeline", pass_fds=(args_fd, seccomp_fd))
-            sandbox = Sandbox(child, dirs, argv, cgroup, watch)
+            sandbox = Sandbox(child, dirs, argv, cgroup, watch, user)
             try:
                 async with watching(watch):  # a limit passed kills the cgroup at once
                     yield sandbox
@@ -318,14 +353,21 @@ def _watch(spec: ConfinedSpec, dirs: ConfinedDirs, cgroup: SessionCgroup,
     return LimitWatch(limits, cgroup, writable, baseline, spec.limit_checks)
 
 
-def _prepare(
-    spec: ConfinedSpec, scratch: Path | None
-) -> tuple[ConfinedDirs, HostLayout, Path, CgroupHost, int]:
-    """Make the scratch directories and hand everything over (blocking: run in a thread).
+def _swept_cgroups(spec: ConfinedSpec) -> CgroupHost:
+    """The host's cgroup hierarchies; a first call sweeps a killed runner's cgroups (blocking)."""
+    cgroups = spec.cgroups or _host_cgroups()
+    sweep_once(cgroups)
+    return cgroups
 
-    Returns the directories, the host layout, the resolved executable to bind,
-    the host's cgroup hierarchies (a first call sweeps a killed runner's
-    cgroups) and, with a writes limit, what the writable directories hold (bytes).
+
+def _prepare(
+    spec: ConfinedSpec, user: SessionUser | None, scratch: Path | None
+) -> tuple[ConfinedDirs, HostLayout, Path, int]:
+    """Make the scratch directories and hand everything over to ``user`` (blocking: run in a
+    thread).
+
+    Returns the directories, the host layout, the resolved executable to bind
+    and, with a writes limit, what the writable directories hold (bytes).
     """
     root = None if scratch is None else scratch.resolve()
     dirs = _dirs(spec, root)
@@ -336,13 +378,11 @@ def _prepare(
     reach = [executable, *_given(spec.egress_socket)]
     if spec.workspace_read_only:
         reach.append(dirs.workspace)
-    hand_over(spec.user, own=own, reach=reach)
-    cgroups = spec.cgroups or _host_cgroups()
-    sweep_once(cgroups)
+    hand_over(user, own=own, reach=reach)
     writable = [dirs.log_dir, dirs.config_dir, *([] if spec.workspace_read_only
                                                  else [dirs.workspace])]  # fmt: skip
     baseline = allocated_bytes(writable) if spec.limits.write_bytes is not None else 0
-    return dirs, spec.layout or measure_host_layout(), executable, cgroups, baseline
+    return dirs, spec.layout or measure_host_layout(), executable, baseline
 
 
 _FOUND: list[CgroupHost] = []

@@ -5,6 +5,7 @@
   x CredentialsMissing         - the credentials the caller named are absent (RC-03)
   x ConfinementUnavailable     - this sandbox cannot be confined as the rules require; nothing ran
     x SessionUserUnusable      - a root runner cannot drop to the session user (no root inside)
+      x PoolBusy               - every session user stayed leased for as long as the caller waits
     x ContainmentUnavailable   - no cgroup of its own, or no seccomp filter, for the sandbox
   x SpawnFailed                - a child could not be started (its executable); nothing ran
 
@@ -102,6 +103,28 @@ class SessionUserUnusable(ConfinementUnavailable):
 
     def __init__(self, detail: str, fix: str) -> None:
         super().__init__(detail, fix, what="cannot drop privileges for the session")
+
+
+class PoolBusy(SessionUserUnusable):
+    """Raised by `sandbox._lease.hold_lease` when no pool user came free within its bound.
+
+    Not a broken host: other sandboxes (of this or another runner) hold every
+    session user. A session never sees it (it waits as long as it takes); a
+    bounded caller, such as ``doctor``'s probes, answers "could not verify".
+
+    Attributes:
+        users: How many users the pool has.
+        waited_s: Seconds waited.
+    """
+
+    def __init__(self, users: int, waited_s: float) -> None:
+        super().__init__(
+            f"all {users} session users stayed leased by other sandboxes for {waited_s:.0f} s",
+            "wait for the other runners' sessions to end, or add session users "
+            "(`make session-user SESSION_USERS=N`, or a run with a higher --concurrency)",
+        )
+        self.users = users
+        self.waited_s = waited_s
 
 
 class SpawnFailed(SandboxError):

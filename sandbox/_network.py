@@ -45,12 +45,14 @@ from ._capture import Run, capture
 from ._confined import ConfinedSpec, open_confined
 from ._egress import EGRESS_ROOT, EgressProxy, EgressStats, Target, open_egress_proxy, target_of_url
 from ._env import SESSION_PATH
-from ._errors import SessionUserUnusable, SpawnFailed
+from ._errors import PoolBusy, SessionUserUnusable, SpawnFailed
 from ._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
 from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT
 from ._layout import HostLayout, measure_host_layout
+from ._lease import hold_lease
+from ._pool import session_pool
 from ._preflight import Check
-from ._privileges import SessionUser, session_user
+from ._privileges import SessionUser
 from ._process import run_sync
 
 if TYPE_CHECKING:
@@ -127,6 +129,7 @@ def network_preflight(
     timeout_s: float = NETWORK_PROBE_TIMEOUT_S,
     egress_root: Path = EGRESS_ROOT,
     user: SessionUser | Literal["auto"] | None = "auto",
+    lease_wait_s: float | None = None,
 ) -> Check:
     """Can this host confine a session's network? One preflight answer, named ``network``.
 
@@ -138,9 +141,9 @@ def network_preflight(
     403 and counted: the provider only as itself), and a direct connection to
     the server's port (must fail: the namespace is private). Every subprocess starts with an empty
     environment and is killed (its process group) after ``timeout_s``. As
-    for a session, bwrap runs as the session user (a root runner's
-    ``headwater-session``, dropped to with setpriv), who is given the
-    scratch directories and the egress socket.
+    for a session, bwrap runs as a session user (a root runner's: one of its
+    pool, leased for the probe, `sandbox._lease`, dropped to with setpriv),
+    who is given the scratch directories and the egress socket.
 
     Args:
         bwrap: The bwrap executable, a name looked up on PATH or a path.
@@ -148,8 +151,11 @@ def network_preflight(
         socat: The bridge's socat; must exist on the host under ``/usr``.
         timeout_s: Bound on the confined probe, in seconds.
         egress_root: Parent of the proxy's socket directory.
-        user: Who bwrap runs as: ``"auto"`` as a session would
-            (`sandbox._privileges.session_user`), None the runner itself.
+        user: Who bwrap runs as: ``"auto"`` as a session would (a lease of
+            `sandbox._pool.session_pool`'s, held for the probe); a given user
+            (the caller holds its lease); None the runner itself.
+        lease_wait_s: Seconds to wait at most for a free pool user with ``"auto"``
+            (then ``unverified``); None waits as long as it takes.
 
     Returns:
         ``ok`` (verified), ``broken`` (verified not to work; ``fix`` says what
@@ -165,15 +171,26 @@ def network_preflight(
         return Check("network", "unverified", f"not run: {bwrap!r} not found (see the bwrap check)")
     try:
         layout = layout or measure_host_layout()
-        who = session_user() if user == "auto" else user
     except OSError as exc:
         return Check("network", "unverified", f"not run: cannot measure the host layout: {exc}")
+    try:
+        pool = session_pool() if user == "auto" else None
+        with hold_lease(pool, timeout_s=lease_wait_s) as leased:
+            who = leased if user == "auto" else user
+            return _probed(executable, layout, socat, timeout_s, egress_root, who)
+    except PoolBusy as exc:
+        return Check("network", "unverified", f"not run: {exc.detail}")
     except SessionUserUnusable as exc:
         return Check("network", "unverified", f"not run: {exc} (see the session-user check)")
+
+
+def _probed(bwrap: str, layout: HostLayout, socat: str, timeout_s: float, egress_root: Path,
+            who: SessionUser | None) -> Check:
+    """The probe as ``who`` (its lease held), against a throwaway server."""
     owner = (who.uid, who.gid) if who else None
     with _TokenServer() as port:
         try:
-            run, stats = run_sync(_check, executable, layout, socat, egress_root, owner, port,
+            run, stats = run_sync(_check, bwrap, layout, socat, egress_root, owner, port,
                                   timeout_s, who)  # fmt: skip
         except SessionUserUnusable as exc:
             return Check("network", "unverified", f"not run: {exc}")

@@ -10,9 +10,11 @@ live in `sandbox._checks`.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
+from ._cgroup import find_cgroups, sweep_once
 from ._checks import (
     BWRAP_VERSION_TIMEOUT_S,
     HARNESS_VERSION_TIMEOUT_S,
@@ -27,13 +29,15 @@ from ._checks import (
     check_userns,
     userns_sysctls,
 )
-from ._errors import PreflightFailed
+from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
+from ._lease import hold_lease
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ._layout import HostLayout
+    from ._privileges import SessionUser
 
 __all__ = ["Check", "PreflightReport", "Verdict", "preflight", "raise_for", "userns_sysctls"]
 
@@ -89,13 +93,14 @@ def preflight(
     layout: HostLayout | None = None,
     timeout_s: float | None = None,
     euid: int | Literal["as-sessions"] | None = AS_SESSIONS,
+    lease_wait_s: float | None = None,
 ) -> PreflightReport:
     """Check that this host can confine sessions, before any spend or credential copy (RC-05).
 
     Checks, in order: ``bwrap`` (found on PATH, and its ``--version``);
     ``host-layout`` (how /bin, /lib, /lib64, /sbin are, measured or given);
-    ``session-user`` (who sessions run as: a root runner drops to
-    ``headwater-session`` before bwrap, `sandbox._privileges`);
+    ``session-user`` (who sessions run as: a root runner drops to a user of
+    its session pool before bwrap, `sandbox._privileges`, `sandbox._pool`);
     ``user-namespaces`` (``true`` in a bare ``bwrap --unshare-user``, run as
     that user; a failure names the sysctl or AppArmor setting that denies
     them); ``cgroups`` (a process in a sandbox's own cgroup is ended by
@@ -110,6 +115,12 @@ def preflight(
     started with an empty environment and bounded by a timeout, after which
     its process group is killed. Never raises for a host problem: see `raise_for`.
 
+    A root runner's probes run as one pool user, leased for all of them
+    (`sandbox._lease.hold_lease`), after the sweep of killed runners' cgroups
+    (a leftover it ends does not hold its user). With every user leased by
+    other sandboxes for ``lease_wait_s``, the probes are ``unverified``; a
+    lease that cannot be had at all makes ``session-user`` broken.
+
     Side effect, as for a session: when the runner is root, the session user
     gets search permission (an ACL entry) on the directories leading to the
     harness, if it lacks it (`sandbox._privileges.hand_over`).
@@ -123,6 +134,9 @@ def preflight(
             runner's effective uid, with the ``session-user`` check; an int
             the same for that uid (tests); None probes as the invoking user
             with no ``session-user`` check (unit tests of the other checks).
+        lease_wait_s: Seconds to wait at most for a free pool user; None waits
+            as long as it takes (a batch: it never fails because another
+            runner is busy; ``doctor`` passes a bound).
 
     Returns:
         The report; ``report.ok`` only when every check is verified ok.
@@ -130,21 +144,44 @@ def preflight(
     bwrap_check, executable = check_bwrap(bwrap, timeout_s or BWRAP_VERSION_TIMEOUT_S)
     layout_check, layout = check_layout(layout)
     checks = [bwrap_check, layout_check]
-    user, usable = None, True
+    pool, usable = None, True
     if euid is not None:
-        user_check, user, usable = check_session_user(None if euid == AS_SESSIONS else euid)
+        user_check, pool, usable = check_session_user(None if euid == AS_SESSIONS else euid)
         checks.append(user_check)
+    with ExitStack() as stack:
+        user, busy = None, ""
+        if pool is not None:
+            sweep_once(find_cgroups())  # before the lease: a leftover it ends frees its user
+            try:
+                user = stack.enter_context(hold_lease(pool, timeout_s=lease_wait_s))
+            except PoolBusy as exc:
+                busy = f"not run: {exc.detail}"
+            except SessionUserUnusable as exc:
+                checks[-1] = Check("session-user", "broken", exc.detail, exc.fix)
+                usable = False
+        checks += _probes(executable, layout, harness, user, usable=usable, busy=busy,
+                          timeout_s=timeout_s)  # fmt: skip
+    return PreflightReport(tuple(checks))
+
+
+def _probes(executable: str | None, layout: HostLayout | None, harness: Path | None,
+            user: SessionUser | None, *, usable: bool, busy: str,
+            timeout_s: float | None) -> list[Check]:
+    """The checks that run something as ``user``, in order, each unverified when its
+    prerequisite failed (``busy``: no pool user came free)."""
+    checks: list[Check] = []
     probe_s = timeout_s or SANDBOX_PROBE_TIMEOUT_S
-    if executable is None or not usable:
+    if busy:
+        checks.append(Check("user-namespaces", "unverified", busy))
+    elif executable is None or not usable:
         checks.append(Check("user-namespaces", "unverified", "not run: bwrap or the session user"))
     else:
         checks.append(check_userns(executable, user, probe_s))
     userns_ok = checks[-1].verdict == "ok"
     checks.append(check_cgroups(timeout_s=probe_s))
-    if executable is None or layout is None or not usable:
-        checks.append(
-            Check("sandbox", "unverified", "not run: bwrap, the host layout or the session user")
-        )
+    if executable is None or layout is None or not usable or busy:
+        checks.append(Check("sandbox", "unverified", busy or
+                            "not run: bwrap, the host layout or the session user"))  # fmt: skip
     elif not userns_ok:
         checks.append(Check("sandbox", "unverified", "not run: user namespaces do not work"))
     elif checks[-1].verdict != "ok":
@@ -163,7 +200,7 @@ def preflight(
         else:
             timeout = timeout_s or HARNESS_VERSION_TIMEOUT_S
             checks.append(check_harness(executable, layout, harness, user, timeout))
-    return PreflightReport(tuple(checks))
+    return checks
 
 
 def _verdict(checks: list[Check], name: str) -> str | None:

@@ -5,18 +5,24 @@ root, the sandbox's processes are still uid 0 on the host, and host files that
 only root may read (``/etc/shadow`` under the read-only ``/etc``) stay
 readable. So a runner whose effective uid is 0 drops privileges *before*
 bwrap starts: the argv is prefixed with ``setpriv --reuid U --regid G
---clear-groups --`` (util-linux, setpriv(1)), which execs bwrap as the
-session user `SESSION_USER`. bwrap then needs unprivileged user namespaces,
-like any non-root runner. A runner that is not root needs no drop: its
-sessions run as itself.
+--clear-groups --`` (util-linux, setpriv(1)), which execs bwrap as a session
+user: one of the pool (`sandbox._pool`, `SESSION_USER` first) that the
+sandbox leases for its whole life (`sandbox._lease`), so no two sessions that
+run at once share a uid. bwrap then needs unprivileged user namespaces, like
+any non-root runner. A runner that is not root needs no drop: its sessions
+run as itself.
 
 The session user must reach what bwrap binds: the session's workspace, log
 and config directories are handed to it (owner, mode 0700; a credentials copy
 0600), and every directory on the way to a bind source that it cannot search
-gets a POSIX ACL entry ``u:headwater-session:--x`` (search only, never list
-or read). Inside the sandbox none of those directories is mounted, so the
-grant widens nothing the session can reach; it lets bwrap, running as that
-user, resolve the mount sources.
+gets a POSIX ACL entry ``u:<that user>:--x`` (search only, never list or
+read). Inside the sandbox none of those directories is mounted, so the grant
+widens nothing the session can reach; it lets bwrap, running as that user,
+resolve the mount sources. The entry names the user, not a group all pool
+users share: a shared group would be a supplementary group of every session
+(``--clear-groups`` drops them), through which a session could make its own
+files readable by the others (``chgrp``, ``chmod g+r``). Parents shared by
+many sessions (a batch directory) so carry at most one entry per pool user.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import pwd
 import shutil
 import stat
 import struct
@@ -32,21 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ._capture import run_bounded_sync
 from ._errors import SessionUserUnusable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
 SESSION_USER: Final = "headwater-session"
-"""The dedicated unprivileged user sessions of a root runner run as."""
-USERADD_ARGV: Final = (
-    "useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-    "--shell", "/usr/sbin/nologin", "--user-group", SESSION_USER,
-)  # fmt: skip
-"""How a root runner creates `SESSION_USER` when it is missing (also `make session-user`)."""
-USERADD_TIMEOUT_S: Final = 30.0
-"""useradd edits /etc/passwd under a lock; 30 s only absorbs a contended lock."""
+"""The first user of the session pool (`sandbox._pool`), the one user of earlier versions."""
 PRIVATE_DIR_MODE: Final = 0o700
 """Mode of the session's own directories once handed over."""
 PRIVATE_FILE_MODE: Final = 0o600
@@ -68,7 +65,7 @@ class SessionUser:
     """The unprivileged identity a root runner's sessions run under.
 
     Attributes:
-        name: The account name, `SESSION_USER`.
+        name: The account name: `SESSION_USER`, or another of the pool (`sandbox._pool`).
         uid: Its user id, never 0.
         gid: Its primary group id, never 0; supplementary groups are cleared.
     """
@@ -76,79 +73,6 @@ class SessionUser:
     name: str
     uid: int
     gid: int
-
-
-def session_user(*, euid: int | None = None) -> SessionUser | None:
-    """Return who sessions run as: None for a non-root runner (no drop), else `SESSION_USER`.
-
-    Args:
-        euid: The runner's effective uid; None reads ``os.geteuid()`` (tests pass one).
-
-    Returns:
-        None when ``euid`` is not 0; else the session user.
-
-    Raises:
-        SessionUserUnusable: the runner is root and the user is missing, or
-            has uid or gid 0 (the fix is in the message: `ensure_session_user`,
-            ``make session-user``).
-    """
-    if (os.geteuid() if euid is None else euid) != 0:
-        return None
-    try:
-        entry = pwd.getpwnam(SESSION_USER)
-    except KeyError:
-        raise SessionUserUnusable(
-            f"the runner is root and the user {SESSION_USER} does not exist",
-            f"`make session-user` (or `{' '.join(USERADD_ARGV)}`); run, demo and record "
-            "create it themselves",
-        ) from None
-    if entry.pw_uid == 0 or entry.pw_gid == 0:
-        raise SessionUserUnusable(
-            f"{SESSION_USER} has uid {entry.pw_uid} gid {entry.pw_gid}: sessions would run as root",
-            f"give {SESSION_USER} its own unprivileged uid and gid (usermod/groupmod)",
-        )
-    return SessionUser(SESSION_USER, entry.pw_uid, entry.pw_gid)
-
-
-def ensure_session_user() -> tuple[SessionUser | None, bool]:
-    """Like `session_user`, but a root runner first creates a missing user with `USERADD_ARGV`.
-
-    Returns:
-        ``(user, created)``: ``created`` is True when this call ran useradd
-        (the caller says so); ``user`` is None for a non-root runner.
-
-    Raises:
-        SessionUserUnusable: useradd is missing or failed, or the user is unusable.
-    """
-    try:
-        return session_user(), False
-    except SessionUserUnusable:
-        if os.geteuid() != 0 or _user_exists():
-            raise
-    useradd = shutil.which(USERADD_ARGV[0]) or shutil.which(USERADD_ARGV[0], path="/usr/sbin")
-    if useradd is None:
-        raise SessionUserUnusable(
-            f"the runner is root, {SESSION_USER} does not exist and useradd is not found",
-            "create an unprivileged system user named headwater-session",
-        )
-    run = run_bounded_sync([useradd, *USERADD_ARGV[1:]], timeout_s=USERADD_TIMEOUT_S,
-                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})  # fmt: skip
-    if run.returncode is None:
-        why = "timed out" if run.timed_out else run.stderr.strip()
-        raise SessionUserUnusable(f"cannot run useradd: {why}", "create it by hand")
-    if run.returncode != 0 and not _user_exists():  # exit 9: another runner won the race
-        raise SessionUserUnusable(
-            f"useradd exited {run.returncode}: {run.stderr.strip()}", "create it by hand"
-        )
-    return session_user(), True
-
-
-def _user_exists() -> bool:
-    try:
-        pwd.getpwnam(SESSION_USER)
-    except KeyError:
-        return False
-    return True
 
 
 def drop_argv(user: SessionUser | None) -> list[str]:

@@ -38,8 +38,8 @@ from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 from sandbox._config import Credentials, sweep_config_root
 from sandbox._errors import PreflightFailed, SessionUserUnusable
 from sandbox._network import network_preflight
-from sandbox._preflight import PreflightReport, raise_for
-from sandbox._privileges import ensure_session_user
+from sandbox._pool import ensure_session_pool
+from sandbox._preflight import Check, PreflightReport, raise_for
 from sandbox._scratch import sweep_killed_runners
 
 from ._config import BatchConfig, BatchFacts, OrderFacts, read_config, read_plan, write_config
@@ -167,22 +167,28 @@ def _files_moved(recorded: Plan, current: Plan) -> str | None:
 
 
 def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
-    """Sweep, make the session user, run the checks; the harness's version from inside.
+    """Sweep, make the session users, run the checks; the harness's version from inside.
+
+    The sweep comes first: what a killed runner left is ended before any session user is
+    leased (`sandbox._lease`). A root runner then makes sure its pool holds a user for each
+    session it runs at once (``--concurrency``; `sandbox._pool.ensure_session_pool`).
 
     Raises:
-        PreflightFailed: a check is not verified ok.
+        PreflightFailed: a check is not verified ok (a pool that cannot be made: the
+            session-user check, with the fix).
     """
     for left in sweep_config_root():
         notify(f"removed a credentials copy left by a killed runner: {left}")
     for left in sweep_killed_runners():
         notify(f"ended and removed what a killed runner left: {left}")
     try:
-        user, created = ensure_session_user()
-        if created and user is not None:
+        _, created = ensure_session_pool(options.concurrency)
+        for user in created:
             notify(f"created the system user {user.name} (uid {user.uid}, gid {user.gid}): a "
-                   "root runner's sessions run as it")
-    except SessionUserUnusable:
-        pass  # the session-user check below says what is wrong and the fix
+                   "root runner's sessions run each as a session user of its own")
+    except SessionUserUnusable as exc:  # useradd's own words, or the bound: before any check
+        raise PreflightFailed(PreflightReport((Check(
+            "session-user", "broken", exc.detail, exc.fix),))) from exc
     report = sandbox_checks(bwrap=options.bwrap, harness=Path(options.harness),
                             host_skill_dirs=host_skill_dirs())
     raise_for(report)

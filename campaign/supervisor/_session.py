@@ -48,12 +48,13 @@ from sandbox._config import Credentials, session_config_dir
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
-from sandbox._errors import ConfinementUnavailable
+from sandbox._errors import ConfinementUnavailable, SessionUserUnusable
 from sandbox._layout import HostLayout
+from sandbox._lease import lease_user
 from sandbox._limits import DEFAULT_LIMITS, Limits
 from sandbox._network import BRIDGE_URL, open_session_egress
+from sandbox._pool import SessionPool, session_pool
 from sandbox._privileges import SessionUser
-from sandbox._privileges import session_user as _current_session_user
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,10 +93,12 @@ class BatchContext:
     ``host``: the host's network (RC-05's one admitted exception; the prose says so)."""
     limits: Limits = DEFAULT_LIMITS
     """Each session's limits (`sandbox.Limits`; ``--max-processes`` and friends)."""
-    session_user: SessionUser | None = field(default_factory=_current_session_user)
-    """Who sessions run as (no root inside): None for a runner that is not root; for a root
-    runner ``headwater-session``, dropped to before bwrap starts. Looked up when the context
-    is made; raises `SessionUserUnusable` there when a root runner has no such user."""
+    session_pool: SessionPool | None = field(default_factory=session_pool)
+    """Who sessions run as (no root inside): None for a runner that is not root (as itself);
+    for a root runner the host's session users (`sandbox._pool`), of which each attempt
+    leases one for its whole life (`sandbox._lease`), dropped to before bwrap starts. Read
+    when the context is made; raises `SessionUserUnusable` there when a root runner has
+    none."""
 
 
 def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
@@ -106,6 +109,12 @@ def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
 
 
 _NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
+
+
+def _refused_confinement(exc: ConfinementUnavailable) -> dict[str, Any]:
+    return {"state": "refused-confinement",
+            "reason": f"refused-confinement: the session cannot be confined: {exc} (RC-05)",
+            **_NOTHING_RAN}
 
 
 async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
@@ -183,15 +192,21 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
                       reason=f"refused-seal: {exc}", **_NOTHING_RAN)
     manifest = json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n"
     await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
-    owner = (ctx.session_user.uid, ctx.session_user.gid) if ctx.session_user else None
     keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
     progress.workspace, progress.manifest = paths.workspace, sealed.manifest
     progress.keeper = keeper
     try:
-        async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
-                                       max_connections=ctx.limits.connections) as egress:
-            facts = await _drive(spec, ctx, paths, sealed.manifest, started, egress, keeper,
-                                 progress)
+        # One session user for the attempt's whole life: its egress socket, config directory,
+        # sandbox (until its cgroup is empty and its files are the runner's) and checker. A
+        # wait for a free one (other runners' sessions hold the pool) spends nothing.
+        async with lease_user(ctx.session_pool) as user:
+            owner = (user.uid, user.gid) if user else None
+            async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
+                                           max_connections=ctx.limits.connections) as egress:
+                facts = await _drive(spec, ctx, paths, sealed.manifest, started, user, egress,
+                                     keeper, progress)  # fmt: skip
+    except SessionUserUnusable as exc:  # no user could be leased (the drive maps its own)
+        facts = _refused_confinement(exc)
     finally:
         if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
             with anyio.CancelScope(shield=True):
@@ -211,12 +226,12 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
 
 async def _drive(
     spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
-    egress: EgressProxy | None = None, keeper: StreamKeeper | None = None,
-    progress: Progress | None = None,
+    user: SessionUser | None, egress: EgressProxy | None = None,
+    keeper: StreamKeeper | None = None, progress: Progress | None = None,
 ) -> dict[str, Any]:
     probe = spec.probe
     name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
-    with session_config_dir(ctx.credentials, name=name, owner=ctx.session_user) as cfg:
+    with session_config_dir(ctx.credentials, name=name, owner=user) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
             declared_mcp_servers=declared_mcp_servers_of(paths.workspace),
@@ -240,7 +255,7 @@ async def _drive(
             command=command, executable=ctx.harness, mount=HARNESS_MOUNT,
             network="confined" if egress else "host",
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
-            layout=ctx.layout, user=ctx.session_user, workspace=paths.workspace,
+            layout=ctx.layout, user=user, workspace=paths.workspace,
             log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
             limit_checks=(*((egress.limit_hit,) if egress else ()),
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
@@ -256,9 +271,7 @@ async def _drive(
                     on_idle=keeper.flush if keeper is not None else None,
                 )
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
-            return {"state": "refused-confinement",
-                    "reason": f"refused-confinement: the session cannot be confined: {exc} "
-                              "(RC-05)", **_NOTHING_RAN}
+            return _refused_confinement(exc)
     hit = sandbox.limit_hit
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
@@ -298,7 +311,7 @@ async def _drive(
             checked = await run_checker(
                 ctx.corpus.config.checker, corpus_root=ctx.corpus.root,
                 workspace=paths.workspace, bwrap=ctx.bwrap, layout=ctx.layout,
-                stderr_tail=paths.root / "checker.stderr.tail", user=ctx.session_user,
+                stderr_tail=paths.root / "checker.stderr.tail", user=user,
             )
             findings = checked.findings
             if checked.note is not None:  # never a pass: no findings key, and said

@@ -129,7 +129,7 @@ def test_network_answers_with_network_preflight_when_it_exists(
 ) -> None:
     seen: list[str] = []
 
-    def network_preflight(*, bwrap: str = "bwrap") -> Check:
+    def network_preflight(*, bwrap: str = "bwrap", lease_wait_s: float | None = None) -> Check:
         seen.append(bwrap)
         return Check("network", "broken", "no netns", "fix it")
 

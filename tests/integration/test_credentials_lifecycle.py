@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import re
 import signal
 import stat
@@ -42,7 +41,7 @@ from campaign.batch._journal import Journal
 from campaign.supervisor._session import BatchContext, run_attempt
 from campaign.supervisor._spec import SessionSpec
 from demo import ScriptedProvider, load_scripts
-from sandbox import CONFIG_ROOT, SESSION_USER, Credentials
+from sandbox import CONFIG_ROOT, Credentials, session_pool
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from tests.integration import kit
@@ -64,12 +63,13 @@ STAT_CFG = (
 )
 
 
-def _owner() -> tuple[int, int]:
-    """Who owns a session's files: the session user for a root runner, else the runner."""
-    if os.geteuid() == 0:
-        entry = pwd.getpwnam(SESSION_USER)
-        return entry.pw_uid, entry.pw_gid
-    return os.geteuid(), os.getegid()
+def _owners() -> set[tuple[int, int]]:
+    """Who may own a session's files: a user of the session pool for a root runner (the one
+    its lease gave it), else the runner."""
+    pool = session_pool()
+    if pool is not None:
+        return {(user.uid, user.gid) for user in pool.users}
+    return {(os.geteuid(), os.getegid())}
 
 
 @dataclass
@@ -107,10 +107,9 @@ class Watch:
 
     def saw_private_copy(self) -> bool:
         """The copy was seen, always 0600 in a 0700 directory, both the session's."""
-        uid, gid = _owner()
-        return bool(self.seen) and all(
-            (dm, du, dg, cm, cu, cg) == (0o700, uid, gid, 0o600, uid, gid)
-            for _, dm, du, dg, cm, cu, cg in self.seen
+        owners = {(du, dg) for _, _, du, dg, _, _, _ in self.seen}
+        return len(owners) == 1 and owners <= _owners() and all(
+            (dm, cm, cu, cg) == (0o700, 0o600, du, dg) for _, dm, du, dg, cm, cu, cg in self.seen
         )
 
 
@@ -167,9 +166,10 @@ async def test_success_removes_the_copy(setup: Setup) -> None:
     assert state == "recorded"
     assert watch.saw_private_copy(), watch.seen[:3]
     assert watch.dirs() == []
-    uid, gid = _owner()
     inside = (setup.root / "batch/sessions/present/LIFE-OK/s1/workspace/attempts/cfg.txt")
-    assert inside.read_text().split("\n")[:2] == [f"700 {uid} {gid}", f"600 {uid} {gid}"]
+    directory, copy = (line.split() for line in inside.read_text().split("\n")[:2])
+    assert directory[0] == "700" and copy[0] == "600" and directory[1:] == copy[1:]
+    assert (int(directory[1]), int(directory[2])) in _owners()
 
 
 @pytest.mark.anyio

@@ -2,10 +2,11 @@
 
 bwrap's ``--uid`` only maps a uid inside the user namespace; started by root,
 the sandbox is still root on the host, and ``/etc/shadow`` (under the
-read-only ``/etc``) is readable. The runner drops to ``headwater-session``
-before bwrap starts. Driven through ``record`` with the real CLI and the
-scripted provider; the session reports its ids, tries ``/etc/shadow`` and
-stats its own directories, all written into its workspace.
+read-only ``/etc``) is readable. The runner drops to a user of its session
+pool (``headwater-session`` first) before bwrap starts. Driven through
+``record`` with the real CLI and the scripted provider; the session reports
+its ids, tries ``/etc/shadow`` and stats its own directories, all written into
+its workspace.
 
 Seen red with ``HW_WEAKEN=no-drop`` (tests/integration/weaken/): ``id -u``
 prints 0 and ``cat /etc/shadow`` succeeds.
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from demo import ScriptedProvider, load_scripts
-from sandbox import SESSION_USER
+from sandbox import session_pool
 from tests.integration import kit
 
 pytestmark = [
@@ -70,8 +71,17 @@ def test_the_runner_is_root_and_root_can_read_the_shadow_file() -> None:
     assert Path("/etc/shadow").read_bytes()
 
 
+def _session_user(session: Path) -> pwd.struct_passwd:
+    """The pool user the session ran as (the one its lease gave it; headwater-session unless
+    another sandbox held it)."""
+    uid = int(_seen(session, "uid.txt"))
+    pool = session_pool()
+    assert pool is not None and uid in {u.uid for u in pool.users}, uid
+    return pwd.getpwuid(uid)
+
+
 def test_the_session_is_not_root(session: Path) -> None:
-    user = pwd.getpwnam(SESSION_USER)
+    user = _session_user(session)
     assert _seen(session, "uid.txt").strip() == str(user.pw_uid) != "0"
     assert _seen(session, "gid.txt").strip() == str(user.pw_gid) != "0"
     assert _seen(session, "groups.txt").split() == [str(user.pw_gid)]
@@ -89,7 +99,7 @@ def test_root_only_host_files_stay_unreadable(session: Path) -> None:
 
 def test_the_session_user_owns_its_directories_0700_while_it_runs_and_then_the_runner(
         session: Path) -> None:
-    user = pwd.getpwnam(SESSION_USER)
+    user = _session_user(session)
     inside = [line.split() for line in _seen(session, "modes.txt").splitlines()]
     assert inside == [["700", str(user.pw_uid), str(user.pw_gid)]] * 3
     # After the session (sandbox._reclaim): the workspace is the runner's, readable; the

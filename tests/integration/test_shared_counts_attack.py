@@ -1,7 +1,6 @@
-"""A session can take what the kernel counts per user from every session that runs meanwhile.
+"""A session cannot take what the kernel counts per user from a session that runs meanwhile.
 
-red: hole open. Every session of a root runner runs as ``headwater-session`` (docs/host.md),
-and the kernel counts some things per user, host-wide, whatever namespace the process is in:
+The kernel counts some things per user, host-wide, whatever namespace the process is in:
 epoll watches (``fs.epoll.max_user_watches``, 5,491,511 here: about 1 GiB of kernel memory,
 within a session's 2 GiB memory limit, made by 24 processes of 480 descriptors in 3 s),
 inotify instances (``fs.inotify.max_user_instances``, 128), keys (``kernel.keys.maxkeys``,
@@ -12,16 +11,18 @@ charged to the user's count above the session's user namespace).
 Two ``record`` runs at once (real bwrap, separate batches): the hog's stand-in takes each of
 them and holds them until the test tells it to stop (a file the test writes into its
 workspace, at most 30 s); the victim's, started while the hog holds them, tries one of each
-and writes the answers to its workspace. Seen: the victim's ``epoll_ctl`` fails ENOSPC (a
-node harness, whose event loop registers every descriptor it uses, cannot run), its
-``inotify_init1`` EMFILE, its ``add_key`` EDQUOT, its ``mq_open`` EMFILE, and its new pipe
-holds two pages (8 KiB) instead of 16.
+and writes the answers to its workspace.
 
-Rule wanted (docs/session-reach.md "Identity and processes" admits inotify and keys): a
-session cannot take from a concurrent session what it needs to run. Fixes: a uid of its own
-per concurrent session slot (``headwater-session-N``: the kernel's per-user counts are then
-per session), or lower per-session caps the runner cannot set for these counts (the
-sysctls are host-wide), so the uid split is the fix.
+Rule (docs/session-reach.md "Identity and processes"): a session cannot take from a
+concurrent session what it needs to run: each session of a root runner runs as a session
+user of its own, leased from the host's pool (`sandbox._lease`), so the kernel's per-user
+counts are per session (no per-session cap could be set for them: the sysctls are
+host-wide). The victim gets every one.
+
+Seen red with ``HW_WEAKEN=no-uid-pool`` (both sessions run as ``headwater-session``): the
+victim's ``epoll_ctl`` fails ENOSPC (a node harness, whose event loop registers every
+descriptor it uses, cannot run), its ``inotify_init1`` EMFILE, its ``add_key`` EDQUOT, its
+``mq_open`` EMFILE, and its new pipe holds two pages (8 KiB) instead of 16.
 """
 
 from __future__ import annotations
@@ -208,7 +209,8 @@ def _starve(tmp_path: Path) -> None:
         (final,) = finals(batch)
         workspace = batch / "sessions" / "present" / PROBE / final["session"] / "workspace"
         seen = json.loads((workspace / "victim.json").read_text())
-        assert hog_run.wait(timeout=60) == 0
+        hog_out, _ = hog_run.communicate(timeout=60)
+        assert hog_run.returncode == 0, hog_out
         # what the victim needs, whatever a concurrent session holds (the hog held: ``held``)
         assert seen == {"epoll_ctl": 0, "inotify_init1": 0, "add_key": 0, "mq_open": 0,
                         "pipe_bytes": 65536}, (named(seen), held)  # fmt: skip
@@ -217,7 +219,7 @@ def _starve(tmp_path: Path) -> None:
             (release / "release").write_text("")
         if hog_run.poll() is None:
             hog_run.terminate()
-            hog_run.wait(timeout=60)
+        hog_run.communicate(timeout=60)
         kit.kill_all(kit.processes_under(tmp_path))
         sweep_config_root()
         sweep_killed_runners()

@@ -1,13 +1,16 @@
-"""A session cannot take what every session of the host shares: its user's namespaces.
+"""A session cannot take what sessions sharing its uid share: its user's namespaces.
 
-Every session of a root runner runs as the one user ``headwater-session`` (docs/host.md),
-kept from the others by namespaces, not by uid; but the kernel counts a user's namespaces
-host-wide (``user.max_user_namespaces``, 96,365 here). Seen from outside the runner: five
-processes of that user holding 96,351 user namespaces (descriptors of them, made at about
-a thousand a second) left none, and a ``record`` started meanwhile ended ``refused-init``
+The kernel counts a user's namespaces host-wide (``user.max_user_namespaces``, 96,365
+here). When every session of a root runner ran as the one user ``headwater-session``, five
+processes of that user holding 96,351 user namespaces (descriptors of them, made at about a
+thousand a second) left none, and a ``record`` started meanwhile ended ``refused-init``
 (bwrap: "unshare user ns: No space left on device"), not retryable; a session could hold
-them as long as it runs (512 processes of 1,024 descriptors each are enough), failing
-every session of every batch of the host that starts meanwhile.
+them as long as it runs (512 processes of 1,024 descriptors each are enough), failing every
+session of every batch of the host that started meanwhile. A root runner's sessions now run
+each as a pool user of its own (`sandbox._lease`; tests/integration/test_uid_pool_attack.py
+for the other per-user counts), so such a session would take only its own user's; but the
+sessions of a runner that is not root all run as that runner, and its own probes need user
+namespaces: the rule below still holds for every runner.
 
 The stand-in (through ``record``, real bwrap) tries ``unshare(CLONE_NEWUSER)`` in a child
 and writes the answer to its workspace. Rule (docs/session-reach.md "Identity and

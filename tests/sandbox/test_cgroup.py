@@ -32,7 +32,7 @@ from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from sandbox._limits import Limits
 from sandbox._owner import runner_alive, runner_tag
-from sandbox._privileges import session_user
+from sandbox._pool import session_user
 from sandbox._process import open_child
 from sandbox._scratch import sweep_scratch
 from tests.conftest import missing

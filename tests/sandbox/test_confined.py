@@ -25,7 +25,8 @@ from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import SpawnFailed
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_tag
-from sandbox._privileges import hand_over, session_user
+from sandbox._pool import ensure_session_pool, session_user
+from sandbox._privileges import hand_over
 from tests.standin import STANDIN_PYTHON, write_standin
 
 pytestmark = [pytest.mark.anyio, pytest.mark.bwrap]
@@ -134,3 +135,39 @@ def test_a_spec_without_an_egress_socket_cannot_be_confined() -> None:
         _spec(["/bin/true"], network="confined")
     with pytest.raises(ValueError, match="absolute"):
         _spec(["true"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root runner has a pool of session users")
+async def test_sandboxes_given_the_pool_at_once_run_each_as_a_user_of_its_own(
+    bwrap: str,
+) -> None:
+    """Rule (sandbox._lease): no two sandboxes that run at once share a uid.
+
+    Two sandboxes given the pool, each holding until the other has started too, print their
+    uids: two distinct pool users. Seen red with ``HW_WEAKEN=no-uid-pool`` (every lease is
+    headwater-session at once): both print its uid.
+    """
+    # Three: on a shared host an older runner's sessions may hold headwater-session unleased
+    # (its uid has processes), and a lease then skips it.
+    pool, _ = await anyio.to_thread.run_sync(ensure_session_pool, 3)
+    assert pool is not None
+    started = anyio.Event()
+    uids: list[int] = []
+
+    async def one(other_started: anyio.Event | None) -> None:
+        code = "import os, time; print(os.getuid(), flush=True); time.sleep(50)"
+        async with open_confined(_spec([STANDIN_PYTHON, "-c", code], user=pool)) as sandbox:
+            line = await sandbox.child.read("stdout")
+            uids.append(int(line.split()[0]))
+            assert sandbox.user is not None and sandbox.user.uid == uids[-1]
+            if other_started is None:
+                started.set()
+            else:
+                await other_started.wait()  # both run now; leaving ends them
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one, started)
+            tg.start_soon(one, None)
+    assert len(set(uids)) == 2, uids
+    assert set(uids) <= {u.uid for u in pool.users}

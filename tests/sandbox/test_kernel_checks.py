@@ -18,8 +18,8 @@ from sandbox._cgroup import CgroupHost, find_cgroups
 from sandbox._errors import PreflightFailed
 from sandbox._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from sandbox._layout import measure_host_layout
+from sandbox._pool import session_user
 from sandbox._preflight import preflight, raise_for
-from sandbox._privileges import session_user
 
 pytestmark = pytest.mark.bwrap
 

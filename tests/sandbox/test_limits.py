@@ -20,7 +20,7 @@ from sandbox._cgroup import find_cgroups
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._layout import measure_host_layout
 from sandbox._limits import LimitHit, Limits, MiB
-from sandbox._privileges import session_user
+from sandbox._pool import session_user
 from sandbox._watch import MAX_WALK_DEPTH, LimitWatch
 from tests.standin import STANDIN_PYTHON
 

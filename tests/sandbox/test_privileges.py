@@ -53,7 +53,7 @@ def test_drop_argv_is_setpriv_with_every_id_and_no_groups() -> None:
 
 def test_a_session_user_with_uid_0_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = pwd.struct_passwd((SESSION_USER, "x", 0, 0, "", "/", "/bin/false"))
-    monkeypatch.setattr("sandbox._privileges.pwd.getpwnam", lambda name: fake)
+    monkeypatch.setattr("sandbox._pool.pwd.getpwnam", lambda name: fake)
     with pytest.raises(SessionUserUnusable, match="would run as root"):
         session_user(euid=0)
 

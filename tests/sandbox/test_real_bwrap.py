@@ -21,7 +21,7 @@ from sandbox import (
     setenv_payload,
 )
 from sandbox._confined import ConfinedSpec
-from sandbox._privileges import session_user
+from sandbox._pool import session_user
 from sandbox._probes import run_confined
 
 SECRET = "sk-ant-test-real-bwrap-3f9d0a71"

@@ -23,6 +23,10 @@ Weakenings, and the tests each one must turn red:
   command line (escapes: /proc/1/cmdline).
 - ``no-drop``: a root runner's sessions are started as for a non-root runner
   (no setpriv, no hand-over): bwrap runs as root (no_root).
+- ``no-uid-pool``: every lease hands out the pool's first user, ``headwater-session``,
+  at once, to every sandbox that asks, whoever else runs as it: all sessions share one uid,
+  as before the pool (shared uid attack: a session that takes all its user's inotify
+  instances leaves none to the session running beside it).
 - ``no-pid``: drops ``--unshare-pid`` (containment).
 - ``no-die``: drops ``--die-with-parent`` (containment, runner SIGKILLed).
 - ``keep-config``: never removes a session's config directory (credentials lifecycle).
@@ -366,9 +370,19 @@ def _weaken_batch_dir(batch_dir: ModuleType) -> None:
     setattr(batch_dir, "BATCH_DIR_MODE", 0o755)  # noqa: B010
 
 
-def _weaken_privileges(privileges: ModuleType) -> None:
-    # The runner takes itself for a non-root one: no drop, no hand-over.
-    setattr(privileges, "session_user", lambda euid=None: None)  # noqa: B010
+def _weaken_privileges(pool: ModuleType) -> None:
+    # The runner takes itself for a non-root one: no pool, no drop, no hand-over.
+    setattr(pool, "session_pool", lambda euid=None: None)  # noqa: B010
+    setattr(pool, "session_user", lambda euid=None: None)  # noqa: B010
+
+
+def _weaken_lease(lease: ModuleType) -> None:
+    """Every lease is the pool's first user, at once: no lock, no look for its processes."""
+
+    def try_lease(pool: Any, **kwargs: Any) -> tuple[Any, dict[str, list[int]]]:
+        return lease.Lease(pool.users[0], os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)), {}
+
+    setattr(lease, "try_lease", try_lease)  # noqa: B010
 
 
 def _weaken_config(config: ModuleType) -> None:
@@ -406,7 +420,9 @@ if WEAKEN:
     if "leak-env" in WEAKEN:
         _weaken_spawn()
     if "no-drop" in WEAKEN:
-        _after_import("sandbox._privileges", _weaken_privileges)
+        _after_import("sandbox._pool", _weaken_privileges)
+    if "no-uid-pool" in WEAKEN:
+        _after_import("sandbox._lease", _weaken_lease)
     if "no-cgroup" in WEAKEN:
         _after_import("sandbox._confined", _weaken_cgroup)
     if "no-landlock" in WEAKEN:
