@@ -23,7 +23,7 @@ from ._cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_se
 from ._checks import Check
 from ._errors import ContainmentUnavailable, SessionUserUnusable
 from ._landlock import PYTHON as LANDLOCK_PYTHON
-from ._landlock import SCOPE_ABI, host_abi
+from ._landlock import REFER_ABI, SCOPE_ABI, host_abi
 from ._probes import probe_spec, run_confined
 from ._process import open_child, run_sync
 from ._seccomp import session_filter
@@ -190,9 +190,13 @@ def check_landlock(
     if abi is None:
         return Check("landlock", "broken", "the kernel has no Landlock: a session could write "
                      "bwrap's pid 1's memory through /proc/1/mem",
-                     "run Linux 5.13+ with Landlock in its lsm= boot list (e.g. "
+                     "run Linux 5.19+ with Landlock in its lsm= boot list (e.g. "
                      "lsm=landlock,lockdown,yama,apparmor,bpf); ABI 6 (Linux 6.12+) also "
                      "scopes signals")  # fmt: skip
+    if abi < REFER_ABI:
+        return Check("landlock", "broken", f"Landlock ABI {abi} cannot allow a rename into "
+                     "another directory: every such rename of a session would fail (EXDEV)",
+                     f"run Linux 5.19+ (Landlock ABI {REFER_ABI})")  # fmt: skip
     if not Path(LANDLOCK_PYTHON).is_file():
         return Check("landlock", "broken", f"no {LANDLOCK_PYTHON}: every session's harness is "
                      "started in its Landlock domain by it", "install python3 (Debian: "

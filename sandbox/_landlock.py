@@ -24,10 +24,15 @@ pid 2 and everything it starts inherits the domain, while pid 1, the watcher
 and the bridge stay outside it.
 
 The domain restricts no file access: bwrap's mounts are what a session sees
-(RC-02). A ruleset must handle at least one access right, so it handles
-making character and block devices (``LANDLOCK_ACCESS_FS_MAKE_CHAR``,
-``..._MAKE_BLOCK``) with no rule allowing them: a session without
-``CAP_MKNOD`` cannot make those anyway.
+(RC-02). From ABI 6 the ruleset has scopes only and handles no file access
+at all. Before ABI 6 a ruleset must handle some file access right, and a
+domain that handles any refuses every rename or link into another directory
+(EXDEV; ``git``, ``mv`` and editors' saves would fail) unless a rule allows
+``LANDLOCK_ACCESS_FS_REFER`` there: so it handles making character and
+block devices (``LANDLOCK_ACCESS_FS_MAKE_CHAR``, ``..._MAKE_BLOCK``), which
+no rule allows and a session without ``CAP_MKNOD`` cannot do anyway, and
+``REFER``, which a rule on ``/`` allows everywhere. ABI 1 has no ``REFER``:
+such a kernel is refused (`REFER_ABI`).
 
 Why a Python script: the host's ``/usr/bin/python3`` (Debian's, under
 ``/usr``, which every sandbox mounts read-only) is already what the preflight
@@ -69,10 +74,18 @@ _RESTRICT_SELF: Final = 446
 """System call numbers, the same on every architecture (added after the tables were unified)."""
 _VERSION_FLAG: Final = 1  # LANDLOCK_CREATE_RULESET_VERSION
 
+REFER_ABI: Final = 2
+"""The first Landlock ABI that can allow a rename or link into another directory."""
+_ADD_RULE: Final = 445
 _SCOPES: Final = (1 << 0) | (1 << 1)
 """LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL (linux/landlock.h)."""
-_HANDLED_FS: Final = (1 << 6) | (1 << 11)
-"""LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK: handled, allowed nowhere."""
+_REFER: Final = 1 << 13
+"""LANDLOCK_ACCESS_FS_REFER: a domain that handles any file access refuses every rename or
+link into another directory (EXDEV) unless a rule allows this right."""
+_HANDLED_FS: Final = (1 << 6) | (1 << 11) | _REFER
+"""LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK, handled and allowed nowhere,
+and REFER, allowed everywhere (a rule on ``/``): before `SCOPE_ABI` a ruleset must handle
+some file access."""
 
 _SCRIPT: Final = rf"""
 import ctypes, os, struct, sys
@@ -85,12 +98,24 @@ libc.syscall.restype = ctypes.c_long
 abi = libc.syscall(ctypes.c_long({_CREATE_RULESET}), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
 if abi < 1:
     fail("the kernel has no Landlock")
-scoped = {_SCOPES} if abi >= {SCOPE_ABI} else 0
+abi = min(abi, ABI_CAP)
+if abi < {REFER_ABI}:
+    fail("Landlock ABI %d cannot allow renames into another directory" % abi)
+# ABI 6+: scopes only, no file access handled (nothing of the file system is changed);
+# before: device nodes handled and allowed nowhere, renames and links allowed everywhere
+fs, scoped = (0, {_SCOPES}) if abi >= {SCOPE_ABI} else ({_HANDLED_FS}, 0)
 size = 24 if abi >= {SCOPE_ABI} else 16 if abi >= 4 else 8
-attr = ctypes.create_string_buffer(struct.pack("<QQQ", {_HANDLED_FS}, 0, scoped)[:size], size)
+attr = ctypes.create_string_buffer(struct.pack("<QQQ", fs, 0, scoped)[:size], size)
 fd = libc.syscall(ctypes.c_long({_CREATE_RULESET}), attr, ctypes.c_size_t(size), ctypes.c_uint32(0))
 if fd < 0:
     fail("landlock_create_ruleset")
+if fs:
+    root = os.open("/", os.O_PATH | os.O_CLOEXEC)
+    rule = ctypes.create_string_buffer(struct.pack("<Qi", {_REFER}, root), 12)
+    if libc.syscall(ctypes.c_long({_ADD_RULE}), ctypes.c_int(fd), ctypes.c_int(1), rule,
+                    ctypes.c_uint32(0)) != 0:
+        fail("landlock_add_rule")
+    os.close(root)
 if libc.prctl(38, 1, 0, 0, 0) != 0:
     fail("PR_SET_NO_NEW_PRIVS")
 if libc.syscall(ctypes.c_long({_RESTRICT_SELF}), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
@@ -104,7 +129,9 @@ except OSError as exc:
 """
 
 
-def scoped_command(command: Sequence[str], *, python: str = PYTHON) -> list[str]:
+def scoped_command(
+    command: Sequence[str], *, python: str = PYTHON, abi_cap: int | None = None
+) -> list[str]:
     """``command`` run inside a new Landlock domain (module docstring): the init shell's last exec.
 
     Pure. The result is ``[python, "-I", "-S", "-c", SCRIPT, *command]``: the
@@ -117,13 +144,16 @@ def scoped_command(command: Sequence[str], *, python: str = PYTHON) -> list[str]
     Args:
         command: The command, ``command[0]`` an absolute path.
         python: The interpreter inside the sandbox.
+        abi_cap: Use at most this Landlock ABI, whatever the kernel has (tests of the
+            older kernels' path); None: the kernel's.
 
     Raises:
         ValueError: ``command`` is empty.
     """
     if not command:
         raise ValueError("command is empty")
-    return [python, "-I", "-S", "-c", _SCRIPT, *command]
+    script = _SCRIPT.replace("ABI_CAP", str(abi_cap if abi_cap is not None else 1 << 30))
+    return [python, "-I", "-S", "-c", script, *command]
 
 
 def host_abi() -> int | None:
