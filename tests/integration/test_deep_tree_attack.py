@@ -1,17 +1,19 @@
 """A session cannot crash its runner, or every later runner of the host, with a deep tree.
 
-red: hole open.
+Seen red before `sandbox._remove` (each case; the runner exited 1 with the traceback below),
+green with it.
 
-The runner removes what a session wrote with `shutil.rmtree`: its config directory
+The runner removed what a session wrote with `shutil.rmtree`: its config directory
 (`sandbox._config.remove_tree`, at the session's end and in the start-up sweep of killed
 runners' directories) and the session's original log tree (`sandbox._reclaim.replace_with_copy`).
 Python 3.11's `shutil.rmtree` recurses once per directory level, so a tree about a thousand
-levels deep raises `RecursionError`, even with ``ignore_errors``, which is no `OSError`: it
-goes up through the supervisor, and the runner exits 1 ("unexpected error (a bug)"), ending
-every session of the batch that ran beside it. The config directory stays behind as the
+levels deep raised `RecursionError`, even with ``ignore_errors``, which is no `OSError`: it
+went up through the supervisor, and the runner exited 1 ("unexpected error (a bug)"), ending
+every session of the batch that ran beside it. The config directory stayed behind as the
 session user's (its lease released meanwhile), and every later ``run``, ``record``, ``demo``
-or ``doctor`` of the host sweeps it at start-up (its runner is dead) and dies the same way,
-before any session: one session stops the host's recording until root removes it by hand.
+or ``doctor`` of the host swept it at start-up (its runner is dead) and died the same way,
+before any session: one session stopped the host's recording until root removed it by hand.
+`sandbox._remove.remove_tree` now walks with a stack of its own.
 
 The writes walk (`sandbox._watch`) ends a session that nests more than 64 levels, but only
 when it next walks: the stand-in first makes the walk slow (30,000 empty files, about 120 MB
