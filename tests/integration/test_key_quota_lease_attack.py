@@ -1,6 +1,7 @@
 """A session's keys still count against its user's quota after its lease is released.
 
-red: hole open.
+Seen red before `sandbox._lease.Lease.settle` (uid 994 held 200 keys, before 0, with its lease
+released), green with it.
 
 The kernel counts keys per uid, host-wide (``kernel.keys.maxkeys`` 200 and ``maxbytes``
 20,000 for a user that is not root; ``/proc/key-users``). The stand-in (through ``record``,
@@ -18,10 +19,9 @@ of the one before it holds anything the kernel counts for that uid. The test rea
 ``/proc/key-users`` at once when ``record`` returns: the session's uid holds no more keys
 than before it.
 
-Fix proposed: a lease remembers its uid's key count when handed out (``/proc/key-users``)
-and, before it is released, waits (bounded, say 10 s, off the event loop) until the count
-is back to that; or `try_lease` skips a user whose key count is above the count its last
-lease started with.
+The fix: a lease remembers its uid's key count when handed out (``/proc/key-users``) and,
+before it is released, waits (at most `sandbox._lease.KEYS_SETTLE_S`, off the event loop)
+until the count is back to that.
 """
 
 from __future__ import annotations
