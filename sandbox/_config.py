@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
@@ -20,12 +19,11 @@ from typing import TYPE_CHECKING, Final
 
 from ._errors import CredentialsMissing
 from ._privileges import SessionUser, hand_over_file
+from ._remove import remove_tree
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
-    from types import TracebackType
+    from collections.abc import Iterator, Mapping
 
-    ExcInfo = tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
 
 CONFIG_ROOT: Final = Path("/var/tmp/headwater-campaign/cfg")
 """One fixed root for all session config dirs, where a restarted runner finds left-overs."""
@@ -174,41 +172,6 @@ def _copy_private(source: Path, destination: Path) -> None:
     with os.fdopen(fd, "wb") as out:
         os.fchmod(out.fileno(), _FILE_MODE)
         out.write(data)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` and everything under it; a missing path is not an error.
-
-    Directories the session made unreadable or unwritable are given back
-    their owner's permissions and the removal is retried once.
-
-    Raises:
-        OSError: something could not be removed for another reason.
-    """
-    try:
-        shutil.rmtree(path, onerror=_ignore_missing)
-    except PermissionError:
-        _restore_owner_access(path)
-        shutil.rmtree(path, onerror=_ignore_missing)
-
-
-def _ignore_missing(function: Callable[..., object], failed: str, exc_info: ExcInfo) -> None:
-    """Rmtree error hook: an entry that is already gone is fine; anything else propagates."""
-    # ``onerror`` rather than ``onexc``: the project runs on Python 3.11 (``onexc`` is 3.12+).
-    exc = exc_info[1]
-    if isinstance(exc, FileNotFoundError):
-        return
-    if exc is not None:
-        raise exc
-
-
-def _restore_owner_access(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if directory.is_symlink() or not directory.is_dir():
-            return
-        os.chmod(directory, stat.S_IRWXU)
-        for entry in directory.iterdir():
-            _restore_owner_access(entry)
 
 
 def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:

@@ -65,7 +65,6 @@ from ._cgroup import (
     open_session_cgroup,
     sweep_once,
 )
-from ._config import remove_tree
 from ._env import setenv_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
@@ -77,6 +76,7 @@ from ._pool import SessionPool
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
 from ._reclaim import reclaim_tree, replace_with_copy
+from ._remove import remove_tree
 from ._scratch import make_scratch
 from ._seccomp import session_filter
 from ._watch import LimitWatch, allocated_bytes, watching

@@ -23,6 +23,10 @@ How:
   start-up, `sandbox.sweep_killed_runners`; in `open_confined` before it
   leases), so a provable session's leftover is ended first; anything else is
   left alone and its user skipped.
+* **its keys**: a lease is released only once its uid holds no more keys
+  than when it was handed out (``/proc/key-users``; bounded, `KEYS_SETTLE_S`):
+  the session's keyrings outlive its last process by the seconds the kernel
+  takes to free bwrap's user namespace, and count against the uid's quota.
 * **waiting**: when every pool user is leased, the caller waits (polling
   every `POLL_S`) until one is free: a batch never fails because another
   runner is busy. The pool does not grow here: a root runner made at least
@@ -68,6 +72,7 @@ __all__ = [
     "hold_lease",
     "lease_user",
     "try_lease",
+    "uid_keys",
     "uid_processes",
 ]
 
@@ -83,6 +88,13 @@ minutes, so a fifth of a second of delay is nothing; the try reads /proc once.""
 STRAY_BOUND_S: Final = EMPTY_TIMEOUT_S
 """Seconds a waiter accepts that every free pool user still has processes: as long as a
 cgroup kill may take to empty a cgroup, the sweep's bound."""
+KEYS_SETTLE_S: Final = 10.0
+"""Seconds a lease waits at most, before it is released, for its uid's keys to be back to what
+they were when it was handed out. A session's keyrings live in bwrap's user namespace, which
+the kernel frees a little after its last process (about 2 s here for 200 keys); until then
+they count against the uid's quota (``kernel.keys.maxkeys``), and a session leased the user
+meanwhile got EDQUOT (`tests/integration/test_key_quota_lease_attack.py`)."""
+_KEYS_POLL_S: Final = 0.05
 _PROC: Final = Path("/proc")
 logger = logging.getLogger(__name__)
 
@@ -95,9 +107,12 @@ class Lease:
         user: The leased user.
     """
 
-    def __init__(self, user: SessionUser, fd: int) -> None:
+    def __init__(self, user: SessionUser, fd: int, *, keys: int = 0,
+                 proc: Path = _PROC) -> None:
         self.user = user
         self._fd: int | None = fd
+        self._keys = keys
+        self._proc = proc
 
     def __repr__(self) -> str:
         return f"<Lease {self.user.name} uid={self.user.uid} {'held' if self.held else 'released'}>"
@@ -107,6 +122,18 @@ class Lease:
         """Whether the lock is still held (`release` not called)."""
         return self._fd is not None
 
+    def settle(self, timeout_s: float = KEYS_SETTLE_S) -> bool:
+        """Wait (blocking, at most ``timeout_s``) until the uid holds no more keys than when the
+        lease was handed out; True when it does. Call before `release`, once the sandbox is over."""
+        deadline = time.monotonic() + timeout_s
+        while uid_keys(self.user.uid, self._proc) > self._keys:
+            if time.monotonic() >= deadline:
+                logger.warning("%s still holds keys %.0f s after its sandbox ended",
+                               self.user.name, timeout_s)  # fmt: skip
+                return False
+            time.sleep(_KEYS_POLL_S)
+        return True
+
     def release(self) -> None:
         """Let the user go (closing the lock's descriptor unlocks it); idempotent.
 
@@ -115,6 +142,21 @@ class Lease:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def uid_keys(uid: int, proc: Path = _PROC) -> int:
+    """Keys the kernel counts for ``uid`` (``proc/key-users``: ``uid: usage nkeys/...``); 0 when
+    it has none or the kernel keeps no keys."""
+    try:
+        text = (proc / "key-users").read_text()
+    except OSError:
+        return 0
+    for row in text.splitlines():
+        head, _, rest = row.partition(":")
+        if head.strip() == str(uid):
+            with contextlib.suppress(IndexError, ValueError):
+                return int(rest.split()[1].split("/")[0])
+    return 0
 
 
 def uid_processes(uid: int, proc: Path = _PROC) -> list[int]:
@@ -183,7 +225,7 @@ def try_lease(
             os.close(fd)
             strays[user.name] = pids
             continue
-        return Lease(user, fd), strays
+        return Lease(user, fd, keys=uid_keys(user.uid, proc), proc=proc), strays
     return None, strays
 
 
@@ -279,7 +321,11 @@ async def lease_user(
     try:
         yield lease.user
     finally:
-        lease.release()
+        try:
+            with anyio.CancelScope(shield=True):  # its keys gone first (`KEYS_SETTLE_S`)
+                await anyio.to_thread.run_sync(lease.settle)
+        finally:
+            lease.release()
 
 
 @contextlib.contextmanager
@@ -314,4 +360,7 @@ def hold_lease(
     try:
         yield lease.user
     finally:
-        lease.release()
+        try:
+            lease.settle()
+        finally:
+            lease.release()

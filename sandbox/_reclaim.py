@@ -40,11 +40,12 @@ import contextlib
 import errno
 import os
 import secrets
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from ._remove import remove_tree
 
 __all__ = ["MAX_DEPTH", "Reclaimed", "reclaim_tree", "replace_with_copy"]
 
@@ -226,9 +227,11 @@ def replace_with_copy(directory: Path, *, max_bytes: int) -> Reclaimed:
         directory.rename(old)
         copy.rename(directory)
     except BaseException:
-        shutil.rmtree(copy, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(copy)
         raise
-    shutil.rmtree(old, ignore_errors=True)  # fd-based: a symlink in it is not followed
+    with contextlib.suppress(OSError):  # a symlink in it is not followed, any depth is removed
+        remove_tree(old)
     return done
 
 

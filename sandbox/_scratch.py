@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Final
 
 from ._cgroup import sweep_cgroups
-from ._config import remove_tree
 from ._owner import TAG, runner_alive, runner_tag
+from ._remove import remove_tree
 
 __all__ = ["PREFIX", "make_scratch", "sweep_killed_runners", "sweep_scratch"]
 

@@ -10,8 +10,8 @@ before the cancellation goes on).
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -55,6 +55,7 @@ from sandbox._limits import DEFAULT_LIMITS, Limits
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._pool import SessionPool, session_pool
 from sandbox._privileges import SessionUser
+from sandbox._remove import remove_tree
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -162,9 +163,14 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     with host_writes("the ledger"):
         await journal.record(record)
     if ctx.discard_workspaces:
-        await anyio.to_thread.run_sync(lambda: shutil.rmtree(paths.workspace,
-                                                             ignore_errors=True))
+        await anyio.to_thread.run_sync(_discard, paths.workspace)
     return record
+
+
+def _discard(workspace: Path) -> None:
+    """``--discard-workspaces``: the workspace goes, however deep the session nested it."""
+    with contextlib.suppress(OSError):
+        remove_tree(workspace)
 
 
 async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Any,
@@ -175,10 +181,7 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
         for entry in paths.root.iterdir():
             if entry.name.startswith("attempt-") and entry.name != f"attempt-{attempt}":
                 continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+            remove_tree(entry)  # any depth the earlier attempt nested; a symlink unlinked
         paths.log_dir.mkdir()
         paths.attempt_dir(attempt).mkdir()
 

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from sandbox._errors import PoolBusy, SessionUserUnusable
-from sandbox._lease import hold_lease, lease_user, try_lease, uid_processes
+from sandbox._lease import Lease, hold_lease, lease_user, try_lease, uid_keys, uid_processes
 from sandbox._pool import SessionPool
 from sandbox._privileges import SessionUser
 from tests.conftest import REPO, python_child
@@ -264,3 +264,20 @@ def test_a_lock_file_that_is_a_symlink_is_refused_and_never_followed(
 def test_uid_processes_finds_this_process_and_no_made_up_uid() -> None:
     assert os.getpid() in uid_processes(os.getuid())
     assert uid_processes(FREE_UID) == []
+
+
+def test_a_lease_waits_for_its_uids_keys_before_it_is_released(tmp_path: Path) -> None:
+    """Seen red without `Lease.settle`: the key quota test of tests/integration."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    keys = proc / "key-users"
+    keys.write_text(f"    0:     9 8/8 3/1000000 48/25000000\n{FREE_UID}:   201 201/201 200/200 "
+                    "16285/20000\n")
+    assert uid_keys(FREE_UID, proc) == 201
+    assert uid_keys(FREE_UID + 1, proc) == 0
+    user = SessionUser("hw-test-0", FREE_UID, FREE_UID)
+    lease = Lease(user, os.open(tmp_path, os.O_RDONLY), keys=0, proc=proc)
+    assert lease.settle(0.2) is False  # still held: bounded, then said
+    keys.write_text("    0:     9 8/8 3/1000000 48/25000000\n")
+    assert lease.settle(0.2) is True
+    lease.release()
