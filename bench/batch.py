@@ -85,9 +85,9 @@ def runner(report: Path, profile: bool, argv: list[str]) -> None:
     lock = threading.Lock()
     original = journal._write
 
-    def timed(batch: Path, arm: Any, proved: Any) -> None:
+    def timed(*args: Any) -> None:
         cpu, wall = time.thread_time(), time.monotonic()
-        original(batch, arm, proved)
+        original(*args)
         with lock:
             writes.append({"cpu_s": time.thread_time() - cpu, "wall_s": time.monotonic() - wall})
 

@@ -26,7 +26,8 @@ from the same producer:
 * ``product``: the runner's own path: `open_confined` (bwrap, the session's
   cgroup, seccomp, the session user for a root runner), `drive_child`,
   `StreamObserver.feed` for each line and the kept stream (`StreamKeeper`,
-  zstd) for each chunk, then `StreamObserver.finish`.
+  zstd) for each chunk, flushed whenever the pipe is empty (as a session's
+  is), then `StreamObserver.finish`.
 
 Each contender runs in an interpreter of its own (``--one``): its peak RSS is
 ``ru_maxrss`` of that process (children excluded); its baseline is the same
@@ -323,7 +324,8 @@ def one_product(standin: Path, size: int, root: Path, *, profile: bool = False,
         async with open_confined(spec) as sandbox:
             result = await drive_child(sandbox.child, on_line=observer.feed, stderr_tail=None,
                                        wall_limit_s=3600, watchdog_s=600,
-                                       on_chunk=keeper.write if keeper else None)
+                                       on_chunk=keeper.write if keeper else None,
+                                       on_idle=keeper.flush if keeper else None)
         kept_bytes = keeper.close() if keeper else 0
         obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail)
         out.update(seconds=time.monotonic() - start, cpu_s=_cpu_s() - cpu,

@@ -15,6 +15,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
 
 
@@ -31,22 +32,26 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o640) -> None:
-    """Replace ``path`` with ``data`` (bytes) atomically and durably.
+def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o640) -> None:
+    """Replace ``path`` with ``data`` atomically and durably.
 
     Args:
         path: The target; its directory must exist.
-        data: The whole new content.
+        data: The whole new content, as bytes or as pieces written one after the
+            other (a large text encoded a piece at a time is never held encoded whole).
         mode: Permission bits of the new file (batch files are not for other users).
 
     Raises:
         OSError: the host refused the write (ENOSPC, EDQUOT, EROFS, ...); ``path``
             is unchanged and the temporary file is removed.
+        Exception: whatever iterating ``data`` raised; ``path`` is unchanged and the
+            temporary file is removed.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fp:
-            fp.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                fp.write(piece)
             fp.flush()
             os.fchmod(fp.fileno(), mode)
             os.fsync(fp.fileno())

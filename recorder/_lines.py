@@ -49,9 +49,10 @@ class LineReader:
     line: after exhaustion it is in `tail` (a cut stream, the state
     ``truncated``).
 
-    Memory: at most one chunk returned by ``receive`` plus the current line,
-    and the current line never grows past ``max_line_bytes``.
-    ``bytes_received - bytes_delivered`` is exactly what is held.
+    Memory: at most one chunk returned by ``receive`` plus the current line
+    (and, while a line spans chunks, the earlier lines of the chunk it began
+    in), and the current line never grows past ``max_line_bytes``.
+    ``bytes_received - bytes_delivered`` is exactly what is held of the line.
 
     Backend-neutral (trio and asyncio): it awaits only ``receive``.
     **Cancellation:** a cancelled ``receive`` propagates; bytes already held
@@ -77,7 +78,7 @@ class LineReader:
         self._max_line_bytes = max_line_bytes
         self._chunk = b""
         self._pos = 0
-        self._parts: list[bytes] = []  # the current line's bytes from earlier chunks
+        self._parts: list[memoryview] = []  # the current line's bytes from earlier chunks
         self._partial_len = 0  # their total length
         self._eof = False
         self._failed = False
@@ -117,10 +118,12 @@ class LineReader:
     def _take_line(self) -> bytes | None:
         """Return the next complete line from what is held, or None (partial kept).
 
-        A line that spans chunks is kept as the list of its pieces and joined
-        once, when its newline arrives: each byte is copied once, however many
-        reads the line took (a bytearray that grows copies it again at every
-        reallocation, and once more into the line).
+        A line that spans chunks is kept as the list of its pieces, views of
+        the chunks (no copy), and joined once, when its newline arrives: each
+        byte is copied once, however many reads the line took (a bytearray that
+        grows copies it again at every reallocation, and once more into the
+        line; a copy of each piece was a second copy of most of a 3 MB line).
+        The views keep at most one chunk's delivered lines alive besides the line.
         """
         chunk, pos = self._chunk, self._pos
         if pos >= len(chunk):
@@ -128,15 +131,13 @@ class LineReader:
         end = chunk.find(_NEWLINE, pos)
         if end < 0:
             self._check_size(self._partial_len + len(chunk) - pos, complete=False)
-            # The rest of the chunk, copied when the chunk also held delivered lines (so
-            # they are not kept alive by it), else the chunk itself.
-            self._parts.append(chunk[pos:] if pos else chunk)
+            self._parts.append(memoryview(chunk)[pos:])
             self._partial_len += len(chunk) - pos
             self._chunk, self._pos = b"", 0
             return None
         self._check_size(self._partial_len + end - pos, complete=True)
         if self._parts:
-            self._parts.append(chunk[pos:end])
+            self._parts.append(memoryview(chunk)[pos:end])
             line = b"".join(self._parts)
             self._parts.clear()
             self._partial_len = 0

@@ -210,27 +210,46 @@ class FrozenArm:
     denied: dict[str, Counter[str]]
     outstanding: int
 
-    def transcript(self) -> Transcript:
+    def transcript(self, events_read: dict[int, Event] | None = None) -> Transcript:
         """The transcript (linear in sessions; reads each recorded event at its offset).
 
+        Args:
+            events_read: The events an earlier call read, by ledger offset, kept by
+                the caller for the next call (one per arm, used from one thread at a
+                time, as `recorder.transcript.ProvedEvents`): an event found there is
+                not read and validated again (the ledger is append-only, so the line
+                at an offset never changes), and on return it holds exactly the
+                events of this transcript. None reads every event. A render of an
+                arm of N events otherwise opened the ledger N times and held N new
+                models (about 3 kB each) beside the ones already proved.
+
         Raises:
-            LedgerCorrupt: a recorded event's line no longer reads back.
+            LedgerCorrupt: a recorded event's line does not read back.
             pydantic.ValidationError: a recorded event breaks the closed key sets.
         """
         rows: list[SessionRow] = []
         events: list[Event] = []
         served: Counter[str] = Counter()
         notes: list[str] = []
+        known = events_read if events_read is not None else {}
+        kept: dict[int, Event] = {}
         for key in sorted(self.sessions, key=session_order):
             s = self.sessions[key]
             rows.append(SessionRow(probe=key.probe, session=key.session, state=s.state,
                                    outside_paths=s.outside_paths))
             notes += s.notes
             if s.event_offset is not None:
-                record = read_record_at(self.ledger, s.event_offset)
-                events.append(Event.model_validate(getattr(record, "event", None)))
+                event = known.get(s.event_offset)
+                if event is None:
+                    record = read_record_at(self.ledger, s.event_offset)
+                    event = Event.model_validate(getattr(record, "event", None))
+                kept[s.event_offset] = event
+                events.append(event)
                 if s.served_model:
                     served[s.served_model] += 1
+        if events_read is not None:
+            events_read.clear()
+            events_read.update(kept)
         plan = self.plan
         cost = cost_cents([*self.costs, *([None] * len(self.unknown_cost))])
         mode, network_lines = self._network_prose()

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from campaign._plan import Plan
+    from recorder.transcript import Event
 
     from ._builder import FrozenArm
     from ._records import LedgerRecord
@@ -65,6 +66,8 @@ class Journal:
             for arm in plan.arms}
         self._proved = {arm: ProvedEvents() for arm in self.arms}
         """Per arm, the events already dumped and proved: a later render proves only new ones."""
+        self._events: dict[str, dict[int, Event]] = {arm: {} for arm in self.arms}
+        """Per arm, its recorded events by ledger offset: a later render reads only new ones."""
         self.last_render_s = 0.0
         self.behind: set[str] = set()
         """Arms whose transcript file lags the ledger: its last write failed (disk full)."""
@@ -136,14 +139,14 @@ class Journal:
             for arm in frozen:
                 with self._writing(arm.arm):
                     await anyio.to_thread.run_sync(_write, self.batch, arm,
-                                                   self._proved[arm.arm])
+                                                   self._proved[arm.arm], self._events[arm.arm])
         self.last_render_s = time.monotonic() - started
 
     def render_now(self, arms: Iterable[str] | None = None) -> None:
         """`render` on this thread (``record``'s one session; tests)."""
         for arm in self._frozen(arms):
             with self._writing(arm.arm):
-                _write(self.batch, arm, self._proved[arm.arm])
+                _write(self.batch, arm, self._proved[arm.arm], self._events[arm.arm])
 
     @contextlib.contextmanager
     def _writing(self, arm: str) -> Iterator[None]:
@@ -167,7 +170,8 @@ class Journal:
         self.close()
 
 
-def _write(batch: Path, arm: FrozenArm, proved: ProvedEvents) -> None:
+def _write(batch: Path, arm: FrozenArm, proved: ProvedEvents,
+           events_read: dict[int, Event]) -> None:
     path = transcript_path(batch, arm.arm)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_transcript(path, arm.transcript(), proved=proved)
+    write_transcript(path, arm.transcript(events_read), proved=proved)

@@ -138,6 +138,10 @@ class ProvedEvents:
         starts = [m.start() for m in _ITEM_START.finditer(block)]
         if not starts or starts[0] != 0:
             return None
-        pieces = [block[a:b] for a, b in zip(starts, [*starts[1:], len(block)], strict=True)]
-        events = [self._known.get(piece) for piece in pieces]
-        return None if any(e is None for e in events) else [e for e in events if e is not None]
+        events = []
+        for a, b in zip(starts, [*starts[1:], len(block)], strict=True):
+            event = self._known.get(block[a:b])  # one piece at a time: no copy of the block
+            if event is None:
+                return None
+            events.append(event)
+        return events

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from recorder._atomic import write_atomic
 
@@ -11,8 +11,20 @@ from ._errors import TranscriptRefused
 from ._layout import parse_transcript, render_parts, render_transcript
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ._events import ProvedEvents
     from ._models import Transcript
+
+_PIECE_CHARS: Final = 1 << 18
+"""Characters of a transcript's text encoded at a time when it is written."""
+
+
+def _utf8_pieces(text: str) -> Iterator[bytes]:
+    """``text.encode("utf-8")`` in pieces: the same bytes (a str holds no surrogate pair to
+    cut, and a proved text no lone surrogate), never held whole beside the text."""
+    for start in range(0, len(text), _PIECE_CHARS):
+        yield text[start : start + _PIECE_CHARS].encode("utf-8")
 
 
 def write_transcript(
@@ -41,7 +53,7 @@ def write_transcript(
         text = render_parts(prose=transcript.prose, identity=transcript.identity,
                             events=transcript.events, sessions=transcript.sessions,
                             proved=proved)
-    write_atomic(path, text.encode("utf-8"))
+    write_atomic(path, _utf8_pieces(text))
 
 
 def read_transcript(path: Path) -> Transcript:

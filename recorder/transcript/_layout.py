@@ -108,7 +108,7 @@ def _render(transcript: Transcript, proved: ProvedEvents) -> str:
         back = _parse(text, proved)
     except TranscriptRefused as exc:
         raise TranscriptUnproven(str(exc)) from exc
-    if back != transcript or _dump(back) != _dump(transcript):
+    if back != transcript or not _same_dump(back, transcript):
         raise TranscriptUnproven("parsed transcript differs from the one rendered")
     return text
 
@@ -117,18 +117,42 @@ def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="python", exclude_unset=True)
 
 
-def _sections(text: str) -> tuple[str, list[list[str]]]:
-    lines = text.split("\n")
-    found: dict[str, list[int]] = {h: [] for h in HEADINGS}
-    for i, line in enumerate(lines):
-        if line in found:
-            found[line].append(i)
+def _same_dump(a: Transcript, b: Transcript) -> bool:
+    """``_dump(a) == _dump(b)``, one part at a time: the events' dumps are compared one
+    pair at a time (the same object twice needs none), not built whole for both sides,
+    which held about 3 kB per event at once."""
+    if a.model_fields_set != b.model_fields_set or a.prose != b.prose:
+        return False
+    if _dump(a.identity) != _dump(b.identity):
+        return False
+    for mine, theirs in ((a.events, b.events), (a.sessions, b.sessions)):
+        if len(mine) != len(theirs):
+            return False
+        if any(x is not y and _dump(x) != _dump(y) for x, y in zip(mine, theirs, strict=True)):
+            return False
+    return True
+
+
+_HEADING_LINES: Final = {h: re.compile("^" + re.escape(h) + "$", re.MULTILINE) for h in HEADINGS}
+
+
+def _sections(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The prose, and the span (start, end) of ``text`` that each heading's section holds.
+
+    A section is the lines after its heading line up to the next heading line, or to the
+    end: the span ends before the newline that precedes the next heading, and is empty
+    when no line stands between. Spans, not lists of lines: a transcript of N events is
+    not split into its lines to be read back (about 2 kB per event at once).
+    """
+    found: dict[str, list[int]] = {h: [m.start() for m in _HEADING_LINES[h].finditer(text)]
+                                   for h in HEADINGS}
     for heading, where in found.items():
         if len(where) != 1:
             state = (
                 "missing"
                 if not where
-                else f"repeated at lines {', '.join(str(i + 1) for i in where)}"
+                else "repeated at lines "
+                + ", ".join(str(text.count("\n", 0, i) + 1) for i in where)
             )
             raise TranscriptRefused(
                 "RC-16", f"heading {heading!r} is {state}; each appears exactly once"
@@ -136,41 +160,66 @@ def _sections(text: str) -> tuple[str, list[list[str]]]:
     starts = [found[h][0] for h in HEADINGS]
     if starts != sorted(starts):
         raise TranscriptRefused("RC-16", f"headings out of order; expected {' / '.join(HEADINGS)}")
-    bounds = [*starts, len(lines)]
-    sections = [lines[bounds[k] + 1 : bounds[k + 1]] for k in range(3)]
-    return "\n".join(lines[: starts[0]]), sections
+    spans = []
+    for k, heading in enumerate(HEADINGS):
+        begin = starts[k] + len(heading) + 1  # past the heading line and its newline
+        end = starts[k + 1] - 1 if k + 1 < len(starts) else len(text)
+        spans.append((begin, max(begin, end)))
+    return (text[: starts[0] - 1] if starts[0] else ""), spans
 
 
-def _trim(lines: list[str]) -> list[str]:
-    start, end = 0, len(lines)
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return lines[start:end]
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of ``text[start:end]``'s lines without the blank lines at either end."""
+    while start < end:
+        newline = text.find("\n", start, end)
+        stop = end if newline < 0 else newline
+        if text[start:stop].strip():
+            break
+        start = end if newline < 0 else newline + 1
+    while end > start:
+        newline = text.rfind("\n", start, end)
+        begin = start if newline < 0 else newline + 1
+        if text[begin:end].strip():
+            break
+        end = start if newline < 0 else newline
+    return start, end
 
 
-def _yaml_block(lines: list[str], heading: str) -> str:
-    body = _trim(lines)
-    if len(body) < 2 or body[0] != "```yaml" or body[-1] != "```":
+def _lines(text: str, span: tuple[int, int]) -> list[str]:
+    """The lines of a section, blank lines at either end dropped."""
+    start, end = _trim(text, *span)
+    return text[start:end].split("\n") if start < end else []
+
+
+_OPEN_FENCE: Final = "```yaml\n"
+_CLOSE_FENCE: Final = "\n```"
+
+
+def _yaml_block(text: str, span: tuple[int, int], heading: str) -> str:
+    """The YAML text of the one fenced block a section holds (its lines, each with its
+    newline)."""
+    start, end = _trim(text, *span)
+    first, last = text.find("\n", start, end), text.rfind("\n", start, end)
+    if (first < 0 or not text.startswith(_OPEN_FENCE, start, end)
+            or not text.endswith(_CLOSE_FENCE, start, end)):
         raise TranscriptRefused(
             "RC-16", f"{heading} must hold exactly one ```yaml block and nothing else"
         )
-    inner = body[1:-1]
-    for line in inner:
-        if line.startswith("```"):
-            raise TranscriptRefused(
-                "RC-16", f"{heading} must hold exactly one ```yaml block; found another fence"
-            )
-    return "\n".join(inner) + "\n"
+    if first == last:
+        return "\n"  # the fences alone: no line between them
+    inner = text[first + 1 : last + 1]
+    if inner.startswith("```") or "\n```" in inner:
+        raise TranscriptRefused(
+            "RC-16", f"{heading} must hold exactly one ```yaml block; found another fence"
+        )
+    return inner
 
 
 _ROW: Final = re.compile(r"\A\|(.*)\|\Z")
 _RULE_ROW: Final = re.compile(r"\A\|(?: *:?-{3,}:? *\|){4}\Z")
 
 
-def _session_rows(lines: list[str]) -> list[SessionRow]:
-    body = _trim(lines)
+def _session_rows(body: list[str]) -> list[SessionRow]:
     if not body or body[0] != SESSIONS_HEADER:
         got = body[0] if body else "nothing"
         raise TranscriptRefused(
@@ -235,9 +284,9 @@ def parse_transcript(text: str) -> Transcript:
 def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
     """`parse_transcript`; the events block's items kept in ``proved`` are not loaded again."""
     _plain_text(text)
-    prose, (identity_lines, event_lines, session_lines) = _sections(text)
+    prose, (identity_span, events_span, sessions_span) = _sections(text)
     raw = check_closed(
-        yaml_load(_yaml_block(identity_lines, HEADINGS[0]), HEADINGS[0]),
+        yaml_load(_yaml_block(text, identity_span, HEADINGS[0]), HEADINGS[0]),
         Identity,
         "## Run identity",
     )
@@ -250,10 +299,11 @@ def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
         identity = Identity.model_validate(raw)
     except ValidationError as exc:
         raise refusal(exc, "## Run identity", "RC-14") from exc
-    events_text = _yaml_block(event_lines, HEADINGS[1])
+    events_text = _yaml_block(text, events_span, HEADINGS[1])
     known = proved.read(events_text) if proved is not None else None
     events = known if known is not None else read_events(events_text)
-    sessions = _session_rows(session_lines)
+    del events_text  # a copy of the block: not held beside the rows' models
+    sessions = _session_rows(_lines(text, sessions_span))
     try:
         return Transcript(prose=prose, identity=identity, events=events, sessions=sessions)
     except ValidationError as exc:

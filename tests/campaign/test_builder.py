@@ -17,7 +17,7 @@ from campaign._plan import Plan, compose_plan
 from campaign.batch._fold import SessionKey
 from campaign.batch._journal import Journal
 from campaign.batch._records import FinalRecord, StartedRecord
-from recorder.transcript import parse_transcript, render_transcript
+from recorder.transcript import Event, parse_transcript, render_transcript
 from tests.campaign.corpora import probe_yml, write_files
 
 NOTE = "Provider: scripted. A test double."
@@ -128,3 +128,28 @@ async def test_render_writes_only_the_arms_that_changed(plan: Plan, tmp_path: Pa
     assert set(first) == {"present.md", "absent.md"}
     assert second["absent.md"] == first["absent.md"]
     assert second["present.md"] != first["present.md"]
+
+
+@pytest.mark.anyio
+async def test_events_read_once_keep_the_transcript_and_follow_the_last_final(
+    plan: Plan, tmp_path: Path
+) -> None:
+    """An arm's events kept by offset between renders give the transcript read from the
+    ledger; a session's later final replaces its kept event, and nothing else is kept."""
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    with Journal(batch, plan, planned=_planned(plan), network="host",
+                 provider_note=NOTE) as journal:
+        await _feed(journal, [_final("HW-PRB-001", "s1", 1, "recorded", "0.5", event=True),
+                              _final("HW-PRB-002", "s1", 1, "recorded", "0.5", event=True)])
+        kept: dict[int, Event] = {}
+        first = journal.arms["present"].freeze().transcript(kept)
+        assert len(kept) == 2
+        again = journal.arms["present"].freeze().transcript(kept)
+        assert [e is f for e, f in zip(again.events, first.events, strict=True)] == [True, True]
+        assert render_transcript(again) == render_transcript(
+            journal.arms["present"].freeze().transcript())
+        await _feed(journal, [_final("HW-PRB-001", "s1", 2, "timed-out", None)])
+        after = journal.arms["present"].freeze().transcript(kept)
+        assert [e.probe for e in after.events] == ["HW-PRB-002"]
+        assert list(kept.values()) == after.events
