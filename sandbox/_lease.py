@@ -160,10 +160,14 @@ def uid_keys(uid: int, proc: Path = _PROC) -> int:
 
 
 def uid_processes(uid: int, proc: Path = _PROC) -> list[int]:
-    """Pids of the processes with ``uid`` as any of their four uids (``Uid:`` in status).
+    """Pids of the live processes with ``uid`` as any of their four uids (``Uid:`` in status).
 
-    A process that goes while it is read is not counted. Blocking: reads every
-    ``proc/<pid>/status``.
+    A process that goes while it is read is not counted, nor is a zombie
+    (``State: Z``, or ``X``): it holds nothing the kernel counts for its uid
+    but a pid. After every sandbox, bwrap's pid 1 is such a zombie for a
+    while, reparented to the host's init, which may reap it a second or more
+    later; counted, it kept its user from the next session (every lease then
+    waited, scanning /proc). Blocking: reads every ``proc/<pid>/status``.
     """
     found: list[int] = []
     try:
@@ -178,6 +182,8 @@ def uid_processes(uid: int, proc: Path = _PROC) -> list[int]:
         except OSError:
             continue
         for line in text.splitlines():
+            if line.startswith("State:") and line.split()[1:2] in (["Z"], ["X"]):
+                break
             if line.startswith("Uid:"):
                 if wanted in line.split()[1:]:
                     found.append(int(name))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -281,3 +282,26 @@ def test_a_lease_waits_for_its_uids_keys_before_it_is_released(tmp_path: Path) -
     keys.write_text("    0:     9 8/8 3/1000000 48/25000000\n")
     assert lease.settle(0.2) is True
     lease.release()
+
+
+def test_a_zombie_of_the_uid_does_not_hold_its_user(tmp_path: Path) -> None:
+    """bwrap's pid 1 lingers as a zombie under the host's init after each sandbox; it holds
+    nothing the kernel counts per uid, so it must not keep its user from the next lease.
+    Seen red with the ``State`` line ignored: the zombie's pid is listed."""
+    proc = tmp_path / "proc"
+    for pid, state, uid in ((10, "Z (zombie)", FREE_UID), (11, "S (sleeping)", FREE_UID + 1),
+                            (12, "X (dead)", FREE_UID)):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "status").write_text(
+            f"Name:\tbwrap\nState:\t{state}\nTgid:\t{pid}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
+    assert uid_processes(FREE_UID, proc) == []
+    assert uid_processes(FREE_UID + 1, proc) == [11]
+    child = subprocess.Popen(["/bin/true"])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/status").read_text().split("State:")[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the child never became a zombie"
+        time.sleep(0.01)
+    try:
+        assert child.pid not in uid_processes(os.getuid())
+    finally:
+        child.wait()
