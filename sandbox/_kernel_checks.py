@@ -24,7 +24,7 @@ from ._checks import Check
 from ._errors import ContainmentUnavailable, SessionUserUnusable
 from ._landlock import PYTHON as LANDLOCK_PYTHON
 from ._landlock import REFER_ABI, SCOPE_ABI, host_abi
-from ._probes import probe_spec, run_confined
+from ._probes import Run, probe_spec, run_confined
 from ._process import open_child, run_sync
 from ._seccomp import session_filter
 
@@ -137,16 +137,11 @@ def check_seccomp(
     if not Path(PROBE_PYTHON).is_file():
         return Check("seccomp", "unverified", f"no {PROBE_PYTHON} to run the probe with; the "
                      "filter is passed to every sandbox (--seccomp)")  # fmt: skip
-    spec = probe_spec(bwrap=executable, layout=layout, executable=Path(PROBE_PYTHON),
-                      command=[PROBE_PYTHON, "-c", SECCOMP_PROBE], user=user)  # fmt: skip
-    try:
-        run = run_confined(spec, timeout_s=timeout_s)
-    except (SessionUserUnusable, ContainmentUnavailable) as exc:
-        return Check("seccomp", "unverified", f"not run: {exc}")
-    words = run.stdout.split()
-    if run.timed_out or run.returncode != 0 or len(words) != 4:
-        return Check("seccomp", "unverified", f"the probe gave no answer (status "
-                     f"{run.returncode}): {run.stderr.strip()[-300:] or run.stdout[:200]}")
+    answer = _four_word_probe("seccomp", PROBE_PYTHON, SECCOMP_PROBE, executable, layout, user,
+                              timeout_s)  # fmt: skip
+    if isinstance(answer, Check):
+        return answer
+    run, words = answer
     refused = f"errno={errno.EPERM}"
     if words[1] == refused and words[3] == refused:
         return Check("seccomp", "ok", "inside a session's sandbox ptrace and process_vm_readv "
@@ -204,16 +199,11 @@ def check_landlock(
     if executable is None or layout is None:
         return Check("landlock", "unverified", f"Landlock ABI {abi}; not run: the sandbox does "
                      "not start")  # fmt: skip
-    spec = probe_spec(bwrap=executable, layout=layout, executable=Path(LANDLOCK_PYTHON),
-                      command=[LANDLOCK_PYTHON, "-c", LANDLOCK_PROBE], user=user)  # fmt: skip
-    try:
-        run = run_confined(spec, timeout_s=timeout_s)
-    except (SessionUserUnusable, ContainmentUnavailable) as exc:
-        return Check("landlock", "unverified", f"not run: {exc}")
-    words = run.stdout.split()
-    if run.timed_out or run.returncode != 0 or len(words) != 4:
-        return Check("landlock", "unverified", f"the probe gave no answer (status "
-                     f"{run.returncode}): {run.stderr.strip()[-300:] or run.stdout[:200]}")
+    answer = _four_word_probe("landlock", LANDLOCK_PYTHON, LANDLOCK_PROBE, executable, layout,
+                              user, timeout_s)  # fmt: skip
+    if isinstance(answer, Check):
+        return answer
+    run, words = answer
     mem, kill = words[1], words[3]
     if mem == "ok":
         return Check("landlock", "broken", f"inside the sandbox: {run.stdout.strip()}: bwrap's "
@@ -232,3 +222,22 @@ def check_landlock(
                      "sockets made outside the session are scoped too (not probed)")  # fmt: skip
     return Check("landlock", "ok", detail + f"; before ABI {SCOPE_ABI} the session can still "
                  "signal its lifeline watcher (the cgroup kill still ends it)")  # fmt: skip
+
+
+def _four_word_probe(
+    name: str, python: str, code: str, executable: str, layout: HostLayout,
+    user: SessionUser | None, timeout_s: float,
+) -> tuple[Run, list[str]] | Check:
+    """Run ``python -c code`` in a session's sandbox: its run and the four words it printed,
+    or the ``unverified`` check ``name`` when it could not run or gave no such answer."""
+    spec = probe_spec(bwrap=executable, layout=layout, executable=Path(python),
+                      command=[python, "-c", code], user=user)  # fmt: skip
+    try:
+        run = run_confined(spec, timeout_s=timeout_s)
+    except (SessionUserUnusable, ContainmentUnavailable) as exc:
+        return Check(name, "unverified", f"not run: {exc}")
+    words = run.stdout.split()
+    if run.timed_out or run.returncode != 0 or len(words) != 4:
+        return Check(name, "unverified", f"the probe gave no answer (status {run.returncode}): "
+                     f"{run.stderr.strip()[-300:] or run.stdout[:200]}")  # fmt: skip
+    return run, words
