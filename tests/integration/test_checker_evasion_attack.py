@@ -23,20 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._config import sweep_config_root
-from tests.integration import kit
-from tests.integration.test_record_standins import (
-    ANSWERED,
-    CHECKER,
-    READ,
-    finals,
-    init,
-    make_corpus,
-    record,
-    result,
-    tool_result,
-    tool_use,
-)
+from tests.integration.test_record_standins import CHECKER, record_report_with_checker
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(180)]
 
@@ -54,24 +41,9 @@ os.write(1, STREAM)
 
 def test_a_symlink_left_in_the_workspace_does_not_undo_the_check(tmp_path: Path,
                                                                  bwrap: str) -> None:
-    batch = tmp_path / "b"
-    corpus = make_corpus(tmp_path / "corpus", checker=".headwater/check.py",
-                         extra={".headwater/check.py": CHECKER})  # fmt: skip
-    (corpus / ".headwater" / "check.py").chmod(0o755)
-    stream = (init() + READ
-              + tool_use("w", "Write", {"file_path": "report.md", "content": "x"}, msg="m3")
-              + tool_result("w", "File created") + ANSWERED + result())  # fmt: skip
-    harness = tmp_path / "claude"
-    harness.write_text(STANDIN.replace("STREAM", repr(stream)))
-    harness.chmod(0o755)
-    try:
-        run = record(corpus, batch, harness, "--post-result-grace", "2")
-        assert run.returncode == 0, run.stdout + run.stderr
-        (final,) = finals(batch)
-        assert final["state"] == "recorded", final["reason"]
-        produced = {a["path"]: a for a in final["event"]["produced"]}
-        assert "findings_note" not in final, final["findings_note"]
-        assert produced["report.md"].get("findings") == ["mentions-retired"], produced
-    finally:
-        kit.kill_all(kit.processes_under(tmp_path))
-        sweep_config_root()
+    run, final, produced = record_report_with_checker(
+        tmp_path, ".headwater/check.py", CHECKER, STANDIN)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert final["state"] == "recorded", final["reason"]
+    assert "findings_note" not in final, final["findings_note"]
+    assert produced["report.md"].get("findings") == ["mentions-retired"], produced

@@ -23,19 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._config import sweep_config_root
-from tests.integration import kit
-from tests.integration.test_record_standins import (
-    ANSWERED,
-    READ,
-    finals,
-    init,
-    make_corpus,
-    record,
-    result,
-    tool_result,
-    tool_use,
-)
+from tests.integration.test_record_standins import record_report_with_checker
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(180)]
 
@@ -65,24 +53,9 @@ os.write(1, STREAM)
 
 def test_a_module_planted_in_the_workspace_does_not_run_as_the_checker(tmp_path: Path,
                                                                        bwrap: str) -> None:
-    batch = tmp_path / "b"
-    corpus = make_corpus(tmp_path / "corpus", checker=".headwater/check.sh",
-                         extra={".headwater/check.sh": CHECKER})  # fmt: skip
-    (corpus / ".headwater" / "check.sh").chmod(0o755)
-    stream = (init() + READ
-              + tool_use("w", "Write", {"file_path": "report.md", "content": "x"}, msg="m3")
-              + tool_result("w", "File created") + ANSWERED + result())  # fmt: skip
-    harness = tmp_path / "claude"
-    harness.write_text(STANDIN.replace("STREAM", repr(stream)))
-    harness.chmod(0o755)
-    try:
-        run = record(corpus, batch, harness, "--post-result-grace", "2")
-        assert run.returncode == 0, run.stdout + run.stderr
-        (final,) = finals(batch)
-        assert final["state"] == "recorded", final["reason"]
-        produced = {a["path"]: a for a in final["event"]["produced"]}
-        assert "findings_note" not in final, final["findings_note"]
-        assert produced["report.md"].get("findings") == ["mentions-retired"], produced
-    finally:
-        kit.kill_all(kit.processes_under(tmp_path))
-        sweep_config_root()
+    run, final, produced = record_report_with_checker(
+        tmp_path, ".headwater/check.sh", CHECKER, STANDIN)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert final["state"] == "recorded", final["reason"]
+    assert "findings_note" not in final, final["findings_note"]
+    assert produced["report.md"].get("findings") == ["mentions-retired"], produced

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from recorder._driver import POST_RESULT_GRACE_S
+from sandbox._config import sweep_config_root
 from tests import contract_check
 from tests.campaign.corpora import doc, probe_doc, write_files
 from tests.integration import kit
@@ -521,6 +522,30 @@ for host in sys.argv[1:-1]:
     if os.path.exists(host):
         print(json.dumps({"path": "docs/notes.md", "rule": "sees-host:" + host}))
 '''
+
+
+def record_report_with_checker(tmp_path: Path, checker: str, checker_text: str,
+                               standin: str) -> tuple[subprocess.CompletedProcess[str],
+                                                      dict[str, Any], dict[str, Any]]:
+    """Record one session of ``standin`` (its ``STREAM`` the Read, a Write of report.md and
+    the answer) on a corpus whose checker is ``checker`` (a corpus path) with
+    ``checker_text``: the run, the final record and its produced artifacts by path."""
+    batch = tmp_path / "b"
+    corpus = make_corpus(tmp_path / "corpus", checker=checker, extra={checker: checker_text})
+    (corpus / checker).chmod(0o755)
+    stream = (init() + READ
+              + tool_use("w", "Write", {"file_path": "report.md", "content": "x"}, msg="m3")
+              + tool_result("w", "File created") + ANSWERED + result())  # fmt: skip
+    harness = tmp_path / "claude"
+    harness.write_text(standin.replace("STREAM", repr(stream)))
+    harness.chmod(0o755)
+    try:
+        run = record(corpus, batch, harness, "--post-result-grace", "2")
+        (final,) = finals(batch)
+        return run, final, {a["path"]: a for a in final.get("event", {}).get("produced", [])}
+    finally:
+        kit.kill_all(kit.processes_under(tmp_path))
+        sweep_config_root()
 
 
 def test_findings_from_a_confined_checker(tmp_path: Path, bwrap: str) -> None:
