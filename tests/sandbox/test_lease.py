@@ -267,6 +267,22 @@ def test_uid_processes_finds_this_process_and_no_made_up_uid() -> None:
     assert uid_processes(FREE_UID) == []
 
 
+@pytest.mark.parametrize("position", [0, 1, 2, 3])
+def test_uid_processes_counts_the_uid_in_any_of_the_four_places(tmp_path: Path,
+                                                                position: int) -> None:
+    """proc(5): ``Uid:`` is real, effective, saved, filesystem; any one is the uid's process.
+    A uid that only shares digits with it (its prefix, or it with a digit more) is not.
+    Seen red with the first word skipped (the real uid missed)."""
+    proc = tmp_path / "proc"
+    words = ["0", "0", "0", "0"]
+    words[position] = str(FREE_UID)
+    for pid, line in ((20, "\t".join(words)), (21, f"{FREE_UID}0\t0\t0\t0"),
+                      (22, f"{str(FREE_UID)[:-1]}\t0\t0\t0")):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "status").write_text(f"Name:\tx\nState:\tS (sleeping)\nUid:\t{line}\n")
+    assert uid_processes(FREE_UID, proc) == [20]
+
+
 def test_a_lease_waits_for_its_uids_keys_before_it_is_released(tmp_path: Path) -> None:
     """Seen red without `Lease.settle`: the key quota test of tests/integration."""
     proc = tmp_path / "proc"
