@@ -19,18 +19,20 @@ and seals never walk the tree again. Front matter is YAML 1.2 through
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
 from recorder._digest import digest_bytes, digest_file, tree_digest
 
+from ._corpus_files import QUIET_S as QUIET_S
+from ._corpus_files import FileSignature as FileSignature
+from ._corpus_files import Refused, quiet_directories, walk_corpus
 from ._errors import CorpusError
 from ._markdown import TaskSectionError, opens_front_matter, split_front_matter, task_of
 from ._markdown import split_lines as split_lines
@@ -51,15 +53,6 @@ FRONT_MATTER_FIRST_LINE: Final = 2
 """The file line of the front matter's first YAML line (after the opening ``---``)."""
 
 
-class _Refused(Exception):
-    """A problem in one corpus file; `load_corpus` turns it into `CorpusError` (naming the root)."""
-
-    def __init__(self, path: str | None, problem: str) -> None:
-        super().__init__(problem)
-        self.path = path
-        self.problem = problem
-
-
 @dataclass(frozen=True, slots=True)
 class Probe:
     """One probe of the shelf ``docs/probes/``."""
@@ -75,49 +68,6 @@ class Probe:
     """The declared answer set (may be empty; RC-13)."""
     examines: tuple[str, ...]
     """Corpus-relative paths of the documents the probe points at; each exists."""
-
-
-QUIET_S: Final = 2.0
-"""A file whose status last changed at least this many seconds before loading began gets a
-`FileSignature` (far above any filesystem's timestamp granularity)."""
-
-
-class FileSignature(NamedTuple):
-    """What ``stat`` says of a regular file: if it is the same later, the bytes are too.
-
-    Rule: any write to a file sets its ``ctime`` to the current time (inode(7)),
-    and no call sets ``ctime`` back. A signature is taken only for a file whose
-    ``ctime`` was at least `QUIET_S` older than the start of loading, and
-    *before* the file is read for its digest: a write during or after the
-    read then gives a ``ctime`` no earlier than the start of loading, hence a
-    different signature, whatever the timestamp granularity.
-    """
-
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-
-    @classmethod
-    def of(cls, st: os.stat_result) -> FileSignature:
-        """The signature in ``st`` (from ``stat``, ``lstat`` or ``fstat``)."""
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-    @classmethod
-    def quiet(cls, path: str | os.PathLike[str], started_ns: int) -> FileSignature | None:
-        """``path``'s signature if its ``ctime`` is `QUIET_S` older than ``started_ns``.
-
-        ``started_ns``: when loading began, ``time.time_ns()``. None for a file
-        changed more recently (its digest is then never trusted without a read).
-
-        Raises:
-            OSError: ``path`` cannot be stat'ed.
-        """
-        st = os.lstat(path)
-        if st.st_ctime_ns > started_ns - int(QUIET_S * 1e9):
-            return None
-        return cls.of(st)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,64 +114,11 @@ class Corpus:
         return self.config.answer_keys.get(probe_id, ())
 
 
-def _walk(root: Path) -> tuple[dict[str, str], list[str], list[str]]:
-    """Regular files (relpath -> host path; symlinks not followed), other entries, and
-    directories ("" the root), except the top-level ``.git``.
-
-    ``os.scandir`` tells a regular file from the directory entry's type, so the
-    walk stats nothing itself (the signatures' ``lstat`` comes after it).
-    """
-    regular: dict[str, str] = {}
-    irregular: list[str] = []
-    directories: list[str] = []
-    pending = [("", str(root))]
-    while pending:
-        rel_dir, host_dir = pending.pop()
-        directories.append(rel_dir)
-        try:
-            with os.scandir(host_dir) as listing:
-                entries = list(listing)
-        except OSError as exc:
-            raise _Refused(rel_dir or None, f"cannot list the directory: {exc.strerror}") from exc
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if rel == ".git":
-                continue
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                raise _Refused(rel, "the file name is not UTF-8") from None
-            if entry.is_dir(follow_symlinks=False):
-                pending.append((rel, entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                regular[rel] = entry.path
-            else:
-                irregular.append(rel)
-    return regular, sorted(irregular), directories
-
-
-def _quiet_directories(root: Path, directories: list[str],
-                       started_ns: int) -> dict[str, FileSignature] | None:
-    """Each directory's signature, or None when one changed within `QUIET_S` of loading.
-
-    Taken before any file's signature: a directory entry renamed, added or
-    removed later changes its directory's ctime, so a path that resolves the
-    same way at load and later resolves to the same file (`campaign._prefilter`).
-    """
-    found: dict[str, FileSignature] = {}
-    for rel in directories:
-        signature = FileSignature.quiet(root / rel if rel else root, started_ns)
-        if signature is None:
-            return None
-        found[rel] = signature
-    return found
-
-
 def _yaml(text: str, rel: str, *, first_line: int, what: str) -> Any:
     try:
         return load_yaml(text)
     except YAMLError as exc:
-        raise _Refused(rel, f"{what} is not valid YAML, at "
+        raise Refused(rel, f"{what} is not valid YAML, at "
                             f"{describe_yaml_error(exc, text, first_line=first_line)}") from exc
 
 
@@ -231,7 +128,7 @@ def _text(data: bytes, rel: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _Refused(rel, f"not UTF-8 text (byte {exc.start + 1}, line {line}: {exc.reason}); "
+        raise Refused(rel, f"not UTF-8 text (byte {exc.start + 1}, line {line}: {exc.reason}); "
                             "a Markdown file with front matter must be UTF-8") from exc
 
 
@@ -243,13 +140,13 @@ def _front(data: bytes, rel: str) -> tuple[dict[str, Any], str, int] | None:
     when it is untyped (no front matter).
 
     Raises:
-        _Refused: the first line is ``---`` and the front matter is broken: not
+        Refused: the first line is ``---`` and the front matter is broken: not
             UTF-8, never closed, not YAML, or not a mapping; or a byte-order mark
             stands before that ``---``.
     """
     if not opens_front_matter(data):
         if data.startswith(_BOM) and opens_front_matter(data[len(_BOM):]):
-            raise _Refused(rel, "starts with a UTF-8 byte-order mark before its `---` line: "
+            raise Refused(rel, "starts with a UTF-8 byte-order mark before its `---` line: "
                                 "front matter must begin at the file's first byte, so this "
                                 "would be an untyped file and its id lost (save it without "
                                 "the mark)")
@@ -257,20 +154,20 @@ def _front(data: bytes, rel: str) -> tuple[dict[str, Any], str, int] | None:
     text = _text(data, rel)
     front, body = split_front_matter(text)
     if front is None:
-        raise _Refused(rel, "the front matter opens with `---` on line 1 and no later line `---` "
+        raise Refused(rel, "the front matter opens with `---` on line 1 and no later line `---` "
                             "closes it (a Markdown file without front matter must not start with "
                             "a `---` line)")
     parsed = _yaml(front, rel, first_line=FRONT_MATTER_FIRST_LINE, what="the front matter")
     if not isinstance(parsed, dict):
         found = "empty" if parsed is None else f"a YAML {type(parsed).__name__}"
-        raise _Refused(rel, f"the front matter must be a YAML mapping (key: value lines), and it "
+        raise Refused(rel, f"the front matter must be a YAML mapping (key: value lines), and it "
                             f"is {found}")
     return parsed, body, text.count("\n", 0, len(text) - len(body)) + 1
 
 
 def _load_config(paths: Mapping[str, str]) -> ProbeConfig:
     if PROBE_YML not in paths:
-        raise _Refused(PROBE_YML, "missing: a corpus declares its tiers, tools and model there "
+        raise Refused(PROBE_YML, "missing: a corpus declares its tiers, tools and model there "
                                   "(docs/plan.md)")
     with open(paths[PROBE_YML], "rb") as fp:
         text = _text(fp.read(), PROBE_YML)
@@ -278,7 +175,7 @@ def _load_config(paths: Mapping[str, str]) -> ProbeConfig:
     try:
         return ProbeConfig.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        raise _Refused(PROBE_YML, describe_validation(exc, ProbeConfig)) from exc
+        raise Refused(PROBE_YML, describe_validation(exc, ProbeConfig)) from exc
 
 
 def _load_probe(rel: str, front: dict[str, Any], body: str, digest: str,
@@ -286,12 +183,12 @@ def _load_probe(rel: str, front: dict[str, Any], body: str, digest: str,
     try:
         probe = ProbeFront.model_validate(front)
     except ValidationError as exc:
-        raise _Refused(rel, f"probe front matter: {describe_validation(exc, ProbeFront)}") \
+        raise Refused(rel, f"probe front matter: {describe_validation(exc, ProbeFront)}") \
             from exc
     try:
         task = task_of(body, first_line=body_line)
     except TaskSectionError as exc:
-        raise _Refused(rel, str(exc)) from exc
+        raise Refused(rel, str(exc)) from exc
     return Probe(id=probe.id, title=probe.title.strip(), path=rel, digest=digest, task=task,
                  answers=probe.answers, examines=probe.examines)
 
@@ -299,12 +196,12 @@ def _load_probe(rel: str, front: dict[str, Any], body: str, digest: str,
 def _document_id(rel: str, front: dict[str, Any]) -> str:
     doc_id = front.get("id")
     if "id" not in front:
-        raise _Refused(rel, "the front matter has no `id:`. A Markdown file under docs/ with "
+        raise Refused(rel, "the front matter has no `id:`. A Markdown file under docs/ with "
                             "front matter is a document and needs one; without front matter it "
                             "is an untyped file (never cited)")
     if not isinstance(doc_id, str) or not ID_RE.match(doc_id):
         hint = " (quote it in YAML to make it a string)" if isinstance(doc_id, int | float) else ""
-        raise _Refused(rel, f"`id: {doc_id!r}` is not {ID_RULE}{hint}")
+        raise Refused(rel, f"`id: {doc_id!r}` is not {ID_RULE}{hint}")
     return doc_id
 
 
@@ -313,19 +210,19 @@ def _check_declarations(config: ProbeConfig, probes: Mapping[str, Probe],
     for probe in probes.values():
         for examined in probe.examines:
             if examined not in files:
-                raise _Refused(probe.path, f"examines {examined!r}, which is not a file of the "
+                raise Refused(probe.path, f"examines {examined!r}, which is not a file of the "
                                            "corpus")
     for key, table in (("folds", config.folds), ("answer_keys", config.answer_keys)):
         for probe_id, paths in table.items():
             if probe_id not in probes:
-                raise _Refused(PROBE_YML, f"{key} names {probe_id!r}, which is not a probe of "
+                raise Refused(PROBE_YML, f"{key} names {probe_id!r}, which is not a probe of "
                                           "the shelf docs/probes/")
             for declared in paths:
                 if declared not in files:
-                    raise _Refused(PROBE_YML, f"{key}.{probe_id}: {declared!r} is not a file "
+                    raise Refused(PROBE_YML, f"{key}.{probe_id}: {declared!r} is not a file "
                                               "of the corpus")
                 if key == "folds" and declared.startswith((DOCS, HEADWATER)):
-                    raise _Refused(PROBE_YML, f"folds.{probe_id}: {declared!r} is under "
+                    raise Refused(PROBE_YML, f"folds.{probe_id}: {declared!r} is under "
                                               f"{declared.split('/')[0]}/, but a fold lies "
                                               "outside docs/ and .headwater/: the seal removes "
                                               "every file naming the probe under docs/ and all "
@@ -334,7 +231,7 @@ def _check_declarations(config: ProbeConfig, probes: Mapping[str, Probe],
             for probe_id, paths in table.items():
                 both = set(paths) & set(config.folds.get(probe_id, ()))
                 if both:
-                    raise _Refused(PROBE_YML, f"{sorted(both)[0]!r} is both a fold and an "
+                    raise Refused(PROBE_YML, f"{sorted(both)[0]!r} is both a fold and an "
                                               f"answer key of {probe_id}")
 
 
@@ -379,7 +276,7 @@ class _Reading:
         else:
             doc_id = _document_id(rel, front)
         if doc_id in self.documents:
-            raise _Refused(rel, f"id {doc_id!r} is already the id of {self.documents[doc_id]}; "
+            raise Refused(rel, f"id {doc_id!r} is already the id of {self.documents[doc_id]}; "
                                 "ids are unique in a corpus")
         self.documents[doc_id] = rel
 
@@ -423,15 +320,15 @@ def load_corpus(root: Path) -> Corpus:
                                            ".headwater/probe.yml and docs/)")
     try:
         return _load(root)
-    except _Refused as exc:
+    except Refused as exc:
         raise CorpusError(str(root), exc.path, exc.problem) from exc
 
 
 def _load(root: Path) -> Corpus:
     started_ns = time.time_ns()
-    paths, irregular, directories = _walk(root)
+    paths, irregular, directories = walk_corpus(root)
     ordered = sorted(paths, key=lambda p: p.encode("utf-8"))
-    quiet_dirs = _quiet_directories(root, directories, started_ns)  # before the files' (see there)
+    quiet_dirs = quiet_directories(root, directories, started_ns)  # before the files' (see there)
     signatures = {rel: sig for rel in ordered
                   if (sig := FileSignature.quiet(paths[rel], started_ns)) is not None}
     config = _load_config(paths)  # before the documents: its problems are reported first
@@ -449,7 +346,7 @@ def _load(root: Path) -> Corpus:
 def _lock(config: ProbeConfig, files: Mapping[str, str]) -> tuple[str, str]:
     if config.lock is not None:
         if config.lock not in files:
-            raise _Refused(PROBE_YML, f"lock: {config.lock!r} is not a file of the corpus")
+            raise Refused(PROBE_YML, f"lock: {config.lock!r} is not a file of the corpus")
         return files[config.lock], config.lock
     if DEFAULT_LOCK in files:
         return files[DEFAULT_LOCK], DEFAULT_LOCK

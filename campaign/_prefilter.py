@@ -19,7 +19,7 @@ the seal searches each file itself; once grep is done, its list applies.
 Rule (completeness): every way the matcher names a document holds one of
 its anchors, so a file grep does not list names nothing, and the seal may
 copy it without searching it, *provided it copies the very bytes grep read*.
-Two checks prove that, both from `campaign._corpus.FileSignature` (a write
+Two checks prove that, both from `campaign._corpus_files.FileSignature` (a write
 or a rename sets ctime to the current time, and nothing sets it back):
 
 * every directory of the corpus, stat'ed again once grep has finished, has
@@ -55,7 +55,7 @@ from sandbox._capture import run_bounded_sync
 from sandbox._errors import SpawnFailed
 from sandbox._process import Child, run_sync, spawn
 
-from ._corpus import FileSignature
+from ._corpus_files import FileSignature
 
 if TYPE_CHECKING:
     from ._corpus import Corpus

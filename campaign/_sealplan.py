@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Final, Literal
 from recorder._digest import DIGEST_PREFIX
 
 from ._arms import Removal, arm_effect, check_arm, is_layer_path
-from ._corpus import HEADWATER, SHELF, FileSignature, split_lines
+from ._corpus import HEADWATER, SHELF, split_lines
+from ._corpus_files import FileSignature
 from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer
 from ._prefilter import Prefilter
