@@ -32,7 +32,8 @@ FINAL_TEXT_NAME: Final = "final.txt"
 LEVEL: Final = 3
 """zstd's default level: several hundred MB/s on one core, about 10x smaller for stream-json
 (on the large-file stream of bench/stream.py levels 1 to 3 and the fast levels all run at
-about 500 MB/s a core: the literals' entropy coding is the cost, so a lower level buys
+about 500 MB/s a core, and so does level 1 with its literals left uncoded, ``zstd -b1
+--no-compress-literals``: prose's many short matches are the cost, so a lower level buys
 nothing)."""
 THREADS: Final = 2
 """zstd's own worker threads for a large stream (past `LARGE_STREAM_BYTES`): its compression
