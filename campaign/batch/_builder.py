@@ -39,7 +39,7 @@ from ._fold import SessionKey
 from ._ledger import read_record_at
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
     from pathlib import Path
 
     from campaign._plan import Plan
@@ -215,41 +215,60 @@ class FrozenArm:
 
         Args:
             events_read: The events an earlier call read, by ledger offset, kept by
-                the caller for the next call (one per arm, used from one thread at a
-                time, as `recorder.transcript.ProvedEvents`): an event found there is
-                not read and validated again (the ledger is append-only, so the line
-                at an offset never changes), and on return it holds exactly the
-                events of this transcript. None reads every event. A render of an
-                arm of N events otherwise opened the ledger N times and held N new
-                models (about 3 kB each) beside the ones already proved.
+                the caller for the next call (used from one thread at a time): an
+                event found there is not read and validated again (the ledger is
+                append-only, so the line at an offset never changes), and on return
+                it holds exactly the events of this transcript. None reads every event.
 
         Raises:
             LedgerCorrupt: a recorded event's line does not read back.
             pydantic.ValidationError: a recorded event breaks the closed key sets.
         """
-        rows: list[SessionRow] = []
-        events: list[Event] = []
-        served: Counter[str] = Counter()
-        notes: list[str] = []
         known = events_read if events_read is not None else {}
         kept: dict[int, Event] = {}
-        for key in sorted(self.sessions, key=session_order):
-            s = self.sessions[key]
-            rows.append(SessionRow(probe=key.probe, session=key.session, state=s.state,
-                                   outside_paths=s.outside_paths))
-            notes += s.notes
-            if s.event_offset is not None:
-                event = known.get(s.event_offset)
-                if event is None:
-                    record = read_record_at(self.ledger, s.event_offset)
-                    event = Event.model_validate(getattr(record, "event", None))
-                kept[s.event_offset] = event
+        rows, events = [], []
+        for row, offset in self.rows():
+            rows.append(row)
+            if offset is not None:
+                event = known.get(offset)
+                kept[offset] = event = self.event_at(offset) if event is None else event
                 events.append(event)
-                if s.served_model:
-                    served[s.served_model] += 1
         if events_read is not None:
             events_read.clear()
             events_read.update(kept)
+        prose, identity = self.head()
+        return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
+
+    def rows(self) -> Iterator[tuple[SessionRow, int | None]]:
+        """The table's rows in order, each with its recorded event's ledger offset or None.
+
+        Builds one `SessionRow` at a time (`recorder.transcript.write_streamed`'s ``rows``).
+        """
+        for key in sorted(self.sessions, key=session_order):
+            s = self.sessions[key]
+            yield (SessionRow(probe=key.probe, session=key.session, state=s.state,
+                              outside_paths=s.outside_paths), s.event_offset)
+
+    def event_at(self, offset: int) -> Event:
+        """The recorded event of the final (or rederived) line at ``offset`` of the ledger.
+
+        Raises:
+            LedgerCorrupt: the line does not read back.
+            pydantic.ValidationError: the event breaks the closed key sets.
+        """
+        return Event.model_validate(getattr(read_record_at(self.ledger, offset), "event", None))
+
+    def head(self) -> tuple[str, Identity]:
+        """The prose and the identity (linear in sessions; reads no event)."""
+        served: Counter[str] = Counter()
+        notes: list[str] = []
+        outside = 0
+        for key in sorted(self.sessions, key=session_order):
+            s = self.sessions[key]
+            notes += s.notes
+            outside += s.outside_paths
+            if s.event_offset is not None and s.served_model:
+                served[s.served_model] += 1
         plan = self.plan
         cost = cost_cents([*self.costs, *([None] * len(self.unknown_cost))])
         mode, network_lines = self._network_prose()
@@ -268,16 +287,15 @@ class FrozenArm:
                          f"streams the runner kept, by the recorder of {runner} "
                          "(retranscribe); their costs stay those of the original attempts.")
         if self.outstanding:
-            extra.append(incomplete_line(self.outstanding, self.planned or len(rows)))
+            extra.append(incomplete_line(self.outstanding, self.planned or len(self.sessions)))
         prose = prose_for(
             arm=identity.arm, tier=plan.tier, allowed_tools=list(tools), network=mode,
             claude_code_versions=self.versions, served_versions=served, cost=cost,
-            unknown_cost_sessions=self.unknown_cost,
-            outside_paths_total=sum(r.outside_paths for r in rows),
+            unknown_cost_sessions=self.unknown_cost, outside_paths_total=outside,
             anomalies_total=sum(s.anomalies for s in self.sessions.values()),
             arm_identity=arm_line, extra=extra,
         )
-        return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
+        return prose, identity
 
     def _network_prose(self) -> tuple[str, list[str]]:
         """The mode of the arm's sessions and the prose lines about their egress."""
