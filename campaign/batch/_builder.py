@@ -18,12 +18,12 @@ unknown costs adding nothing and making the figure a stated lower bound.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
-from recorder._cost import cost_cents, decimal_cost
+from recorder._cost import CostSum, decimal_cost
 from recorder._vocab import NOTHING_SPENT, is_recorded
 from recorder.transcript import (
     Event,
@@ -94,22 +94,21 @@ class ArmTranscript:
         self._ledger = ledger
         self._network = network
         self._provider_note = provider_note
-        self._planned = {key for key in planned if key.arm == arm}
+        self._planned = sum(1 for key in planned if key.arm == arm)
         self._sessions: dict[SessionKey, _Session] = {}
         self._first_start: str | None = None
-        self._costs: list[Decimal] = []
+        self._cost = CostSum()
+        """The known costs of every attempt so far (unknown ones are `_unknown_cost`)."""
         self._unknown_cost: list[str] = []
         self._versions: set[str] = set()
-        self._modes: dict[str, dict[str, None]] = {}
+        self._modes: dict[str, dict[SessionKey, None]] = {}
+        """Per network mode, its sessions in the order they first ended in it (the keys
+        the caller gives, shared with the batch's fold, not a name made per session)."""
         self._allowed: Counter[str] = Counter()
         self._denied: dict[str, Counter[str]] = {}
         self._outstanding = 0
         self.dirty = True
         """Changed since the last `freeze` (the renderer writes only dirty arms)."""
-
-    def is_planned(self, key: SessionKey) -> bool:
-        """True for a session the plan names (``record``'s sessions are not planned)."""
-        return key in self._planned
 
     def started(self, record: StartedRecord) -> None:
         """Take a ``started`` record of this arm."""
@@ -117,28 +116,33 @@ class ArmTranscript:
             self._first_start = record.at
             self.dirty = True
 
-    def final(self, record: FinalRecord, offset: int) -> None:
-        """Take a ``final`` record of this arm, written at ``offset`` of the ledger."""
-        key = SessionKey(record.arm, record.probe, record.session)
+    def final(self, record: FinalRecord, offset: int, key: SessionKey | None = None) -> None:
+        """Take a ``final`` record of this arm, written at ``offset`` of the ledger.
+
+        ``key`` is the record's session as the caller holds it already (the fold's), so the
+        builder keeps no second copy of its names; None makes one.
+        """
+        key = key or SessionKey(record.arm, record.probe, record.session)
         name = f"{key.probe}/{key.session}"
         cost = decimal_cost(record.cost_usd)
         if cost is not None:
-            self._costs.append(cost)
+            self._cost.add(cost)
         elif not record.cost_known and record.state not in NOTHING_SPENT:
             self._unknown_cost.append(f"{name} attempt {record.attempt}")
         if record.claude_code_version:
             self._versions.add(record.claude_code_version)
         if record.network:
-            self._modes.setdefault(record.network, {})[name] = None
+            self._modes.setdefault(sys.intern(record.network), {})[key] = None
         egress = record.egress or {}
         if egress:
             self._allowed[str(egress.get("allowed_target"))] += int(egress.get("allowed", 0))
         for host, count in (egress.get("denied") or {}).items():
             self._denied.setdefault(str(host), Counter())[name] += int(count)
-        self._sessions[key] = _Session(
-            state=record.state, outside_paths=record.outside_paths,
+        served = record.served_model if is_recorded(record.state) else None
+        self._sessions[key] = _Session(  # interned: one string per state and model, not session
+            state=sys.intern(record.state), outside_paths=record.outside_paths,
             event_offset=offset if is_recorded(record.state) else None,
-            served_model=record.served_model if is_recorded(record.state) else None,
+            served_model=None if served is None else sys.intern(served),
             notes=_session_notes(name, record), anomalies=record.anomalies,
             attempt=record.attempt,
         )
@@ -179,11 +183,11 @@ class ArmTranscript:
         self.dirty = False
         return FrozenArm(
             plan=self.plan, arm=self.arm, ledger=self._ledger, network=self._network,
-            provider_note=self._provider_note, planned=len(self._planned),
+            provider_note=self._provider_note, planned=self._planned,
             sessions=dict(self._sessions), first_start=self._first_start,
-            costs=list(self._costs), unknown_cost=list(self._unknown_cost),
+            cost=CostSum(self._cost.total), unknown_cost=list(self._unknown_cost),
             versions=sorted(self._versions),
-            modes={mode: list(names) for mode, names in self._modes.items()},
+            modes={mode: list(keys) for mode, keys in self._modes.items()},
             allowed=Counter(self._allowed),
             denied={host: Counter(c) for host, c in self._denied.items()},
             outstanding=self._outstanding,
@@ -202,10 +206,11 @@ class FrozenArm:
     planned: int
     sessions: dict[SessionKey, _Session]
     first_start: str | None
-    costs: list[Decimal]
+    cost: CostSum
+    """The known costs' sum (`unknown_cost` names the others)."""
     unknown_cost: list[str]
     versions: list[str]
-    modes: dict[str, list[str]]
+    modes: dict[str, list[SessionKey]]
     allowed: Counter[str]
     denied: dict[str, Counter[str]]
     outstanding: int
@@ -270,7 +275,7 @@ class FrozenArm:
             if s.event_offset is not None and s.served_model:
                 served[s.served_model] += 1
         plan = self.plan
-        cost = cost_cents([*self.costs, *([None] * len(self.unknown_cost))])
+        cost = CostSum(self.cost.total, len(self.unknown_cost)).figure()
         mode, network_lines = self._network_prose()
         identity = Identity(
             model=plan.model, served_version=served_version_of(served.elements(),
@@ -304,7 +309,7 @@ class FrozenArm:
         lines: list[str] = []
         if len(modes) > 1:
             listed = ", ".join(f"{m} ({len(names)})" for m, names in sorted(modes.items()))
-            open_ = ", ".join(modes.get("host", [])) or "none"
+            open_ = ", ".join(f"{k.probe}/{k.session}" for k in modes.get("host", [])) or "none"
             lines.append(f"Network modes differ across this arm's sessions: {listed}; the "
                          f"channel was open for the host sessions: {open_}.")
         if "confined" in modes:

@@ -91,7 +91,7 @@ class Journal:
             if isinstance(record, StartedRecord):
                 arm.started(record)
             elif isinstance(record, FinalRecord):
-                arm.final(record, offset)
+                arm.final(record, offset, self.fold.key_of(record))
             else:
                 arm.rederived(record, offset)
 
@@ -113,7 +113,7 @@ class Journal:
         outstanding: dict[str, int] = dict.fromkeys(self.arms, 0)
         for log in self.fold.outstanding():
             arm = self.arms.get(log.key.arm)
-            if arm is not None and arm.is_planned(log.key):
+            if arm is not None and log.planned:
                 outstanding[log.key.arm] += 1
         chosen = list(self.arms) if arms is None else list(arms)
         frozen = []

@@ -238,11 +238,6 @@ def _session_rows(body: list[str]) -> list[SessionRow]:
     return [session_row(line) for line in body[2:]]
 
 
-def is_rule_row(line: str) -> bool:
-    """True for the table's ``|---|`` separator line."""
-    return _RULE_ROW.match(line) is not None
-
-
 def session_row(line: str) -> SessionRow:
     """One ``## Sessions`` table line (without its newline) read through `SessionRow`.
 
