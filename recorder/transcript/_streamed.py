@@ -56,9 +56,11 @@ def write_streamed(
 
     Args:
         prose: The free prose (`prose_for`); identity: the twelve keys.
-        rows: Called once per pass (three), each time giving the same rows in the
-            table's order, each with the reference of its event (exactly the
-            ``recorded`` rows carry one) or None.
+        rows: Called once per pass (three; four when the spool forgets a reference),
+            each time giving the same rows in the table's order, each with the
+            reference of its event (exactly the ``recorded`` rows carry one) or None.
+            Memory: one row at a time, and a set of the rows' names while a pass
+            checks them (the one part of a render that grows with the arm).
         load: The event of a reference the spool does not hold (read once, proved,
             kept in ``spool``).
         spool: The arm's items, kept across renders; references no row gives any
