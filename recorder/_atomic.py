@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from pathlib import Path
+    from collections.abc import Callable, Iterable
 
 
 def fsync_dir(directory: Path) -> None:
@@ -32,7 +32,8 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o640) -> None:
+def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o640,
+                 check: Callable[[Path], None] | None = None) -> None:
     """Replace ``path`` with ``data`` atomically and durably.
 
     Args:
@@ -40,12 +41,15 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o640
         data: The whole new content, as bytes or as pieces written one after the
             other (a large text encoded a piece at a time is never held encoded whole).
         mode: Permission bits of the new file (batch files are not for other users).
+        check: Called with the temporary file once it is written whole and fsynced,
+            before it replaces ``path`` (a writer that proves its output by reading it
+            back); what it raises leaves ``path`` unchanged.
 
     Raises:
         OSError: the host refused the write (ENOSPC, EDQUOT, EROFS, ...); ``path``
             is unchanged and the temporary file is removed.
-        Exception: whatever iterating ``data`` raised; ``path`` is unchanged and the
-            temporary file is removed.
+        Exception: whatever iterating ``data`` or ``check`` raised; ``path`` is unchanged
+            and the temporary file is removed.
     """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -55,6 +59,8 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o640
             fp.flush()
             os.fchmod(fp.fileno(), mode)
             os.fsync(fp.fileno())
+        if check is not None:
+            check(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Final
 
-__all__ = ["CostFigure", "CostUnreadable", "cost_cents", "decimal_cost"]
+__all__ = ["CostFigure", "CostSum", "CostUnreadable", "cost_cents", "decimal_cost"]
 
 _SUM_PRECISION: Final = 200
 """Decimal digits kept while summing: far above any real cost, so the sum is exact."""
@@ -78,17 +78,44 @@ def cost_cents(costs: Iterable[Decimal | None]) -> CostFigure:
             already lost the JSON text; parse floats as `Decimal`).
         CostUnreadable: an entry is negative, NaN or infinite.
     """
-    total = Decimal(0)
-    unknown = 0
-    with localcontext() as ctx:
-        ctx.prec = _SUM_PRECISION
-        for cost in costs:
-            if cost is None:
-                unknown += 1
-                continue
-            total += _checked(cost)
-        cents = int((total * _CENTS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
-    return CostFigure(cents=cents, unknown=unknown, lower_bound=unknown > 0)
+    running = CostSum()
+    for cost in costs:
+        running.add(cost)
+    return running.figure()
+
+
+@dataclass(slots=True)
+class CostSum:
+    """`cost_cents` one attempt at a time: the same exact sum, nothing kept per attempt.
+
+    A batch's transcript adds each attempt's cost as its final record arrives; a
+    list of every cost held a `Decimal` (about 100 bytes) per attempt for the batch.
+    """
+
+    total: Decimal = Decimal(0)
+    """The sum of the known costs so far, USD (exact: `_SUM_PRECISION` digits)."""
+    unknown: int = 0
+    """Attempts of unknown cost so far."""
+
+    def add(self, cost: Decimal | None) -> None:
+        """Add one attempt's cost (None: unknown).
+
+        Raises:
+            TypeError, CostUnreadable: as `cost_cents`.
+        """
+        if cost is None:
+            self.unknown += 1
+            return
+        with localcontext() as ctx:
+            ctx.prec = _SUM_PRECISION
+            self.total += _checked(cost)
+
+    def figure(self) -> CostFigure:
+        """The figure of what was added: one ceiling of 100 x the sum, in whole cents."""
+        with localcontext() as ctx:
+            ctx.prec = _SUM_PRECISION
+            cents = int((self.total * _CENTS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
+        return CostFigure(cents=cents, unknown=self.unknown, lower_bound=self.unknown > 0)
 
 
 def _checked(cost: object) -> Decimal:

@@ -18,12 +18,12 @@ unknown costs adding nothing and making the figure a stated lower bound.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
-from recorder._cost import cost_cents, decimal_cost
+from recorder._cost import CostSum, decimal_cost
 from recorder._vocab import NOTHING_SPENT, is_recorded
 from recorder.transcript import (
     Event,
@@ -39,7 +39,7 @@ from ._fold import SessionKey
 from ._ledger import read_record_at
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
     from pathlib import Path
 
     from campaign._plan import Plan
@@ -94,22 +94,21 @@ class ArmTranscript:
         self._ledger = ledger
         self._network = network
         self._provider_note = provider_note
-        self._planned = {key for key in planned if key.arm == arm}
+        self._planned = sum(1 for key in planned if key.arm == arm)
         self._sessions: dict[SessionKey, _Session] = {}
         self._first_start: str | None = None
-        self._costs: list[Decimal] = []
+        self._cost = CostSum()
+        """The known costs of every attempt so far (unknown ones are `_unknown_cost`)."""
         self._unknown_cost: list[str] = []
         self._versions: set[str] = set()
-        self._modes: dict[str, dict[str, None]] = {}
+        self._modes: dict[str, dict[SessionKey, None]] = {}
+        """Per network mode, its sessions in the order they first ended in it (the keys
+        the caller gives, shared with the batch's fold, not a name made per session)."""
         self._allowed: Counter[str] = Counter()
         self._denied: dict[str, Counter[str]] = {}
         self._outstanding = 0
         self.dirty = True
         """Changed since the last `freeze` (the renderer writes only dirty arms)."""
-
-    def is_planned(self, key: SessionKey) -> bool:
-        """True for a session the plan names (``record``'s sessions are not planned)."""
-        return key in self._planned
 
     def started(self, record: StartedRecord) -> None:
         """Take a ``started`` record of this arm."""
@@ -117,28 +116,33 @@ class ArmTranscript:
             self._first_start = record.at
             self.dirty = True
 
-    def final(self, record: FinalRecord, offset: int) -> None:
-        """Take a ``final`` record of this arm, written at ``offset`` of the ledger."""
-        key = SessionKey(record.arm, record.probe, record.session)
+    def final(self, record: FinalRecord, offset: int, key: SessionKey | None = None) -> None:
+        """Take a ``final`` record of this arm, written at ``offset`` of the ledger.
+
+        ``key`` is the record's session as the caller holds it already (the fold's), so the
+        builder keeps no second copy of its names; None makes one.
+        """
+        key = key or SessionKey(record.arm, record.probe, record.session)
         name = f"{key.probe}/{key.session}"
         cost = decimal_cost(record.cost_usd)
         if cost is not None:
-            self._costs.append(cost)
+            self._cost.add(cost)
         elif not record.cost_known and record.state not in NOTHING_SPENT:
             self._unknown_cost.append(f"{name} attempt {record.attempt}")
         if record.claude_code_version:
             self._versions.add(record.claude_code_version)
         if record.network:
-            self._modes.setdefault(record.network, {})[name] = None
+            self._modes.setdefault(sys.intern(record.network), {})[key] = None
         egress = record.egress or {}
         if egress:
             self._allowed[str(egress.get("allowed_target"))] += int(egress.get("allowed", 0))
         for host, count in (egress.get("denied") or {}).items():
             self._denied.setdefault(str(host), Counter())[name] += int(count)
-        self._sessions[key] = _Session(
-            state=record.state, outside_paths=record.outside_paths,
+        served = record.served_model if is_recorded(record.state) else None
+        self._sessions[key] = _Session(  # interned: one string per state and model, not session
+            state=sys.intern(record.state), outside_paths=record.outside_paths,
             event_offset=offset if is_recorded(record.state) else None,
-            served_model=record.served_model if is_recorded(record.state) else None,
+            served_model=None if served is None else sys.intern(served),
             notes=_session_notes(name, record), anomalies=record.anomalies,
             attempt=record.attempt,
         )
@@ -179,11 +183,11 @@ class ArmTranscript:
         self.dirty = False
         return FrozenArm(
             plan=self.plan, arm=self.arm, ledger=self._ledger, network=self._network,
-            provider_note=self._provider_note, planned=len(self._planned),
+            provider_note=self._provider_note, planned=self._planned,
             sessions=dict(self._sessions), first_start=self._first_start,
-            costs=list(self._costs), unknown_cost=list(self._unknown_cost),
+            cost=CostSum(self._cost.total), unknown_cost=list(self._unknown_cost),
             versions=sorted(self._versions),
-            modes={mode: list(names) for mode, names in self._modes.items()},
+            modes={mode: list(keys) for mode, keys in self._modes.items()},
             allowed=Counter(self._allowed),
             denied={host: Counter(c) for host, c in self._denied.items()},
             outstanding=self._outstanding,
@@ -202,10 +206,11 @@ class FrozenArm:
     planned: int
     sessions: dict[SessionKey, _Session]
     first_start: str | None
-    costs: list[Decimal]
+    cost: CostSum
+    """The known costs' sum (`unknown_cost` names the others)."""
     unknown_cost: list[str]
     versions: list[str]
-    modes: dict[str, list[str]]
+    modes: dict[str, list[SessionKey]]
     allowed: Counter[str]
     denied: dict[str, Counter[str]]
     outstanding: int
@@ -215,43 +220,62 @@ class FrozenArm:
 
         Args:
             events_read: The events an earlier call read, by ledger offset, kept by
-                the caller for the next call (one per arm, used from one thread at a
-                time, as `recorder.transcript.ProvedEvents`): an event found there is
-                not read and validated again (the ledger is append-only, so the line
-                at an offset never changes), and on return it holds exactly the
-                events of this transcript. None reads every event. A render of an
-                arm of N events otherwise opened the ledger N times and held N new
-                models (about 3 kB each) beside the ones already proved.
+                the caller for the next call (used from one thread at a time): an
+                event found there is not read and validated again (the ledger is
+                append-only, so the line at an offset never changes), and on return
+                it holds exactly the events of this transcript. None reads every event.
 
         Raises:
             LedgerCorrupt: a recorded event's line does not read back.
             pydantic.ValidationError: a recorded event breaks the closed key sets.
         """
-        rows: list[SessionRow] = []
-        events: list[Event] = []
-        served: Counter[str] = Counter()
-        notes: list[str] = []
         known = events_read if events_read is not None else {}
         kept: dict[int, Event] = {}
-        for key in sorted(self.sessions, key=session_order):
-            s = self.sessions[key]
-            rows.append(SessionRow(probe=key.probe, session=key.session, state=s.state,
-                                   outside_paths=s.outside_paths))
-            notes += s.notes
-            if s.event_offset is not None:
-                event = known.get(s.event_offset)
-                if event is None:
-                    record = read_record_at(self.ledger, s.event_offset)
-                    event = Event.model_validate(getattr(record, "event", None))
-                kept[s.event_offset] = event
+        rows, events = [], []
+        for row, offset in self.rows():
+            rows.append(row)
+            if offset is not None:
+                event = known.get(offset)
+                kept[offset] = event = self.event_at(offset) if event is None else event
                 events.append(event)
-                if s.served_model:
-                    served[s.served_model] += 1
         if events_read is not None:
             events_read.clear()
             events_read.update(kept)
+        prose, identity = self.head()
+        return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
+
+    def rows(self) -> Iterator[tuple[SessionRow, int | None]]:
+        """The table's rows in order, each with its recorded event's ledger offset or None.
+
+        Builds one `SessionRow` at a time (`recorder.transcript.write_streamed`'s ``rows``).
+        """
+        for key in sorted(self.sessions, key=session_order):
+            s = self.sessions[key]
+            yield (SessionRow(probe=key.probe, session=key.session, state=s.state,
+                              outside_paths=s.outside_paths), s.event_offset)
+
+    def event_at(self, offset: int) -> Event:
+        """The recorded event of the final (or rederived) line at ``offset`` of the ledger.
+
+        Raises:
+            LedgerCorrupt: the line does not read back.
+            pydantic.ValidationError: the event breaks the closed key sets.
+        """
+        return Event.model_validate(getattr(read_record_at(self.ledger, offset), "event", None))
+
+    def head(self) -> tuple[str, Identity]:
+        """The prose and the identity (linear in sessions; reads no event)."""
+        served: Counter[str] = Counter()
+        notes: list[str] = []
+        outside = 0
+        for key in sorted(self.sessions, key=session_order):
+            s = self.sessions[key]
+            notes += s.notes
+            outside += s.outside_paths
+            if s.event_offset is not None and s.served_model:
+                served[s.served_model] += 1
         plan = self.plan
-        cost = cost_cents([*self.costs, *([None] * len(self.unknown_cost))])
+        cost = CostSum(self.cost.total, len(self.unknown_cost)).figure()
         mode, network_lines = self._network_prose()
         identity = Identity(
             model=plan.model, served_version=served_version_of(served.elements(),
@@ -268,16 +292,15 @@ class FrozenArm:
                          f"streams the runner kept, by the recorder of {runner} "
                          "(retranscribe); their costs stay those of the original attempts.")
         if self.outstanding:
-            extra.append(incomplete_line(self.outstanding, self.planned or len(rows)))
+            extra.append(incomplete_line(self.outstanding, self.planned or len(self.sessions)))
         prose = prose_for(
             arm=identity.arm, tier=plan.tier, allowed_tools=list(tools), network=mode,
             claude_code_versions=self.versions, served_versions=served, cost=cost,
-            unknown_cost_sessions=self.unknown_cost,
-            outside_paths_total=sum(r.outside_paths for r in rows),
+            unknown_cost_sessions=self.unknown_cost, outside_paths_total=outside,
             anomalies_total=sum(s.anomalies for s in self.sessions.values()),
             arm_identity=arm_line, extra=extra,
         )
-        return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
+        return prose, identity
 
     def _network_prose(self) -> tuple[str, list[str]]:
         """The mode of the arm's sessions and the prose lines about their egress."""
@@ -286,7 +309,7 @@ class FrozenArm:
         lines: list[str] = []
         if len(modes) > 1:
             listed = ", ".join(f"{m} ({len(names)})" for m, names in sorted(modes.items()))
-            open_ = ", ".join(modes.get("host", [])) or "none"
+            open_ = ", ".join(f"{k.probe}/{k.session}" for k in modes.get("host", [])) or "none"
             lines.append(f"Network modes differ across this arm's sessions: {listed}; the "
                          f"channel was open for the host sessions: {open_}.")
         if "confined" in modes:

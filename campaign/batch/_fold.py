@@ -10,6 +10,7 @@ for the next session name. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,13 +48,15 @@ class SessionLog:
 
     key: SessionKey
     repetition: int
+    planned: bool = False
+    """The plan names it (``record``'s sessions are not planned)."""
     attempts: int = 0
     """Attempts started, over every invocation."""
     running: bool = False
     """The last attempt started and has no final record (running, or the runner died)."""
     state: str | None = None
-    """The state of the last final record; None before any."""
-    reason: str = ""
+    """The state of the last final record; None before any. (Its reason stays in the
+    ledger: nothing reads it here, and a batch held one string per session.)"""
     retryable: bool = False
     outside_paths: int = 0
     started_at: str | None = None
@@ -156,7 +159,7 @@ class BatchFold:
         self.budget_stop: BudgetStopRecord | None = None
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
         for key, repetition in planned:
-            self._log(key, repetition)
+            self._log(key, repetition).planned = True
 
     def _log(self, key: SessionKey, repetition: int) -> SessionLog:
         log = self.sessions.get(key)
@@ -164,6 +167,13 @@ class BatchFold:
             log = self.sessions[key] = SessionLog(key, repetition)
             self.arms.setdefault(key.arm, ArmCounts()).planned += 1
         return log
+
+    def key_of(self, record: FinalRecord | StartedRecord) -> SessionKey:
+        """The key the fold holds for ``record``'s session (one object per session for the
+        batch, not one per record), or a new one for a session it has not seen."""
+        key = SessionKey(record.arm, record.probe, record.session)
+        log = self.sessions.get(key)
+        return key if log is None else log.key
 
     def apply(self, record: LedgerRecord) -> list[tuple[SessionKey, int]]:
         """Take the next ledger record (in ledger order).
@@ -228,7 +238,7 @@ class BatchFold:
         self._uncount(log, counts)
         log.attempts = max(log.attempts, record.attempt)
         log.running = True
-        log.started_at = log.started_at or record.at
+        log.started_at = log.started_at or sys.intern(record.at)  # shared by a second's starts
         counts.running += 1
         if log.attempts == 2:
             counts.retried += 1
@@ -244,10 +254,10 @@ class BatchFold:
         self._uncount(log, counts)
         log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
-        log.state, log.reason, log.retryable = record.state, record.reason, record.retryable
+        log.state, log.retryable = sys.intern(record.state), record.retryable
         log.outside_paths = record.outside_paths
         if record.attempt == 1:
-            log.first_state = record.state
+            log.first_state = log.state
         if is_recorded(record.state):
             counts.recorded += 1
         elif is_refusal(record.state):
@@ -276,7 +286,7 @@ class BatchFold:
         (`_interrupt`), with its cost added when it is known."""
         log.attempts = max(log.attempts, record.attempt)
         if record.attempt == 1:
-            log.first_state = record.state
+            log.first_state = sys.intern(record.state)
         if log.running:
             self._interrupt(log)
         else:  # a final without a started record in view (a hand-made ledger)

@@ -5,8 +5,10 @@ record (fsync in a worker thread, shielded: a record asked for is written
 whole even while the batch is being cancelled), then, on the event loop's
 thread, folds it (`BatchFold`) and hands ``started``/``final`` records to their
 arm's `ArmTranscript`. `Journal.render` writes the arms whose transcripts
-changed, each built and written in a worker thread (`write_transcript`
-renders, proves by reading back, and replaces the file atomically).
+changed, each built and written in a worker thread (`write_streamed` renders
+a row at a time, proves by reading the file back, and replaces it atomically).
+What stays in memory per session is the fold's and the builders' few facts;
+each recorded event's proved item waits in the arm's `ItemSpool`, on disk.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from recorder.transcript import ProvedEvents, write_transcript
+from recorder.transcript import ItemSpool, write_streamed
 
 from ._builder import ArmTranscript
 from ._dir import transcript_path
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from campaign._plan import Plan
-    from recorder.transcript import Event
 
     from ._builder import FrozenArm
     from ._records import LedgerRecord
@@ -64,10 +65,9 @@ class Journal:
             arm: ArmTranscript(plan, arm, ledger=self.ledger.path, network=network,
                                provider_note=provider_note, planned=keys)
             for arm in plan.arms}
-        self._proved = {arm: ProvedEvents() for arm in self.arms}
-        """Per arm, the events already dumped and proved: a later render proves only new ones."""
-        self._events: dict[str, dict[int, Event]] = {arm: {} for arm in self.arms}
-        """Per arm, its recorded events by ledger offset: a later render reads only new ones."""
+        self._spools: dict[str, ItemSpool] = {}
+        """Per arm (from its first render on), the proved items of its events by ledger
+        offset: a later render reads and proves only new ones."""
         self.last_render_s = 0.0
         self.behind: set[str] = set()
         """Arms whose transcript file lags the ledger: its last write failed (disk full)."""
@@ -91,7 +91,7 @@ class Journal:
             if isinstance(record, StartedRecord):
                 arm.started(record)
             elif isinstance(record, FinalRecord):
-                arm.final(record, offset)
+                arm.final(record, offset, self.fold.key_of(record))
             else:
                 arm.rederived(record, offset)
 
@@ -113,7 +113,7 @@ class Journal:
         outstanding: dict[str, int] = dict.fromkeys(self.arms, 0)
         for log in self.fold.outstanding():
             arm = self.arms.get(log.key.arm)
-            if arm is not None and arm.is_planned(log.key):
+            if arm is not None and log.planned:
                 outstanding[log.key.arm] += 1
         chosen = list(self.arms) if arms is None else list(arms)
         frozen = []
@@ -138,15 +138,14 @@ class Journal:
         with anyio.CancelScope(shield=True):
             for arm in frozen:
                 with self._writing(arm.arm):
-                    await anyio.to_thread.run_sync(_write, self.batch, arm,
-                                                   self._proved[arm.arm], self._events[arm.arm])
+                    await anyio.to_thread.run_sync(_write, self.batch, arm, self._spools)
         self.last_render_s = time.monotonic() - started
 
     def render_now(self, arms: Iterable[str] | None = None) -> None:
         """`render` on this thread (``record``'s one session; tests)."""
         for arm in self._frozen(arms):
             with self._writing(arm.arm):
-                _write(self.batch, arm, self._proved[arm.arm], self._events[arm.arm])
+                _write(self.batch, arm, self._spools)
 
     @contextlib.contextmanager
     def _writing(self, arm: str) -> Iterator[None]:
@@ -160,8 +159,10 @@ class Journal:
         self.behind.discard(arm)
 
     def close(self) -> None:
-        """Close the ledger; idempotent."""
+        """Close the ledger and the item spools; idempotent."""
         self.ledger.close()
+        for spool in self._spools.values():
+            spool.close()
 
     def __enter__(self) -> Journal:
         return self
@@ -170,8 +171,12 @@ class Journal:
         self.close()
 
 
-def _write(batch: Path, arm: FrozenArm, proved: ProvedEvents,
-           events_read: dict[int, Event]) -> None:
+def _write(batch: Path, arm: FrozenArm, spools: dict[str, ItemSpool]) -> None:
     path = transcript_path(batch, arm.arm)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_transcript(path, arm.transcript(events_read), proved=proved)
+    spool = spools.get(arm.arm)
+    if spool is None:
+        spool = spools[arm.arm] = ItemSpool(path.parent)
+    prose, identity = arm.head()
+    write_streamed(path, prose=prose, identity=identity, rows=arm.rows, load=arm.event_at,
+                   spool=spool)

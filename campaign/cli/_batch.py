@@ -40,6 +40,8 @@ from ._status import fold_batch
 from ._view import LiveView, arms_table
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from campaign.batch._options import BatchOptions
 
 DEFAULT_TIER = "campaign"
@@ -193,8 +195,8 @@ def execute(inv: _Invocation) -> int:
         probes_used=tuple(p.id for p in inv.plan.probes))
     with open_batch(request, notify=lambda text: err.print(text, markup=False,
                                                            soft_wrap=True)) as opened:
+        _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)
         specs = _outstanding(opened)
-        _header(err, opened, len(specs), inv.mode)
         supervisor = _supervisor(opened)
         with LiveView() as view:
             supervisor.view = view
@@ -203,10 +205,13 @@ def execute(inv: _Invocation) -> int:
     return batch_exit_status(outcome)
 
 
-def _outstanding(opened: OpenBatch) -> list[SessionSpec]:
+def _outstanding(opened: OpenBatch) -> Iterator[SessionSpec]:
+    """The outstanding sessions in the batch's order, each made when the fan-out takes it
+    (a list held every session's spec for the whole batch). Only the fan-out moves a
+    session it has not yet taken, so taken later it is outstanding as it was at the start."""
     fold = opened.journal.fold
-    return [spec for spec in session_order(opened.plan)
-            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding]
+    return (spec for spec in session_order(opened.plan)
+            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding)
 
 
 def _supervisor(opened: OpenBatch) -> Supervisor:

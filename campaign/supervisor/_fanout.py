@@ -30,6 +30,7 @@ from campaign.batch._records import BudgetStopRecord, StoppedRecord, StopReason
 from recorder._vocab import is_recorded
 
 from ._budget import Budgets, BudgetVerdict
+from ._heap import TRIM_EVERY_S, give_back_heap
 from ._session import BatchContext, run_attempt
 from ._writes import HostWriteRefused, refused_write, write_remedy
 
@@ -211,6 +212,7 @@ class Supervisor:
                     outer.start_soon(self._watch_signals)
                 outer.start_soon(self._render_loop)
                 outer.start_soon(self._view_loop)
+                outer.start_soon(self._heap_loop)
                 with anyio.CancelScope() as self._work:
                     await self._fan_out(specs)
                 outer.cancel_scope.cancel()
@@ -360,6 +362,14 @@ class Supervisor:
                     raise
                 self._refused("a transcript", exc)
                 return
+
+    async def _heap_loop(self) -> None:
+        """Give the heap's free pages back every `TRIM_EVERY_S` (off the loop's thread), so
+        the runner's RSS follows what it holds, not what its sessions once held."""
+        while True:
+            if not await anyio.to_thread.run_sync(give_back_heap):
+                return  # no malloc_trim in this C library
+            await anyio.sleep(TRIM_EVERY_S)
 
     async def _view_loop(self) -> None:
         while True:

@@ -14,6 +14,8 @@ A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
 * ``_closed``  reading loaded YAML through the closed models
 * ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
   and `served_version_of`
+* ``_spool``   `ItemSpool`: a growing transcript's proved items on disk, not in memory
+* ``_streamed`` `write_streamed`: a growing transcript written and proved a row at a time
 * ``_io``      `write_transcript`, the atomic replace, and `read_transcript`
 * ``_errors``  the error tree below
 
@@ -44,6 +46,8 @@ from ._models import Transcript as Transcript
 from ._prose import prose_for as prose_for
 from ._prose import prose_value as prose_value
 from ._prose import served_version_of as served_version_of
+from ._spool import ItemSpool as ItemSpool
+from ._streamed import write_streamed as write_streamed
 
 __all__ = [
     "HEADINGS",
@@ -52,6 +56,7 @@ __all__ = [
     "Call",
     "Event",
     "Identity",
+    "ItemSpool",
     "ProvedEvents",
     "SessionRow",
     "Transcript",
@@ -64,5 +69,6 @@ __all__ = [
     "render_parts",
     "render_transcript",
     "served_version_of",
+    "write_streamed",
     "write_transcript",
 ]

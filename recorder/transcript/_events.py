@@ -60,7 +60,7 @@ def read_events(block: str) -> list[Event]:
     return events
 
 
-def _item_of(event: Event) -> str:
+def item_of(event: Event) -> str:
     """``event`` as one item of the block, proved to read back as exactly ``event``."""
     item = yaml_text([event.model_dump(mode="python", exclude_unset=True)])
     lines = item.split("\n")
@@ -111,7 +111,7 @@ class ProvedEvents:
         kept = self._by_session.get(key)
         if kept is not None and (kept[0] is event or kept[0] == event):
             return kept[1]
-        item = _item_of(event)
+        item = item_of(event)
         if kept is not None:
             del self._known[kept[1]]
         self._by_session[key] = (event, item)

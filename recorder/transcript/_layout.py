@@ -33,10 +33,18 @@ if TYPE_CHECKING:
 _SESSIONS_RULE: Final = "|---|---|---|---|"
 
 
+def row_line(row: SessionRow) -> str:
+    """The ``## Sessions`` table's line of ``row`` (without its newline)."""
+    return f"| {row.probe} | {row.session} | {row.state} | {row.outside_paths} |"
+
+
+def table_head() -> str:
+    """The ``## Sessions`` table's first two lines, each with its newline."""
+    return f"{SESSIONS_HEADER}\n{_SESSIONS_RULE}\n"
+
+
 def _table(rows: Sequence[SessionRow]) -> str:
-    lines = [SESSIONS_HEADER, _SESSIONS_RULE]
-    lines += [f"| {r.probe} | {r.session} | {r.state} | {r.outside_paths} |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return table_head() + "".join(row_line(r) + "\n" for r in rows)
 
 
 def render_transcript(transcript: Transcript) -> str:
@@ -227,18 +235,24 @@ def _session_rows(body: list[str]) -> list[SessionRow]:
         )
     if len(body) < 2 or not _RULE_ROW.match(body[1]):
         raise TranscriptRefused("RC-16", "## Sessions table lacks its |---| separator row")
-    rows = []
-    for line in body[2:]:
-        m = _ROW.match(line)
-        cells = [c.strip() for c in m.group(1).split("|")] if m else []
-        if len(cells) != 4 or not cells[3].isdigit():
-            raise TranscriptRefused("RC-16", f"malformed ## Sessions row: {line!r}")
-        values = dict(zip(("probe", "session", "state"), cells, strict=False))
-        try:
-            rows.append(SessionRow.model_validate({**values, "outside_paths": int(cells[3])}))
-        except ValidationError as exc:
-            raise refusal(exc, f"## Sessions row {line!r}", "RC-16") from exc
-    return rows
+    return [session_row(line) for line in body[2:]]
+
+
+def session_row(line: str) -> SessionRow:
+    """One ``## Sessions`` table line (without its newline) read through `SessionRow`.
+
+    Raises:
+        TranscriptRefused: not four cells, or a cell breaks the row's rules (RC-16).
+    """
+    m = _ROW.match(line)
+    cells = [c.strip() for c in m.group(1).split("|")] if m else []
+    if len(cells) != 4 or not cells[3].isdigit():
+        raise TranscriptRefused("RC-16", f"malformed ## Sessions row: {line!r}")
+    values = dict(zip(("probe", "session", "state"), cells, strict=False))
+    try:
+        return SessionRow.model_validate({**values, "outside_paths": int(cells[3])})
+    except ValidationError as exc:
+        raise refusal(exc, f"## Sessions row {line!r}", "RC-16") from exc
 
 
 def _plain_text(text: str) -> None:
@@ -285,20 +299,7 @@ def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
     """`parse_transcript`; the events block's items kept in ``proved`` are not loaded again."""
     _plain_text(text)
     prose, (identity_span, events_span, sessions_span) = _sections(text)
-    raw = check_closed(
-        yaml_load(_yaml_block(text, identity_span, HEADINGS[0]), HEADINGS[0]),
-        Identity,
-        "## Run identity",
-    )
-    missing = [k for k in Identity.model_fields if k not in raw]
-    if missing:
-        raise TranscriptRefused(
-            "RC-14", f"## Run identity lacks {', '.join(missing)}; all twelve keys are required"
-        )
-    try:
-        identity = Identity.model_validate(raw)
-    except ValidationError as exc:
-        raise refusal(exc, "## Run identity", "RC-14") from exc
+    identity = read_identity(_yaml_block(text, identity_span, HEADINGS[0]))
     events_text = _yaml_block(text, events_span, HEADINGS[1])
     known = proved.read(events_text) if proved is not None else None
     events = known if known is not None else read_events(events_text)
@@ -308,3 +309,22 @@ def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
         return Transcript(prose=prose, identity=identity, events=events, sessions=sessions)
     except ValidationError as exc:
         raise refusal(exc, "transcript", "RC-16") from exc
+
+
+def read_identity(block: str) -> Identity:
+    """The ``## Run identity`` block's YAML text (without its fences) read through `Identity`.
+
+    Raises:
+        TranscriptRefused: it does not load, breaks the closed key set, lacks a key
+            (RC-14) or a value breaks its rule.
+    """
+    raw = check_closed(yaml_load(block, HEADINGS[0]), Identity, "## Run identity")
+    missing = [k for k in Identity.model_fields if k not in raw]
+    if missing:
+        raise TranscriptRefused(
+            "RC-14", f"## Run identity lacks {', '.join(missing)}; all twelve keys are required"
+        )
+    try:
+        return Identity.model_validate(raw)
+    except ValidationError as exc:
+        raise refusal(exc, "## Run identity", "RC-14") from exc

@@ -220,13 +220,7 @@ class Transcript(_Frozen):
     @field_validator("prose")
     @classmethod
     def _prose(cls, value: str) -> str:
-        value = _normal_prose(value)
-        for line in value.split("\n"):
-            if line in HEADINGS:
-                raise PydanticCustomError(
-                    "RC-16", "prose holds the heading line {h!r}", {"h": line}
-                )
-        return value
+        return checked_prose(value)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Transcript:
@@ -247,18 +241,37 @@ class Transcript(_Frozen):
                 raise PydanticCustomError(
                     "RC-16", "row {k} is recorded but no event carries it", {"k": "/".join(key)}
                 )
-        totals = [
-            int(m.group(1)) for line in self.prose.split("\n") if (m := OUTSIDE_LINE.match(line))
-        ]
-        expected = sum(r.outside_paths for r in self.sessions)
-        if totals != [expected]:
-            raise PydanticCustomError(
-                "RC-16",
-                "prose must hold one line 'Outside-workspace paths named: {n}' "
-                "(the table's sum); found {t}",
-                {"n": expected, "t": totals},
-            )
+        check_outside_line(self.prose, sum(r.outside_paths for r in self.sessions))
         return self
+
+
+def checked_prose(value: str) -> str:
+    """The prose as a transcript holds it: leading blank lines and trailing space dropped.
+
+    Raises:
+        PydanticCustomError: (``RC-16``) a line of it is one of the three headings.
+    """
+    value = _normal_prose(value)
+    for line in value.split("\n"):
+        if line in HEADINGS:
+            raise PydanticCustomError("RC-16", "prose holds the heading line {h!r}", {"h": line})
+    return value
+
+
+def check_outside_line(prose: str, expected: int) -> None:
+    """The prose holds one line ``Outside-workspace paths named: N``, N = ``expected`` (RC-16).
+
+    Raises:
+        PydanticCustomError: (``RC-16``) no such line, several, or another N.
+    """
+    totals = [int(m.group(1)) for line in prose.split("\n") if (m := OUTSIDE_LINE.match(line))]
+    if totals != [expected]:
+        raise PydanticCustomError(
+            "RC-16",
+            "prose must hold one line 'Outside-workspace paths named: {n}' "
+            "(the table's sum); found {t}",
+            {"n": expected, "t": totals},
+        )
 
 
 def _check_unique(keys: list[tuple[str, str]], where: str) -> None:
