@@ -10,9 +10,10 @@ not count other processes sharing the host), each the best of ``--runs``:
 * ``build``: constructing the `Transcript` from ready `Event`/`SessionRow`
   models (the cross-section checks);
 * ``render``: `render_transcript`, the whole text and its proof, from nothing;
-* ``first``: the first `render_parts` with a new `ProvedEvents` (each event
-  dumped and proved: what a growing transcript pays once, over the batch);
-* ``again``: `render_parts` with that `ProvedEvents` kept, one event added
+* ``first``: the batch's writer, `write_streamed`, into a new `ItemSpool` (each
+  event loaded, dumped and proved, the file written and read back: what a
+  growing transcript pays once, over the batch);
+* ``again``: `write_streamed` with that `ItemSpool` kept, one event added
   (what each later render pays);
 * ``check``: `parse_transcript` of the text (the check, loading every event).
 
@@ -22,8 +23,10 @@ Usage: ``.venv/bin/python bench/render.py [N ...]`` (default 10000 100000).
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from recorder.transcript import (
@@ -31,12 +34,12 @@ from recorder.transcript import (
     Call,
     Event,
     Identity,
-    ProvedEvents,
+    ItemSpool,
     SessionRow,
     Transcript,
     parse_transcript,
-    render_parts,
     render_transcript,
+    write_streamed,
 )
 
 T = TypeVar("T")
@@ -96,24 +99,37 @@ def main() -> None:
         build_s, _ = best(args.runs, lambda t=t: Transcript(  # type: ignore[misc]
             prose=t.prose, identity=t.identity, events=t.events, sessions=t.sessions))
         render_s, text = best(args.runs, lambda t=t: render_transcript(t))
-        first_s, proved = best(args.runs, lambda t=t: _first(t))
-        extra = Event(probe="HW-PRB-9998", session="r1", calls=[])
-        more = [*t.sessions, SessionRow(probe="HW-PRB-9998", session="r1", state="recorded",
-                                        outside_paths=0)]
-        grown = [*t.events, extra]
-        again_s, _ = best(args.runs, lambda t=t, p=proved, grown=grown, more=more: render_parts(
-            prose=t.prose, identity=t.identity, events=grown, sessions=more, proved=p))
+        with tempfile.TemporaryDirectory(prefix="render-") as scratch:
+            path = Path(scratch) / "arm.md"
+            first_s, spool = best(args.runs, lambda t=t, path=path: _first(t, path))
+            extra = Event(probe="HW-PRB-9998", session="r1", calls=[])
+            more = [*t.sessions, SessionRow(probe="HW-PRB-9998", session="r1",
+                                            state="recorded", outside_paths=0)]
+            grown = [*t.events, extra]
+            again_s, _ = best(args.runs, lambda t=t, s=spool, g=grown, m=more, path=path:
+                              _write(t, path, g, m, s))
+            spool.close()
         check_s, _ = best(args.runs, lambda text=text: parse_transcript(text))
         print(f"{n:>7} events ({len(text) / 1e6:6.1f} MB), CPU s: build {build_s:6.2f}, "
               f"render {render_s:7.2f}; first {first_s:7.2f}, again {again_s:6.2f}; "
               f"check {check_s:7.2f}", flush=True)
 
 
-def _first(t: Transcript) -> ProvedEvents:
-    proved = ProvedEvents()
-    render_parts(prose=t.prose, identity=t.identity, events=t.events, sessions=t.sessions,
-                 proved=proved)
-    return proved
+def _write(t: Transcript, path: Path, events: list[Event], rows: list[SessionRow],
+           spool: ItemSpool) -> ItemSpool:
+    """`write_streamed` of these parts; the rows of recorded sessions refer to their events."""
+    refs: list[tuple[SessionRow, int | None]] = []
+    by_name = {(e.probe, e.session): i for i, e in enumerate(events)}
+    for row in rows:
+        refs.append((row, by_name[(row.probe, row.session)] if row.state == "recorded"
+                     else None))
+    write_streamed(path, prose=t.prose, identity=t.identity, rows=lambda: iter(refs),
+                   load=events.__getitem__, spool=spool)
+    return spool
+
+
+def _first(t: Transcript, path: Path) -> ItemSpool:
+    return _write(t, path, t.events, t.sessions, ItemSpool(path.parent))
 
 
 if __name__ == "__main__":

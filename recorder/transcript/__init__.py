@@ -7,10 +7,9 @@ A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
   the ``## Sessions`` row `SessionRow`, and `Transcript` (cross-section checks)
 * ``_yaml``    the YAML dialect of the two blocks (the only importer of ruamel)
 * ``_layout``  `render_transcript` and `parse_transcript`, the two directions
-  of one layout; the renderer proves its output by parsing it back;
-  `render_parts` renders a transcript that grows
-* ``_events``  the ``## Events`` block; `ProvedEvents` keeps each event's
-  dumped and proved item, so a growing transcript's renders stay cheap
+  of one layout; the renderer proves its output by parsing it back
+* ``_events``  the ``## Events`` block: each event's item dumped and proved on
+  its own (`item_of`), and `ProvedEvents`, the renderer's items and their proof
 * ``_closed``  reading loaded YAML through the closed models
 * ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
   and `served_version_of`
@@ -33,7 +32,6 @@ from ._events import ProvedEvents as ProvedEvents
 from ._io import read_transcript as read_transcript
 from ._io import write_transcript as write_transcript
 from ._layout import parse_transcript as parse_transcript
-from ._layout import render_parts as render_parts
 from ._layout import render_transcript as render_transcript
 from ._models import HEADINGS as HEADINGS
 from ._models import SESSIONS_HEADER as SESSIONS_HEADER
@@ -66,7 +64,6 @@ __all__ = [
     "prose_for",
     "prose_value",
     "read_transcript",
-    "render_parts",
     "render_transcript",
     "served_version_of",
     "write_streamed",

@@ -86,8 +86,8 @@ class ProvedEvents:
     `item` dumps and proves an event the first time it is asked for that event
     (by its probe and session, which name one event of an arm: RC-15) and
     returns the kept item after that; `read` recognises a block made of kept
-    items. One per arm, kept by whoever renders that arm as the batch goes
-    (`render_parts`); a new one proves everything again.
+    items. `render_transcript` makes one per render; a batch's growing
+    transcripts keep their items in an `ItemSpool` instead (`write_streamed`).
 
     Not thread-safe: use one from one thread at a time. Memory: each kept
     event and its item (about 0.7 kB for three calls and one artifact).

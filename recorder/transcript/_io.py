@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Final
 from recorder._atomic import write_atomic
 
 from ._errors import TranscriptRefused
-from ._layout import parse_transcript, render_parts, render_transcript
+from ._layout import parse_transcript, render_transcript
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ._events import ProvedEvents
     from ._models import Transcript
 
 _PIECE_CHARS: Final = 1 << 18
@@ -27,9 +26,7 @@ def _utf8_pieces(text: str) -> Iterator[bytes]:
         yield text[start : start + _PIECE_CHARS].encode("utf-8")
 
 
-def write_transcript(
-    path: Path, transcript: Transcript, *, proved: ProvedEvents | None = None
-) -> None:
+def write_transcript(path: Path, transcript: Transcript) -> None:
     """Render ``transcript`` and replace ``path`` with it atomically.
 
     Writes a temporary file in ``path``'s directory, fsyncs it, ``os.replace``s
@@ -39,21 +36,12 @@ def write_transcript(
     Args:
         path: The transcript file (``transcripts/<arm>.md``).
         transcript: What to write.
-        proved: The arm's kept `ProvedEvents`, for a transcript rewritten as
-            the batch goes (`render_parts`): the same bytes, and only the
-            events it has not seen are dumped and proved. None renders all.
 
     Raises:
         TranscriptUnproven: see `render_transcript`; nothing is written.
         OSError: the directory refused the write; ``path`` is unchanged.
     """
-    if proved is None:
-        text = render_transcript(transcript)
-    else:
-        text = render_parts(prose=transcript.prose, identity=transcript.identity,
-                            events=transcript.events, sessions=transcript.sessions,
-                            proved=proved)
-    write_atomic(path, _utf8_pieces(text))
+    write_atomic(path, _utf8_pieces(render_transcript(transcript)))
 
 
 def read_transcript(path: Path) -> Transcript:

@@ -3,8 +3,8 @@
 The two sit side by side because they are one layout read two ways, and the
 renderer proves its output by handing it to the parser (the writer "proves
 its own output by reading it back through the same closed models", RC-16).
-`render_parts` is the renderer for a transcript that grows: its events are
-dumped and proved once each, in a `ProvedEvents` the caller keeps.
+A transcript that grows as a batch goes is written by `write_streamed`, the
+same bytes a row at a time.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from ._events import ProvedEvents, read_events
 from ._models import (
     HEADINGS,
     SESSIONS_HEADER,
-    Event,
     Identity,
     SessionRow,
     Transcript,
@@ -56,51 +55,16 @@ def render_transcript(transcript: Transcript) -> str:
     the table ``| probe | session | state | outside paths |``. Every string
     value is double-quoted; unset optional keys are absent (RC-12).
 
-    Each event is dumped and proved on its own (`ProvedEvents`); a transcript
-    that grows is rendered with `render_parts` and a kept `ProvedEvents`
-    instead, so that each event is dumped and proved once, however often the
-    transcript renders.
+    Each event is dumped and proved on its own (`ProvedEvents`). A transcript
+    that grows as a batch goes is written by `write_streamed` instead, the
+    same bytes a row at a time, each event dumped and proved once however
+    often the transcript renders.
 
     Raises:
         TranscriptUnproven: the text did not parse back to an equal transcript
             (a bug in this module; the input was already validated).
     """
     return _render(transcript, ProvedEvents())
-
-
-def render_parts(
-    *,
-    prose: str,
-    identity: Identity,
-    events: Sequence[Event],
-    sessions: Sequence[SessionRow],
-    proved: ProvedEvents,
-) -> str:
-    """The text `render_transcript` gives for these parts, with events proved in ``proved``.
-
-    For a transcript built as a batch goes (one final ledger record at a
-    time): the caller keeps one ``proved`` per arm across renders. Each
-    render dumps and proves only the events ``proved`` has not seen, and
-    costs O(events + rows) string work besides, with no other YAML than the
-    identity's twelve keys. The proof is the same: the whole text is read back
-    (the block's items recognised by `ProvedEvents.read`) and must give these
-    parts. Pure and synchronous; run it off the event loop.
-
-    Args:
-        prose: The free prose (`prose_for`); identity: the twelve keys.
-        events: The arm's recorded events, in the order the block lists them.
-        sessions: One row per session of the arm, recorded or not.
-        proved: The arm's kept items (a new `ProvedEvents` for a first render).
-
-    Raises:
-        pydantic.ValidationError: the parts break a rule that crosses sections
-            (as constructing `Transcript` does: RC-15, RC-16).
-        TranscriptUnproven: the text did not read back as these parts (a bug).
-    """
-    transcript = Transcript(
-        prose=prose, identity=identity, events=list(events), sessions=list(sessions)
-    )
-    return _render(transcript, proved)
 
 
 def _render(transcript: Transcript, proved: ProvedEvents) -> str:

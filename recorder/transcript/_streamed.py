@@ -4,7 +4,7 @@
 without holding the transcript: no list of events or rows, no text of the
 whole file. The events' items come from the arm's `ItemSpool` (each dumped and
 proved once, when first seen) and the rows from the caller, one at a time.
-The proof is the writer's as in `render_parts` (RC-16: it reads its own
+The proof is the writer's as in `render_transcript` (RC-16: it reads its own
 output back before the file replaces the old one), done on the written file a
 line at a time: the prose and the identity block read back through the closed
 models as the parts given, each item of the events block is byte for byte the

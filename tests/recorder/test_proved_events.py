@@ -1,21 +1,20 @@
-"""A transcript that grows: `ProvedEvents` and `render_parts` (RC-16; transcript/_events.py).
+"""The renderer's proved items: `ProvedEvents` (RC-16; transcript/_events.py).
 
-Rules the expectations come from: a transcript is one layout whichever way it
-is rendered, so `render_parts` gives the text `render_transcript` gives for the
-same parts; the writer proves its output by reading it back, so a text that
-does not read back as the parts is never returned; and the check
-(`parse_transcript`, which loads the events block whole) reads every rendered
-text as the parts it was rendered from. The promise "each event is dumped and
-proved once, however often the transcript renders" is counted, not timed.
+`render_transcript` dumps and proves each event as one item (`ProvedEvents`)
+and reads the block back by recognising its items. Rules the expectations
+come from: a transcript is one layout whichever way it is rendered; the
+writer proves its output by reading it back, so a text that does not read
+back as the parts is never returned; and the check (`parse_transcript`,
+which loads the events block whole) reads every rendered text as the parts
+it was rendered from. A kept `ProvedEvents` dumps and proves each event
+once, however often it renders (counted, not timed).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from recorder.transcript import (
     Artifact,
@@ -26,10 +25,9 @@ from recorder.transcript import (
     Transcript,
     TranscriptUnproven,
     _events,
+    _layout,
     parse_transcript,
-    render_parts,
     render_transcript,
-    write_transcript,
 )
 from recorder.transcript._yaml import yaml_load, yaml_text
 from tests.hostile import HOSTILE
@@ -62,10 +60,11 @@ def parts(events: list[Event]) -> dict[str, Any]:
 
 
 def render(events: list[Event], proved: ProvedEvents) -> str:
-    return render_parts(**parts(events), events=events, proved=proved)
+    """`render_transcript`'s renderer with ``proved`` kept by the caller."""
+    return _layout._render(Transcript(**parts(events), events=events), proved)
 
 
-def test_render_parts_is_render_transcript_of_the_same_parts() -> None:
+def test_a_kept_proved_events_renders_render_transcripts_text() -> None:
     events = [event(i) for i in range(5)]
     text = render(events, ProvedEvents())
     assert text == render_transcript(Transcript(**parts(events), events=events))
@@ -161,30 +160,3 @@ def test_read_knows_only_kept_items() -> None:
     assert proved.read(proved.block([event(0)]) + other.block([event(1)])) is None
     assert proved.read("[]\n") == []
     assert proved.read("  - x\n") is None
-
-
-def test_parts_that_break_a_cross_section_rule_are_refused() -> None:
-    with pytest.raises(ValidationError, match="RC-16"):
-        render_parts(prose=PROSE.format(n=0), identity=identity(), sessions=[],
-                     events=[event(0)], proved=ProvedEvents())
-
-
-def test_write_transcript_with_kept_events_writes_the_same_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    events = [event(i) for i in range(3)]
-    transcript = Transcript(**parts(events), events=events)
-    write_transcript(tmp_path / "all.md", transcript)
-    proved = ProvedEvents()
-    write_transcript(tmp_path / "kept.md", transcript, proved=proved)
-    loads: list[str] = []
-    real = yaml_load
-
-    def counted(text: str, where: str) -> Any:
-        loads.append(text)
-        return real(text, where)
-
-    monkeypatch.setattr("recorder.transcript._events.yaml_load", counted)
-    write_transcript(tmp_path / "kept.md", transcript, proved=proved)
-    assert loads == []
-    assert (tmp_path / "kept.md").read_bytes() == (tmp_path / "all.md").read_bytes()

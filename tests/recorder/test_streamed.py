@@ -27,7 +27,7 @@ from recorder.transcript import (
     write_streamed,
 )
 from recorder.transcript._layout import row_line
-from tests.recorder.test_proved_events import PROSE, event, rows_for
+from tests.recorder.test_proved_events import PROSE, SHAPES, event, rows_for
 from tests.recorder.test_transcript import identity
 
 if TYPE_CHECKING:
@@ -148,3 +148,20 @@ def test_parts_that_cross_sections_wrongly_are_refused(
         write_streamed(tmp_path / "a.md", prose=PROSE.format(n=0), identity=identity(),
                        rows=lambda: iter(rows), load=lambda ref: event(ref), spool=spool)
     assert not (tmp_path / "a.md").exists()
+
+
+@pytest.mark.parametrize(("name", "value"), SHAPES, ids=[s[0] for s in SHAPES])
+def test_hostile_values_are_written_as_render_transcript_writes_them(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    """Every hostile shape in calls, an answer and an event without calls: the same bytes,
+    read back by the check as the parts."""
+    events = [event(0, value), Event(probe="p1", session="r1", calls=[], answer=value),
+              event(2, value)]
+    with ItemSpool(tmp_path) as spool:
+        _write(tmp_path / "a.md", events, spool, [])
+    whole = Transcript(prose=PROSE.format(n=len(events)), identity=identity(), events=events,
+                       sessions=rows_for(events))
+    text = (tmp_path / "a.md").read_text(encoding="utf-8")
+    assert text == render_transcript(whole)
+    assert parse_transcript(text) == whole
