@@ -36,15 +36,18 @@ from sandbox._landlock import (
 
 pytestmark = pytest.mark.skipif(not Path(PYTHON).is_file(), reason=f"no {PYTHON}")
 
-PROBE = r"""
-import errno, os, sys
-def answer(call):
+ANSWER = r"""def answer(call):
     try:
         call()
         return "ok"
     except OSError as exc:
         return errno.errorcode[exc.errno]
-target = int(sys.argv[1])
+"""
+"""A probe's way of saying what a call did: ``ok``, or the errno's name."""
+
+PROBE = r"""
+import errno, os, sys
+""" + ANSWER + r"""target = int(sys.argv[1])
 print(answer(lambda: os.close(os.open("/proc/%d/mem" % target, os.O_RDONLY))),
       answer(lambda: os.kill(target, 0)), " ".join(sys.argv[2:]))
 """
@@ -141,13 +144,7 @@ def test_abi_1_is_refused_before_the_command_runs() -> None:
 
 SOCKETS = r"""
 import errno, os, socket, sys
-def answer(call):
-    try:
-        call()
-        return "ok"
-    except OSError as exc:
-        return errno.errorcode[exc.errno]
-def connect(name):
+""" + ANSWER + r"""def connect(name):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.connect("\0" + name)
 def send(name):
