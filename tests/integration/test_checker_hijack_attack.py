@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_record_standins import record_report_with_checker
+from tests.integration.test_record_standins import (
+    assert_report_checked,
+    record_report_with_checker,
+)
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(180)]
 
@@ -55,7 +58,4 @@ def test_a_module_planted_in_the_workspace_does_not_run_as_the_checker(tmp_path:
                                                                        bwrap: str) -> None:
     run, final, produced = record_report_with_checker(
         tmp_path, ".headwater/check.sh", CHECKER, STANDIN)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert final["state"] == "recorded", final["reason"]
-    assert "findings_note" not in final, final["findings_note"]
-    assert produced["report.md"].get("findings") == ["mentions-retired"], produced
+    assert_report_checked(run, final, produced)

@@ -548,6 +548,17 @@ def record_report_with_checker(tmp_path: Path, checker: str, checker_text: str,
         sweep_config_root()
 
 
+def assert_report_checked(run: subprocess.CompletedProcess[str], final: dict[str, Any],
+                          produced: dict[str, Any]) -> None:
+    """What `record_report_with_checker` must give when the check was not undone: the session
+    recorded, the check without a note, and report.md with exactly the rule the suite's
+    checker reports over it (``mentions-retired``)."""
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert final["state"] == "recorded", final["reason"]
+    assert "findings_note" not in final, final["findings_note"]
+    assert produced["report.md"].get("findings") == ["mentions-retired"], produced
+
+
 def test_findings_from_a_confined_checker(tmp_path: Path, bwrap: str) -> None:
     """RC-11: the checker runs over the workspace after the session; each produced file inside
     the workspace gets the rules reported over it (docs/notes.md, named by --produced, mentions
