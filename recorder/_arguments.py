@@ -26,7 +26,8 @@ WRITE_TOOLS: Final = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "f
 """RC-11: tools whose path is produced, whatever their result (MultiEdit where a harness has it)."""
 
 
-def call_argument(tool: str, tool_input: object, *, workspace: Path) -> str:
+def call_argument(tool: str, tool_input: object, *, workspace: Path,
+                  inside: str | None = None) -> str:
     """RC-10's ``argument`` for one tool_use.
 
     Read/Write/Edit/MultiEdit ``file_path`` and NotebookEdit ``notebook_path``
@@ -43,17 +44,19 @@ def call_argument(tool: str, tool_input: object, *, workspace: Path) -> str:
         tool: the tool's name exactly as the stream gives it (``Agent`` and
             ``Task`` are both the subagent tool; neither is renamed).
         tool_input: the tool_use ``input`` (any JSON value).
-        workspace: the workspace, the same path inside and outside the sandbox.
+        workspace: the workspace's host copy.
+        inside: the workspace path the session saw (RC-02); paths are made
+            relative against it. None: the same as ``workspace``.
     """
     if isinstance(tool_input, dict):
         if (key := PATH_ARGUMENT_KEYS.get(tool)) and isinstance(value := tool_input.get(key), str):
-            return relative_if_inside(value, workspace)
+            return relative_if_inside(value, workspace, inside=inside)
         if (key := PLAIN_ARGUMENT_KEYS.get(tool)) and isinstance(value := tool_input.get(key), str):
             return value
         if tool == "Grep" and isinstance(pattern := tool_input.get("pattern"), str):
             path = tool_input.get("path")
             if isinstance(path, str) and path:
-                return f"{pattern} in {relative_if_inside(path, workspace)}"
+                return f"{pattern} in {relative_if_inside(path, workspace, inside=inside)}"
             return pattern
 
     return canonical_json(tool_input)

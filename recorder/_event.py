@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 from recorder._answer import extract_answer
 from recorder._beneath import MAX_ARTIFACT_BYTES as MAX_ARTIFACT_BYTES
 from recorder._beneath import ReadBudget, Unreadable, read_beneath
-from recorder._paths import Lookups, resolve_in_workspace
+from recorder._paths import Lookups, resolve_in_workspace, workspace_relative
 from recorder.transcript import Artifact, Call, Event
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def build_event(
     produced_extra: Sequence[str] = (),
     findings: Mapping[str, Sequence[str]] | None = None,
     unread: list[UnreadFile] | None = None,
+    inside: str | None = None,
 ) -> Event:
     """Build the event of one recorded session.
 
@@ -60,7 +61,7 @@ def build_event(
         obs: the transform's observation; its state must be ``recorded``.
         probe: the probe's corpus id.
         session: the session's name, distinct within the probe (e.g. ``r1``).
-        workspace: the session's workspace (same path on the host and in the sandbox).
+        workspace: the session's workspace: its host copy, read after the session.
         manifest: workspace-relative POSIX path -> ``sha256:`` digest of every
             file as sealed, before the harness started (RC-09).
         declared_answers: the probe's ``answers:`` (RC-13).
@@ -72,6 +73,8 @@ def build_event(
             checker ran or it failed (RC-11, RC-12).
         unread: When given, receives every produced file inside the workspace
             that was not read (a symlink, not a regular file, over the size cap).
+        inside: the workspace path the session saw (RC-02); the paths it named
+            are resolved against it. None: the same as ``workspace``.
 
     Returns:
         An `Event` with ``calls`` and ``produced`` always present (``[]`` when
@@ -90,45 +93,52 @@ def build_event(
     return Event(
         probe=probe,
         session=session,
-        calls=observed_calls(obs.calls, workspace=workspace, manifest=manifest, budget=budget),
+        calls=observed_calls(obs.calls, workspace=workspace, manifest=manifest, budget=budget,
+                             inside=inside),
         produced=produced_artifacts([*obs.produced_paths, *produced_extra],
                                     workspace=workspace, corpus_ids=corpus_ids,
-                                    findings=findings, unread=unread, budget=budget),
+                                    findings=findings, unread=unread, budget=budget,
+                                    inside=inside),
         answer=extract_answer(obs.final_text, declared_answers),
     )
 
 
 def observed_calls(calls: Iterable[ObservedCall], *, workspace: Path,
-                   manifest: Mapping[str, str], budget: ReadBudget | None = None) -> list[Call]:
+                   manifest: Mapping[str, str], budget: ReadBudget | None = None,
+                   inside: str | None = None) -> list[Call]:
     """RC-10's ``calls`` of these observed calls, in order (also kept for non-recorded sessions).
 
     Their Read paths share one session's budget of file lookups (`recorder._paths.Lookups`):
     past it, a Read counts as outside and its result is its tool_result's digest; and one
     session's budget of bytes read (``budget``, else a fresh `ReadBudget`): a created file
-    past it is not read, and the Read's result is its tool_result's digest."""
+    past it is not read, and the Read's result is its tool_result's digest. ``inside``: the
+    workspace path the session saw (None: ``workspace``)."""
     lookups = Lookups()
     reads = ReadBudget() if budget is None else budget
-    return [_call(call, workspace, manifest, lookups, reads) for call in calls]
+    return [_call(call, workspace, manifest, lookups, reads, inside) for call in calls]
 
 
 def read_result(call: ObservedCall, *, workspace: Path, manifest: Mapping[str, str],
-                lookups: Lookups | None = None, budget: ReadBudget | None = None) -> str | None:
+                lookups: Lookups | None = None, budget: ReadBudget | None = None,
+                inside: str | None = None) -> str | None:
     """RC-10's ``result`` of one call; None when its tool_result never arrived.
 
     A successful Read of a file inside the workspace: the manifest's digest
     when the file was sealed there (partial reads too), else the digest of
     its bytes after the session (a file the session created). Everything else
     (a failed Read, a path outside, a Read of a file gone after the session,
-    any other tool): the digest of the tool_result text.
+    any other tool): the digest of the tool_result text. The Read's path is
+    resolved against ``inside``, the workspace path the session saw (None:
+    ``workspace``), and read in ``workspace``, its host copy.
     """
     if call.result_digest is None:
         return None
     if call.read_path is None or call.result_is_error:
         return call.result_digest
-    resolved, inside = resolve_in_workspace(call.read_path, workspace, lookups)
-    if not inside:
+    resolved, within = resolve_in_workspace(call.read_path, workspace, lookups, inside=inside)
+    if not within:
         return call.result_digest
-    relative = posixpath.relpath(resolved, posixpath.normpath(str(workspace)))
+    relative = workspace_relative(resolved, workspace, inside)
     if relative in manifest:
         return manifest[relative]
     try:  # a file the session created: its bytes after the session, read beneath
@@ -151,7 +161,8 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
                        corpus_ids: Collection[str],
                        findings: Mapping[str, Sequence[str]] | None = None,
                        unread: list[UnreadFile] | None = None,
-                       budget: ReadBudget | None = None) -> list[Artifact]:
+                       budget: ReadBudget | None = None,
+                       inside: str | None = None) -> list[Artifact]:
     """RC-11's ``produced``: one artifact per distinct path named, first-named order.
 
     The key and ``path`` are the path as named (relative to the workspace when
@@ -163,12 +174,13 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
     ran) ``findings``; any other keeps ``path`` only and, when it exists, is
     added to ``unread`` with why. Outside: ``path`` only, never opened. The reads share
     ``budget`` (the session's `ReadBudget`; None: a fresh one): a file past what is left
-    is unread.
+    is unread. Paths are named against ``inside``, the workspace path the session saw
+    (None: ``workspace``), and read in ``workspace``, its host copy.
     """
     reads = ReadBudget() if budget is None else budget
     artifacts: dict[str, Artifact] = {}
     for named in paths:
-        key = _as_named(named, workspace)
+        key = _as_named(named, workspace, inside)
         if key in artifacts:
             continue
         if key.startswith(("/", "~")):
@@ -188,12 +200,12 @@ def produced_artifacts(paths: Iterable[str], *, workspace: Path,
     return list(artifacts.values())
 
 
-def _as_named(named: str, workspace: Path) -> str:
+def _as_named(named: str, workspace: Path, inside: str | None) -> str:
     """The path as the session named it: workspace-relative when lexically inside
     (``..`` collapsed, no symlink followed), else absolute; ``~`` words as written."""
     if named.startswith("~"):
         return named
-    root = posixpath.normpath(str(workspace))
+    root = posixpath.normpath(inside if inside is not None else str(workspace))
     absolute = posixpath.normpath(posixpath.join(root, named))
     if absolute == root or absolute.startswith(root + "/"):
         return posixpath.relpath(absolute, root)
@@ -275,9 +287,9 @@ def _continues_id(char: str) -> bool:
 
 
 def _call(call: ObservedCall, workspace: Path, manifest: Mapping[str, str],
-          lookups: Lookups, budget: ReadBudget) -> Call:
+          lookups: Lookups, budget: ReadBudget, inside: str | None) -> Call:
     result = read_result(call, workspace=workspace, manifest=manifest, lookups=lookups,
-                         budget=budget)
+                         budget=budget, inside=inside)
     if result is None:
         return Call(tool=call.tool, argument=call.argument)  # no result key: never arrived
     return Call(tool=call.tool, argument=call.argument, result=result)

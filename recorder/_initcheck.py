@@ -1,7 +1,7 @@
 """The init-line check (DESIGN.md RC-07, stricter than the spec).
 
 `check_init` reads one ``system``/``init`` line and returns the reasons it
-refuses the session ([] = accept). It polices five fields and fails closed: a
+refuses the session ([] = accept). It polices six fields and fails closed: a
 policed field that is missing, or has a shape this module does not know,
 refuses. Every other key is ignored, because every harness release adds some.
 
@@ -22,6 +22,8 @@ older and newer releases, tests/fixtures/bug_inputs/BC-08_*):
   (``plugin:skill``) or be the name of a host skill directory.
 - ``memory_paths``: an object of string paths, or a list of string paths
   (older shape; ``[]`` = none); every path inside the config directory.
+- ``cwd``: a string, exactly the batch's workspace path (RC-02: one fixed path
+  for every session, naming nothing of its arm, probe, session or batch).
 
 A declared MCP server reported ``failed`` is not a refusal here: it makes the
 session ``env-fault`` (`failed_declared_mcp_servers`, DESIGN.md session states).
@@ -71,6 +73,9 @@ class InitPolicy:
     """Directory names under the host's skill directories (`host_skill_names`)."""
     config_dir: str
     """The session's config directory as the session sees it (absolute POSIX path)."""
+    cwd: str | None = None
+    """The batch's workspace path, the only ``cwd`` an init line may show; None: ``cwd``
+    is not policed (a probe of the harness in a scratch directory, never a session)."""
 
 
 def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
@@ -91,6 +96,7 @@ def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     reasons += _check_mcp_servers(init, policy)
     reasons += _check_skills(init, policy)
     reasons += _check_memory_paths(init, policy)
+    reasons += _check_cwd(init, policy)
     return reasons
 
 
@@ -263,6 +269,17 @@ def _check_memory_paths(init: dict[str, Any], policy: InitPolicy) -> list[str]:
             reasons.append(refusal(field, path,
                                    f"outside the session's config directory {policy.config_dir}"))
     return reasons
+
+
+def _check_cwd(init: dict[str, Any], policy: InitPolicy) -> list[str]:
+    if policy.cwd is None:
+        return []
+    cwd = init.get("cwd")
+    if not isinstance(cwd, str):
+        return [_missing_or_shape("cwd", init)]
+    if cwd != policy.cwd:
+        return [refusal("cwd", cwd, f"is not the batch's workspace path {policy.cwd}")]
+    return []
 
 
 def _inside(path: str, directory: str) -> bool:

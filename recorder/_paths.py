@@ -1,15 +1,21 @@
 """Paths a session named outside its workspace (DESIGN.md RC-08), and in-workspace resolution.
 
-The workspace is bound at the same path inside and outside the sandbox (RC-02),
-so a path the session names can be resolved on the host copy. Resolution:
+A session sees its workspace at the batch's workspace path (RC-02: one fixed
+path for every session, ``inside``), while its files are on the host at
+another (``workspace``). A path the session names is resolved as the session
+would resolve it, against ``inside``, and each component is looked up in the
+host copy: the part under ``inside`` mapped under ``workspace``. Results are
+in the session's terms (``inside``), so no host path, and no path under the
+batch directory, enters what is recorded. Resolution:
 
-1. A relative path is joined to the workspace (the session's cwd).
+1. A relative path is joined to the workspace path (the session's cwd).
 2. ``..`` and ``.`` are collapsed lexically (`posixpath.normpath`), before any
    symlink is looked at (stated by RC-08; the kernel would differ for
    ``link/..``).
 3. Symlinks are followed only while the path is inside the workspace: each
-   component under the workspace is ``lstat``-ed on the host, a link's target
-   replaces it, and the result is normalised again. As soon as the path leaves
+   component under the workspace is ``lstat``-ed in the host copy, a link's
+   target (read in the session's terms: an absolute target is a path inside
+   the sandbox) replaces it, and the result is normalised again. As soon as the path leaves
    the workspace nothing more is touched: the transform never looks at a host
    path outside the workspace (RC-11). A chain longer than
    `MAX_SYMLINK_HOPS` counts as outside (it names nothing the session could open).
@@ -75,46 +81,60 @@ class Lookups:
         return True
 
 
-def resolve_in_workspace(path: str, workspace: Path,
-                         lookups: Lookups | None = None) -> tuple[str, bool]:
+def resolve_in_workspace(path: str, workspace: Path, lookups: Lookups | None = None, *,
+                         inside: str | None = None) -> tuple[str, bool]:
     """Resolve ``path`` as the session would, following symlinks only inside the workspace.
 
     Args:
-        path: a path the session named; relative paths are against the workspace.
-        workspace: the workspace, an absolute path that is the same on the host.
+        path: a path the session named; relative paths are against the workspace path.
+        workspace: the workspace's host copy, an absolute path.
         lookups: the session's budget of ``lstat`` calls (module docstring, 4); None: a
             fresh `Lookups` for this path alone.
+        inside: the workspace's path inside the sandbox (the batch's workspace
+            path, RC-02); None: the same as ``workspace``.
 
     Returns:
-        ``(resolved, inside)``: the normalised absolute path after the
-        workspace's symlinks, and whether it lies in the workspace (the
-        workspace itself counts as inside). A ``~`` path is returned as given
-        and is outside (``~`` is the config directory, RC-03); so is a path whose
-        resolution ran out of ``lookups``.
+        ``(resolved, inside)``: the normalised absolute path, in the session's
+        terms, after the workspace's symlinks, and whether it lies in the
+        workspace (the workspace itself counts as inside). A ``~`` path is
+        returned as given and is outside (``~`` is the config directory,
+        RC-03); so is a path whose resolution ran out of ``lookups``.
     """
     if path.startswith("~"):
         return path, False
     budget = Lookups() if lookups is None else lookups
-    root = posixpath.normpath(str(workspace))
+    root = _root(workspace, inside)
+    host = posixpath.normpath(str(workspace))
     current = posixpath.normpath(posixpath.join(root, path))
     for _ in range(MAX_SYMLINK_HOPS + 1):
         if not _within(current, root):
             return current, False
-        followed = _follow_first_link(current, root, budget)
+        followed = _follow_first_link(current, root, host, budget)
         if followed is None:
             return current, not budget.exhausted
         current = followed
     return current, False
 
 
+def workspace_relative(resolved: str, workspace: Path, inside: str | None = None) -> str:
+    """The workspace-relative form of a path `resolve_in_workspace` found inside (RC-10)."""
+    return posixpath.relpath(resolved, _root(workspace, inside))
+
+
+def _root(workspace: Path, inside: str | None) -> str:
+    """The workspace's path in the session's terms, normalised."""
+    return posixpath.normpath(inside if inside is not None else str(workspace))
+
+
 def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path,
-                  lookups: Lookups | None = None) -> set[str]:
+                  lookups: Lookups | None = None, inside: str | None = None) -> set[str]:
     """The distinct paths one tool call names that resolve outside the workspace (RC-08).
 
     Args:
         tool: the tool's name as the stream gives it.
         tool_input: the tool_use ``input`` object.
-        workspace: the workspace (same path inside and outside the sandbox).
+        workspace: the workspace's host copy.
+        inside: the workspace's path inside the sandbox; None: ``workspace``.
         lookups: the session's budget of ``lstat`` calls, shared by its calls (None: a
             fresh one for this call).
 
@@ -138,20 +158,22 @@ def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path,
     budget = Lookups() if lookups is None else lookups
     found: set[str] = set()
     for candidate in candidates:
-        resolved, inside = resolve_in_workspace(candidate, workspace, budget)
-        if not inside and not _exempt(candidate, resolved):
+        resolved, within = resolve_in_workspace(candidate, workspace, budget, inside=inside)
+        if not within and not _exempt(candidate, resolved):
             found.add(resolved)
     return found
 
 
-def relative_if_inside(path: str, workspace: Path) -> str:
+def relative_if_inside(path: str, workspace: Path, *, inside: str | None = None) -> str:
     """``path`` relative to the workspace when it is lexically inside, else as given (RC-10).
 
-    Symlinks are not followed: this is the name the session used, for ``argument``.
+    Symlinks are not followed: this is the name the session used, for
+    ``argument``. Lexical against ``inside`` (the workspace path the session
+    saw; None: ``workspace``); nothing is looked up.
     """
     if path.startswith("~"):
         return path
-    root = posixpath.normpath(str(workspace))
+    root = _root(workspace, inside)
     absolute = posixpath.normpath(posixpath.join(root, path))
     if _within(absolute, root):
         return posixpath.relpath(absolute, root)
@@ -162,24 +184,25 @@ def _within(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root + "/")
 
 
-def _follow_first_link(path: str, root: str, lookups: Lookups) -> str | None:
+def _follow_first_link(path: str, root: str, host: str, lookups: Lookups) -> str | None:
     """Replace the first symlink component under ``root`` by its target; None if there is none
-    (or ``lookups`` ran out: it says so)."""
+    (or ``lookups`` ran out: it says so). Each component is looked up under ``host``, the
+    host copy of ``root``; paths and targets stay in the session's terms."""
     relative = posixpath.relpath(path, root)
     if relative == ".":
         return None
     parts = relative.split("/")
-    probe = root
+    probe, host_probe = root, host
     for index, part in enumerate(parts):
-        probe = posixpath.join(probe, part)
+        probe, host_probe = posixpath.join(probe, part), posixpath.join(host_probe, part)
         if not lookups.take():
             return None
         try:
-            mode = os.lstat(probe).st_mode
+            mode = os.lstat(host_probe).st_mode
         except (OSError, ValueError):  # ValueError: a NUL, or a surrogate no byte encodes
             return None  # does not exist (yet): nothing further to follow
         if stat.S_ISLNK(mode):
-            target = os.readlink(probe)
+            target = os.readlink(host_probe)
             base = posixpath.join(posixpath.dirname(probe), target)
             return posixpath.normpath(posixpath.join(base, *parts[index + 1 :]))
     return None

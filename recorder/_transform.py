@@ -41,6 +41,7 @@ A harness the driver ended after the post-result grace
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -121,11 +122,20 @@ class StreamObserver:
 
     Synchronous and pure apart from RC-08's symlink lookups inside the
     workspace; the driver calls `feed` for each complete line, then `finish`.
+    ``workspace`` is the workspace's host copy, ``inside`` the workspace path
+    the session saw (RC-02; None: the same), against which the paths it
+    names are resolved. ``inside_from_init``: with no ``inside``, take the
+    first init line's absolute ``cwd`` as the workspace path (an attempt of a
+    batch of format 1 saw its workspace at the host path it had then, which
+    only its stream still tells).
     """
 
-    def __init__(self, *, policy: InitPolicy, workspace: Path) -> None:
+    def __init__(self, *, policy: InitPolicy, workspace: Path, inside: str | None = None,
+                 inside_from_init: bool = False) -> None:
         self._policy = policy
         self._workspace = workspace
+        self._inside = inside
+        self._inside_from_init = inside_from_init and inside is None
         self._lines = 0
         self._inits = 0
         self._version: str | None = None
@@ -290,8 +300,16 @@ class StreamObserver:
             excerpt = line[:ANOMALY_EXCERPT_BYTES].decode("utf-8", errors="replace")
             self._anomalies.append(Anomaly(self._lines, len(line), excerpt))
 
+    @property
+    def inside(self) -> str | None:
+        """The workspace path the session's paths resolve against (None: the host path)."""
+        return self._inside
+
     def _init(self, obj: dict[str, Any]) -> None:
         self._inits += 1
+        cwd = obj.get("cwd")
+        if self._inside_from_init and isinstance(cwd, str) and posixpath.isabs(cwd):
+            self._inside, self._inside_from_init = posixpath.normpath(cwd), False
         if self._version is None and isinstance(obj.get("claude_code_version"), str):
             self._version = self._name("harness version", obj["claude_code_version"])
         for reason in check_init(obj, self._policy):
@@ -339,7 +357,7 @@ class StreamObserver:
         tool_input = block.get("input")
         inputs = tool_input if isinstance(tool_input, dict) else {}
         read_path = inputs.get("file_path") if tool == "Read" else None
-        argument = call_argument(tool, tool_input, workspace=self._workspace)
+        argument = call_argument(tool, tool_input, workspace=self._workspace, inside=self._inside)
         oversized = self._over_the_bound(tool, argument, len(tool_use_id or ""))
         call = _Call(
             tool=tool,
@@ -347,7 +365,8 @@ class StreamObserver:
             tool_use_id=tool_use_id,
             read_path=read_path if isinstance(read_path, str) else None,
             outside=frozenset() if oversized else frozenset(
-                outside_paths(tool, inputs, workspace=self._workspace, lookups=self._lookups)),
+                outside_paths(tool, inputs, workspace=self._workspace, lookups=self._lookups,
+                              inside=self._inside)),
             in_subagent=in_subagent,
         )
         if self._lookups.exhausted:

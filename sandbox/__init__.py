@@ -7,9 +7,14 @@ through `open_confined`.
 
 from __future__ import annotations
 
+from ._argv import CONFIG_MOUNT as CONFIG_MOUNT
 from ._argv import HARNESS_MOUNT as HARNESS_MOUNT
+from ._argv import LOG_MOUNT as LOG_MOUNT
 from ._argv import Confinement as Confinement
 from ._argv import bwrap_argv as bwrap_argv
+from ._argv import bwrap_options as bwrap_options
+from ._argv import check_workspace_path as check_workspace_path
+from ._argv import default_workspace_path as default_workspace_path
 from ._capture import Run as Run
 from ._capture import capture as capture
 from ._capture import run_bounded as run_bounded
@@ -25,6 +30,7 @@ from ._confined import ConfinedDirs as ConfinedDirs
 from ._confined import ConfinedSpec as ConfinedSpec
 from ._confined import Sandbox as Sandbox
 from ._confined import open_confined as open_confined
+from ._env import args_payload as args_payload
 from ._env import session_environment as session_environment
 from ._env import setenv_payload as setenv_payload
 from ._errors import ConfinementUnavailable as ConfinementUnavailable

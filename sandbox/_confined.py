@@ -22,12 +22,15 @@ spawn and no caller edits an argv. In order, it:
    whose last exec enters the session's Landlock domain (`sandbox._landlock`:
    nothing of the session reaches pid 1, the watcher or the bridge);
 5. builds the argv: the join into the cgroups (and ``RLIMIT_NOFILE``), the privilege drop
-   (`drop_argv`), then `bwrap_argv` with the RC-02 mounts, the network option
-   and a read-only workspace if asked, and the seccomp filter that refuses
-   ptrace and process_vm_readv/writev inside (`sandbox._seccomp`);
-6. passes the environment as the ``--args FD`` payload (RC-03: nothing on the
-   command line; bwrap itself starts with an empty environment) and the
-   filter as the ``--seccomp FD`` one;
+   (`drop_argv`), then `bwrap_argv` with the network option and the seccomp
+   filter that refuses ptrace and process_vm_readv/writev inside
+   (`sandbox._seccomp`);
+6. passes the RC-02 mounts (`bwrap_options`: each at its inside path, a
+   read-only workspace if asked) and then the environment as the ``--args
+   FD`` payload (nothing of either on the command line, which the session
+   reads as ``/proc/1/cmdline``: a mount's source names the batch, the
+   environment holds the secret, RC-03; bwrap itself starts with an empty
+   environment) and the filter as the ``--seccomp FD`` one;
 7. spawns on the calling thread, which must be the event loop's own
    (`sandbox._process.spawn`; ``--die-with-parent`` follows the thread), with
    the lifeline as stdin and both output pipes, and watches its limits while
@@ -56,7 +59,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
-from ._argv import HARNESS_MOUNT, Confinement, SandboxNetwork, bwrap_argv
+from ._argv import HARNESS_MOUNT, Confinement, SandboxNetwork, bwrap_argv, bwrap_options
 from ._cgroup import (
     EMPTY_TIMEOUT_S,
     CgroupHost,
@@ -65,7 +68,7 @@ from ._cgroup import (
     open_session_cgroup,
     sweep_once,
 )
-from ._env import setenv_payload
+from ._env import args_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._landlock import scoped_command
@@ -133,6 +136,10 @@ class ConfinedSpec:
             runner that is not root).
         workspace, log_dir, config_dir: Host directories; None makes a scratch
             one, removed on exit. Given ones are the caller's to keep.
+        workspace_mount, log_mount, config_mount: Where each appears inside;
+            None: at its host path. A session's are fixed paths that name
+            nothing of it (RC-02, blind sessions); ``env`` must then name the
+            inside paths.
         workspace_read_only: Bind the workspace read-only (and do not hand it
             over: it stays the session's).
         egress_socket: The session's egress proxy socket (`sandbox._egress`).
@@ -167,6 +174,9 @@ class ConfinedSpec:
     workspace_read_only: bool = False
     log_dir: Path | None = None
     config_dir: Path | None = None
+    workspace_mount: str | None = None
+    log_mount: str | None = None
+    config_mount: str | None = None
     egress_socket: Path | None = None
     socat: str = SOCAT
     bridge_port: int = BRIDGE_PORT
@@ -290,12 +300,13 @@ async def _opened(spec: ConfinedSpec, user: SessionUser | None, executable: str,
         watch = _watch(spec, dirs, cgroup, baseline)
         try:
             env = spec.env(dirs) if callable(spec.env) else spec.env
+            conf = _confinement(spec, dirs, layout, bound)
             with ExitStack() as fds:
-                args_fd = fds.enter_context(payload_pipe(setenv_payload(env)))
+                args_fd = fds.enter_context(payload_pipe(args_payload(bwrap_options(conf), env)))
                 seccomp_fd = fds.enter_context(payload_pipe(seccomp))
                 argv = [*cgroup.join_argv(open_files=spec.limits.open_files),
                         *drop_argv(user),
-                        *_bwrap_argv(spec, executable, dirs, layout, bound, args_fd=args_fd,
+                        *_bwrap_argv(spec, executable, conf, args_fd=args_fd,
                                      seccomp_fd=seccomp_fd)]  # fmt: skip
                 child = spawn(argv, stdin="lifeline", pass_fds=(args_fd, seccomp_fd))
             sandbox = Sandbox(child, dirs, argv, cgroup, watch, user)
@@ -323,18 +334,22 @@ async def _opened(spec: ConfinedSpec, user: SessionUser | None, executable: str,
                 await anyio.to_thread.run_sync(remove_tree, scratch)
 
 
-def _bwrap_argv(
-    spec: ConfinedSpec, executable: str, dirs: ConfinedDirs, layout: HostLayout, bound: Path,
-    *, args_fd: int, seccomp_fd: int,
-) -> list[str]:
-    """bwrap's argv for ``spec``: the RC-02 mounts, the init shell around the command in its
-    Landlock domain (`sandbox._landlock`)."""
-    conf = Confinement(
+def _confinement(spec: ConfinedSpec, dirs: ConfinedDirs, layout: HostLayout,
+                 bound: Path) -> Confinement:
+    """What ``spec``'s sandbox mounts, and where (RC-02)."""
+    return Confinement(
         workspace=dirs.workspace, harness=bound, harness_mount=spec.mount, log_dir=dirs.log_dir,
         config_dir=dirs.config_dir, host_layout=layout, network=spec.network,
         egress_socket=spec.egress_socket, workspace_read_only=spec.workspace_read_only,
-        tmp_bytes=spec.limits.tmp_bytes,
+        tmp_bytes=spec.limits.tmp_bytes, workspace_mount=spec.workspace_mount,
+        log_mount=spec.log_mount, config_mount=spec.config_mount,
     )  # fmt: skip
+
+
+def _bwrap_argv(spec: ConfinedSpec, executable: str, conf: Confinement, *, args_fd: int,
+                seccomp_fd: int) -> list[str]:
+    """bwrap's command line for ``spec``: the init shell around the command in its Landlock
+    domain (`sandbox._landlock`); the mounts go on the ``--args`` fd (`bwrap_options`)."""
     command = session_init_command(scoped_command(spec.command), lifeline=True,
                                    bridge=spec.network == "confined", socat=spec.socat,
                                    port=spec.bridge_port)  # fmt: skip

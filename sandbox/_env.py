@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from ._config import Credentials
@@ -110,6 +110,23 @@ def setenv_payload(env: Mapping[str, str]) -> bytes:
             raise ValueError(f"the value of {name} contains a NUL byte")
         parts += [b"--setenv", _encode(name), _encode(value)]
     return b"".join(part + b"\0" for part in parts)
+
+
+def args_payload(options: Sequence[str], env: Mapping[str, str]) -> bytes:
+    r"""Encode bwrap ``options`` and then ``env`` for the ``--args FD`` pipe (RC-02, RC-03).
+
+    Each option is one NUL-terminated argument, as bwrap's ``--args`` reads
+    them; the environment follows as `setenv_payload` gives it. Neither
+    appears on bwrap's command line (``/proc/1/cmdline`` inside the sandbox):
+    the options hold the mounts' host paths, the environment the secret.
+
+    Raises:
+        ValueError: an option contains NUL; or as `setenv_payload`.
+    """
+    for option in options:
+        if "\0" in option:
+            raise ValueError(f"bwrap option {option!r} contains a NUL byte")
+    return b"".join(_encode(option) + b"\0" for option in options) + setenv_payload(env)
 
 
 def _encode(text: str) -> bytes:

@@ -85,15 +85,19 @@ class ArmTranscript:
         network: The batch's network mode, for an arm whose sessions carry none.
         provider_note: One sentence on which provider the batch ran against.
         planned: The planned sessions of this arm (to count what is outstanding).
+        workspace_note: One sentence on where the sessions saw their workspace
+            (`campaign.batch._config.workspace_note`), or None for none.
     """
 
     def __init__(self, plan: Plan, arm: str, *, ledger: Path, network: str,
-                 provider_note: str, planned: Iterable[SessionKey] = ()) -> None:
+                 provider_note: str, planned: Iterable[SessionKey] = (),
+                 workspace_note: str | None = None) -> None:
         self.plan = plan
         self.arm = arm
         self._ledger = ledger
         self._network = network
         self._provider_note = provider_note
+        self._workspace_note = workspace_note
         self._planned = sum(1 for key in planned if key.arm == arm)
         self._sessions: dict[SessionKey, _Session] = {}
         self._first_start: str | None = None
@@ -184,7 +188,8 @@ class ArmTranscript:
         return FrozenArm(
             plan=self.plan, arm=self.arm, ledger=self._ledger, network=self._network,
             provider_note=self._provider_note, planned=self._planned,
-            sessions=dict(self._sessions), first_start=self._first_start,
+            workspace_note=self._workspace_note, sessions=dict(self._sessions),
+            first_start=self._first_start,
             cost=CostSum(self._cost.total), unknown_cost=list(self._unknown_cost),
             versions=sorted(self._versions),
             modes={mode: list(keys) for mode, keys in self._modes.items()},
@@ -204,6 +209,7 @@ class FrozenArm:
     network: str
     provider_note: str
     planned: int
+    workspace_note: str | None
     sessions: dict[SessionKey, _Session]
     first_start: str | None
     cost: CostSum
@@ -286,6 +292,8 @@ class FrozenArm:
         )
         tools, arm_line = arm_tools_and_identity(plan, self.arm)
         extra = [self.provider_note, *network_lines, *notes]
+        if self.workspace_note:
+            extra.insert(1, self.workspace_note)
         rederived = Counter(s.rederived_by for s in self.sessions.values() if s.rederived_by)
         for runner, count in sorted(rederived.items()):
             extra.append(f"The rows and events of {count} sessions were re-derived from the "

@@ -20,6 +20,7 @@ from ruamel.yaml.error import YAMLError
 from campaign._plan import Plan, dump_plan
 from campaign._schema import describe_validation
 from recorder._atomic import write_atomic
+from sandbox import CONFIG_MOUNT, LOG_MOUNT
 
 from ._options import BatchOptions
 
@@ -28,7 +29,13 @@ if TYPE_CHECKING:
 
 CONFIG_NAME: Final = "config.yaml"
 PLAN_NAME: Final = "plan.yaml"
-CONFIG_FORMAT: Final = 1
+CONFIG_FORMAT: Final = 2
+"""The format this runner writes. 2: every session sees its workspace, config and log
+directories at fixed paths (``options.workspace_path``; blind sessions, RC-02). 1: each
+session saw them at their host paths, which named its arm, probe, session and batch; such
+a batch is still read (status, report, show, retranscribe), never resumed or recorded into."""
+READ_FORMATS: Final = (1, 2)
+"""The formats this runner reads."""
 
 
 class BatchFileError(Exception):
@@ -73,9 +80,26 @@ class BatchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1] = CONFIG_FORMAT
+    format: Literal[1, 2] = CONFIG_FORMAT
     options: BatchOptions
     facts: BatchFacts
+
+
+def workspace_note(config: BatchConfig) -> str:
+    """The transcripts' sentence on where the batch's sessions saw their directories (RC-02).
+
+    Format 2: the workspace path (the working directory every session is
+    told), and the fixed config and log paths; format 1: their host paths,
+    which named each session's arm, probe and session.
+    """
+    path = config.options.workspace_path
+    if path is None:
+        return ("The sessions of this batch (batch format 1) saw their workspace, config and "
+                "log directories at their host paths, which named each session's arm, probe "
+                "and session: they were not blind to their condition.")
+    return (f"Every session saw its workspace at {path} (its working directory), its config "
+            f"directory at {CONFIG_MOUNT} and its log directory at {LOG_MOUNT}: the same "
+            "paths for every session of the batch, naming no arm, probe, session or batch.")
 
 
 def _yaml() -> YAML:
@@ -121,8 +145,14 @@ def read_config(batch: Path) -> BatchConfig:
         BatchFileError: missing, not YAML, or not the shape this runner writes.
     """
     path = batch / CONFIG_NAME
+    data = _load(path)
+    found = data.get("format") if isinstance(data, dict) else None
+    if isinstance(found, int) and not isinstance(found, bool) and found not in READ_FORMATS:
+        raise BatchFileError(path, f"is in batch format {found}; this runner reads formats "
+                                   f"{', '.join(map(str, READ_FORMATS))} and writes format "
+                                   f"{CONFIG_FORMAT}: read it with the runner that wrote it")
     try:
-        return BatchConfig.model_validate(_load(path))
+        return BatchConfig.model_validate(data)
     except ValidationError as exc:
         raise BatchFileError(path, f"{describe_validation(exc, BatchConfig)} (not a config "
                                    "this runner wrote)") from exc

@@ -48,6 +48,8 @@ class Journal:
         planned: The planned sessions with their repetitions (``record`` passes none).
         network: The batch's network mode (for arms whose sessions carry none).
         provider_note: The sentence on the provider, for every transcript's prose.
+        workspace_note: The sentence on where the sessions saw their workspace
+            (`campaign.batch._config.workspace_note`), or None.
 
     Raises:
         OSError: the ledger cannot be opened or its torn tail set aside.
@@ -55,7 +57,7 @@ class Journal:
     """
 
     def __init__(self, batch: Path, plan: Plan, *, planned: Iterable[tuple[SessionKey, int]],
-                 network: str, provider_note: str) -> None:
+                 network: str, provider_note: str, workspace_note: str | None = None) -> None:
         self.batch = batch
         planned = list(planned)
         self.ledger = Ledger(batch / "ledger.jsonl")
@@ -63,7 +65,8 @@ class Journal:
         keys = [key for key, _ in planned]
         self.arms: dict[str, ArmTranscript] = {
             arm: ArmTranscript(plan, arm, ledger=self.ledger.path, network=network,
-                               provider_note=provider_note, planned=keys)
+                               provider_note=provider_note, planned=keys,
+                               workspace_note=workspace_note)
             for arm in plan.arms}
         self._spools: dict[str, ItemSpool] = {}
         """Per arm (from its first render on), the proved items of its events by ledger

@@ -42,7 +42,16 @@ from sandbox._pool import ensure_session_pool
 from sandbox._preflight import Check, PreflightReport, raise_for
 from sandbox._scratch import sweep_killed_runners
 
-from ._config import BatchConfig, BatchFacts, OrderFacts, read_config, read_plan, write_config
+from ._config import (
+    CONFIG_FORMAT,
+    BatchConfig,
+    BatchFacts,
+    OrderFacts,
+    read_config,
+    read_plan,
+    workspace_note,
+    write_config,
+)
 from ._config import write_plan as _write_plan
 from ._dir import prepare_batch_dir
 from ._harness import bounded_version
@@ -258,11 +267,23 @@ def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchC
             raise BatchRefused(f"{path} holds no batch (no plan.yaml): nothing to resume")
         return None
     config = read_config(path)
+    what = "resume it" if request.mode == "resume" else "record into it"
+    if config.format != CONFIG_FORMAT:
+        raise BatchRefused(
+            f"batch {path} is in batch format {config.format} (written by "
+            f"{config.facts.runner}); this runner writes format {CONFIG_FORMAT}, in which every "
+            "session sees its workspace at one fixed path that names nothing of its arm, "
+            "probe, session or batch, so its sessions would not run under the condition of "
+            f"the ones recorded: this runner does not {what}. status, report, show and "
+            "retranscribe still read it; start a new batch to run more")
     moved = compare_batch(read_plan(path), request.plan,
                           recorded_harness=config.facts.harness_version,
                           current_harness=current_harness)
+    if config.options.workspace_path != request.options.workspace_path:
+        moved.append(f"the workspace path: the batch's sessions ran at "
+                     f"{config.options.workspace_path}, this run's at "
+                     f"{request.options.workspace_path} (--workspace-path)")
     if moved:
-        what = "resume it" if request.mode == "resume" else "record into it"
         raise BatchRefused(f"batch {path} was made with other inputs, so this run would not "
                            f"measure the same thing: {'; '.join(moved)}. Restore them to "
                            f"{what}, or start a new batch")
@@ -311,7 +332,8 @@ def open_batch(request: BatchRequest, *,
                 write_config(path, config)
                 _write_plan(path, request.plan)
             with Journal(path, request.plan, planned=request.planned, network=network,
-                         provider_note=config.facts.provider_note) as journal:
+                         provider_note=config.facts.provider_note,
+                         workspace_note=workspace_note(config)) as journal:
                 if journal.ledger.torn is not None:
                     torn = journal.ledger.torn
                     notify(f"the ledger's last line was cut by a crash ({torn.size_bytes} "

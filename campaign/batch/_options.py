@@ -103,6 +103,10 @@ class BatchOptions(BaseModel):
     """Per session: open files of each of its processes (``--max-open-files``)."""
     max_connections: int = Field(default=DEFAULT_CONNECTIONS, ge=1)
     """Per session: connections open at once through its egress proxy (``--max-connections``)."""
+    workspace_path: str | None = None
+    """Where every session sees its workspace (``--workspace-path``; RC-02, blind sessions);
+    set in every batch of config format 2. None only in a batch of format 1, whose sessions
+    saw their workspace at its host path."""
 
     def session_limits(self) -> Limits:
         """The per-session limits these options ask for (the sandbox's `Limits`)."""

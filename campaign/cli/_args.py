@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from campaign.batch._options import BatchOptions, ResumeOverrides
+from sandbox import check_workspace_path, default_workspace_path
 
 from ._errors import UsageError
 
@@ -73,6 +74,14 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
+def workspace_path(text: str) -> str:
+    """argparse type: a batch's workspace path (``--workspace-path``), normalised (RC-02)."""
+    try:
+        return check_workspace_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def corpus_of(args: argparse.Namespace) -> Path | None:
     """The corpus given positionally or as ``--corpus`` (both: the same one).
 
@@ -125,6 +134,8 @@ def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier:
         "scripts": str(Path(args.scripts).resolve()) if getattr(args, "scripts", None) else None,
         "api_key_env": getattr(args, "api_key_env", None),
         "network": getattr(args, "network", None),
+        "workspace_path": (getattr(args, "workspace_path", None)
+                           or default_workspace_path(corpus.name)),
     }
     for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
                  "retries", "max_cost_cents", "est_session_cents", "max_wall_s",

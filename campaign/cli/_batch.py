@@ -222,6 +222,7 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
         provider_url=opened.provider_url, layout=measure_host_layout(),
         session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
         post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
+        workspace_path=_workspace_path(options),
         host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
         keep_streams=options.keep_streams,
         network=opened.network, limits=options.session_limits())
@@ -231,6 +232,12 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
                                        est_session_cents=options.est_session_cents,
                                        max_wall_s=options.max_wall_s))
     return Supervisor(ctx, opened.journal, limits)
+
+
+def _workspace_path(options: BatchOptions) -> str:
+    """The batch's workspace path; every batch this runner opens to run has one (format 2)."""
+    assert options.workspace_path is not None, "a batch of format 1 is never run"
+    return options.workspace_path
 
 
 def _skill_dirs() -> tuple[Path, ...]:

@@ -28,7 +28,7 @@ from sandbox._limits import (
     format_bytes,
 )
 
-from ._args import duration_s, nonnegative_int, positive_int, size_bytes
+from ._args import duration_s, nonnegative_int, positive_int, size_bytes, workspace_path
 from ._errors import EXIT_USAGE
 
 PINNED_HARNESS: Final = "2.1.197"
@@ -192,6 +192,15 @@ def _session_limit_args(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_CONNECTIONS})")
 
 
+def _workspace_path_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace-path", type=workspace_path, metavar="PATH",
+                   help="where every session of the batch sees its workspace (its working "
+                        "directory): one fixed path that names no arm, probe, session or "
+                        "batch (default /workspace/<the corpus root's directory name>); "
+                        "absolute, not in /tmp, /dev, /proc, /usr, /etc or another system "
+                        "directory (docs/confinement.md, 'Blind sessions')")
+
+
 def _batch_dir_arg(p: argparse.ArgumentParser, *, required: bool = False) -> None:
     p.add_argument("--batch-dir", type=Path, metavar="DIR", required=required,
                    help="the batch directory (must not exist or be empty; never under "
@@ -242,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     _harness_args(p)
     _network_args(p)
     _batch_dir_arg(p)
+    _workspace_path_arg(p)
     _limits_args(p)
     _session_limit_args(p)
     _budget_args(p)
@@ -255,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     _batch_dir_arg(p)
     _harness_args(p)
     _network_args(p)
+    _workspace_path_arg(p)
     p.add_argument("--concurrency", type=positive_int, metavar="N",
                    help=f"sessions at once (default {CONCURRENCY})")
     _budget_args(p)
@@ -333,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record an arm that would differ from present in nothing")
     _harness_args(p)
     _network_args(p)
+    _workspace_path_arg(p)
     _session_limit_args(p)
     p.set_defaults(func=_command("_record", "cmd_record"))
 

@@ -28,6 +28,7 @@ from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageErro
 
 if TYPE_CHECKING:
     from campaign.batch._fold import BatchFold
+    from campaign.batch._options import BatchOptions
 
 
 def next_record_name(fold: BatchFold, *, arm: str, probe: str) -> str:
@@ -71,6 +72,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             layout=measure_host_layout(), session_timeout_s=options.session_timeout_s,
             watchdog_s=options.watchdog_s, post_result_grace_s=options.post_result_grace_s,
             invocation=opened.invocation, host_skill_dirs=_skill_dirs(),
+            workspace_path=_workspace_path(options),
             produced_extra=tuple(args.produced), network=opened.network,
             limits=options.session_limits())
         supervisor = Supervisor(
@@ -106,6 +108,12 @@ def _last_final(ledger: Path, spec: SessionSpec) -> FinalRecord | None:
                 spec.arm.arm, spec.probe.id, spec.session):
             last = record
     return last
+
+
+def _workspace_path(options: BatchOptions) -> str:
+    """The batch's workspace path; a batch this runner records into has one (format 2)."""
+    assert options.workspace_path is not None, "a batch of format 1 is never recorded into"
+    return options.workspace_path
 
 
 def _skill_dirs() -> tuple[Path, ...]:

@@ -14,7 +14,7 @@ import anyio
 
 from campaign._errors import CampaignError
 from campaign._plan import recompose
-from campaign.batch._config import BatchFileError, read_batch
+from campaign.batch._config import BatchFileError, read_batch, workspace_note
 from campaign.batch._dir import transcript_path
 from campaign.batch._journal import Journal
 from campaign.batch._lock import BatchLock
@@ -48,7 +48,8 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
     planned = () if config.options.command == "record" else tuple(planned_sessions(recorded))
     with BatchLock(batch), Journal(batch, recorded, planned=planned,
                                    network=config.facts.network,
-                                   provider_note=config.facts.provider_note) as journal:
+                                   provider_note=config.facts.provider_note,
+                                   workspace_note=workspace_note(config)) as journal:
         counts = anyio.run(lambda: retranscribe(journal, batch=batch, plan=recorded,
                                                 corpus=corpus), backend="trio")
     print(f"re-derived {plural(counts.rederived, 'session')} from their kept streams")

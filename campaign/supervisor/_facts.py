@@ -31,6 +31,8 @@ class Progress:
     manifest: dict[str, str] | None = None
     observer: StreamObserver | None = None
     keeper: StreamKeeper | None = None
+    inside: str | None = None
+    """The workspace path the session saw (RC-02), against which its paths resolve."""
 
     def facts(self, batch: Path) -> dict[str, Any]:
         """The observed facts of a stopped attempt (no state: the attempt is ``killed``)."""
@@ -49,7 +51,7 @@ class Progress:
             facts["calls"] = [
                 call.model_dump(mode="json", exclude_unset=True)
                 for call in observed_calls(obs.calls, workspace=self.workspace,
-                                           manifest=self.manifest)]
+                                           inside=self.inside, manifest=self.manifest)]
         return facts
 
 

@@ -70,8 +70,11 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
         permission_mode=final.init_policy["permission_mode"],
         declared_mcp_servers=frozenset(final.init_policy["declared_mcp_servers"]),
         host_skill_names=frozenset(final.init_policy["host_skill_names"]),
-        config_dir=final.init_policy["config_dir"])
-    observer = StreamObserver(policy=policy, workspace=paths.workspace)
+        config_dir=final.init_policy["config_dir"], cwd=final.init_policy.get("cwd"))
+    # The workspace path the session saw; an attempt of a batch of format 1 saw the host path
+    # its workspace had then, which its init line's cwd tells (the batch may have moved since).
+    observer = StreamObserver(policy=policy, workspace=paths.workspace, inside=policy.cwd,
+                              inside_from_init=policy.cwd is None)
     tail: bytes | None = None
     for line, whole in stream_lines(batch / final.stream):
         if whole:
@@ -97,14 +100,14 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
         event = build_event(obs, probe=final.probe, session=final.session,
                             workspace=paths.workspace, manifest=manifest,
                             declared_answers=probe.answers, corpus_ids=corpus.ids,
-                            findings=_findings(final))
+                            findings=_findings(final), inside=observer.inside)
         data = event.model_dump(mode="json", exclude_unset=True)
         if not paths.workspace.is_dir():
             data = _produced_from_ledger(data, final)
         facts["event"] = data
     else:
         facts["calls"] = [c.model_dump(mode="json", exclude_unset=True) for c in observed_calls(
-            obs.calls, workspace=paths.workspace, manifest=manifest)]
+            obs.calls, workspace=paths.workspace, manifest=manifest, inside=observer.inside)]
     return RederivedRecord(arm=final.arm, probe=final.probe, session=final.session,
                            repetition=final.repetition, attempt=final.attempt,
                            invocation=final.invocation, runner=harness_version(), **facts)

@@ -43,7 +43,7 @@ from recorder._event import UnreadFile, build_event, observed_calls
 from recorder._findings import run_checker
 from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
 from recorder._transform import StreamObserver
-from sandbox._argv import NetworkMode
+from sandbox._argv import CONFIG_MOUNT, HARNESS_MOUNT, LOG_MOUNT, NetworkMode
 from sandbox._config import Credentials, session_config_dir
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._egress import EgressProxy
@@ -64,8 +64,11 @@ if TYPE_CHECKING:
 
     from ._spec import SessionSpec
 
-HARNESS_MOUNT: Final = "/opt/harness/claude"
-"""Where the harness binary is bound read-only inside the sandbox (RC-02)."""
+SESSION_LABEL: Final = "session"
+"""The label of every session's config directory, cgroup and scratch names: the same for
+every session, so that no name a session can read names its arm, probe or session (RC-02)."""
+
+
 @dataclass(frozen=True, slots=True)
 class BatchContext:
     """What every session of a batch shares (read-only while the batch runs)."""
@@ -84,6 +87,8 @@ class BatchContext:
     post_result_grace_s: float
     invocation: int
     """The ledger's number of the invocation running these sessions."""
+    workspace_path: str
+    """Where every session sees its workspace (``--workspace-path``; RC-02, blind sessions)."""
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()
     discard_workspaces: bool = False
@@ -233,20 +238,22 @@ async def _drive(
     keeper: StreamKeeper | None = None, progress: Progress | None = None,
 ) -> dict[str, Any]:
     probe = spec.probe
-    name = f"{spec.arm.arm}-{spec.probe.id}-{spec.session}"
-    with session_config_dir(ctx.credentials, name=name, owner=user) as cfg:
+    inside = ctx.workspace_path
+    with session_config_dir(ctx.credentials, name=SESSION_LABEL, owner=user) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
             declared_mcp_servers=declared_mcp_servers_of(paths.workspace),
             host_skill_names=host_skill_names([*ctx.host_skill_dirs, cfg / "skills"]),
-            config_dir=str(cfg),
+            config_dir=CONFIG_MOUNT, cwd=inside,
         )
-        observer = StreamObserver(policy=policy, workspace=paths.workspace)
+        observer = StreamObserver(policy=policy, workspace=paths.workspace, inside=inside)
         if progress is not None:
-            progress.observer = observer
+            progress.observer, progress.inside = observer, inside
+        # What the session is told names nothing of it: its directories at fixed paths (RC-02).
         env = session_environment(
-            config_dir=cfg, log_dir=paths.log_dir, provider_url=ctx.provider_url,
-            credentials=ctx.credentials, egress_proxy=BRIDGE_URL if egress else None,
+            config_dir=Path(CONFIG_MOUNT), log_dir=Path(LOG_MOUNT),
+            provider_url=ctx.provider_url, credentials=ctx.credentials,
+            egress_proxy=BRIDGE_URL if egress else None,
         )
         command = harness_command(
             harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
@@ -259,7 +266,8 @@ async def _drive(
             network="confined" if egress else "host",
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
             layout=ctx.layout, user=user, workspace=paths.workspace,
-            log_dir=paths.log_dir, config_dir=cfg, name=name, limits=ctx.limits,
+            log_dir=paths.log_dir, config_dir=cfg, workspace_mount=inside, log_mount=LOG_MOUNT,
+            config_mount=CONFIG_MOUNT, name=SESSION_LABEL, limits=ctx.limits,
             limit_checks=(*((egress.limit_hit,) if egress else ()),
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
                             if keeper is not None and ctx.limits.write_bytes else ())),
@@ -299,7 +307,7 @@ async def _drive(
         "init_policy": {"permission_mode": policy.permission_mode,
                         "declared_mcp_servers": sorted(policy.declared_mcp_servers),
                         "host_skill_names": sorted(policy.host_skill_names),
-                        "config_dir": policy.config_dir},
+                        "config_dir": policy.config_dir, "cwd": policy.cwd},
     }
     if obs.denied_tools:
         facts["permission_denials"] = list(obs.denied_tools)
@@ -325,6 +333,7 @@ async def _drive(
                 obs, probe=spec.probe.id, session=spec.session, workspace=paths.workspace,
                 manifest=manifest, declared_answers=probe.answers, corpus_ids=ctx.corpus.ids,
                 produced_extra=ctx.produced_extra, findings=findings, unread=unread,
+                inside=inside,
             )
         )
         facts["event"] = event.model_dump(mode="json", exclude_unset=True)
@@ -334,7 +343,8 @@ async def _drive(
     else:  # nothing observed is lost: the calls stay in the ledger (BC-01)
         facts["calls"] = [
             call.model_dump(mode="json", exclude_unset=True)
-            for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest)
+            for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest,
+                                       inside=inside)
         ]
     return facts
 

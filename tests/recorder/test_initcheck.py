@@ -236,3 +236,37 @@ def test_host_skill_names(tmp_path: Path) -> None:
     (second / "beta").mkdir(parents=True)
     (second / "not-a-skill.md").write_text("x")
     assert host_skill_names([first, second, tmp_path / "absent"]) == frozenset({"alpha", "beta"})
+
+
+CWD_POLICY = InitPolicy("dontAsk", frozenset({"echo"}), frozenset({"my-host-skill"}),
+                        "/home/agent", cwd="/workspace")
+
+
+def test_check_init_accepts_the_batch_workspace_path_as_cwd() -> None:
+    """Blind sessions (RC-02, RC-07): the only cwd an init line may show is the batch's one
+    workspace path."""
+    assert check_init(CLEAN, CWD_POLICY) == []
+
+
+@pytest.mark.parametrize(
+    ("cwd", "reason"),
+    [
+        ("/var/tmp/b/sessions/absent/HW-PRB-0003/r1/workspace",
+         "cwd = '/var/tmp/b/sessions/absent/HW-PRB-0003/r1/workspace': is not the batch's "
+         "workspace path /workspace (RC-07)"),
+        ("/workspace/", "cwd = '/workspace/': is not the batch's workspace path /workspace "
+                        "(RC-07)"),
+        ("/workspace/sub", "cwd = '/workspace/sub': is not the batch's workspace path "
+                           "/workspace (RC-07)"),
+        (_ABSENT, "cwd is missing from the init line: a policed field (fail closed) (RC-07)"),
+        (["/workspace"], "cwd = ['/workspace']: unknown shape (list; fail closed) (RC-07)"),
+    ],
+    ids=["a-batch-path", "trailing-slash", "below", "missing", "a-list"],
+)
+def test_check_init_refuses_any_other_cwd(cwd: Any, reason: str) -> None:
+    """Fail closed: another path, a missing cwd or a shape not a string refuses."""
+    assert check_init(_with(cwd=cwd), CWD_POLICY) == [reason]
+
+
+def test_check_init_without_a_workspace_path_does_not_police_cwd() -> None:
+    assert check_init(_with(cwd="/anywhere"), POLICY) == []

@@ -173,3 +173,24 @@ def test_the_lookup_budget_leaves_an_honest_session_room() -> None:
     # A path costs one lstat per component inside the workspace: a session naming
     # 10,000 paths of ten components each stays under it.
     assert MAX_PATH_LOOKUPS >= 10_000 * 10
+
+
+def test_paths_resolve_against_the_workspace_path_the_session_saw(tmp_path: Path) -> None:
+    """Blind sessions (RC-02, RC-08, RC-10): the session names paths under its fixed workspace
+    path; each is looked up in the host copy and written in the session's terms."""
+    host = tmp_path / "batch" / "sessions" / "absent" / "P-1" / "r1" / "workspace"
+    (host / "docs").mkdir(parents=True)
+    (host / "docs" / "a.md").write_text("a\n")
+    os.symlink("/workspace/corpus/docs", host / "link")  # a target in the session's terms
+    os.symlink("/etc", host / "out")
+    inside = "/workspace/corpus"
+    assert resolve_in_workspace("link/a.md", host, inside=inside) == (
+        "/workspace/corpus/docs/a.md", True)
+    assert resolve_in_workspace("/workspace/corpus/out/passwd", host, inside=inside) == (
+        "/etc/passwd", False)
+    assert relative_if_inside("/workspace/corpus/docs/a.md", host, inside=inside) == "docs/a.md"
+    assert relative_if_inside(str(host / "docs" / "a.md"), host, inside=inside) == str(
+        host / "docs" / "a.md")  # the host path is not where the session was
+    command = f"cat {host}/docs/a.md {inside}/out/x"
+    assert outside_paths("Bash", {"command": command}, workspace=host, inside=inside) == {
+        f"{host}/docs/a.md", "/etc/x"}

@@ -11,6 +11,9 @@ from sandbox import (
     Confinement,
     HostLayout,
     bwrap_argv,
+    bwrap_options,
+    check_workspace_path,
+    default_workspace_path,
 )
 
 MERGED_USR = HostLayout(
@@ -38,22 +41,33 @@ def _conf(**changes: object) -> Confinement:
     return Confinement(**fields)  # type: ignore[arg-type]
 
 
+def _as_bwrap_reads_it(conf: Confinement, command: list[str], **kwargs: object) -> list[str]:
+    """The command line with the ``--args`` options put in at ``--args FD``, as bwrap parses it."""
+    argv = bwrap_argv(conf, command, args_fd=3, **kwargs)  # type: ignore[arg-type]
+    at = argv.index("--args")
+    return [*argv[:at], *bwrap_options(conf), *argv[at + 2 :]]
+
+
 def test_bwrap_argv_is_exactly_the_rc02_mount_plan_for_a_known_confinement() -> None:
-    """Written from RC-02/RC-03's text: every element, in order."""
+    """Written from RC-02/RC-03's text: every element, in order; the mounts and the working
+    directory on the ``--args`` fd, never on the command line."""
     ws = "/srv/batch/sessions/present/p1/r1/workspace"
     log = "/srv/batch/sessions/present/p1/r1/log"
-    argv = bwrap_argv(
-        _conf(),
-        ["/opt/harness/claude", "-p", "-starts with a dash"],
-        bwrap="/usr/bin/bwrap",
-        args_fd=7,
-    )
+    conf = _conf()
+    argv = bwrap_argv(conf, ["/opt/harness/claude", "-p", "-starts with a dash"],
+                      bwrap="/usr/bin/bwrap", args_fd=7)  # fmt: skip
     # fmt: off
     assert argv == [
         "/usr/bin/bwrap",
         "--die-with-parent", "--new-session", "--unshare-user", "--disable-userns",
         "--unshare-pid",
         "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--clearenv",
+        "--args", "7",
+        "--",
+        "/opt/harness/claude", "-p", "-starts with a dash",
+    ]
+    assert bwrap_options(conf) == [
         "--ro-bind", "/usr", "/usr",
         "--ro-bind", "/etc", "/etc",
         "--symlink", "usr/bin", "/bin",
@@ -67,17 +81,64 @@ def test_bwrap_argv_is_exactly_the_rc02_mount_plan_for_a_known_confinement() -> 
         "--ro-bind", "/opt/pinned/claude.exe", "/opt/harness/claude",
         "--bind", log, log,
         "--bind", CFG, CFG,
-        "--clearenv",
-        "--args", "7",
         "--chdir", ws,
-        "--",
-        "/opt/harness/claude", "-p", "-starts with a dash",
     ]
     # fmt: on
 
 
+def test_a_session_confinement_mounts_its_directories_at_fixed_paths() -> None:
+    """Blind sessions (RC-02): the workspace at the batch's workspace path, the config and log
+    directories at theirs, the working directory the workspace path; each host path only as
+    a bind's source, and no host path on the command line at all."""
+    conf = _conf(workspace_mount="/workspace/corpus", log_mount="/run/headwater/log",
+                 config_mount="/run/headwater/config")  # fmt: skip
+    options = bwrap_options(conf)
+    binds = [options[i : i + 3] for i, a in enumerate(options) if a == "--bind"]
+    assert binds == [["--bind", str(conf.workspace), "/workspace/corpus"],
+                     ["--bind", str(conf.log_dir), "/run/headwater/log"],
+                     ["--bind", CFG, "/run/headwater/config"]]  # fmt: skip
+    assert options[-2:] == ["--chdir", "/workspace/corpus"]
+    argv = bwrap_argv(conf, ["/opt/harness/claude"], args_fd=3)
+    assert not [arg for arg in argv if "/srv/batch" in arg or "headwater-campaign" in arg]
+
+
+def test_two_mounts_may_not_share_an_inside_path() -> None:
+    with pytest.raises(ValueError, match="share one path"):
+        _conf(workspace_mount="/run/headwater/log", log_mount="/run/headwater/log")
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [("workspace/x", "absolute"), ("/", "/ itself"), ("/tmp/ws", "/tmp"),
+     ("/dev/shm/ws", "/dev"), ("/proc", "/proc"), ("/usr/local/ws", "/usr"),
+     ("/etc/ws", "/etc"), ("/run/headwater/ws", "/run"), ("/opt/harness", "/opt/harness"),
+     ("/workspace/../tmp", r"\.\."), ("/workspace/a\nb", "printable")],
+)
+def test_a_workspace_path_in_a_system_directory_is_refused(path: str, message: str) -> None:
+    """RC-02: absolute, not in /tmp (RC-08's private scratch), /dev, /proc, /usr, /etc or
+    another of the sandbox's or the host's system directories."""
+    with pytest.raises(ValueError, match=message):
+        check_workspace_path(path)
+
+
+def test_a_workspace_path_elsewhere_is_taken_normalised() -> None:
+    assert check_workspace_path("/workspace/corpus/") == "/workspace/corpus"
+    assert check_workspace_path("/srv//data") == "/srv/data"
+    assert check_workspace_path("/tmpfoo/x") == "/tmpfoo/x"  # a sibling of /tmp is no /tmp
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("corpus", "/workspace/corpus"), ("my docs", "/workspace/my docs"),
+    ("", "/workspace/corpus"), ("..", "/workspace/corpus"), ("a\nb", "/workspace/corpus"),
+    ("a\x1b]0;x\x07", "/workspace/corpus"),
+])
+def test_the_default_workspace_path_is_the_corpus_root_name_under_workspace(
+        name: str, expected: str) -> None:
+    assert default_workspace_path(name) == expected
+
+
 def test_bwrap_argv_default_executable_and_harness_mount() -> None:
-    argv = bwrap_argv(_conf(), ["/opt/harness/claude"], args_fd=3)
+    argv = _as_bwrap_reads_it(_conf(), ["/opt/harness/claude"])
     assert argv[0] == "bwrap"
     assert argv[argv.index("/opt/pinned/claude.exe") + 1] == "/opt/harness/claude"
 
@@ -93,14 +154,14 @@ def test_bwrap_argv_places_args_fd_after_clearenv() -> None:
 
 
 def test_bwrap_argv_unshares_no_network_with_network_host() -> None:
-    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    argv = _as_bwrap_reads_it(_conf(), ["/usr/bin/true"])
     assert "--unshare-net" not in argv
     assert "--unshare-all" not in argv
     assert "--share-net" not in argv
 
 
 def test_bwrap_argv_network_none_unshares_the_network_and_binds_no_socket() -> None:
-    argv = bwrap_argv(_conf(network="none"), ["/usr/bin/true"], args_fd=3)
+    argv = _as_bwrap_reads_it(_conf(network="none"), ["/usr/bin/true"])
     assert argv.count("--unshare-net") == 1 and argv.index("--unshare-net") < argv.index("--")
     assert "/run/headwater/egress.sock" not in argv
     with pytest.raises(ValueError, match="egress_socket"):
@@ -110,7 +171,7 @@ def test_bwrap_argv_network_none_unshares_the_network_and_binds_no_socket() -> N
 def test_bwrap_argv_read_only_workspace_is_a_read_only_bind_at_its_path() -> None:
     """A reader of the workspace after the session (the checker) must not change it."""
     ws = str(_conf().workspace)
-    argv = bwrap_argv(_conf(workspace_read_only=True), ["/usr/bin/true"], args_fd=3)
+    argv = _as_bwrap_reads_it(_conf(workspace_read_only=True), ["/usr/bin/true"])
     binds = [argv[i : i + 3] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind")]
     assert ["--ro-bind", ws, ws] in binds and ["--bind", ws, ws] not in binds
     assert argv[argv.index("--chdir") + 1] == ws
@@ -118,7 +179,7 @@ def test_bwrap_argv_read_only_workspace_is_a_read_only_bind_at_its_path() -> Non
 
 def test_bwrap_argv_mounts_nothing_else() -> None:
     """RC-02: no host home, no batch dir, nothing beyond the listed destinations."""
-    argv = bwrap_argv(_conf(), ["/usr/bin/true"], args_fd=3)
+    argv = _as_bwrap_reads_it(_conf(), ["/usr/bin/true"])
     dests = [argv[i + 2] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--symlink")]
     dests += [argv[i + 1] for i, a in enumerate(argv) if a in ("--proc", "--dev", "--tmpfs")]
     conf = _conf()
@@ -204,8 +265,8 @@ def test_every_flag_of_the_argv_exists_in_the_installed_bwrap(bwrap: str) -> Non
     help_text = subprocess.run(
         [bwrap, "--help"], capture_output=True, text=True, check=False, timeout=10
     ).stdout
-    argv = bwrap_argv(_conf(network="none", workspace_read_only=True), ["/usr/bin/true"],
-                      args_fd=3, seccomp_fd=4)  # fmt: skip
+    argv = _as_bwrap_reads_it(_conf(network="none", workspace_read_only=True),
+                              ["/usr/bin/true"], seccomp_fd=4)  # fmt: skip
     flags = {arg for arg in argv[1 : argv.index("--")] if arg.startswith("--")}
     assert {"--seccomp", "--unshare-net", "--ro-bind"} <= flags
     listed = {line.split()[0] for line in help_text.splitlines() if line.strip().startswith("--")}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import Confinement, HostLayout, bwrap_argv, measure_host_layout
+from sandbox import Confinement, HostLayout, bwrap_options, measure_host_layout
 
 
 def _fake_root(tmp_path: Path, *, links: dict[str, str], dirs: tuple[str, ...]) -> Path:
@@ -82,7 +82,7 @@ def test_bwrap_argv_on_symlinked_host_recreates_symlinks_and_never_binds_onto_th
         links={"bin": "usr/bin", "lib": "usr/lib", "lib64": "usr/lib64", "sbin": "usr/sbin"},
         dirs=(),
     )
-    argv = bwrap_argv(_conf(measure_host_layout(root)), ["/usr/bin/true"], args_fd=3)
+    argv = bwrap_options(_conf(measure_host_layout(root)))
     assert _pairs(argv, "--symlink") == [
         ("usr/bin", "/bin"),
         ("usr/lib", "/lib"),
@@ -96,7 +96,7 @@ def test_bwrap_argv_on_symlinked_host_recreates_symlinks_and_never_binds_onto_th
 def test_bwrap_argv_on_real_directory_host_binds_them_read_only(tmp_path: Path) -> None:
     """BC-16, other side: real directories are bound read-only at their own path."""
     root = _fake_root(tmp_path, links={}, dirs=("bin", "lib", "lib64", "sbin"))
-    argv = bwrap_argv(_conf(measure_host_layout(root)), ["/bin/true"], args_fd=3)
+    argv = bwrap_options(_conf(measure_host_layout(root)))
     assert _pairs(argv, "--ro-bind")[2:6] == [
         ("/bin", "/bin"),
         ("/lib", "/lib"),
@@ -108,7 +108,7 @@ def test_bwrap_argv_on_real_directory_host_binds_them_read_only(tmp_path: Path) 
 
 def test_bwrap_argv_mixed_host_follows_each_path_and_skips_absent_ones(tmp_path: Path) -> None:
     root = _fake_root(tmp_path, links={"lib64": "usr/lib64", "bin": "usr/bin"}, dirs=("lib",))
-    argv = bwrap_argv(_conf(measure_host_layout(root)), ["/bin/true"], args_fd=3)
+    argv = bwrap_options(_conf(measure_host_layout(root)))
     start = argv.index("/etc") + 2  # after "--ro-bind /etc /etc"
     assert argv[start : argv.index("--proc")] == [
         "--symlink",

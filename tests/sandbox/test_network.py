@@ -23,7 +23,7 @@ import anyio
 import pytest
 
 from sandbox import _confined as confined_module
-from sandbox._argv import EGRESS_MOUNT, Confinement, bwrap_argv
+from sandbox._argv import EGRESS_MOUNT, Confinement, bwrap_argv, bwrap_options
 from sandbox._capture import capture
 from sandbox._config import Credentials
 from sandbox._confined import ConfinedSpec, open_confined
@@ -122,13 +122,16 @@ def _conf(**changes: object) -> Confinement:
 
 def test_confined_argv_unshares_the_network_and_binds_only_the_egress_socket() -> None:
     sock = Path("/var/tmp/headwater-campaign/egress/1-a/egress.sock")
-    argv = bwrap_argv(_conf(network="confined", egress_socket=sock), ["/x"], args_fd=3)
+    conf = _conf(network="confined", egress_socket=sock)
+    argv = bwrap_argv(conf, ["/x"], args_fd=3)
     assert argv.count("--unshare-net") == 1
-    assert argv.index("--unshare-net") < argv.index("--ro-bind")  # a namespace flag
-    i = argv.index(str(sock))
-    assert argv[i - 1 : i + 2] == ["--ro-bind", str(sock), EGRESS_MOUNT]
-    host = bwrap_argv(_conf(), ["/x"], args_fd=3)
-    assert [a for a in argv if a not in host] == ["--unshare-net", str(sock), EGRESS_MOUNT]
+    assert argv.index("--unshare-net") < argv.index("--clearenv")  # a namespace flag
+    options = bwrap_options(conf)
+    i = options.index(str(sock))
+    assert options[i - 1 : i + 2] == ["--ro-bind", str(sock), EGRESS_MOUNT]
+    assert [a for a in argv if a not in bwrap_argv(_conf(), ["/x"], args_fd=3)] == [
+        "--unshare-net"]
+    assert [a for a in options if a not in bwrap_options(_conf())] == [str(sock), EGRESS_MOUNT]
 
 
 def test_confinement_pairs_network_mode_and_egress_socket() -> None:
@@ -413,11 +416,11 @@ def _with_loopback_resolver(
     resolv.write_text("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
 
     def with_resolver(*args: Any, **kwargs: Any) -> list[str]:
-        argv = bwrap_argv(*args, **kwargs)
-        i = argv.index("--clearenv")
-        return [*argv[:i], "--ro-bind", str(resolv), "/etc/resolv.conf", *argv[i:]]
+        options = bwrap_options(*args, **kwargs)
+        i = options.index("--chdir")  # after /etc's bind, which would hide it
+        return [*options[:i], "--ro-bind", str(resolv), "/etc/resolv.conf", *options[i:]]
 
-    monkeypatch.setattr(confined_module, "bwrap_argv", with_resolver)
+    monkeypatch.setattr(confined_module, "bwrap_options", with_resolver)
 
 
 def _bridge_processes(port: int) -> list[int]:

@@ -21,6 +21,7 @@ from sandbox import (
     PreflightFailed,
     PreflightReport,
     bwrap_argv,
+    bwrap_options,
     measure_host_layout,
     preflight,
     raise_for,
@@ -69,10 +70,11 @@ def _check(report: PreflightReport, name: str) -> Check:
 
 
 def _fails_the_full_sandbox_only(mode: str) -> str:
-    """A fake bwrap: answers --version, passes the bare userns probe, fails a session argv."""
+    """A fake bwrap: answers --version, passes the bare userns probe, fails a session argv
+    (its mounts on an ``--args`` fd)."""
     return (
         f'[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}\n'
-        f'case "$*" in *--proc*) BC15_MODE={mode} exec /bin/sh {BC15};; esac\nexit 0\n'
+        f'case "$*" in *--args*) BC15_MODE={mode} exec /bin/sh {BC15};; esac\nexit 0\n'
     )
 
 
@@ -232,7 +234,7 @@ def test_preflight_sandbox_timeout_is_unverified(
         monkeypatch,
         tmp_path,
         '[ "$1" = --version ] && { echo "bubblewrap 0.8.0"; exit 0; }\n'
-        'case "$*" in *--proc*) sleep 30;; esac\n',
+        'case "$*" in *--args*) sleep 30;; esac\n',
     )
     report = preflight(layout=MERGED_USR, harness=Path("/usr/bin/true"), timeout_s=0.3, euid=None)
     assert _verdicts(report) == {
@@ -257,14 +259,16 @@ def test_preflight_probes_with_the_session_argv_and_an_args_fd_payload(
         monkeypatch,
         tmp_path,
         f"""[ "$1" = --version ] && {{ echo "bubblewrap 0.8.0"; exit 0; }}
-case "$*" in *--proc*) ;; *) exit 0;; esac
 case "$*" in *process_vm_readv*|*/proc/1/mem*) exit 0;; esac  # the seccomp and landlock
-# probes: record the sandbox check's
-for a in "$@"; do printf '%s\\0' "$a"; done > {record}
+# probes; the sandbox check's mounts (--proc among them) come on its --args fd: record it
 prev=; for a in "$@"; do
   [ "$prev" = --args ] && fd=$a; [ "$prev" = --seccomp ] && sfd=$a; prev=$a
 done
-cat /dev/fd/"$fd" > {payload}
+[ -n "$fd" ] || exit 0
+cat /dev/fd/"$fd" > {payload}.read
+case "$(tr '\\0' ' ' < {payload}.read)" in *--proc*) ;; *) exit 0;; esac
+mv {payload}.read {payload}
+for a in "$@"; do printf '%s\\0' "$a"; done > {record}
 cat /dev/fd/"$sfd" > {payload}.seccomp
 """,
     )
@@ -277,9 +281,12 @@ cat /dev/fd/"$sfd" > {payload}.seccomp
     assert _check(report, "seccomp").verdict == "unverified"
     assert _check(report, "landlock").verdict == "unverified"
     argv = record.read_bytes().decode().split("\0")[:-1]
+    sent = payload.read_bytes()
+    options = sent.decode().split("\0")[:-1]
+    options = options[: options.index("--setenv")]
     # Rebuild the confinement from the recorded paths, then ask bwrap_argv for the whole list.
-    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
-    harness = argv[argv.index("/opt/harness/claude") - 1]
+    binds = [options[i + 1] for i, a in enumerate(options) if a == "--bind"]
+    harness = options[options.index("/opt/harness/claude") - 1]
     conf = Confinement(
         workspace=Path(binds[0]),
         harness=Path(harness),
@@ -295,11 +302,12 @@ cat /dev/fd/"$sfd" > {payload}.seccomp
     seccomp_fd = int(argv[argv.index("--seccomp") + 1])
     assert argv == bwrap_argv(conf, command, bwrap="unused", args_fd=fd,
                               seccomp_fd=seccomp_fd)[1:]  # fmt: skip
+    assert options == bwrap_options(conf)
     assert (tmp_path / "payload.seccomp").read_bytes() == session_filter()  # a session's filter
-    assert argv[argv.index("--symlink") :][:3] == ["--symlink", "usr/lib64", "/lib64"]
-    assert argv[argv.index("/bin") - 1 :][:3] == ["--ro-bind", "/bin", "/bin"]
-    sent = payload.read_bytes()
-    assert sent.startswith(b"--setenv\x00HOME\x00")
+    assert options[options.index("--symlink") :][:3] == ["--symlink", "usr/lib64", "/lib64"]
+    assert options[options.index("/bin") - 1 :][:3] == ["--ro-bind", "/bin", "/bin"]
+    assert sent[len(b"\0".join(o.encode() for o in options)) + 1 :].startswith(
+        b"--setenv\x00HOME\x00")
     assert b"ANTHROPIC_API_KEY" not in sent
 
 

@@ -16,6 +16,11 @@ Weakenings, and the tests each one must turn red:
 - ``bind-batch``: binds the batch directory read-only at its path
   (escapes: batch, neighbour, ``..``).
 - ``bind-checkout``: binds the runner's checkout read-only (escapes: runner's files).
+- ``host-paths``: binds a session's workspace, log and config directories at their host
+  paths too, and starts it in its workspace's host path, as before the fixed paths (blind
+  sessions: the working directory names the arm, probe, session and batch).
+- ``options-on-argv``: puts the mounts on bwrap's command line as well as on its ``--args``
+  fd, as before (blind sessions: ``/proc/1/cmdline`` names every bind's host source).
 - ``leak-env``: starts bwrap with the runner's environment, ``--clearenv`` kept
   (escapes: /proc/1/environ, the canary in the batch); with ``no-clearenv`` too,
   the session's own ``env`` shows it.
@@ -160,19 +165,30 @@ def _weaken_env(env_module: ModuleType) -> None:
 
 def _weaken_argv(argv_module: ModuleType) -> None:
     original = argv_module.bwrap_argv
+    original_options = argv_module.bwrap_options
     last_env = _LAST_ENV
 
-    def bwrap_argv(conf: Any, command: Any, **kwargs: Any) -> list[str]:
-        argv: list[str] = list(original(conf, command, **kwargs))
+    def bwrap_options(conf: Any) -> list[str]:
+        options: list[str] = list(original_options(conf))
+        extra: list[str] = []
         if "bind-home" in WEAKEN:
             home = os.environ["HOME"]
-            argv = _insert_before(argv, "--clearenv", ["--ro-bind", home, home])
+            extra += ["--ro-bind", home, home]
         if "bind-checkout" in WEAKEN:
-            argv = _insert_before(argv, "--clearenv", ["--ro-bind", str(CHECKOUT), str(CHECKOUT)])
+            extra += ["--ro-bind", str(CHECKOUT), str(CHECKOUT)]
         parents = Path(conf.workspace).parents
         if "bind-batch" in WEAKEN and len(parents) > 4 and parents[3].name == "sessions":
             batch = str(parents[4])  # <batch>/sessions/<arm>/<probe>/<session>/workspace
-            argv = _insert_before(argv, "--bind", ["--ro-bind", batch, batch])
+            extra += ["--ro-bind", batch, batch]
+        if "host-paths" in WEAKEN and conf.workspace_mount is not None:
+            # The old mount put back: each directory at its host path too, the session in it.
+            for host in (conf.workspace, conf.log_dir, conf.config_dir):
+                extra += ["--bind", str(host), str(host)]
+            options[-1] = str(conf.workspace)  # --chdir <host path>
+        return [*options[:-2], *extra, *options[-2:]]
+
+    def bwrap_argv(conf: Any, command: Any, **kwargs: Any) -> list[str]:
+        argv: list[str] = list(original(conf, command, **kwargs))
         if "no-clearenv" in WEAKEN:
             argv.remove("--clearenv")
         if "no-seccomp" in WEAKEN and "--seccomp" in argv and _runs_harness(command):
@@ -180,9 +196,12 @@ def _weaken_argv(argv_module: ModuleType) -> None:
             del argv[at : at + 2]
         if "setenv-key" in WEAKEN:
             pairs = [part for name, value in last_env.items() for part in ("--setenv", name, value)]
-            argv = _insert_before(argv, "--chdir", pairs)
+            argv = _insert_before(argv, "--", pairs)
+        if "options-on-argv" in WEAKEN:  # the mounts on the command line, as they were
+            argv = _insert_before(argv, "--clearenv", bwrap_options(conf))
         return argv
 
+    setattr(argv_module, "bwrap_options", bwrap_options)  # noqa: B010
     setattr(argv_module, "bwrap_argv", bwrap_argv)  # noqa: B010
     flags = tuple(argv_module.NAMESPACE_FLAGS)
     if "no-pid" in WEAKEN:
