@@ -13,6 +13,7 @@ import importlib.resources
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._reqlog import REQUEST_LOG_ENV as REQUEST_LOG_ENV
 from ._scripts import Script as Script
 from ._scripts import ScriptError as ScriptError
 from ._scripts import load_scripts as load_scripts

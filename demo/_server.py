@@ -35,6 +35,13 @@ per CLI session (the ``X-Claude-Code-Session-Id`` header) so that concurrent
 sessions of one script each see them. A ``cut`` resets the connection after
 the first events of the stream (or before any answer to a non-streaming
 request).
+
+A test instrument, off unless asked for: ``request_log=FILE`` appends each
+request the provider receives to FILE, one JSON line per request (its path,
+its ``X-Claude-Code-Session-Id``, its body as parsed JSON), so a test can see
+what the sessions told the model. It is bounded (`REQUEST_LOG_BODY_BYTES` per
+body kept, `REQUEST_LOG_BYTES` per log; demo/_reqlog.py), and only a `ScriptedProvider` has
+it: nothing logs the requests of a run against a real provider.
 """
 
 
@@ -50,13 +57,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 from urllib.parse import urlsplit
 
 import anyio
 
+from ._reqlog import RequestLog
 from ._scripts import CutFault, Fault, HttpFault, Script, TextBlock, Turn
 from ._wire import error_body, first_user_text, stream_events, turn_index, whole_message
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NO_SCRIPT_TEXT: Final = "no script for this request"
 """The final text served to a request that no script covers."""
@@ -109,6 +120,8 @@ class ScriptedProvider:
         overloaded_first: The first this many requests, of any session, are answered
             529 overloaded: a provider that is overloaded for a while (the batch's
             retries must ride it out), as opposed to a script's per-session faults.
+        request_log: A file to append every request to (`RequestLog`), a test
+            instrument; None (the default) logs nothing.
 
     Raises:
         ValueError: two scripts share a name.
@@ -116,7 +129,7 @@ class ScriptedProvider:
 
     def __init__(
         self, scripts: Sequence[Script], *, host: str = "127.0.0.1", port: int = 0,
-        overloaded_first: int = 0,
+        overloaded_first: int = 0, request_log: Path | None = None,
     ) -> None:
         named = [
             s if s.name else s.model_copy(update={"name": f"script{i}"})
@@ -137,6 +150,8 @@ class ScriptedProvider:
         self._tool_results: dict[str, tuple[bool, str]] = {}
         self._fault_hits: dict[tuple[str, str, int], int] = {}
         self._overloaded_left = overloaded_first
+        self._request_log_path = request_log
+        self._request_log: RequestLog | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -186,9 +201,19 @@ class ScriptedProvider:
             return self._errors
 
     def start(self) -> str:
-        """Bind, serve from a daemon thread, and return `url`. Idempotent."""
+        """Bind, serve from a daemon thread, and return `url`. Idempotent.
+
+        Raises:
+            OSError: the address cannot be bound, or the request log cannot be opened.
+        """
         if self._server is None:
-            server = _Server((self._host, self._port), _Handler)
+            if self._request_log_path is not None and self._request_log is None:
+                self._request_log = RequestLog(self._request_log_path)
+            try:
+                server = _Server((self._host, self._port), _Handler)
+            except OSError:
+                self._close_log()
+                raise
             server.provider = self
             self._server = server
             self._thread = threading.Thread(
@@ -204,7 +229,8 @@ class ScriptedProvider:
         """Stop accepting requests and join the server thread (at most `STOP_JOIN_S`).
 
         Responses already in flight finish in their own daemon threads, each
-        bounded by `HANDLER_TIMEOUT_S`. Idempotent.
+        bounded by `HANDLER_TIMEOUT_S`; the request log, if any, is closed (what
+        they still receive is not logged). Idempotent.
         """
         server, thread = self._server, self._thread
         self._server = self._thread = None
@@ -213,6 +239,12 @@ class ScriptedProvider:
         server.shutdown()
         server.server_close()
         thread.join(STOP_JOIN_S)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        log, self._request_log = self._request_log, None
+        if log is not None:
+            log.close()
 
     def __enter__(self) -> Self:
         self.start()
@@ -240,6 +272,16 @@ class ScriptedProvider:
     def _count_error(self) -> None:
         with self._lock:
             self._errors += 1
+
+    def _log(self, path: str, session: str, body: Mapping[str, Any] | None,
+             dropped: str | None) -> None:
+        """Append one request to the request log, if there is one; a failed write is an error."""
+        if self._request_log is None:
+            return
+        try:
+            self._request_log.append(path, session, body, dropped=dropped)
+        except OSError:
+            self._count_error()
 
     @property
     def tool_results(self) -> dict[str, tuple[bool, str]]:
@@ -330,16 +372,21 @@ class _Handler(BaseHTTPRequestHandler):
         if urlsplit(self.path).path != "/v1/messages":
             self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
             return
+        session = self.headers.get(SESSION_HEADER, "")
         try:
             length = int(self.headers.get("Content-Length", "0"))
             if length > MAX_REQUEST_BYTES:  # never read: the runner would hold it
                 provider._count_error()
+                provider._log(self.path, session, None, f"body of {length} bytes unread: "
+                              f"over MAX_REQUEST_BYTES ({MAX_REQUEST_BYTES})")
                 self._send_json(413, error_body("request_too_large",
                                                 f"body over {MAX_REQUEST_BYTES} bytes"))
                 return
             body = json.loads(self.rfile.read(length)) if length > 0 else None
         except (ValueError, OSError):
             body = None
+        provider._log(self.path, session, body if isinstance(body, dict) else None,
+                      None if isinstance(body, dict) else "body is not a JSON object")
         if not isinstance(body, dict):
             provider._count_error()
             self._send_json(400, error_body("invalid_request_error", "body is not a JSON object"))
@@ -347,7 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
         if provider._overloaded():
             self._send_json(529, error_body(_ERROR_TYPES[529], "overloaded for a while"))
             return
-        reply = provider._decide(body, session=self.headers.get(SESSION_HEADER, ""))
+        reply = provider._decide(body, session=session)
         streaming = body.get("stream") is True
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
         try:

@@ -240,8 +240,14 @@ def provider_note(options: BatchOptions, url: str) -> str:
 
 
 @contextlib.contextmanager
-def _provider(options: BatchOptions) -> Iterator[tuple[str, ScriptedProvider | None]]:
+def _provider(options: BatchOptions, notify: Callable[[str], None]
+              ) -> Iterator[tuple[str, ScriptedProvider | None]]:
+    from demo import REQUEST_LOG_ENV
+
+    request_log = os.environ.get(REQUEST_LOG_ENV)
     if options.provider != "scripted":
+        if request_log:  # a test instrument: a real provider's requests are never logged
+            notify(f"warning: {REQUEST_LOG_ENV} is ignored: the provider is not scripted")
         yield options.provider_url or PUBLIC_API_URL, None
         return
     from demo import ScriptedProvider, load_scripts
@@ -252,7 +258,8 @@ def _provider(options: BatchOptions) -> Iterator[tuple[str, ScriptedProvider | N
         scripts = load_scripts(Path(options.scripts))
     except (OSError, ValueError) as exc:
         raise BatchRefused(f"--scripts {options.scripts}: {exc}") from exc
-    with ScriptedProvider(scripts) as provider:
+    log = Path(request_log).absolute() if request_log else None
+    with ScriptedProvider(scripts, request_log=log) as provider:
         yield provider.url, provider
 
 
@@ -326,7 +333,7 @@ def open_batch(request: BatchRequest, *,
         existing = None if request.mode == "new" else _existing(path, request, current_harness)
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
-        with _provider(options) as (url, scripted):
+        with _provider(options, notify) as (url, scripted):
             config = existing or _new_config(request, current_harness, network, note, url)
             if existing is None:  # plan.yaml last: it marks the batch as made (resume needs both)
                 write_config(path, config)
