@@ -131,12 +131,12 @@ def test_a_tree_deeper_than_the_recursion_limit_is_copied_with_few_descriptors(
     (source / "beside").write_bytes(b"x")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     in_use = len(os.listdir("/proc/self/fd"))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 16, hard))  # far below DEEP
     try:
-        report = copy_out(source, tmp_path / "dst", max_bytes=1 << 20)
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 16, hard))  # far below DEEP
+        try:
+            report = copy_out(source, tmp_path / "dst", max_bytes=1 << 20)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         assert _depth(tmp_path / "dst") == (DEEP, ["leaf"])
         assert (report.directories, report.files) == (DEEP, 2)
         assert len(os.listdir("/proc/self/fd")) == in_use
