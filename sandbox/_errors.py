@@ -7,6 +7,8 @@
     x SessionUserUnusable      - a root runner cannot drop to the session user (no root inside)
       x PoolBusy               - every session user stayed leased for as long as the caller waits
     x ContainmentUnavailable   - no cgroup of its own, or no seccomp filter, for the sandbox
+    x StoreUnavailable         - no file system of its own for the session (sandbox.storage)
+  x StoreNotRemoved            - a session's store stayed mounted or on disk (sandbox.storage)
   x SpawnFailed                - a child could not be started (its executable); nothing ran
 
 Argument mistakes (a relative path, an empty command, a NUL in an environment
