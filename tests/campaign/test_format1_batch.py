@@ -310,8 +310,6 @@ def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Pat
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="retranscribe measures paths against the workspace's "
-                   "current host path, not where the session saw it mounted (its init cwd)")
 def test_retranscribe_of_a_moved_batch_keeps_a_call_that_named_its_workspace_absolutely(
         own: Path) -> None:
     """A call that named a workspace file by its absolute path, at the workspace's mount
@@ -333,17 +331,28 @@ def test_retranscribe_of_a_moved_batch_keeps_a_call_that_named_its_workspace_abs
 
 
 def test_resume_of_a_finished_format_1_batch_has_nothing_to_run(own: Path) -> None:
-    """``resume`` of a batch with nothing outstanding exits 0, says so, and writes no record.
-
-    This is what happens today, while the runner writes format 1 itself. After the config
-    format moves to 2, one of two outcomes is acceptable. Either resume still works on this
-    batch (exit 0, nothing to run), or it refuses with exit 2 and its message names both format
-    versions, 1 and 2. Change this test to whichever the new code does. A resume that fails any
-    other way is a regression.
-    """
+    """``resume`` of a batch with nothing outstanding exits 0, says so, and writes no record:
+    nothing would run, so no session of this runner's format meets the recorded ones."""
     batch = own / "batch"
     before = (batch / "ledger.jsonl").read_bytes()
     run = _cli("resume", str(batch), "--corpus", str(own / "corpus"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"nothing to resume: every session of {batch.resolve()} is finished" in run.stdout
+    assert (batch / "ledger.jsonl").read_bytes() == before
+
+
+def test_resume_of_an_unfinished_format_1_batch_is_refused_naming_both_formats(
+        own: Path) -> None:
+    """A format-1 batch's sessions saw their workspace at its host path (naming their arm and
+    probe); this runner's see one fixed path, so running more would mix two conditions in one
+    batch: exit 2, the message naming format 1 and format 2, nothing written."""
+    batch = own / "batch"
+    lines = (batch / "ledger.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    last_final = max(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "final")
+    (batch / "ledger.jsonl").write_text("".join(lines[:last_final] + lines[last_final + 1:]),
+                                        encoding="utf-8")
+    before = (batch / "ledger.jsonl").read_bytes()
+    run = _cli("resume", str(batch), "--corpus", str(own / "corpus"))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "batch format 1" in run.stderr and "writes format 2" in run.stderr, run.stderr
     assert (batch / "ledger.jsonl").read_bytes() == before

@@ -52,9 +52,8 @@ class Names:
         self.arms = sorted({r["arm"] for r in started})
         self.probes = sorted({r["probe"] for r in started})
         self.sessions = sorted({r["session"] for r in started})
-        self.staging = {Path(r["init_policy"]["config_dir"]).name
-                        for r in kit.ledger_dicts(batch)
-                        if r["kind"] == "final" and "init_policy" in r}
+        self.config_dirs = {r["init_policy"]["config_dir"] for r in kit.ledger_dicts(batch)
+                            if r["kind"] == "final" and "init_policy" in r}
         component = r"(?<=[/_-]){}(?=[/_-]|$)|(?<![A-Za-z0-9]){}(?=[/_-])"
         words = "|".join(map(re.escape, self.arms))
         self.matchers: dict[str, re.Pattern[str]] = {
@@ -70,8 +69,10 @@ class Names:
             "config root": re.compile(
                 f"{re.escape(CONFIG_ROOT)}|{re.escape(_munged(CONFIG_ROOT))}"),
             "scratch": re.compile(re.escape(SCRATCH_PREFIX)),
-            # The staging directories the ledger names (each session's configuration).
-            "staging": re.compile("|".join(sorted(map(re.escape, self.staging)))),
+            # The names the runner gives a session's host directories, wherever they lie:
+            # a config directory <pid>-session-<random>, a store <pid>.<start>-<random>.
+            "staging": re.compile(r"(?<![0-9A-Za-z.])[0-9]+-session-[A-Za-z0-9_]{8}"
+                                  r"|(?<![0-9A-Za-z.])[0-9]+\.[0-9]+-[A-Za-z0-9_]{8}(?![A-Za-z0-9_])"),
         }
 
     def first(self, text: str) -> Iterator[int]:
@@ -140,7 +141,8 @@ def test_the_log_holds_requests_of_every_session_of_the_plan(blind: Blind) -> No
     assert (names.arms, names.sessions) == (["absent", "present"], ["s1", "s2"])
     assert len(names.probes) == 4
     assert all("body" in r and r["body"] is not None for r in blind.requests)
-    assert len(names.staging) == 16  # one configuration directory per session
+    # Every session saw its configuration directory at the one fixed path (RC-02).
+    assert names.config_dirs == {"/run/headwater/config"}
     assert {r["session"] for r in blind.requests} == set(blind.conditions)
     assert len(blind.conditions) == 16
 
