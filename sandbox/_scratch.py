@@ -19,6 +19,7 @@ from typing import Final
 from ._cgroup import sweep_cgroups
 from ._owner import TAG, runner_alive, runner_tag
 from ._remove import remove_tree
+from .storage import FALLBACK_ROOT, STORE_ROOT, sweep_stores
 
 __all__ = ["PREFIX", "make_scratch", "sweep_killed_runners", "sweep_scratch"]
 
@@ -60,7 +61,9 @@ def sweep_scratch(root: Path | None = None) -> list[Path]:
 
 def sweep_killed_runners() -> list[Path]:
     """End and remove what runners killed before they could clean up left: their sessions'
-    cgroups (`sandbox._cgroup.sweep_cgroups`) and their scratch directories (blocking).
+    cgroups (`sandbox._cgroup.sweep_cgroups`), then their sessions' stores (unmounted,
+    detached, removed: `sandbox.storage.sweep_stores`; once the cgroups are ended nothing of
+    a session holds one) and their scratch directories (blocking).
 
     Call it at start-up, beside `sandbox.sweep_config_root`, and say what it removed;
     `sandbox.open_confined` also runs the cgroup part once per process.
@@ -68,4 +71,7 @@ def sweep_killed_runners() -> list[Path]:
     Returns:
         Every cgroup and directory removed.
     """
-    return [*sweep_cgroups(), *sweep_scratch()]
+    cgroups = sweep_cgroups()
+    own_root = Path(FALLBACK_ROOT.format(uid=os.geteuid()))  # a runner that is not root's
+    stores = [*sweep_stores(STORE_ROOT), *sweep_stores(own_root)]
+    return [*cgroups, *stores, *sweep_scratch()]

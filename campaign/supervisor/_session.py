@@ -31,6 +31,7 @@ from campaign.supervisor._facts import (
     observed_extras,
     silent_stdout,
 )
+from campaign.supervisor._staging import Staged, keep, sealed_extent, staged
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
 from campaign.supervisor._writes import HostWriteRefused as HostWriteRefused
 from campaign.supervisor._writes import host_writes
@@ -51,7 +52,7 @@ from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable, SessionUserUnusable
 from sandbox._layout import HostLayout
 from sandbox._lease import lease_user
-from sandbox._limits import DEFAULT_LIMITS, Limits
+from sandbox._limits import DEFAULT_LIMITS, DEFAULT_WRITE_BYTES, Limits
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._pool import SessionPool, session_pool
 from sandbox._privileges import SessionUser
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
 
     from ._spec import SessionSpec
 
+LEFT_OUT_NAMED: Final = 5
+"""Entries the copy into the batch left out that a reason names; further ones are counted."""
 SESSION_LABEL: Final = "session"
 """The label of every session's config directory, cgroup and scratch names: the same for
 every session, so that no name a session can read names its arm, probe or session (RC-02)."""
@@ -105,6 +108,13 @@ class BatchContext:
     leases one for its whole life (`sandbox._lease`), dropped to before bwrap starts. Read
     when the context is made; raises `SessionUserUnusable` there when a root runner has
     none."""
+    sealed_extent: tuple[int, int] = field(init=False)
+    """``(bytes, files)`` a sealed workspace holds at most (the corpus's regular files), measured
+    once, when the context is made: each attempt's store is sized from it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sealed_extent", sealed_extent(self.corpus.root,
+                                                                self.corpus.files))
 
 
 def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
@@ -172,6 +182,20 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     return record
 
 
+def _keep_refused(stage: Staged, paths: Any) -> None:
+    """A refused seal's workspace, as far as it got, into the batch (the refusal names it)."""
+    keep(stage, workspace=paths.workspace, log_dir=paths.log_dir)
+
+
+def _left_out_note(left_out: list[str]) -> str:
+    """The reason's note on what the copy into the batch left out ('' for nothing)."""
+    if not left_out:
+        return ""
+    shown = ", ".join(left_out[:LEFT_OUT_NAMED])
+    more = f" and {len(left_out) - LEFT_OUT_NAMED} more" if len(left_out) > LEFT_OUT_NAMED else ""
+    return f"; not kept in the batch: {shown}{more}"
+
+
 def _discard(workspace: Path) -> None:
     """``--discard-workspaces``: the workspace goes, however deep the session nested it."""
     with contextlib.suppress(OSError):
@@ -187,33 +211,40 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
             if entry.name.startswith("attempt-") and entry.name != f"attempt-{attempt}":
                 continue
             remove_tree(entry)  # any depth the earlier attempt nested; a symlink unlinked
-        paths.log_dir.mkdir()
         paths.attempt_dir(attempt).mkdir()
 
     await anyio.to_thread.run_sync(fresh)
-    try:
-        sealed = await anyio.to_thread.run_sync(
-            lambda: seal_workspace(ctx.corpus, probe_id=spec.probe.id, arm=spec.arm.arm,
-                                   out=paths.workspace))
-    except SealRefused as exc:
-        return _final(spec, attempt, ctx, started, state="refused-seal",
-                      reason=f"refused-seal: {exc}", **_NOTHING_RAN)
-    manifest = json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n"
-    await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
     keeper = StreamKeeper(paths.attempt_dir(attempt) / STREAM_NAME) if ctx.keep_streams else None
-    progress.workspace, progress.manifest = paths.workspace, sealed.manifest
     progress.keeper = keeper
     try:
-        # One session user for the attempt's whole life: its egress socket, config directory,
-        # sandbox (until its cgroup is empty and its files are the runner's) and checker. A
-        # wait for a free one (other runners' sessions hold the pool) spends nothing.
-        async with lease_user(ctx.session_pool) as user:
-            owner = (user.uid, user.gid) if user else None
-            async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
-                                           max_connections=ctx.limits.connections) as egress:
-                facts = await _drive(spec, ctx, paths, sealed.manifest, started, user, egress,
-                                     keeper, progress)  # fmt: skip
+        # The attempt's own store, sealed into, its workspace and log copied into the batch
+        # when the sandbox has ended (campaign.supervisor._staging: blind mounts, disk bound).
+        async with staged(sealed_bytes=ctx.sealed_extent[0], sealed_files=ctx.sealed_extent[1],
+                          write_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES) as stage:
+            try:
+                sealed = await anyio.to_thread.run_sync(
+                    lambda: seal_workspace(ctx.corpus, probe_id=spec.probe.id,
+                                           arm=spec.arm.arm, out=stage.workspace))
+            except SealRefused as exc:
+                await anyio.to_thread.run_sync(_keep_refused, stage, paths)
+                return _final(spec, attempt, ctx, started, state="refused-seal",
+                              reason=f"refused-seal: {exc}", **_NOTHING_RAN)
+            manifest = json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n"
+            await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
+            progress.workspace, progress.manifest = stage.workspace, sealed.manifest
+            # One session user for the attempt's whole life: its egress socket, config
+            # directory, sandbox (until its cgroup is empty and its files are the runner's)
+            # and checker. A wait for a free one (other runners' sessions hold the pool)
+            # spends nothing.
+            async with lease_user(ctx.session_pool) as user:
+                owner = (user.uid, user.gid) if user else None
+                async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
+                                               max_connections=ctx.limits.connections) as egress:
+                    facts = await _drive(spec, ctx, paths, sealed.manifest, started, user,
+                                         egress, keeper, progress, stage)  # fmt: skip
     except SessionUserUnusable as exc:  # no user could be leased (the drive maps its own)
+        facts = _refused_confinement(exc)
+    except ConfinementUnavailable as exc:  # no store could be made
         facts = _refused_confinement(exc)
     finally:
         if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
@@ -234,19 +265,19 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
 
 async def _drive(
     spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
-    user: SessionUser | None, egress: EgressProxy | None = None,
-    keeper: StreamKeeper | None = None, progress: Progress | None = None,
+    user: SessionUser | None, egress: EgressProxy | None, keeper: StreamKeeper | None,
+    progress: Progress | None, stage: Staged,
 ) -> dict[str, Any]:
     probe = spec.probe
     inside = ctx.workspace_path
     with session_config_dir(ctx.credentials, name=SESSION_LABEL, owner=user) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
-            declared_mcp_servers=declared_mcp_servers_of(paths.workspace),
+            declared_mcp_servers=declared_mcp_servers_of(stage.workspace),
             host_skill_names=host_skill_names([*ctx.host_skill_dirs, cfg / "skills"]),
             config_dir=CONFIG_MOUNT, cwd=inside,
         )
-        observer = StreamObserver(policy=policy, workspace=paths.workspace, inside=inside)
+        observer = StreamObserver(policy=policy, workspace=stage.workspace, inside=inside)
         if progress is not None:
             progress.observer, progress.inside = observer, inside
         # What the session is told names nothing of it: its directories at fixed paths (RC-02).
@@ -265,8 +296,8 @@ async def _drive(
             command=command, executable=ctx.harness, mount=HARNESS_MOUNT,
             network="confined" if egress else "host",
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
-            layout=ctx.layout, user=user, workspace=paths.workspace,
-            log_dir=paths.log_dir, config_dir=cfg, workspace_mount=inside, log_mount=LOG_MOUNT,
+            layout=ctx.layout, user=user, workspace=stage.workspace,
+            log_dir=stage.log_dir, config_dir=cfg, workspace_mount=inside, log_mount=LOG_MOUNT,
             config_mount=CONFIG_MOUNT, name=SESSION_LABEL, limits=ctx.limits,
             limit_checks=(*((egress.limit_hit,) if egress else ()),
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
@@ -283,13 +314,20 @@ async def _drive(
                 )
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _refused_confinement(exc)
+        finally:  # every process of the session is gone: what the batch keeps, into it
+            with anyio.CancelScope(shield=True):
+                left_out = await anyio.to_thread.run_sync(
+                    lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir))
+            if progress is not None:
+                progress.workspace = paths.workspace
     hit = sandbox.limit_hit
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
                           limit_exceeded=limit_reason(hit))
     facts: dict[str, Any] = {
         "state": obs.state,
-        "reason": obs.reason + silent_stdout(result.lines, result.stderr_end),
+        "reason": obs.reason + silent_stdout(result.lines, result.stderr_end)
+        + _left_out_note(left_out),
         "cost_usd": str(obs.cost_usd) if obs.cost_usd is not None else None,
         "cost_known": obs.cost_usd is not None,
         "outside_paths": len(obs.outside_paths),

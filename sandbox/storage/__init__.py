@@ -14,6 +14,7 @@ from ._copy import copy_out as copy_out
 from ._errors import StoreNotRemoved as StoreNotRemoved
 from ._errors import StoreUnavailable as StoreUnavailable
 from ._sizing import store_size as store_size
+from ._store import FALLBACK_ROOT as FALLBACK_ROOT
 from ._store import STORE_ROOT as STORE_ROOT
 from ._store import SessionStore as SessionStore
 from ._store import open_session_store as open_session_store

@@ -19,6 +19,7 @@ Seen red with ``HW_WEAKEN=keep-config`` (the copy survives every ending) and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -177,8 +178,7 @@ async def test_success_removes_the_copy(setup: Setup) -> None:
 async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
     """a host skill directory named like a skill the harness lists refuses the session."""
     (tmp_path / "skills" / "simplify").mkdir(parents=True)
-    ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
-                          "host_skill_dirs": (tmp_path / "skills",)})  # fmt: skip
+    ctx = dataclasses.replace(setup.ctx, host_skill_dirs=(tmp_path / "skills",))
     with Watch(_prefix("LIFE-OK")) as watch:
         state = await _run(setup, _spec(setup, "LIFE-OK"), ctx)
     assert state == "refused-init"
@@ -208,8 +208,7 @@ async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_copy
 
 @pytest.mark.anyio
 async def test_timeout_removes_the_copy(setup: Setup) -> None:
-    ctx = BatchContext(**{**{f: getattr(setup.ctx, f) for f in setup.ctx.__slots__},
-                          "session_timeout_s": 8.0})  # fmt: skip
+    ctx = dataclasses.replace(setup.ctx, session_timeout_s=8.0)
     with Watch(_prefix("LIFE-SLOW")) as watch:
         state = await _run(setup, _spec(setup, "LIFE-SLOW"), ctx)
     assert state == "timed-out"

@@ -1,0 +1,124 @@
+"""Where one attempt's workspace and log directory live while it runs: a store of its own.
+
+Blind sessions (RC-02): a session reads ``/proc/self/mountinfo``, where a bind
+mount shows its source's path within its file system. A workspace under the
+batch shows ``<batch>/sessions/<arm>/<probe>/<session>/workspace`` there, so
+the attempt is sealed into a store of its own instead (`sandbox.storage`): for
+a root runner a loop-mounted ext4 file system, whose mounts show only
+``/workspace`` and ``/log``, and whose size the kernel holds the session to
+(disk bound: ``fallocate``, sparse files and inodes alike); for a runner that
+is not root a staging directory whose path names nothing of the batch. When
+the sandbox has ended (every process of it gone), what the batch keeps is
+copied into ``sessions/<arm>/<probe>/<session>/`` (`copy_out`: no symlink
+followed, sparse files sparse, at most the store's size), and the store goes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from sandbox.storage import CopyReport, SessionStore, copy_out, open_session_store, store_size
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable
+    from pathlib import Path
+
+WORKSPACE_NAME: Final = "workspace"
+"""The workspace's directory in the store (its mountinfo root, inside the sandbox)."""
+LOG_NAME: Final = "log"
+"""The log directory's directory in the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """One attempt's store and the two directories it binds from it.
+
+    Attributes:
+        store: The store (`sandbox.storage.SessionStore`); ``kernel_bounded``
+            says whether the kernel bounds its size.
+        workspace: Where the workspace is sealed into (does not exist yet).
+        log_dir: The session's log directory (made, empty).
+    """
+
+    store: SessionStore
+    workspace: Path
+    log_dir: Path
+
+
+@asynccontextmanager
+async def staged(*, sealed_bytes: int, sealed_files: int,
+                 write_bytes: int) -> AsyncIterator[Staged]:  # fmt: skip
+    """A store sized for the sealed copy and ``write_bytes`` more; removed on exit, always.
+
+    Args:
+        sealed_bytes: Bytes the sealed workspace holds at most (the corpus's).
+        sealed_files: Files it holds at most.
+        write_bytes: Bytes the session may add (``--max-writes``).
+
+    **Cancellation:** the store's teardown (unmount, detach, remove) is
+    shielded and runs in a worker thread; the cancellation then propagates.
+
+    Raises:
+        StoreUnavailable: the store cannot be made (a `ConfinementUnavailable`:
+            the attempt is ``refused-confinement``, nothing spent).
+    """
+    size, inodes = store_size(sealed_bytes=sealed_bytes, sealed_files=sealed_files,
+                              write_bytes=write_bytes)
+    manager = open_session_store(size_bytes=size, inodes=inodes)
+    store = await anyio.to_thread.run_sync(manager.__enter__)
+    try:
+        log_dir = await anyio.to_thread.run_sync(store.subdir, LOG_NAME)
+        yield Staged(store=store, workspace=store.path / WORKSPACE_NAME, log_dir=log_dir)
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(manager.__exit__, type(exc), exc, exc.__traceback__)
+        raise
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
+
+
+def keep(stage: Staged, *, workspace: Path, log_dir: Path) -> list[str]:
+    """Copy the ended session's workspace and log directory into the batch (blocking).
+
+    Call only once every process of the session is gone. ``workspace`` and
+    ``log_dir`` must not exist (a fresh attempt's). A part the session never
+    had (a seal that failed before it wrote) is skipped.
+
+    Returns:
+        One line per entry the copy left out (not a regular file, directory or
+        symlink, or past the store's size), for the attempt's reason.
+    """
+    left: list[str] = []
+    for source, destination in ((stage.workspace, workspace), (stage.log_dir, log_dir)):
+        if not source.is_dir() or source.is_symlink():
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            destination.rmdir()  # an empty directory made for the attempt
+        report = copy_out(source, destination, max_bytes=stage.store.size_bytes)
+        left += _left_out(report, destination.name)
+    return left
+
+
+def sealed_extent(root: Path, files: Iterable[str]) -> tuple[int, int]:
+    """``(bytes, files)`` a sealed workspace of the corpus at ``root`` holds at most (blocking).
+
+    The seal copies a subset of the corpus's regular files (RC-09), so their
+    sizes summed bound it; a file gone or unreadable counts 0 bytes (the seal
+    then refuses it anyway).
+    """
+    total = count = 0
+    for relpath in files:
+        count += 1
+        with contextlib.suppress(OSError):
+            total += os.lstat(root / relpath).st_size
+    return total, count
+
+
+def _left_out(report: CopyReport, label: str) -> list[str]:
+    return [f"{label}/{item.path} ({item.reason})" for item in report.skipped]
