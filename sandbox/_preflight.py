@@ -32,6 +32,7 @@ from ._checks import (
 from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from ._lease import hold_lease
+from .storage._check import check_storage
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,6 +102,8 @@ def preflight(
     ``host-layout`` (how /bin, /lib, /lib64, /sbin are, measured or given);
     ``session-user`` (who sessions run as: a root runner drops to a user of
     its session pool before bwrap, `sandbox._privileges`, `sandbox._pool`);
+    ``storage`` (a root runner makes, loop-mounts and removes one session
+    store; for a runner that is not root, what it gives up: `sandbox.storage`);
     ``user-namespaces`` (``true`` in a bare ``bwrap --unshare-user``, run as
     that user; a failure names the sysctl or AppArmor setting that denies
     them); ``cgroups`` (a process in a sandbox's own cgroup is ended by
@@ -147,7 +150,7 @@ def preflight(
     pool, usable = None, True
     if euid is not None:
         user_check, pool, usable = check_session_user(None if euid == AS_SESSIONS else euid)
-        checks.append(user_check)
+        checks += [user_check, check_storage(None if euid == AS_SESSIONS else euid)]
     with ExitStack() as stack:
         user, busy = None, ""
         if pool is not None:

@@ -129,7 +129,7 @@ def capped_record(corpus: Path, batch: Path, harness: Path,
         [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus), "--probe", PROBE,
          "--arm", "present", "--batch-dir", str(batch), "--harness", str(harness),
          "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY",
-         "--network", "host", *args],
+         "--network", "host", "--workspace-path", "/ws", *args],
         capture_output=True, text=True, env=env, timeout=RECORD_TIMEOUT_S, check=False,
         cwd=kit.REPO, preexec_fn=cap)  # fmt: skip
 

@@ -76,9 +76,13 @@ def line(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode() + b"\n"
 
 
+STANDIN_WORKSPACE = "/ws"
+"""The batch's workspace path these streams were written for: their init lines' cwd."""
+
+
 def init(**changes: Any) -> bytes:
     body: dict[str, Any] = {
-        "type": "system", "subtype": "init", "cwd": "/ws", "tools": ["Read", "Bash", "Task"],
+        "type": "system", "subtype": "init", "cwd": STANDIN_WORKSPACE, "tools": ["Read", "Bash", "Task"],
         "mcp_servers": [], "model": MODEL, "permissionMode": "dontAsk", "skills": [],
         "plugins": [], "memory_paths": {}, "claude_code_version": "2.1.197"}
     body.update(changes)
@@ -131,7 +135,8 @@ def record(corpus: Path, batch: Path, harness: Path, *args: str,
     return subprocess.run(
         [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus), "--probe", PROBE,
          "--arm", "present", "--batch-dir", str(batch), "--harness", str(harness),
-         "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY", *args],
+         "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY",
+         "--workspace-path", STANDIN_WORKSPACE, *args],
         capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 

@@ -30,16 +30,16 @@ from tests.integration import kit
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(180)]
 
 STANDIN = r'''#!/usr/bin/python3
-import os, sys
+import json, os, sys
 if sys.argv[1:] == ["--version"]:
     print("0.0.0 (surrogates)"); sys.exit(0)
 odd = "surrogates" in sys.argv[-1]
 s = "\\udfff" if odd else ""
 n = "\\u0000" if odd else ""
 lines = [
-    '{"type":"system","subtype":"init","cwd":"/ws","tools":["Write"],"mcp_servers":[],'
+    '{"type":"system","subtype":"init","cwd":%s,"tools":["Write"],"mcp_servers":[],'
     '"model":"m","permissionMode":"dontAsk","skills":[],"plugins":[],"memory_paths":{},'
-    '"claude_code_version":"0.0.0"}',
+    '"claude_code_version":"0.0.0"}' % json.dumps(os.getcwd()),
     '{"type":"assistant","parent_tool_use_id":null,"message":{"id":"m1","model":"m","content":'
     '[{"type":"tool_use","id":"t1","name":"Write",'
     '"input":{"file_path":"x%s.md","content":"x"}}]}}' % s,

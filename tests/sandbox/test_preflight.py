@@ -82,6 +82,7 @@ ALL_OK = {
     "bwrap": "ok",
     "host-layout": "ok",
     "session-user": "ok",
+    "storage": "ok",
     "user-namespaces": "ok",
     "cgroups": "ok",
     "sandbox": "ok",
@@ -102,7 +103,9 @@ def test_preflight_is_ok_on_this_host(bwrap: str) -> None:
         pool = session_pool()
         assert pool is not None
         assert f"from a pool of {pool.describe()}" in report.checks[2].detail
-        assert any(f"as {u.name} (unprivileged)" in report.checks[3].detail for u in pool.users)
+        userns = _check(report, "user-namespaces").detail
+        assert any(f"as {u.name} (unprivileged)" in userns for u in pool.users)
+        assert "loop-mounted" in _check(report, "storage").detail
     raise_for(report)
 
 
@@ -457,6 +460,10 @@ def test_a_runner_that_is_not_root_runs_sessions_as_itself(bwrap: str) -> None:
     assert _verdicts(report) == ALL_OK
     assert "not root" in report.checks[2].detail
     assert "no drop" in report.checks[2].detail
+    # What it gives up is said, never passed off as the same (blind mountinfo, disk bound).
+    storage = _check(report, "storage").detail
+    assert "staging directory" in storage and "/proc/self/mountinfo" in storage
+    assert "bounded only by sampling" in storage
 
 
 def test_a_root_runner_without_the_session_user_is_broken_with_the_fix(
@@ -524,3 +531,13 @@ def test_a_harness_the_session_user_may_not_execute_is_broken_with_the_fix(
     assert (check.name, check.verdict) == ("harness", "broken")
     assert re.search(f"not readable and executable by {SESSION_USER}(-[0-9]+)? ", check.detail)
     assert check.fix == f"chmod o+rx {harness.resolve()}"
+
+
+def test_a_root_runner_whose_store_cannot_be_made_is_broken_with_the_fix(tmp_path: Path) -> None:
+    """Every session would be refused its confinement: the preflight says so before any spend."""
+    from sandbox.storage._check import check_storage
+
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    check = check_storage(0, root=not_a_dir)
+    assert check.verdict == "broken" and check.fix, check
