@@ -17,8 +17,8 @@ from sandbox import Check, PreflightReport
 from tests.integration import kit
 
 KEY = "sk-doctor-placeholder-77aa"
-CHECKS = ("bwrap", "host-layout", "session-user", "storage", "user-namespaces", "cgroups", "sandbox",
-          "seccomp", "landlock", "harness", "skills", "limits", "credentials", "batch-root",
+CHECKS = ("bwrap", "host-layout", "session-user", "storage", "user-namespaces", "cgroups",
+          "sandbox", "seccomp", "landlock", "harness", "skills", "limits", "credentials", "batch-root",
           "network")  # fmt: skip
 
 

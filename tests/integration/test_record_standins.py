@@ -82,7 +82,8 @@ STANDIN_WORKSPACE = "/ws"
 
 def init(**changes: Any) -> bytes:
     body: dict[str, Any] = {
-        "type": "system", "subtype": "init", "cwd": STANDIN_WORKSPACE, "tools": ["Read", "Bash", "Task"],
+        "type": "system", "subtype": "init", "cwd": STANDIN_WORKSPACE,
+        "tools": ["Read", "Bash", "Task"],
         "mcp_servers": [], "model": MODEL, "permissionMode": "dontAsk", "skills": [],
         "plugins": [], "memory_paths": {}, "claude_code_version": "2.1.197"}
     body.update(changes)
