@@ -18,8 +18,8 @@ from tests.integration import kit
 
 KEY = "sk-doctor-placeholder-77aa"
 CHECKS = ("bwrap", "host-layout", "session-user", "storage", "user-namespaces", "cgroups",
-          "sandbox", "seccomp", "landlock", "harness", "skills", "limits", "credentials", "batch-root",
-          "network")  # fmt: skip
+          "sandbox", "seccomp", "landlock", "harness", "skills", "limits", "credentials",
+          "batch-root", "network")  # fmt: skip
 
 
 def _lines(stdout: str) -> dict[str, tuple[str, str]]:
