@@ -143,6 +143,9 @@ class ConfinedSpec:
         workspace_read_only: Bind the workspace read-only (and do not hand it
             over: it stays the session's).
         egress_socket: The session's egress proxy socket (`sandbox._egress`).
+        reclaim_log: Replace a given log directory by the runner's copy of its
+            regular files on exit (False: the caller copies it elsewhere, as a
+            session from its store does, `sandbox._reclaim.copy_regular`).
         socat: The bridge's socat (with ``network="confined"``).
         bridge_port: The bridge's loopback port inside (the namespace is
             private; tests pick a unique one to find the bridge by its argv).
@@ -180,6 +183,7 @@ class ConfinedSpec:
     egress_socket: Path | None = None
     socat: str = SOCAT
     bridge_port: int = BRIDGE_PORT
+    reclaim_log: bool = True
     limits: Limits = field(default_factory=Limits)
     limit_checks: Sequence[Callable[[], LimitHit | None]] = ()
     cgroups: CgroupHost | None = None
@@ -426,7 +430,7 @@ def _reclaim(spec: ConfinedSpec) -> None:
     """Take back the caller's directories the session wrote (blocking; `sandbox._reclaim`)."""
     if spec.workspace is not None and not spec.workspace_read_only:
         reclaim_tree(spec.workspace)
-    if spec.log_dir is not None:  # no more than the session may write, however it wrote it
+    if spec.log_dir is not None and spec.reclaim_log:  # no more than the session may write
         bound = spec.limits.write_bytes
         replace_with_copy(spec.log_dir,
                           max_bytes=DEFAULT_WRITE_BYTES if bound is None else bound)

@@ -235,6 +235,35 @@ def replace_with_copy(directory: Path, *, max_bytes: int) -> Reclaimed:
     return done
 
 
+def copy_regular(source: Path, destination: Path, *, max_bytes: int) -> Reclaimed:
+    """Copy the regular files of ``source`` into the new directory ``destination`` (blocking).
+
+    What `replace_with_copy` copies, put elsewhere: a session's log directory
+    in its store goes into the batch so (RC-02 blind sessions: the store is
+    the session's own file system, with no room for a second copy). The
+    same modes, bound and rules: ``destination`` 0700, no symlink followed,
+    past ``max_bytes`` nothing more. Call only once no process of the session
+    is left.
+
+    Raises:
+        FileExistsError: ``destination`` exists.
+        OSError: the copy cannot be written; the partial copy is removed.
+    """
+    done = Reclaimed()
+    destination.mkdir(mode=SEALED_DIR_MODE)
+    try:
+        src = os.open(source, _DIR_FLAGS)
+        try:
+            _copy_dir(src, destination, 1, done, max_bytes)
+        finally:
+            os.close(src)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            remove_tree(destination)
+        raise
+    return done
+
+
 def _copy_dir(src_fd: int, dst: Path, depth: int, done: Reclaimed, max_bytes: int) -> None:
     with os.scandir(src_fd) as entries:
         names = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))

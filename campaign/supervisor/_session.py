@@ -184,7 +184,7 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
 
 def _keep_refused(stage: Staged, paths: Any) -> None:
     """A refused seal's workspace, as far as it got, into the batch (the refusal names it)."""
-    keep(stage, workspace=paths.workspace, log_dir=paths.log_dir)
+    keep(stage, workspace=paths.workspace, log_dir=paths.log_dir, log_bytes=0)
 
 
 def _left_out_note(left_out: list[str]) -> str:
@@ -299,6 +299,7 @@ async def _drive(
             layout=ctx.layout, user=user, workspace=stage.workspace,
             log_dir=stage.log_dir, config_dir=cfg, workspace_mount=inside, log_mount=LOG_MOUNT,
             config_mount=CONFIG_MOUNT, name=SESSION_LABEL, limits=ctx.limits,
+            reclaim_log=False,  # copied from the store into the batch (_staging.keep)
             limit_checks=(*((egress.limit_hit,) if egress else ()),
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
                             if keeper is not None and ctx.limits.write_bytes else ())),
@@ -317,7 +318,8 @@ async def _drive(
         finally:  # every process of the session is gone: what the batch keeps, into it
             with anyio.CancelScope(shield=True):
                 left_out = await anyio.to_thread.run_sync(
-                    lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir))
+                    lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir,
+                                 log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES))
             if progress is not None:
                 progress.workspace = paths.workspace
     hit = sandbox.limit_hit

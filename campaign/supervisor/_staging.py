@@ -16,6 +16,7 @@ followed, sparse files sparse, at most the store's size), and the store goes.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from sandbox.storage import CopyReport, SessionStore, copy_out, open_session_store, store_size
+from sandbox._reclaim import copy_regular
+from sandbox.storage import SessionStore, copy_out, open_session_store, store_size
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -83,26 +85,38 @@ async def staged(*, sealed_bytes: int, sealed_files: int,
         await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
 
 
-def keep(stage: Staged, *, workspace: Path, log_dir: Path) -> list[str]:
+def keep(stage: Staged, *, workspace: Path, log_dir: Path, log_bytes: int) -> list[str]:
     """Copy the ended session's workspace and log directory into the batch (blocking).
 
     Call only once every process of the session is gone. ``workspace`` and
-    ``log_dir`` must not exist (a fresh attempt's). A part the session never
-    had (a seal that failed before it wrote) is skipped.
+    ``log_dir`` must not exist, or be empty (a fresh attempt's). The
+    workspace goes with `copy_out` (symlinks as links, sparse files sparse,
+    at most the store's size); the log as the runner's copy of its regular
+    files, at most ``log_bytes`` (`sandbox._reclaim.copy_regular`: what a
+    session may write, however it wrote it). A part the session never had (a
+    seal that failed before it wrote) is skipped.
 
     Returns:
-        One line per entry the copy left out (not a regular file, directory or
-        symlink, or past the store's size), for the attempt's reason.
+        One line per entry the workspace copy left out (not a regular file,
+        directory or symlink, or past the store's size), its name quoted as a
+        JSON string (a session's names carry control characters), for the
+        attempt's reason.
     """
     left: list[str] = []
-    for source, destination in ((stage.workspace, workspace), (stage.log_dir, log_dir)):
-        if not source.is_dir() or source.is_symlink():
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            destination.rmdir()  # an empty directory made for the attempt
-        report = copy_out(source, destination, max_bytes=stage.store.size_bytes)
-        left += _left_out(report, destination.name)
+    if stage.workspace.is_dir() and not stage.workspace.is_symlink():
+        _clear(workspace)
+        report = copy_out(stage.workspace, workspace, max_bytes=stage.store.size_bytes)
+        left = [f"{json.dumps(item.path)} ({item.reason})" for item in report.skipped]
+    if stage.log_dir.is_dir() and not stage.log_dir.is_symlink():
+        _clear(log_dir)
+        copy_regular(stage.log_dir, log_dir, max_bytes=log_bytes)
     return left
+
+
+def _clear(directory: Path) -> None:
+    """Remove ``directory`` if it is an empty one the attempt made (never a full one)."""
+    with contextlib.suppress(FileNotFoundError):
+        directory.rmdir()
 
 
 def sealed_extent(root: Path, files: Iterable[str]) -> tuple[int, int]:
@@ -120,5 +134,3 @@ def sealed_extent(root: Path, files: Iterable[str]) -> tuple[int, int]:
     return total, count
 
 
-def _left_out(report: CopyReport, label: str) -> list[str]:
-    return [f"{label}/{item.path} ({item.reason})" for item in report.skipped]
