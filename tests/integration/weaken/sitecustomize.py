@@ -18,9 +18,11 @@ Weakenings, and the tests each one must turn red:
 - ``bind-checkout``: binds the runner's checkout read-only (escapes: runner's files).
 - ``host-paths``: binds a session's workspace, log and config directories at their host
   paths too, and starts it in its workspace's host path, as before the fixed paths (blind
-  sessions: the working directory names the arm, probe, session and batch).
-- ``options-on-argv``: puts the mounts on bwrap's command line as well as on its ``--args``
-  fd, as before (blind sessions: ``/proc/1/cmdline`` names every bind's host source).
+  sessions: the working directory names the arm, probe, session and batch; blind lookup:
+  ``pwd`` is the store's host path).
+- ``options-on-argv``: puts the mounts on bwrap's command line instead of its ``--args``
+  fd, as before (blind sessions, blind lookup: ``/proc/1/cmdline`` names every bind's host
+  source).
 - ``leak-env``: starts bwrap with the runner's environment, ``--clearenv`` kept
   (escapes: /proc/1/environ, the canary in the batch); with ``no-clearenv`` too,
   the session's own ``env`` shows it.
@@ -168,7 +170,7 @@ def _weaken_argv(argv_module: ModuleType) -> None:
     original_options = argv_module.bwrap_options
     last_env = _LAST_ENV
 
-    def bwrap_options(conf: Any) -> list[str]:
+    def weakened_options(conf: Any) -> list[str]:
         options: list[str] = list(original_options(conf))
         extra: list[str] = []
         if "bind-home" in WEAKEN:
@@ -187,6 +189,11 @@ def _weaken_argv(argv_module: ModuleType) -> None:
             options[-1] = str(conf.workspace)  # --chdir <host path>
         return [*options[:-2], *extra, *options[-2:]]
 
+    def bwrap_options(conf: Any) -> list[str]:
+        # options-on-argv: the mounts go on the command line instead of the --args fd (bwrap
+        # refuses them twice: a second --symlink at /bin exists already).
+        return [] if "options-on-argv" in WEAKEN else weakened_options(conf)
+
     def bwrap_argv(conf: Any, command: Any, **kwargs: Any) -> list[str]:
         argv: list[str] = list(original(conf, command, **kwargs))
         if "no-clearenv" in WEAKEN:
@@ -198,7 +205,7 @@ def _weaken_argv(argv_module: ModuleType) -> None:
             pairs = [part for name, value in last_env.items() for part in ("--setenv", name, value)]
             argv = _insert_before(argv, "--", pairs)
         if "options-on-argv" in WEAKEN:  # the mounts on the command line, as they were
-            argv = _insert_before(argv, "--clearenv", bwrap_options(conf))
+            argv = _insert_before(argv, "--clearenv", weakened_options(conf))
         return argv
 
     setattr(argv_module, "bwrap_options", bwrap_options)  # noqa: B010
