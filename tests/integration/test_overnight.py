@@ -28,6 +28,7 @@ from campaign.batch._ledger import read_ledger
 from campaign.batch._records import FinalRecord, StartedRecord, TornRecord
 from campaign.supervisor._streams import stream_lines
 from sandbox._config import CONFIG_ROOT
+from sandbox.storage import STORE_ROOT
 from tests import contract_check
 from tests.campaign.corpora import write_files
 from tests.integration import kit
@@ -267,9 +268,24 @@ def test_a_runner_killed_20_times_and_resumed_finishes_every_session_exactly_onc
     assert len(final) <= sum(started.values())
     torn = [r for r in records if isinstance(r, TornRecord)]
     nothing_left(pids)
+    no_store_left(pids)
     print(f"\n200 sessions, {kills} SIGKILLs, {sum(started.values())} attempts started, "
           f"{len(final)} final, {len(torn)} torn lines set aside, duplicates in transcripts: "
           f"{sum(n - 1 for n in keys.values())}")
+
+
+def no_store_left(pids: list[int]) -> None:
+    """No session store of these (dead) runners is left: no directory under the store root,
+    no mount in the host's mountinfo, no loop device backed by one of their images (the
+    start-up sweep of the next invocation removes a killed runner's, RC-02 blind sessions)."""
+    tags = tuple(f"{pid}." for pid in pids)
+    left = [e.name for e in STORE_ROOT.iterdir()] if STORE_ROOT.is_dir() else []
+    assert not [name for name in left if name.startswith(tags)], left
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False,
+                           timeout=30).stdout.splitlines()  # fmt: skip
+    for where in (mounts, loops):
+        assert not [line for line in where for tag in tags if f"/store/{tag}" in line], where
 
 
 # --- signals -------------------------------------------------------------------------------
@@ -279,7 +295,8 @@ import json, os, signal, sys, time
 if sys.argv[1:] == ["--version"]:
     print("0.0.0"); sys.exit(0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-print(json.dumps({"type": "system", "subtype": "init", "permissionMode": "dontAsk",
+print(json.dumps({"type": "system", "subtype": "init", "cwd": os.getcwd(),
+                  "permissionMode": "dontAsk",
                   "mcp_servers": [], "skills": [], "plugins": [], "memory_paths": {}}),
       flush=True)
 print(json.dumps({"type": "assistant", "parent_tool_use_id": None, "message": {
