@@ -233,3 +233,14 @@ def test_every_init_line_shows_one_cwd_and_memory_path_naming_nothing(blind: Bli
     assert not leaks, "\n".join(f"{what}: {snippet!r}" for what, snippet in leaks[:12])
     assert len(cwds) == 1, sorted(cwds)[:4]
     assert len(memories) == 1, sorted(memories)[:4]
+
+
+@pytest.mark.timeout(600)
+def test_every_init_line_shows_the_default_workspace_path_and_the_prose_names_it(
+        blind: Blind) -> None:
+    """The default workspace path is /workspace/<the corpus root's directory name> (the demo's
+    corpus is demo/example/corpus), and each transcript's prose says where the sessions ran."""
+    assert {event["cwd"] for _, event in _init_lines(blind.batch)} == {"/workspace/corpus"}
+    for arm in blind.names.arms:
+        prose = (blind.batch / "transcripts" / f"{arm}.md").read_text(encoding="utf-8")
+        assert "Every session saw its workspace at /workspace/corpus" in prose
