@@ -216,14 +216,8 @@ def replace_with_copy(directory: Path, *, max_bytes: int) -> Reclaimed:
     token = secrets.token_hex(4)
     copy = directory.with_name(f".{directory.name}.copy-{token}")
     old = directory.with_name(f".{directory.name}.session-{token}")
-    done = Reclaimed()
-    copy.mkdir(mode=SEALED_DIR_MODE)
+    done = copy_regular(directory, copy, max_bytes=max_bytes)
     try:
-        src = os.open(directory, _DIR_FLAGS)
-        try:
-            _copy_dir(src, copy, 1, done, max_bytes)
-        finally:
-            os.close(src)
         directory.rename(old)
         copy.rename(directory)
     except BaseException:
