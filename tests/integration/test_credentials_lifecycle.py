@@ -150,7 +150,10 @@ def _spec(setup: Setup, probe: str, session: str = "s1") -> SessionSpec:
 
 
 def _prefix(probe: str, session: str = "s1") -> str:
-    return f"{os.getpid()}-present-{probe}-{session}-"
+    """This runner's config directories: every session's is named alike, ``<pid>-session-``
+    (blind sessions: its name carries no arm, probe or session), and these tests run one
+    session at a time."""
+    return f"{os.getpid()}-session-"
 
 
 async def _run(setup: Setup, spec: SessionSpec, ctx: BatchContext | None = None) -> str:
@@ -259,7 +262,7 @@ def _said(stderr: str) -> list[str]:
 
 
 def _left_over(pid: int) -> list[Path]:
-    return sorted(CONFIG_ROOT.glob(f"{pid}-present-LIFE-OK-r1-*")) if CONFIG_ROOT.is_dir() else []
+    return sorted(CONFIG_ROOT.glob(f"{pid}-session-*")) if CONFIG_ROOT.is_dir() else []
 
 
 def test_a_runner_killed_by_sigkill_leaves_a_copy_the_next_start_removes_and_names(
