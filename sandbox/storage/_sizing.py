@@ -17,9 +17,11 @@ inodes, no journal, 1.47.0), ``statvfs`` before and after writing the files:
 So ``size = sealed_bytes + sealed_files * FILE_SLACK_BYTES + write_bytes
 + inodes * INODE_BYTES``, plus `MARGIN` of that (directory blocks, extent
 blocks, group metadata) and `FIXED_BYTES`, rounded up to a MiB and at least
-`MIN_SIZE_BYTES`; ``inodes = 2 * sealed_files + NEW_INODES`` (the sealed files,
-as many again for their directories and the session's copies, and a floor
-of the session's own). The image is sparse: the size bounds the session;
+`MIN_SIZE_BYTES`; ``inodes = 2 * sealed_files + max(NEW_INODES, write_bytes //
+BLOCK_BYTES)`` (the sealed files, as many again for their directories and the
+session's copies, and the session's own: as many as its writes limit has 4 KiB
+blocks, since the sampled limit counts every entry as at least one block,
+`sandbox._watch`, with a floor). The image is sparse: the size bounds the session;
 the host pays only for the blocks written.
 """
 
@@ -54,7 +56,8 @@ def store_size(*, sealed_bytes: int, sealed_files: int, write_bytes: int) -> tup
 
     After the sealed copy (``sealed_files`` files holding ``sealed_bytes``
     bytes) is written, the store still has room for ``write_bytes`` bytes of
-    data and `NEW_INODES` new files; the kernel refuses more than the image.
+    data and as many new files as ``write_bytes`` has 4 KiB blocks (at least
+    `NEW_INODES`); the kernel refuses more than the image.
 
     Args:
         sealed_bytes: Bytes of the workspace's sealed copy (and anything else the caller
@@ -72,7 +75,7 @@ def store_size(*, sealed_bytes: int, sealed_files: int, write_bytes: int) -> tup
     if min(sealed_bytes, sealed_files, write_bytes) < 0:
         raise ValueError(f"sizes must not be negative: {sealed_bytes}, {sealed_files}, "
                          f"{write_bytes}")  # fmt: skip
-    inodes = 2 * sealed_files + NEW_INODES
+    inodes = 2 * sealed_files + max(NEW_INODES, write_bytes // BLOCK_BYTES)
     need = (sealed_bytes + sealed_files * FILE_SLACK_BYTES + write_bytes
             + inodes * INODE_BYTES)  # fmt: skip
     size = need + int(need * MARGIN) + FIXED_BYTES

@@ -47,3 +47,10 @@ def test_after_the_sealed_copy_the_session_can_write_its_bound(
         room = os.statvfs(store.path)
         assert room.f_bavail * room.f_frsize >= write_bytes
         assert room.f_favail >= NEW_INODES
+
+
+def test_a_session_may_make_as_many_entries_as_its_writes_limit_has_blocks() -> None:
+    """The sampled writes limit counts each new entry as at least one 4 KiB block, so the
+    kernel's inode bound lets the session make that many (512 MiB: 131,072), never fewer."""
+    _, inodes = store_size(sealed_bytes=0, sealed_files=10, write_bytes=512 << 20)
+    assert inodes == 2 * 10 + (512 << 20) // 4096
