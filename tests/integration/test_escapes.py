@@ -201,25 +201,24 @@ def _listed(text: str) -> set[str]:
     return {line.split()[-1] for line in lines} - {".", ".."}
 
 
-@pytest.mark.parametrize(
-    ("probe", "name", "only"),
-    [
-        # The batch dir exists inside only as the skeleton bwrap makes for the mount
-        # points: no ledger, plan, config, transcripts, nor any other session.
-        ("ESC-BATCH", "batch.txt", {"sessions"}),
-        ("ESC-DOTDOT", "dotdot2.txt", {"s1"}),
-    ],
-)
-def test_a_parent_of_the_mounts_shows_only_the_mount_skeleton(
-    escaped: Host, probe: str, name: str, only: set[str]
-) -> None:
-    assert _listed(_attempt(escaped, probe, name)) == only
+def test_the_batch_directory_is_not_there_at_all(escaped: Host) -> None:
+    """Blind sessions (RC-02): every directory of the session is bound at a fixed path, so not
+    even the skeleton of the batch's path (for its mount points) exists inside."""
+    _denied(_attempt(escaped, "ESC-BATCH", "batch.txt"))
 
 
-def test_the_config_root_shows_only_the_sessions_own_config_dir(escaped: Host) -> None:
-    """Other sessions' config dirs (and their credentials) are not mounted: only its own is."""
-    (listed,) = _listed(_attempt(escaped, "ESC-RUNNER", "cfgroot.txt"))
-    assert listed.split("-")[1:5] == ["present", "ESC", "RUNNER", "s1"]
+def test_above_the_workspace_is_only_the_sandboxs_own_root(escaped: Host) -> None:
+    """``ls ../..`` from the workspace path (/workspace/<corpus>) lists the sandbox's root:
+    its system mounts and /workspace, nothing that names a session or its batch."""
+    listed = _listed(_attempt(escaped, "ESC-DOTDOT", "dotdot2.txt"))
+    assert {"usr", "etc", "proc", "tmp", "workspace"} <= listed, listed
+    assert not listed & {"s1", "sessions", "present", "ESC-DOTDOT", escaped.batch.name}, listed
+
+
+def test_the_config_root_is_not_there(escaped: Host) -> None:
+    """Other sessions' config dirs (and their credentials) are not mounted, and the session's
+    own is at /run/headwater/config: the host's config root does not exist inside."""
+    _denied(_attempt(escaped, "ESC-RUNNER", "cfgroot.txt"))
 
 
 def test_another_sessions_workspace_is_not_there(escaped: Host) -> None:
