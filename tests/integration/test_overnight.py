@@ -145,9 +145,10 @@ def test_a_cost_budget_stops_the_batch_and_a_larger_one_finishes_it_counting_eac
 def test_a_batch_that_records_nothing_exits_5(root: Path) -> None:
     corpus = make_corpus(root / "corpus", probes=1, repetitions=1)
     harness = root / "harness"  # prints an init line and ends: no result line (no-result)
-    harness.write_text("#!/usr/bin/python3\nimport json,sys\nif sys.argv[1:]==['--version']:\n"
+    harness.write_text("#!/usr/bin/python3\nimport json,os,sys\nif sys.argv[1:]==['--version']:\n"
                        " print('0.0.0'); sys.exit(0)\nprint(json.dumps({'type':'system',"
-                       "'subtype':'init','permissionMode':'dontAsk','mcp_servers':[],"
+                       "'subtype':'init','cwd':os.getcwd(),'permissionMode':'dontAsk',"
+                       "'mcp_servers':[],"
                        "'skills':[],'plugins':[],'memory_paths':{}}))\n")
     harness.chmod(0o755)
     proc = cli(*run_args(corpus, root / "batch", harness, "--retries", "0", "--no-keep-streams"))
