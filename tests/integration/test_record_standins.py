@@ -381,7 +381,7 @@ def test_u2028_and_multibyte_characters_split_across_reads(tmp_path: Path, corpu
     command = "echo '\u20ac\u2028\u2014'"
     text = "R\u00e9ponse v\u00e9rifi\u00e9e\u2028" + "\u20ac" * 3000 + "\nHW-DR-0052"
     for pad in range(9):  # make both of the stand-in's cut points fall inside a character
-        stream = (init(cwd="/ws" + "x" * pad) + tool_use("t2", "Bash", {"command": command},
+        stream = (init(pad="x" * pad) + tool_use("t2", "Bash", {"command": command},
                                                          msg="m1")
                   + tool_result("t2", "\u20ac\u2028\u2014") + say(text, msg="m2") + result())
         step = -(-len(stream) // 3)
