@@ -40,7 +40,14 @@ import pytest
 from sandbox._config import sweep_config_root
 from sandbox._scratch import sweep_killed_runners
 from tests.integration import kit
-from tests.integration.test_record_standins import PROBE, SESSION, finals, make_corpus, record
+from tests.integration.test_record_standins import (
+    PROBE,
+    SESSION,
+    STANDIN_WORKSPACE,
+    finals,
+    make_corpus,
+    record,
+)
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(240)]
 
@@ -194,7 +201,7 @@ def _starve(tmp_path: Path) -> None:
         [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus), "--probe", PROBE,
          "--arm", "present", "--batch-dir", str(hog_batch), "--harness", str(hog),
          "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY",
-         "--post-result-grace", "2"],
+         "--post-result-grace", "2", "--workspace-path", STANDIN_WORKSPACE],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         holding = kit.wait_for(
