@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 from ._errors import CredentialsMissing
 from ._privileges import SessionUser, hand_over_file
 from ._remove import remove_tree
+from ._roots import usable_root
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -106,7 +107,9 @@ def session_config_dir(
     """Create one session's config directory, yield it, and always remove it (RC-03).
 
     The directory is ``root/<pid>-<name>-<random>/``, mode 0700 (``root`` is
-    created with mode `CONFIG_ROOT_MODE`, 0711, when missing). It starts empty
+    created with mode `CONFIG_ROOT_MODE`, 0711, when missing; a ``root`` this
+    runner may not write, another user's, is replaced by its own,
+    `sandbox._roots.usable_root`). It starts empty
     and receives a copy of ``credentials.credentials_file`` as
     ``.credentials.json``, mode 0600, when there is one; an API key goes
     through the environment instead. With ``owner`` (a root runner's session
@@ -133,6 +136,7 @@ def session_config_dir(
     """
     if not name or "/" in name or "\0" in name:
         raise ValueError(f"name must be a non-empty label without '/' or NUL, got {name!r}")
+    root = usable_root(root, root.name)  # another user's root: the runner's own
     _ensure_root(root)
     path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{name}-", dir=root)).absolute()
     try:
@@ -194,10 +198,13 @@ def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
     Raises:
         OSError: a directory could not be removed.
     """
-    if not root.is_dir():
+    root = usable_root(root, root.name)  # where this runner makes its directories
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:  # missing, or another user's and not listable: nothing of ours there
         return []
     removed: list[Path] = []
-    for entry in sorted(root.iterdir()):
+    for entry in entries:
         match = _ENTRY_NAME.match(entry.name)
         if match is None or entry.is_symlink() or not entry.is_dir():
             continue

@@ -82,6 +82,7 @@ from ._egress_http import target_of_url as target_of_url
 from ._egress_relay import answer, forward_once, splice
 from ._groups import single_unwrapped
 from ._limits import LimitHit
+from ._roots import usable_root
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -379,6 +380,7 @@ async def open_egress_proxy(
 
 
 def _new_socket_dir(root: Path) -> Path:
+    root = usable_root(root, root.name)  # another user's root: the runner's own
     root.mkdir(parents=True, exist_ok=True)
     _sweep(root)
     return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
