@@ -103,6 +103,7 @@ def session_config_dir(
     name: str,
     root: Path = CONFIG_ROOT,
     owner: SessionUser | None = None,
+    path: Path | None = None,
 ) -> Iterator[Path]:
     """Create one session's config directory, yield it, and always remove it (RC-03).
 
@@ -125,6 +126,9 @@ def session_config_dir(
         name: A label for the directory, e.g. the session name; no ``/``.
         root: Where the directories live; `CONFIG_ROOT` in production.
         owner: Who the session runs as, or None for the runner itself.
+        path: Make exactly this directory instead (it must not exist; its parent
+            is the caller's): a session's in its own store, whose mounts show no
+            host path (RC-02 blind sessions); ``root`` and ``name`` are unused.
 
     Yields:
         The directory's absolute path.
@@ -136,9 +140,13 @@ def session_config_dir(
     """
     if not name or "/" in name or "\0" in name:
         raise ValueError(f"name must be a non-empty label without '/' or NUL, got {name!r}")
-    root = usable_root(root, root.name)  # another user's root: the runner's own
-    _ensure_root(root)
-    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{name}-", dir=root)).absolute()
+    if path is None:
+        root = usable_root(root, root.name)  # another user's root: the runner's own
+        _ensure_root(root)
+        path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{name}-", dir=root)).absolute()
+    else:
+        path = path.absolute()
+        path.mkdir(mode=_DIR_MODE)
     try:
         os.chmod(path, _DIR_MODE)
         if owner is not None:

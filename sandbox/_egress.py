@@ -334,7 +334,7 @@ class EgressProxy:
 @asynccontextmanager
 async def open_egress_proxy(
     allowed: Target, *, root: Path = EGRESS_ROOT, owner: tuple[int, int] | None = None,
-    max_connections: int | None = None,
+    max_connections: int | None = None, directory: Path | None = None,
 ) -> AsyncIterator[EgressProxy]:
     """Listen on a new Unix socket that relays to ``allowed`` only; remove it on exit.
 
@@ -353,6 +353,9 @@ async def open_egress_proxy(
         owner: ``(uid, gid)`` for the directory and socket, or None for the runner's.
         max_connections: Most connections the session may hold open at once
             (`sandbox._limits.Limits.connections`); None is no cap.
+        directory: Make the socket's directory exactly here instead (0700; it must
+            not exist): a session's in its own store, whose mounts show no host path
+            (RC-02 blind sessions); ``root`` is then unused.
 
     Yields:
         The proxy; read `EgressProxy.stats` after the session's harness exited.
@@ -360,7 +363,10 @@ async def open_egress_proxy(
     Raises:
         OSError: the directory or socket cannot be created.
     """
-    directory = await anyio.to_thread.run_sync(_new_socket_dir, root)
+    if directory is None:
+        directory = await anyio.to_thread.run_sync(_new_socket_dir, root)
+    else:
+        directory.mkdir(mode=0o700)
     try:
         path = directory / "egress.sock"
         listener = await anyio.create_unix_listener(path, mode=0o600)

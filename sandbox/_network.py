@@ -74,13 +74,14 @@ async def open_session_egress(
     root: Path = EGRESS_ROOT,
     owner: tuple[int, int] | None = None,
     max_connections: int | None = None,
+    directory: Path | None = None,
 ) -> AsyncIterator[EgressProxy | None]:
     """The egress proxy of one session, or None with ``--network host``.
 
     Allows exactly the ``host:port`` of ``provider_url`` (of
     `DEFAULT_PROVIDER_URL` when None), at most ``max_connections`` open at
     once. See `sandbox._egress.open_egress_proxy` for the socket, its modes
-    and ``owner``, the cap, and cancellation.
+    and ``owner``, ``directory``, the cap, and cancellation.
 
     Raises:
         ValueError: ``provider_url`` is not an ``http(s)://`` URL with a host.
@@ -90,7 +91,7 @@ async def open_session_egress(
         yield None
         return
     target = target_of_url(provider_url or DEFAULT_PROVIDER_URL)
-    async with open_egress_proxy(target, root=root, owner=owner,
+    async with open_egress_proxy(target, root=root, owner=owner, directory=directory,
                                  max_connections=max_connections) as proxy:  # fmt: skip
         yield proxy
 

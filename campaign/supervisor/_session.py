@@ -239,7 +239,8 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
             async with lease_user(ctx.session_pool) as user:
                 owner = (user.uid, user.gid) if user else None
                 async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
-                                               max_connections=ctx.limits.connections) as egress:
+                                               max_connections=ctx.limits.connections,
+                                               directory=stage.egress_dir) as egress:
                     facts = await _drive(spec, ctx, paths, sealed.manifest, started, user,
                                          egress, keeper, progress, stage)  # fmt: skip
     except SessionUserUnusable as exc:  # no user could be leased (the drive maps its own)
@@ -270,7 +271,8 @@ async def _drive(
 ) -> dict[str, Any]:
     probe = spec.probe
     inside = ctx.workspace_path
-    with session_config_dir(ctx.credentials, name=SESSION_LABEL, owner=user) as cfg:
+    with session_config_dir(ctx.credentials, name=SESSION_LABEL, owner=user,
+                            path=stage.config_dir) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
             declared_mcp_servers=declared_mcp_servers_of(stage.workspace),

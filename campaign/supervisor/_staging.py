@@ -35,6 +35,10 @@ WORKSPACE_NAME: Final = "workspace"
 """The workspace's directory in the store (its mountinfo root, inside the sandbox)."""
 LOG_NAME: Final = "log"
 """The log directory's directory in the store."""
+CONFIG_NAME: Final = "config"
+"""The config directory's directory in a store of its own (with the credentials copy)."""
+EGRESS_NAME: Final = "egress"
+"""The egress socket's directory in a store of its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +50,17 @@ class Staged:
             says whether the kernel bounds its size.
         workspace: Where the workspace is sealed into (does not exist yet).
         log_dir: The session's log directory (made, empty).
+        config_dir: Where the session's config directory goes (not made), or None
+            (a staging directory, not a file system of its own: the shared config
+            root, as before).
+        egress_dir: Where the egress socket's directory goes (not made), or None.
     """
 
     store: SessionStore
     workspace: Path
     log_dir: Path
+    config_dir: Path | None = None
+    egress_dir: Path | None = None
 
 
 @asynccontextmanager
@@ -76,7 +86,10 @@ async def staged(*, sealed_bytes: int, sealed_files: int,
     store = await anyio.to_thread.run_sync(manager.__enter__)
     try:
         log_dir = await anyio.to_thread.run_sync(store.subdir, LOG_NAME)
-        yield Staged(store=store, workspace=store.path / WORKSPACE_NAME, log_dir=log_dir)
+        own = store.kernel_bounded  # mounts of its own file system show no host path
+        yield Staged(store=store, workspace=store.path / WORKSPACE_NAME, log_dir=log_dir,
+                     config_dir=store.path / CONFIG_NAME if own else None,
+                     egress_dir=store.path / EGRESS_NAME if own else None)
     except BaseException as exc:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(manager.__exit__, type(exc), exc, exc.__traceback__)

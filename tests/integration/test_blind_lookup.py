@@ -333,9 +333,6 @@ def test_a_root_runners_session_looks_up_nothing_of_its_condition(root_run: Look
     assert not leaks, "\n".join(leaks)
 
 
-@pytest.mark.xfail(strict=True, reason="the config directory and the egress socket are bound "
-                   "from /var/tmp/headwater-campaign/{cfg,egress}/<runner pid>-..., which "
-                   "mountinfo shows: names of the runner, none of the condition")
 def test_a_root_runners_session_sees_none_of_the_runners_directories(root_run: Looked) -> None:
     """Nothing under /var/tmp/headwater-campaign and no runner-tagged name shows at all."""
     leaks = _leaks(root_run.text, root_run.batch, root_run.session, runner_paths=True)

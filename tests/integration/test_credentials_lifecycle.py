@@ -45,6 +45,7 @@ from demo import ScriptedProvider, load_scripts
 from sandbox import CONFIG_ROOT, Credentials, session_pool
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
+from sandbox.storage import STORE_ROOT
 from tests.integration import kit
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.timeout(300)]
@@ -94,7 +95,9 @@ class Watch:
             time.sleep(POLL_S)
 
     def dirs(self) -> list[Path]:
-        return sorted(CONFIG_ROOT.glob(self.prefix + "*")) if CONFIG_ROOT.is_dir() else []
+        """The session's config directory: in the attempt's own store for a root runner (its
+        mounts then show no host path), else under the shared config root."""
+        return _config_dirs(self.prefix, os.getpid())
 
     def __enter__(self) -> Watch:
         assert self.dirs() == []
@@ -147,6 +150,13 @@ def _spec(setup: Setup, probe: str, session: str = "s1") -> SessionSpec:
     plan = setup.ctx.plan
     return SessionSpec(probe=next(p for p in plan.probes if p.id == probe),
                        arm=plan.arm_spec("present"), repetition=1, session=session)
+
+
+def _config_dirs(prefix: str, pid: int) -> list[Path]:
+    """Config directories of runner ``pid``: ``<store>/fs/config`` of its stores (tagged
+    ``<pid>.<start>-``), and ``<prefix>*`` under the shared config root."""
+    found = sorted(STORE_ROOT.glob(f"{pid}.*/fs/config")) if STORE_ROOT.is_dir() else []
+    return found + (sorted(CONFIG_ROOT.glob(prefix + "*")) if CONFIG_ROOT.is_dir() else [])
 
 
 def _prefix(probe: str, session: str = "s1") -> str:
@@ -257,12 +267,15 @@ ATTEMPTS = 3
 left-over first, our command cannot say so, and the scenario is tried again."""
 
 
-def _said(stderr: str) -> list[str]:
-    return re.findall(r"removed a credentials copy left by a killed runner: (\S+)", stderr)
+def _said(stderr: str, left: Path) -> bool:
+    """The start named the left-over: its config directory, or the store that held it."""
+    named = re.findall(r"(?:removed a credentials copy|ended and removed what) (?:left by )?a "
+                       r"killed runner(?: left)?: (\S+)", stderr)
+    return any(str(left) == n or str(left).startswith(n + "/") for n in named)
 
 
 def _left_over(pid: int) -> list[Path]:
-    return sorted(CONFIG_ROOT.glob(f"{pid}-session-*")) if CONFIG_ROOT.is_dir() else []
+    return _config_dirs(f"{pid}-session-", pid)
 
 
 def test_a_runner_killed_by_sigkill_leaves_a_copy_the_next_start_removes_and_names(
@@ -275,9 +288,9 @@ def test_a_runner_killed_by_sigkill_leaves_a_copy_the_next_start_removes_and_nam
     env = kit.base_env(HOME=str(root / "home"), CLAUDE_CONFIG_DIR=str(root / "home"))
     for _ in range(ATTEMPTS):
         left, stderr = _kill_a_runner_then_start_doctor(root, standin, env)
-        if str(left) in _said(stderr) or left.exists():
+        if _said(stderr, left) or left.exists():
             break
-    assert str(left) in _said(stderr), stderr
+    assert _said(stderr, left), stderr
     assert not left.exists()
 
 
@@ -330,10 +343,10 @@ def test_every_command_start_removes_left_overs_and_says_so(setup: Setup, comman
         (left / ".credentials.json").write_bytes(CREDS)
         done = kit.cli(command, *args, "--bwrap", "/nonexistent/bwrap",
                        env=kit.base_env(HW_KEY=KEY))  # fmt: skip
-        if str(left) in _said(done.stderr) or left.exists():
+        if _said(done.stderr, left) or left.exists():
             break
     assert done.returncode == 12, done.stdout + done.stderr
-    assert str(left) in _said(done.stderr), done.stderr
+    assert _said(done.stderr, left), done.stderr
     assert not left.exists()
     assert not (root / f"batch-{command}" / "ledger.jsonl").exists()
 
