@@ -41,7 +41,9 @@ Attacks and what was seen when this file was written:
   counts it once). HELD: the copy into the batch holds at most the store's size
   and lists the names it left out.
 
-Tests marked ``GOT THROUGH`` below fail on this tree: they are the fixes' tests.
+Tests marked ``GOT THROUGH`` below were red when the attacks were found, and are the fixes'
+tests: the log now goes straight into the batch (`sandbox._reclaim.copy_regular`) and the
+names the copy left out are quoted as JSON strings.
 """
 
 from __future__ import annotations
@@ -148,9 +150,9 @@ def workspace(batch: Path, probe: str) -> Path:
     return batch / "sessions" / "present" / probe / "s1" / "workspace"
 
 
-# --- GOT THROUGH: these fail on this tree ------------------------------------------------------
+# --- GOT THROUGH when found (red then), fixed since -------------------------------------------
 
-# GOT THROUGH (fails on this tree): a session that fills its store stops the whole batch (exit
+# GOT THROUGH (red when found): a session that fills its store stops the whole batch (exit
 # 6, the host blamed) instead of ending limit-exceeded; the runner's log copy is made in the
 # store (ENOSPC). Fix: copy the log out of the store (or keep room the session cannot take).
 def test_a_session_that_fills_its_store_ends_limit_exceeded_and_the_batch_goes_on() -> None:
@@ -166,7 +168,7 @@ def test_a_session_that_fills_its_store_ends_limit_exceeded_and_the_batch_goes_o
         assert finals["STORE-HONEST-1"]["state"] == "recorded"
 
 
-# GOT THROUGH (fails on this tree): every inode of the store taken by empty files (no data)
+# GOT THROUGH (red when found): every inode of the store taken by empty files (no data)
 # stops the batch the same way (exit 6); the session never gets a final record. Fix: as above.
 def test_a_session_that_takes_every_inode_of_its_store_does_not_stop_the_batch() -> None:
     with kit.host_dir("hw-store-inodes-") as root:
@@ -178,7 +180,7 @@ def test_a_session_that_takes_every_inode_of_its_store_does_not_stop_the_batch()
         assert finals["STORE-HONEST-1"]["state"] == "recorded"
 
 
-# GOT THROUGH (fails on this tree): a session within its writes limit (40 MiB of log under
+# GOT THROUGH (red when found): a session within its writes limit (40 MiB of log under
 # --max-writes 64M) stops the batch with exit 6: the log's copy, made in the store, needs its
 # size again. Fix: copy the log out of the store (into the batch) instead of beside itself.
 def test_a_session_within_its_limit_that_logs_much_does_not_stop_the_batch() -> None:
@@ -193,7 +195,7 @@ def test_a_session_within_its_limit_that_logs_much_does_not_stop_the_batch() -> 
         assert finals["STORE-HONEST-1"]["state"] == "recorded"
 
 
-# GOT THROUGH (fails on this tree): a name the session chose reaches the operator's terminal
+# GOT THROUGH (red when found): a name the session chose reaches the operator's terminal
 # raw (ESC sequences, a forged progress line after a newline) through the reason's note of
 # what the copy left out: run's progress line and show print it. Fix: name each left-out
 # entry escaped in the reason (e.g. json.dumps / ascii with \\n, \\x1b), as the stderr tail is.
