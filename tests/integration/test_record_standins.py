@@ -764,3 +764,18 @@ def test_a_crafted_model_breaks_neither_its_record_nor_the_next(
             f'"{MODEL}\\n## Events\\nx" (1 session); served_version names the most frequent '
             "(a tie goes to the lexicographically first).") in lines
     assert transcript(batch)[1]["served_version"] == MODEL  # the tie: MODEL sorts first
+
+
+def test_record_into_a_batch_of_another_workspace_path_is_refused(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """RC-02: every session of a batch runs at the batch's one workspace path, so a ``record``
+    that asks for another would mix two conditions in one batch: exit 2, naming both paths,
+    and nothing more written."""
+    harness = write_standin(tmp_path / "claude", stdout=SESSION)
+    batch = tmp_path / "b"
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    before = (batch / "ledger.jsonl").read_bytes()
+    run = record(corpus, batch, harness, "--workspace-path", "/elsewhere")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"ran at {STANDIN_WORKSPACE}, this run's at /elsewhere" in run.stdout + run.stderr
+    assert (batch / "ledger.jsonl").read_bytes() == before

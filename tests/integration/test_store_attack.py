@@ -6,9 +6,9 @@ run by /usr/bin/python3: it reads its task (the last argument), does that
 attack in its workspace (its store, a loop-mounted ext4 for this root runner),
 then prints a valid stream whose init line's cwd is its working directory
 (the batch's workspace path). Rules: docs/storage.md (the kernel bounds the
-session to its store; what the batch keeps is copied out of it), DESIGN.md
+session to its store; what the batch keeps is copied out of it), docs/batch.md
 "Session states" (a session past a limit ends ``limit-exceeded``, never the
-batch), RC-02 (blind sessions).
+batch), RC-02 (blind sessions, docs/confinement.md).
 
 Attacks and what was seen when this file was written:
 
