@@ -1,6 +1,6 @@
 """Benchmark (not a test): peak RSS and throughput of drive_child over long streams.
 
-DESIGN.md "Targets: memory": the runner's peak RSS is flat in stream length
+docs/bench.md (memory): the runner's peak RSS is flat in stream length
 (within 10 % between 100 MB and 1 GB of the same lines) and under 100 MB.
 
 Usage: ``.venv/bin/python bench/reader_memory.py [SIZE_MB ...]`` (default 100 1000).

@@ -1,4 +1,4 @@
-r"""The answer rule (DESIGN.md RC-13; the recorder contract, "the answer is the final line").
+r"""The answer rule (docs/glossary.md RC-13; the recorder contract, "the answer is the final line").
 
 The answer is read off the final message's last non-empty line, compared as a
 set of words with each declared answer, and written in its declared form.

@@ -1,5 +1,5 @@
 """The bounds on what one session adds to the record: past most of them the session ends
-``limit-exceeded`` (DESIGN.md "Session states"; docs/recorder.md), nothing is cut to fit.
+``limit-exceeded`` (docs/batch.md "Session states"; docs/recorder.md), nothing is cut to fit.
 
 Each bound was set against what a hostile session did before it (the figures in each
 docstring); a real session stays far below every one. The transform reads them through

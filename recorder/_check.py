@@ -6,7 +6,7 @@
   permission, a directory). Never reported as a pass. Bytes that were read
   whole but are not UTF-8, or carry CRLF line endings, are verified broken.
 
-DESIGN.md "Exit statuses": ``check-transcript``: 0 clean, 1 refused, 4
+docs/cli.md "Exit statuses": ``check-transcript``: 0 clean, 1 refused, 4
 could not verify.
 """
 
@@ -27,7 +27,7 @@ Verdict = Literal["clean", "refused", "unverified"]
 EXIT_STATUS: Final[Mapping[Verdict, int]] = MappingProxyType(
     {"clean": 0, "refused": 1, "unverified": 4}
 )
-"""Process exit status per verdict (DESIGN.md "Exit statuses")."""
+"""Process exit status per verdict (docs/cli.md "Exit statuses")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The realized cost of an arm, in whole US cents (DESIGN.md RC-14).
+"""The realized cost of an arm, in whole US cents (docs/glossary.md RC-14).
 
 ``cost_cents = ceiling(100 x sum(total_cost_usd))`` over the last ``result``
 line of every attempt of every session of the arm, whatever its final state.

@@ -2,7 +2,7 @@
 
 Every digest the project writes (plan members, manifests, call results,
 produced artifacts) goes through these helpers, so there is one definition of
-"the digest of X" (DESIGN.md, "Digests").
+"the digest of X" (docs/plan.md).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def is_digest(value: str) -> bool:
 
 
 def tree_digest(entries: dict[str, str]) -> str:
-    """Digest of a set of files, the ``tree`` formula of DESIGN.md.
+    """Digest of a set of files, the ``tree`` formula of docs/plan.md.
 
     Args:
         entries: corpus-relative POSIX path -> that file's ``sha256:`` digest.

@@ -4,7 +4,7 @@ The recorder's only process code, and it spawns nothing itself: the child
 comes from `sandbox` (`sandbox.open_confined` for a session, `sandbox.open_child`
 for a plain one), which owns spawning, the lifeline, the reap and ``OSError``.
 Rule sources: RC-01 (the transform reads the stdout pipe), BC-03 (line cap),
-BC-13 (stderr drained concurrently), DESIGN.md "Targets: memory" (pull-based
+BC-13 (stderr drained concurrently), docs/bench.md (memory) (pull-based
 reading).
 """
 
@@ -43,10 +43,10 @@ __all__ = [
 ]
 
 STDERR_TAIL_BYTES: Final = 64 * 1024
-"""The last bytes of stderr kept with the session (DESIGN.md, batch layout ``stderr.tail``)."""
+"""The last bytes of stderr kept with the session (docs/batch.md layout, ``stderr.tail``)."""
 POST_RESULT_GRACE_S: Final = 30.0
 """Seconds a harness may stay silent and alive after a result line before the driver ends
-it (DESIGN.md "Session states", ``--post-result-grace``): a harness that hangs after its
+it (docs/batch.md "Session states", ``--post-result-grace``): a harness that hangs after its
 result is a known CLI fault, and background subagents print within seconds."""
 
 DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long"]
@@ -121,7 +121,7 @@ async def drive_child(
     always reaped (`sandbox.Child.reap`: SIGTERM to it and its group,
     ``grace_s``, SIGKILL, bounded); the caller still closes it (its context does).
 
-    **Post-result grace** (DESIGN.md "Session states"): once ``on_line`` has
+    **Post-result grace** (docs/batch.md "Session states"): once ``on_line`` has
     returned True for a line (a result line), the child must print or exit
     within ``post_result_grace_s`` seconds (time in ``on_line`` not counted);
     every stdout byte after it (background subagents, a second result)

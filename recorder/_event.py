@@ -85,7 +85,7 @@ def build_event(
 
     Raises:
         ValueError: ``obs.state`` is not ``recorded`` (only recorded sessions
-            become events; DESIGN.md session states).
+            become events; docs/batch.md "Session states").
     """
     if obs.state != "recorded":
         raise ValueError(f"only a recorded session becomes an event, not {obs.state!r}")

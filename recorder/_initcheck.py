@@ -1,4 +1,4 @@
-"""The init-line check (DESIGN.md RC-07, stricter than the spec).
+"""The init-line check (docs/glossary.md RC-07, stricter than the spec).
 
 `check_init` reads one ``system``/``init`` line and returns the reasons it
 refuses the session ([] = accept). It polices six fields and fails closed: a
@@ -26,7 +26,7 @@ older and newer releases, tests/fixtures/bug_inputs/BC-08_*):
   for every session, naming nothing of its arm, probe, session or batch).
 
 A declared MCP server reported ``failed`` is not a refusal here: it makes the
-session ``env-fault`` (`failed_declared_mcp_servers`, DESIGN.md session states).
+session ``env-fault`` (`failed_declared_mcp_servers`, docs/batch.md "Session states").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pull-based, bounded framing of the harness's stdout into lines.
 
-Rule sources: BC-03 (line cap) and DESIGN.md "Targets: memory" (pull-based).
+Rule sources: BC-03 (line cap) and docs/bench.md (memory) (pull-based).
 
 Lines are framed on the byte 0x0A only and stay bytes: a chunk is never
 decoded, so a multi-byte UTF-8 character split across reads, or a U+2028

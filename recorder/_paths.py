@@ -1,4 +1,4 @@
-"""Paths a session named outside its workspace (DESIGN.md RC-08), and in-workspace resolution.
+"""Paths a session named outside its workspace (RC-08, docs/glossary.md); in-workspace resolution.
 
 A session sees its workspace at the batch's workspace path (RC-02: one fixed
 path for every session, ``inside``), while its files are on the host at

@@ -168,7 +168,7 @@ class StreamObserver:
         Returns:
             True when the line was a ``result`` line the state is decided from
             (after the first init line): the driver's post-result grace starts
-            or restarts (DESIGN.md "Session states"; `recorder.drive_child`).
+            or restarts (docs/batch.md "Session states"; `recorder.drive_child`).
         """
         self._lines += 1
         obj = observe_line(line)

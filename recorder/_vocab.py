@@ -1,12 +1,12 @@
 """The closed vocabularies: arms, tiers, session states, and what each state means.
 
 One place for every closed set the runner names (RC-14's ``arm`` and ``tier``;
-DESIGN.md "Session states"), and for the predicates over states that the
+docs/batch.md "Session states"), and for the predicates over states that the
 recorder, the supervisor, the transcript, the progress view and ``resume``
 all ask. Nobody classifies a state by its spelling (``startswith("refused")``)
 or keeps a private table: they ask here.
 
-The state table, row by row (DESIGN.md "Session states"):
+The state table, row by row (docs/batch.md "Session states"):
 
 ============================  =====  ===========================  ==========
 state                         event  retryable                    cost
@@ -61,7 +61,7 @@ SessionState: TypeAlias = Literal[
     "budget-stopped",
     "limit-exceeded",
 ]
-"""DESIGN.md "Session states": every attempt ends in exactly one of these."""
+"""docs/batch.md "Session states": every attempt ends in exactly one of these."""
 STATES: Final[tuple[SessionState, ...]] = get_args(SessionState)
 
 REFUSALS: Final = frozenset[SessionState]({"refused-init", "refused-seal", "refused-confinement"})
@@ -143,7 +143,7 @@ _RETRYABLE_TEXT: Final = re.compile(
 
 
 def harness_error_retryable(api_error_status: object, result_text: object) -> bool:
-    """Whether a ``harness-error`` attempt is worth retrying (DESIGN.md session states).
+    """Whether a ``harness-error`` attempt is worth retrying (docs/batch.md "Session states").
 
     Provider errors are: a status of 429 or 5xx, or, when the status is
     null, a result text naming overload, a rate limit or a failed connection.

@@ -34,7 +34,7 @@ SandboxNetwork = Literal["confined", "host", "none"]
 loopback interface only), for what needs no network (the findings checker)."""
 
 NAMESPACE_FLAGS: Final = (
-    # SIGKILL the sandbox when the spawning *thread* dies (DESIGN.md, RC-05 block, BC-17)
+    # SIGKILL the sandbox when the spawning *thread* dies (docs/confinement.md, BC-17)
     "--die-with-parent",
     "--new-session",  # setsid(): the session cannot push keystrokes into our terminal (TIOCSTI)
     "--unshare-user",

@@ -1,6 +1,6 @@
 """Per-session resource limits: what one sandbox may use, and how passing one is named.
 
-Rule (DESIGN.md "Session states", ``limit-exceeded``): a session may not take
+Rule (docs/batch.md "Session states", ``limit-exceeded``): a session may not take
 the host or the runner down with it. Each limit has a home where the kernel
 or the runner enforces it, and passing one ends that session (never the
 batch) with the limit named:

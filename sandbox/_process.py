@@ -8,7 +8,7 @@ process creation and pipes; above it there are `SpawnFailed` and data.
 
 Rules it implements:
 
-* DESIGN.md, "spawned from a thread that outlives it": ``--die-with-parent``
+* docs/confinement.md, "spawned from a thread that outlives it": ``--die-with-parent``
   arms PR_SET_PDEATHSIG, which follows the *thread* that forked (prctl(2)).
   `spawn` calls `subprocess.Popen` on the calling thread, and every caller
   calls it from the event loop's own thread (or, through `run_sync`, from a

@@ -1,6 +1,6 @@
 """The batch directory: where it goes, what it must not be, and its layout.
 
-Layout (DESIGN.md, "Batch directory")::
+Layout (docs/batch.md, "Layout")::
 
     <batch>/plan.yaml  config.yaml  ledger.jsonl
     <batch>/transcripts/<arm>.md
@@ -72,7 +72,7 @@ def is_under_home(path: Path, *, home: Path | None) -> bool:
 
 
 def default_root(*, home: Path | None = None) -> Path:
-    """The default batch root (DESIGN.md): ``batches/`` of the checkout, else /var/tmp.
+    """The default batch root (docs/batch.md): ``batches/`` of the checkout, else /var/tmp.
 
     The checkout's ``batches/`` is used when it exists (an editable install or
     a source tree) and resolves outside ``$HOME``.
@@ -152,7 +152,7 @@ def _setup_leftover(path: Path, batch: Path) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class SessionPaths:
-    """Where one session's files live inside the batch (DESIGN.md layout)."""
+    """Where one session's files live inside the batch (docs/batch.md, "Layout")."""
 
     root: Path
     """``<batch>/sessions/<arm>/<probe>/<session>``."""

@@ -25,7 +25,7 @@ from sandbox._limits import (
 )
 
 SESSION_TIMEOUT_S: Final = 1800.0
-"""Default wall limit of one session, seconds (DESIGN.md defaults)."""
+"""Default wall limit of one session, seconds (docs/cli.md "Defaults")."""
 WATCHDOG_S: Final = 600.0
 """Default no-output watchdog, seconds: no stdout byte for this long ends the session."""
 POST_RESULT_GRACE_S: Final = 30.0

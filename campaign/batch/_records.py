@@ -9,7 +9,7 @@ write is not evidence. The kinds:
 * ``invocation`` - a command started writing the batch (run, demo, resume, record),
   with the per-invocation options (retries, budgets).
 * ``started``    - an attempt of a session began (its position in the batch order).
-* ``final``      - that attempt ended, in exactly one state (DESIGN.md "Session states").
+* ``final``      - that attempt ended, in exactly one state (docs/batch.md "Session states").
 * ``budget-stop``- a budget stopped the batch from starting further sessions.
 * ``stopped``    - an invocation ended: done, a signal, a budget, a refused write, an
   unexpected error (a bug).
@@ -105,7 +105,7 @@ class StartedRecord(SessionRef):
 
 
 class FinalRecord(SessionRef):
-    """An attempt ended in exactly one state (DESIGN.md "Session states")."""
+    """An attempt ended in exactly one state (docs/batch.md "Session states")."""
 
     kind: Literal["final"] = "final"
     started_at: Stamp
@@ -114,7 +114,7 @@ class FinalRecord(SessionRef):
     reason: str
     """Why, in words, naming the rule (the provider's status for a harness-error)."""
     retryable: bool
-    """DESIGN.md's retryable column for this attempt (harness-error: provider errors)."""
+    """docs/batch.md's retryable column for this attempt (harness-error: provider errors)."""
     cost_usd: str | None
     """``total_cost_usd`` of the last result line, as its JSON text (exact decimal);
     None = no cost read (see ``cost_known``)."""

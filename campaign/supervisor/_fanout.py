@@ -2,7 +2,7 @@
 
 A bounded channel of session specs (capacity = concurrency) feeds exactly
 ``concurrency`` workers; outcomes go to the ledger (through the journal), never
-to a list, so memory is flat in the number of sessions (DESIGN.md, targets:
+to a list, so memory is flat in the number of sessions (docs/bench.md, targets:
 scale). Each worker runs a session's attempts: a retryable state is tried
 again, at most ``retries`` further times in this invocation, after an
 exponential backoff with jitter; refusals never retry, and an attempt ended by

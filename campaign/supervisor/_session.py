@@ -1,7 +1,7 @@
 """One attempt of one session: seal, confine, drive, observe, record.
 
 This is where the three packages meet. Every attempt ends in exactly one
-state of DESIGN.md's table and leaves two ledger records (``started``, then
+state of docs/batch.md "Session states" and leaves two ledger records (``started``, then
 ``final``); only a ``recorded`` attempt carries an event. Nothing observed is
 lost: a refusal, a fault or a cancellation still writes its final record (a
 cancelled attempt is written as ``killed``, not counted against ``--retries``,

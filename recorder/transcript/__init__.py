@@ -1,6 +1,6 @@
 """Transcripts: the four closed key sets, the RC-16 layout, its writer and its reader.
 
-A transcript is one Markdown file per arm (DESIGN.md RC-14..RC-16, seed spec
+A transcript is one Markdown file per arm (docs/glossary.md RC-14..RC-16, seed spec
 "The recorder contract"). The package is split by concern:
 
 * ``_models``  the closed key sets `Identity`, `Event`, `Call`, `Artifact`,
