@@ -275,14 +275,7 @@ def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchC
         return None
     config = read_config(path)
     what = "resume it" if request.mode == "resume" else "record into it"
-    if config.format != CONFIG_FORMAT:
-        raise BatchRefused(
-            f"batch {path} is in batch format {config.format} (written by "
-            f"{config.facts.runner}); this runner writes format {CONFIG_FORMAT}, in which every "
-            "session sees its workspace at one fixed path that names nothing of its arm, "
-            "probe, session or batch, so its sessions would not run under the condition of "
-            f"the ones recorded: this runner does not {what}. status, report, show and "
-            "retranscribe still read it; start a new batch to run more")
+    _refuse_other_format(path, config, what)
     moved = compare_batch(read_plan(path), request.plan,
                           recorded_harness=config.facts.harness_version,
                           current_harness=current_harness)
@@ -295,6 +288,19 @@ def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchC
                            f"measure the same thing: {'; '.join(moved)}. Restore them to "
                            f"{what}, or start a new batch")
     return config
+
+
+def _refuse_other_format(path: Path, config: BatchConfig, what: str) -> None:
+    """Refuse (exit 2) a batch of another config format than this runner writes: its
+    sessions ran under another condition (format 1: at their host paths)."""
+    if config.format != CONFIG_FORMAT:
+        raise BatchRefused(
+            f"batch {path} is in batch format {config.format} (written by "
+            f"{config.facts.runner}); this runner writes format {CONFIG_FORMAT}, in which every "
+            "session sees its workspace at one fixed path that names nothing of its arm, "
+            "probe, session or batch, so its sessions would not run under the condition of "
+            f"the ones recorded: this runner does not {what}. status, report, show and "
+            "retranscribe still read it; start a new batch to run more")
 
 
 def _new_config(request: BatchRequest, harness: str, network: Literal["confined", "host"],
@@ -329,6 +335,9 @@ def open_batch(request: BatchRequest, *,
     with BatchLock(path):
         # The harness's version as it runs inside the sandbox (the preflight measures it
         # there, bounded): the runner never runs a harness outside the sandbox.
+        if request.mode != "new" and (path / "plan.yaml").exists():  # before any probe
+            _refuse_other_format(path, read_config(path), "resume it" if request.mode ==
+                                 "resume" else "record into it")
         current_harness = _preflight(options, notify)
         existing = None if request.mode == "new" else _existing(path, request, current_harness)
         network, note = ((existing.facts.network, existing.facts.network_note)
