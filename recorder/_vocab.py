@@ -25,6 +25,7 @@ state                         event  retryable                    cost
 ``damaged``                   no     yes                          counted
 ``budget-stopped``            no     yes (a larger budget)        counted
 ``limit-exceeded``            no     no                           counted
+``uncontained``               no     no                           counted
 ============================  =====  ===========================  ==========
 """
 
@@ -60,6 +61,7 @@ SessionState: TypeAlias = Literal[
     "damaged",
     "budget-stopped",
     "limit-exceeded",
+    "uncontained",
 ]
 """docs/batch.md "Session states": every attempt ends in exactly one of these."""
 STATES: Final[tuple[SessionState, ...]] = get_args(SessionState)
@@ -90,6 +92,7 @@ _RETRYABLE: Final[Mapping[SessionState, bool]] = MappingProxyType(
         "damaged": True,
         "budget-stopped": True,
         "limit-exceeded": False,
+        "uncontained": False,  # the host is at fault: a retry would meet it again
     }
 )
 

@@ -43,7 +43,9 @@ spawn and no caller edits an argv. In order, it:
    the session made (`sandbox._reclaim`: a
    given workspace becomes the runner's with the runner's modes, a given log
    directory is replaced by a copy of its regular files), removes the
-   scratch directories and releases the lease.
+   scratch directories and releases the lease. A cgroup that does not empty
+   within its bound skips the last walk and the reclaim (``Sandbox.contained``
+   False: something of it may still write there).
 """
 
 from __future__ import annotations
@@ -210,6 +212,11 @@ class Sandbox:
             when it has none to watch.
         user: Who it runs as (leased, or given); None for the runner itself.
         contained: After the exit, whether the cgroup was found empty and removed.
+            When False (a process outlived the kill's bound), nothing the sandbox
+            wrote was read or reclaimed (no last walk of its directories, no
+            `sandbox._reclaim`), and the caller must read none of it either: its
+            workspace, log and config directories may still be written (a session
+            ends ``uncontained``, docs/batch.md "Session states").
     """
 
     def __init__(
@@ -246,8 +253,9 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
     **Cancellation:** the exit's teardown is shielded and bounded (the reap's
     bounds, then at most `sandbox._cgroup.EMPTY_TIMEOUT_S` for the cgroup to
     empty); the cancellation then propagates. When the block is left,
-    nothing of the sandbox runs any more (``sandbox.contained``; a cgroup
-    that did not empty within the bound is logged and left for the sweep).
+    nothing of the sandbox runs any more, or ``sandbox.contained`` is False:
+    a cgroup that did not empty within the bound is logged and left for the
+    sweep, and nothing of the sandbox's directories is read or reclaimed.
 
     Args:
         spec: What to run and how.
@@ -323,15 +331,17 @@ async def _opened(spec: ConfinedSpec, user: SessionUser | None, executable: str,
                     child.close()  # the lifeline last: the watcher inside ends what is left
         finally:
             contained = await cgroup.end()  # shielded and bounded: nothing of it is left
-            if not contained:
-                logger.warning("%s still had processes %.0f s after cgroup.kill; left for the "
-                               "sweep", cgroup.path, EMPTY_TIMEOUT_S)  # fmt: skip
             if sandbox is not None:
                 sandbox.contained = contained
-            with anyio.CancelScope(shield=True):
-                if sandbox is not None and watch is not None:
-                    await anyio.to_thread.run_sync(watch.check_after)
-                await anyio.to_thread.run_sync(_reclaim, spec)
+            if not contained:  # something of it may still write: nothing of it is read
+                logger.warning("%s still had processes %.0f s after cgroup.kill; left for the "
+                               "sweep, and nothing the sandbox wrote is read or reclaimed",
+                               cgroup.path, EMPTY_TIMEOUT_S)  # fmt: skip
+            else:
+                with anyio.CancelScope(shield=True):
+                    if sandbox is not None and watch is not None:
+                        await anyio.to_thread.run_sync(watch.check_after)
+                    await anyio.to_thread.run_sync(_reclaim, spec)
     finally:
         if scratch is not None:
             with anyio.CancelScope(shield=True):

@@ -24,7 +24,7 @@ DIGEST = re.compile(r"\Asha256:[0-9a-f]{64}\Z")
 STATES = {
     "recorded", "refused-init", "refused-seal", "refused-confinement", "env-fault",
     "harness-error", "no-result", "truncated", "timed-out", "killed", "line-too-long", "damaged",
-    "budget-stopped", "limit-exceeded",
+    "budget-stopped", "limit-exceeded", "uncontained",
 }
 FENCE = re.compile(r"^```yaml\n(.*?)^```$", re.S | re.M)
 

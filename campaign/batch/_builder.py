@@ -355,10 +355,11 @@ def arm_tools_and_identity(plan: Plan, arm: str) -> tuple[tuple[str, ...], str |
 
 
 def _session_notes(name: str, record: FinalRecord) -> tuple[str, ...]:
-    """Prose lines for what a final record says beyond its row (RC-10, RC-11; a limit passed)."""
+    """Prose lines for what a final record says beyond its row (RC-10, RC-11; a limit passed,
+    an uncontained end: docs/batch.md "Session states")."""
     notes = []
-    if record.state == "limit-exceeded":  # the reason may name a tool the session called
-        notes.append(f"{name} ended limit-exceeded: {prose_value(record.reason)}.")
+    if record.state in ("limit-exceeded", "uncontained"):  # the reason may name a tool
+        notes.append(f"{name} ended {record.state}: {prose_value(record.reason)}.")
     if record.findings_note:  # may quote what the checker printed of the session's files
         notes.append(f"{name}: {prose_value(record.findings_note)}; its artifacts carry no "
                      "findings key (not checked, which is not a pass).")

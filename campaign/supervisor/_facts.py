@@ -12,6 +12,7 @@ from typing import Any, Final
 from campaign.supervisor._streams import StreamKeeper
 from recorder._event import observed_calls
 from recorder._transform import Observation, StreamObserver
+from sandbox._cgroup import EMPTY_TIMEOUT_S
 from sandbox._limits import LimitHit, format_bytes
 
 LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
@@ -33,6 +34,9 @@ class Progress:
     keeper: StreamKeeper | None = None
     inside: str | None = None
     """The workspace path the session saw (RC-02), against which its paths resolve."""
+    uncontained: str | None = None
+    """The ``uncontained`` reason once the sandbox's end found a process outliving the
+    cgroup kill (`uncontained_reason`): a stopped attempt is then written ``uncontained``."""
 
     def facts(self, batch: Path) -> dict[str, Any]:
         """The observed facts of a stopped attempt (no state: the attempt is ``killed``)."""
@@ -95,6 +99,24 @@ def kept_stream_check(keeper: StreamKeeper, limit_bytes: int) -> Callable[[], Li
 def limit_reason(hit: LimitHit | None) -> str | None:
     """The ``limit-exceeded`` reason of a sandbox limit passed: what was seen, and its option."""
     return None if hit is None else f"limit-exceeded: {hit.detail} ({LIMIT_FLAGS[hit.limit]})"
+
+
+def uncontained_reason(stream_reason: str | None = None) -> str:
+    """The reason of an ``uncontained`` attempt (docs/batch.md "Session states").
+
+    The sandbox's cgroup was not empty and removed within `EMPTY_TIMEOUT_S`
+    seconds of ``cgroup.kill``: a process of the session may still write its
+    workspace and log, so the runner read nothing of them (docs/confinement.md,
+    "Process containment"). ``stream_reason``: the reason its stream alone
+    gives (the state the attempt would otherwise have ended in), appended so
+    that nothing observed is lost.
+    """
+    reason = (f"uncontained: the session's cgroup still held a process (or could not be "
+              f"removed) {EMPTY_TIMEOUT_S:.0f} s after the runner killed it, so nothing the "
+              "session left was read: its workspace and log are not kept in the batch, no "
+              "file it made is digested and no checker ran; the cgroup is left for the next "
+              "runner's sweep")
+    return reason if stream_reason is None else f"{reason}; its stream alone said {stream_reason}"
 
 
 def observed_extras(obs: Observation) -> dict[str, Any]:

@@ -9,6 +9,8 @@ manifest; when the workspace was discarded, its produced artifacts' digests
 and cites come from the ledger's event. Nothing runs and nothing is spent.
 Each result is appended as a ``rederived`` record, and the transcripts show it
 in place of the attempt's own (their prose says which recorder derived them).
+An ``uncontained`` attempt stays ``uncontained`` (its end is the sandbox's fact,
+not the stream's; nothing of its workspace was kept): only its calls are derived again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from recorder._initcheck import InitPolicy
 from recorder._transform import StreamObserver
 from recorder._vocab import is_recorded
 
+from ._facts import uncontained_reason
 from ._streams import stream_lines
 
 if TYPE_CHECKING:
@@ -95,7 +98,9 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
     facts: dict[str, Any] = {"state": obs.state, "reason": reason,
                              "outside_paths": len(obs.outside_paths),
                              "served_model": obs.served_model}
-    if is_recorded(obs.state):
+    if final.state == "uncontained":  # a fact of the sandbox's end, not of the stream
+        facts.update(state="uncontained", reason=uncontained_reason(reason))
+    if is_recorded(facts["state"]):
         probe = next(p for p in plan.probes if p.id == final.probe)
         event = build_event(obs, probe=final.probe, session=final.session,
                             workspace=paths.workspace, manifest=manifest,

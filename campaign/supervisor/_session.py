@@ -5,7 +5,9 @@ state of docs/batch.md "Session states" and leaves two ledger records (``started
 ``final``); only a ``recorded`` attempt carries an event. Nothing observed is
 lost: a refusal, a fault or a cancellation still writes its final record (a
 cancelled attempt is written as ``killed``, not counted against ``--retries``,
-before the cancellation goes on).
+before the cancellation goes on). A session's sandbox whose cgroup did not empty
+within its bound after the kill ends ``uncontained``: nothing it left is read (no
+copy into the batch, no digest, no checker, no event).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from campaign.supervisor._facts import (
     limit_reason,
     observed_extras,
     silent_stdout,
+    uncontained_reason,
 )
 from campaign.supervisor._staging import Staged, keep, sealed_extent, staged
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
@@ -46,7 +49,7 @@ from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_
 from recorder._transform import StreamObserver
 from sandbox._argv import CONFIG_MOUNT, HARNESS_MOUNT, LOG_MOUNT, NetworkMode
 from sandbox._config import Credentials, session_config_dir
-from sandbox._confined import ConfinedSpec, open_confined
+from sandbox._confined import ConfinedSpec, Sandbox, open_confined
 from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable, SessionUserUnusable
@@ -141,7 +144,9 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     **Cancellation:** the harness is reaped by the driver, the credentials
     copy is removed, the attempt is written as ``killed`` (reason: the runner
     stopped, and ``why_stopped()``: a signal, a refused write; it does not
-    count against ``--retries``), and the cancellation propagates.
+    count against ``--retries``), and the cancellation propagates. A sandbox
+    whose cgroup did not empty is written ``uncontained`` instead (an outcome:
+    not retried; docs/batch.md "Session states").
 
     Returns:
         The final record. A non-recorded state is data, not an exception.
@@ -169,11 +174,16 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
         # finished).
         with anyio.CancelScope(shield=True):  # its reads (digests of files it made) off the loop
             seen = await anyio.to_thread.run_sync(progress.facts, ctx.batch)
+        stopped = f"the runner stopped ({why_stopped()}) while the session ran"
+        if progress.uncontained is not None:  # an outcome all the same: not retried
+            outcome = {"state": "uncontained", "reason": f"{progress.uncontained}; {stopped}",
+                       "retryable": False}
+        else:
+            outcome = {"state": "killed", "reason": f"killed: {stopped}", "retryable": True,
+                       "counts": False}
         with host_writes("the ledger"):
-            await journal.record(_final(
-                spec, attempt, ctx, started, state="killed",
-                reason=f"killed: the runner stopped ({why_stopped()}) while the session ran",
-                cost_usd=None, cost_known=False, retryable=True, counts=False, **seen))
+            await journal.record(_final(spec, attempt, ctx, started, cost_usd=None,
+                                        cost_known=False, **outcome, **seen))
         raise
     with host_writes("the ledger"):
         await journal.record(record)
@@ -306,6 +316,8 @@ async def _drive(
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
                             if keeper is not None and ctx.limits.write_bytes else ())),
         )
+        sandbox: Sandbox | None = None
+        left_out: list[str] = []
         try:  # a refusal before the spawn has spent nothing
             async with open_confined(confined) as sandbox:
                 result = await drive_child(
@@ -318,12 +330,16 @@ async def _drive(
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _refused_confinement(exc)
         finally:  # every process of the session is gone: what the batch keeps, into it
-            with anyio.CancelScope(shield=True):
-                left_out = await anyio.to_thread.run_sync(
-                    lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir,
-                                 log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES))
-            if progress is not None:
+            if sandbox is None or sandbox.contained:
+                with anyio.CancelScope(shield=True):
+                    left_out = await anyio.to_thread.run_sync(
+                        lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir,
+                                     log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES))
+            elif progress is not None:  # something of it may still write: nothing is kept
+                progress.uncontained = uncontained_reason()
+            if progress is not None:  # uncontained: the batch's, which holds nothing of it
                 progress.workspace = paths.workspace
+    assert sandbox is not None  # open_confined yielded: a refusal returned above
     hit = sandbox.limit_hit
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
@@ -353,12 +369,15 @@ async def _drive(
     }
     if obs.denied_tools:
         facts["permission_denials"] = list(obs.denied_tools)
+    if not sandbox.contained:  # no post-session read: no limit walk, event, checker, digest
+        facts.update(state="uncontained", reason=uncontained_reason(facts["reason"]),
+                     retryable=False)
     if egress is not None:  # the harness has exited: the counts are final
         facts["egress"] = egress.stats().as_record()
     if hit is not None and obs.state == "limit-exceeded":
         facts["limit"] = hit.limit
     facts.update(observed_extras(obs))
-    if obs.state == "recorded":
+    if facts["state"] == "recorded":
         findings = None
         if ctx.corpus.config.checker:  # RC-11: no checker -> no findings key
             checked = await run_checker(
@@ -383,6 +402,8 @@ async def _drive(
             facts["unread_artifacts"] = [
                 {"path": u.path, "reason": u.reason, "size_bytes": u.size_bytes} for u in unread]
     else:  # nothing observed is lost: the calls stay in the ledger (BC-01)
+        # Uncontained: paths.workspace holds nothing of the attempt (not kept), so no file
+        # the session made is read; a sealed file's Read keeps the manifest's digest.
         facts["calls"] = [
             call.model_dump(mode="json", exclude_unset=True)
             for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest,

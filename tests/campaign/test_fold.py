@@ -174,3 +174,15 @@ def test_the_budget_is_the_last_batch_invocations_and_a_record_into_it_keeps_it(
     fold.apply(InvocationRecord(number=3, command="resume", pid=9, runner="x", retries=2,
                                 max_cost_cents=None, est_session_cents=None, max_wall_s=None))
     assert fold.statistics().max_cost_cents is None  # a resume sets the budget it ran with
+
+
+def test_an_uncontained_session_is_finished_failed_and_its_cost_counts() -> None:
+    """docs/batch.md "Session states": ``uncontained`` is not retryable (resume leaves it: the
+    host is at fault) and counts as an outcome of its session, a failure, with its cost."""
+    fold = fold_of(started(A), final(A, "uncontained", cost="0.25"))
+    log = fold.sessions[A]
+    assert (log.finished, log.outstanding, log.state) == (True, False, "uncontained")
+    assert A not in {log.key for log in fold.outstanding()}
+    present = fold.arms["present"]
+    assert (present.recorded, present.refused, present.failed) == (0, 0, 1)
+    assert present.cost_usd == Decimal("0.25")

@@ -34,6 +34,7 @@ TABLE = {
     "damaged": (False, True, "counted"),
     "budget-stopped": (False, True, "counted"),
     "limit-exceeded": (False, False, "counted"),
+    "uncontained": (False, False, "counted"),
 }
 
 

@@ -212,6 +212,40 @@ async def test_a_sandbox_that_cut_its_lifeline_leaves_nothing_when_its_block_end
     assert [p for p in os.listdir("/proc") if p.isdigit() and _in(int(p), cgroup)] == []
 
 
+@pytest.mark.bwrap
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+async def test_a_sandbox_whose_cgroup_did_not_empty_has_nothing_reclaimed(
+    bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the kill (`Sandbox.contained`): when the cgroup's end reports a process left, the
+    sandbox's workspace is not reclaimed, since something may still write it: the file the
+    command made stays as it left it (its owner, mode 0600), where a reclaim makes every file
+    the runner's, 0644 (`sandbox._reclaim`). Seen red with the reclaim run whatever
+    ``contained`` says (the file became root's, 0644)."""
+    original = SessionCgroup.end
+
+    async def end(self: SessionCgroup, **kwargs: float) -> bool:
+        await original(self, **kwargs)
+        return False  # as if a process had outlived the bound
+
+    monkeypatch.setattr(SessionCgroup, "end", end)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    user = session_user()
+    code = "import os\nos.close(os.open('made', os.O_CREAT | os.O_WRONLY, 0o600))\n"
+    spec = ConfinedSpec(command=[STANDIN_PYTHON, "-c", code], executable=Path(STANDIN_PYTHON),
+                        network="host", env={"PATH": "/usr/bin:/bin"}, bwrap=bwrap,
+                        layout=measure_host_layout(), user=user, workspace=workspace,
+                        workspace_mount="/ws", name="t-uncontained")  # fmt: skip
+    async with open_confined(spec) as sandbox:
+        run = await capture(sandbox.child, timeout_s=30)
+    assert run.returncode == 0, run.stderr
+    assert sandbox.contained is False
+    made = os.lstat(workspace / "made")
+    assert (made.st_uid, made.st_mode & 0o7777) == (user.uid if user else os.getuid(), 0o600)
+
+
 def _in(pid: int, cgroup: Path) -> bool:
     try:
         return cgroup.name in Path(f"/proc/{pid}/cgroup").read_text() and _alive(pid)

@@ -69,10 +69,14 @@ One instrument, not a weakening: with ``HW_KILL_AFTER_SPAWN_S=S`` set, a runner
 SIGKILLs itself S seconds after it spawned a session's sandbox (0: at once, on
 the spawning thread), to hit the moments bwrap is still setting itself up.
 ``HW_KILL_AFTER_SPAWN_OF=checker`` picks the findings checker's sandbox instead.
-Another: with ``HW_USAGE_LOG=FILE`` set, every sandbox with limits appends one JSON line
-to FILE when it ends: its cgroup's name and the most it used (``pids``, ``memory_bytes``,
-``tmp_bytes``, ``write_bytes``): how the default limits' headroom was measured
-(docs/host.md, "Limits").
+Another: with ``HW_UNCONTAINED=1`` set, every session's cgroup (not a probe's or the
+checker's) is ended as always (killed, waited for, removed) and then reported not contained,
+as if a process had outlived the kill's bound: what the runner does then (after the kill:
+the session ends ``uncontained`` and nothing it left is read) is seen without a process the
+kernel cannot end. Another: with ``HW_USAGE_LOG=FILE`` set, every sandbox with limits
+appends one JSON line to FILE when it ends: its cgroup's name and the most it used
+(``pids``, ``memory_bytes``, ``tmp_bytes``, ``write_bytes``): how the default limits'
+headroom was measured (docs/host.md, "Limits").
 
 Every sandbox is started by `sandbox.open_confined`, which builds its argv with
 `sandbox._argv.bwrap_argv` and `sandbox._init.session_init_command` and spawns it
@@ -434,6 +438,28 @@ def _log_usage(watch_module: ModuleType) -> None:
     setattr(watch_module.LimitWatch, "check_after", check_after)  # noqa: B010
 
 
+def _report_uncontained(confined: ModuleType) -> None:
+    """A session's cgroup end does its work, then says a process outlived the bound."""
+    original = confined.open_session_cgroup
+
+    def open_session_cgroup(host: Any, label: str, *args: Any, **kwargs: Any) -> Any:
+        cgroup = original(host, label, *args, **kwargs)
+        if label in _PREFLIGHT_LABELS:
+            return cgroup
+        end = cgroup.end
+
+        async def uncontained_end(**end_kwargs: Any) -> bool:
+            await end(**end_kwargs)
+            return False
+
+        cgroup.end = uncontained_end
+        return cgroup
+
+    setattr(confined, "open_session_cgroup", open_session_cgroup)  # noqa: B010
+
+
+if os.environ.get("HW_UNCONTAINED"):
+    _after_import("sandbox._confined", _report_uncontained)
 if "HW_USAGE_LOG" in os.environ:
     _after_import("sandbox._watch", _log_usage)
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
