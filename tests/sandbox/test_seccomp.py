@@ -1,9 +1,11 @@
-"""The seccomp filter (sandbox/_seccomp.py): no ptrace, no process_vm_readv/writev inside.
+"""The seccomp filter (sandbox/_seccomp.py): no ptrace, no process_vm_readv/writev inside, and
+no io_uring, perf_event_open or bpf (defence in depth, docs/confinement.md).
 
 Expected values come from the rule and from the kernel's own headers, never
 from the module's tables: for every ABI the host runs, the three calls (their
-numbers read from asm/unistd_*.h) return EPERM and every other call is
-allowed; the x32 ABI answers ENOSYS; an ABI the host does not run is killed.
+numbers read from asm/unistd_*.h) return EPERM, the five of defence in depth
+ENOSYS, and every other call is allowed; the x32 ABI answers ENOSYS; an ABI
+the host does not run is killed.
 The program is run here through a small interpreter of the classic BPF it
 uses (linux/filter.h), then under the real bwrap, where a process inside is
 refused and the same process outside the filter is not.
@@ -29,6 +31,8 @@ from tests.standin import STANDIN_PYTHON
 
 HEADERS = Path("/usr/include/x86_64-linux-gnu/asm")
 DENIED = ("ptrace", "process_vm_readv", "process_vm_writev")
+ABSENT = ("io_uring_setup", "io_uring_enter", "io_uring_register", "perf_event_open", "bpf")
+GENERIC = Path("/usr/include/asm-generic/unistd.h")
 # linux/audit.h (EM_* | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE), linux/seccomp.h
 ARCH_X86_64, ARCH_I386, ARCH_ARM = 0xC000003E, 0x40000003, 0x40000028
 ALLOW, KILL_PROCESS = 0x7FFF0000, 0x80000000
@@ -89,10 +93,37 @@ def test_the_three_calls_are_refused_with_eperm_in_every_abi(
 
 
 @pytest.mark.parametrize("header", ["unistd_64.h", "unistd_32.h"])
+def test_io_uring_perf_and_bpf_are_absent_with_enosys_in_every_abi(
+    x86_64_filter: bytes, header: str
+) -> None:
+    nrs = numbers(header)
+    arch = ARCH_X86_64 if header == "unistd_64.h" else ARCH_I386
+    for name in ABSENT:
+        assert run_bpf(x86_64_filter, nr=nrs[name], arch=arch) == ERRNO | errno.ENOSYS, name
+
+
+def test_aarch64_refuses_the_same_calls_by_the_generic_numbers() -> None:
+    """arm64's table is asm-generic's: the same eight calls, by their numbers there."""
+    if not GENERIC.exists():
+        missing(f"the kernel headers ({GENERIC}; Debian's linux-libc-dev)")
+    nrs = {name: int(nr) for name, nr in
+           re.findall(r"#define __NR_(\w+)\s+(\d+)\s*$", GENERIC.read_text(), re.M)}
+    program = build_filter(abis_for("aarch64"))
+    arch = 0xC00000B7  # AUDIT_ARCH_AARCH64: EM_AARCH64 (183) | 64-bit | little-endian
+    for name in DENIED:
+        assert run_bpf(program, nr=nrs[name], arch=arch) == ERRNO | errno.EPERM, name
+    for name in ABSENT:
+        assert run_bpf(program, nr=nrs[name], arch=arch) == ERRNO | errno.ENOSYS, name
+    others = {n: nr for n, nr in nrs.items() if n not in (*DENIED, *ABSENT)}
+    assert len(others) > 250
+    assert {n for n, nr in others.items() if run_bpf(program, nr=nr, arch=arch) != ALLOW} == set()
+
+
+@pytest.mark.parametrize("header", ["unistd_64.h", "unistd_32.h"])
 def test_every_other_call_is_allowed(x86_64_filter: bytes, header: str) -> None:
     nrs = numbers(header)
     arch = ARCH_X86_64 if header == "unistd_64.h" else ARCH_I386
-    others = {name: nr for name, nr in nrs.items() if name not in DENIED}
+    others = {name: nr for name, nr in nrs.items() if name not in (*DENIED, *ABSENT)}
     assert len(others) > 300  # the header was read, not a stub
     refused = {n for n, nr in others.items() if run_bpf(x86_64_filter, nr=nr, arch=arch) != ALLOW}
     assert refused == set()
