@@ -28,6 +28,15 @@ batch directory, enters what is recorded. Resolution:
    runs: without the budget one 256 Ki command of such words held every session's
    timers, limits and pipes for about seven minutes.
 
+Which words of a Bash command name a path (lexically, docs/recorder.md "Outside
+paths"): a word that starts with ``/`` or ``~`` (or ``$HOME``/``${HOME}``); else,
+in a word with ``=`` (``if=/x`` for dd, ``--opt=/x``, ``VAR=/x``), the part after
+the first ``=`` when it starts with one of those or holds ``..``; else a word
+that holds ``..``. ``~``, ``~/...``, ``$HOME`` and ``${HOME}`` mean the session's
+config directory (its ``HOME``, `sandbox._argv.CONFIG_MOUNT` inside the sandbox:
+the caller passes it as ``home``), never the workspace; ``~user`` stays as
+written, outside.
+
 Exempt from the count: ``/dev/null``, and a path the session named as
 ``/tmp/...`` (absolute, as written) that names nothing on the host: that is the
 sandbox's private tmpfs (RC-02). A ``/tmp`` path that exists on the host (a
@@ -82,7 +91,7 @@ class Lookups:
 
 
 def resolve_in_workspace(path: str, workspace: Path, lookups: Lookups | None = None, *,
-                         inside: str | None = None) -> tuple[str, bool]:
+                         inside: str | None = None, home: str | None = None) -> tuple[str, bool]:
     """Resolve ``path`` as the session would, following symlinks only inside the workspace.
 
     Args:
@@ -92,14 +101,20 @@ def resolve_in_workspace(path: str, workspace: Path, lookups: Lookups | None = N
             fresh `Lookups` for this path alone.
         inside: the workspace's path inside the sandbox (the batch's workspace
             path, RC-02); None: the same as ``workspace``.
+        home: the session's config directory, its ``HOME`` inside the sandbox
+            (RC-03), against which ``~`` and ``~/...`` resolve; None: a ``~`` path
+            is returned as given.
 
     Returns:
         ``(resolved, inside)``: the normalised absolute path, in the session's
         terms, after the workspace's symlinks, and whether it lies in the
         workspace (the workspace itself counts as inside). A ``~`` path is
-        returned as given and is outside (``~`` is the config directory,
-        RC-03); so is a path whose resolution ran out of ``lookups``.
+        resolved against ``home`` (outside: the config directory is not the
+        workspace); with no ``home``, and a ``~user`` path always, it is
+        returned as given and is outside; so is a path whose resolution ran out
+        of ``lookups``.
     """
+    path = _expand_home(path, home)
     if path.startswith("~"):
         return path, False
     budget = Lookups() if lookups is None else lookups
@@ -127,7 +142,8 @@ def _root(workspace: Path, inside: str | None) -> str:
 
 
 def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path,
-                  lookups: Lookups | None = None, inside: str | None = None) -> set[str]:
+                  lookups: Lookups | None = None, inside: str | None = None,
+                  home: str | None = None) -> set[str]:
     """The distinct paths one tool call names that resolve outside the workspace (RC-08).
 
     Args:
@@ -137,12 +153,15 @@ def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path,
         inside: the workspace's path inside the sandbox; None: ``workspace``.
         lookups: the session's budget of ``lstat`` calls, shared by its calls (None: a
             fresh one for this call).
+        home: the session's config directory (its ``HOME``, RC-03), against which
+            ``~`` and ``$HOME`` resolve; None: such paths are kept as written (``~``).
 
     Returns:
-        Resolved paths (``~`` words as written). For Bash, the shell words of
-        ``command`` that start with ``/`` or ``~`` or contain ``..`` (split
-        with `shlex`, falling back to white space on bad quoting; redirection
-        operators split off). For other tools, the top-level string values of
+        Resolved paths. For Bash, the path words of ``command`` (module
+        docstring: a word starting with ``/``, ``~`` or ``$HOME``; the value of
+        an ``x=value`` word; a word holding ``..``), split as shlex splits
+        them, falling back to white space on bad quoting; redirection
+        operators split off. For other tools, the top-level string values of
         ``file_path``, ``notebook_path`` and ``path``, and a Glob ``pattern``
         that looks like a path. ``/dev/null`` and private ``/tmp/...`` scratch
         (named absolute, absent on the host) are exempt.
@@ -158,7 +177,8 @@ def outside_paths(tool: str, tool_input: dict[str, Any], *, workspace: Path,
     budget = Lookups() if lookups is None else lookups
     found: set[str] = set()
     for candidate in candidates:
-        resolved, within = resolve_in_workspace(candidate, workspace, budget, inside=inside)
+        resolved, within = resolve_in_workspace(candidate, workspace, budget, inside=inside,
+                                                home=home)
         if not within and not _exempt(candidate, resolved):
             found.add(resolved)
     return found
@@ -224,7 +244,39 @@ def _looks_like_path(word: str) -> bool:
 
 
 def _bash_path_words(command: str) -> list[str]:
-    return [word for word in _shell_words(command) if _looks_like_path(word)]
+    return [path for word in _shell_words(command) if (path := _path_of_word(word)) is not None]
+
+
+def _path_of_word(word: str) -> str | None:
+    """The path one shell word names, lexically (module docstring), or None."""
+    word = _home_word(word)
+    if word.startswith(("/", "~")):
+        return word
+    _, equals, value = word.partition("=")
+    if equals:
+        value = _home_word(value)
+        if _looks_like_path(value):
+            return value  # if=/x, --opt=/x, VAR=/x: the value is the path
+    return word if ".." in word else None
+
+
+_HOME_VARIABLES: Final = ("${HOME}", "$HOME")
+
+
+def _home_word(word: str) -> str:
+    """``$HOME...``/``${HOME}...`` (the whole name, then ``/`` or the end) as ``~...``."""
+    for variable in _HOME_VARIABLES:
+        rest = word[len(variable):]
+        if word.startswith(variable) and (not rest or rest.startswith("/")):
+            return "~" + rest
+    return word
+
+
+def _expand_home(path: str, home: str | None) -> str:
+    """``~`` and ``~/...`` under ``home`` (normalised); anything else, or no home, as given."""
+    if home is None or not (path == "~" or path.startswith("~/")):
+        return path
+    return posixpath.normpath(posixpath.join(home, path[2:]))
 
 
 def _shell_words(command: str) -> list[str]:

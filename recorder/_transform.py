@@ -366,7 +366,7 @@ class StreamObserver:
             read_path=read_path if isinstance(read_path, str) else None,
             outside=frozenset() if oversized else frozenset(
                 outside_paths(tool, inputs, workspace=self._workspace, lookups=self._lookups,
-                              inside=self._inside)),
+                              inside=self._inside, home=self._policy.config_dir)),
             in_subagent=in_subagent,
         )
         if self._lookups.exhausted:

@@ -69,6 +69,48 @@ def test_outside_paths_bash_words(command: str, expected: set[str]) -> None:
     assert outside_paths("Bash", {"command": command}, workspace=WS) == expected
 
 
+HOME = "/run/headwater/config"
+"""The session's config directory inside the sandbox, its HOME (docs/confinement.md)."""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # the part after the first = when it starts with / or ~ (dd's if=, --opt=, VAR=)
+        ("dd if=/etc/shadow of=out.bin", {"/etc/shadow"}),
+        ("dd if=docs/x.md of=/var/tmp/y", {"/var/tmp/y"}),
+        ("tool --config=/etc/tool.conf", {"/etc/tool.conf"}),
+        ("DATA=/srv/data ./run.sh", {"/srv/data"}),
+        ("tool --config=~/.toolrc", {f"{HOME}/.toolrc"}),
+        ("tool --out=$HOME/x", {f"{HOME}/x"}),
+        ("tool --out=../x", {"/x"}),  # the value's .. climbs from the workspace
+        ("tool --level=3 --name=x=/y", set()),  # the first = only: x=/y is no path
+        ("tool --opt=docs/x.md A=b", set()),  # relative values without .. are inside words
+        ("echo a==b", set()),
+        # ~ and $HOME are the config directory, not the workspace
+        ("ls ~", {HOME}),
+        ("cat ~/.claude/settings.json", {f"{HOME}/.claude/settings.json"}),
+        ("cat $HOME/.claude.json", {f"{HOME}/.claude.json"}),
+        ("cat ${HOME}/.claude.json ~/.claude.json", {f"{HOME}/.claude.json"}),  # one path
+        ("ls $HOME", {HOME}),
+        ("cat ~/../etc/passwd", {"/run/headwater/etc/passwd"}),  # .. lexically, from HOME
+        ("ls ~root", {"~root"}),  # another user's home: as written, outside
+        ("echo $HOMEWORK", set()),  # another variable
+    ],
+)
+def test_outside_paths_bash_value_words_and_home(command: str, expected: set[str]) -> None:
+    assert outside_paths("Bash", {"command": command}, workspace=WS, home=HOME) == expected
+
+
+def test_home_resolves_against_the_config_directory_for_every_tool() -> None:
+    assert outside_paths("Read", {"file_path": "~/.claude.json"}, workspace=WS, home=HOME) == {
+        f"{HOME}/.claude.json"}
+    assert resolve_in_workspace("~", WS, home=HOME) == (HOME, False)
+    # A workspace under HOME (never a session's: its own mount) would hold ~/x inside.
+    assert resolve_in_workspace("~/ws/x", Path(f"{HOME}/ws"), home=HOME) == (
+        f"{HOME}/ws/x", True)
+
+
 def test_outside_paths_bash_dotdot_word_of_root() -> None:
     assert outside_paths("Bash", {"command": "ls .."}, workspace=WS) == {"/"}
 

@@ -534,10 +534,13 @@ def test_outside_paths_collected_per_call() -> None:
         init(),
         tool_use("a", "Read", {"file_path": "/etc/hostname"}),
         tool_use("b", "Bash", {"command": "cat /etc/hostname ~/.x"}),
+        tool_use("c", "Bash", {"command": "dd if=$HOME/.x of=/dev/null"}),
         text("x", msg="m2"), result(),
     )
     assert obs.calls[0].outside_paths == {"/etc/hostname"}
-    assert obs.outside_paths == {"/etc/hostname", "~/.x"}
+    # ~ and $HOME are the session's config directory (the policy's), one path however named
+    assert obs.calls[2].outside_paths == {"/home/agent/.x"}
+    assert obs.outside_paths == {"/etc/hostname", "/home/agent/.x"}
 
 
 @pytest.mark.parametrize(
