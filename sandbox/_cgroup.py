@@ -42,7 +42,7 @@ import anyio
 
 from ._cgroup_limits import ControllerGroup, enable_delegated, limit_groups, remove_v1, sweep_v1
 from ._errors import ContainmentUnavailable
-from ._owner import TAG, runner_alive, runner_tag
+from ._owner import TAG, runner_gone, runner_tag
 from ._process import REAP_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -315,7 +315,8 @@ def _sweep(base: Path) -> list[Path]:
         return removed
     for entry in entries:
         tag = entry.name.split("-", 1)[0]  # <runner tag>-<label>-<random>
-        if not TAG.fullmatch(tag) or runner_alive(tag) or not entry.is_dir(follow_symlinks=False):
+        if (not TAG.fullmatch(tag) or not runner_gone(tag, entry=entry.path)
+                or not entry.is_dir(follow_symlinks=False)):
             continue
         path = Path(entry.path)
         _kill(path)

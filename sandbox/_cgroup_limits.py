@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from ._errors import ContainmentUnavailable
-from ._owner import TAG, runner_alive
+from ._owner import TAG, runner_gone
 
 if TYPE_CHECKING:
     from ._cgroup import CgroupHost, Hierarchy
@@ -224,7 +224,7 @@ def sweep_v1(host: CgroupHost) -> list[Path]:
         with contextlib.suppress(OSError):
             for entry in os.scandir(home.base):
                 tag = entry.name.split("-", 1)[0]
-                if (TAG.fullmatch(tag) and not runner_alive(tag)
+                if (TAG.fullmatch(tag) and runner_gone(tag, entry=entry.path)
                         and entry.is_dir(follow_symlinks=False)
                         and _remove(Path(entry.path))):  # fmt: skip
                     removed.append(Path(entry.path))

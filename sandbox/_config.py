@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ._errors import CredentialsMissing
+from ._owner import runner_gone, runner_tag
 from ._privileges import SessionUser, hand_over_file
 from ._remove import remove_tree
 from ._roots import usable_root
@@ -37,7 +38,8 @@ CREDENTIALS_FILE_NAME: Final = ".credentials.json"
 
 _DIR_MODE: Final = 0o700
 _FILE_MODE: Final = 0o600
-_ENTRY_NAME: Final = re.compile(r"^(?P<pid>[0-9]+)-")
+_ENTRY_NAME: Final = re.compile(r"^(?P<tag>[0-9]+(?:\.[0-9]+){0,2})-")
+"""``<runner tag>-...`` (`sandbox._owner`): ``<pid>.<start>.<ns>``, or an older ``<pid>``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,7 @@ def session_config_dir(
     if path is None:
         root = usable_root(root, root.name)  # another user's root: the runner's own
         _ensure_root(root)
-        path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-{name}-", dir=root)).absolute()
+        path = Path(tempfile.mkdtemp(prefix=f"{runner_tag()}-{name}-", dir=root)).absolute()
     else:
         path = path.absolute()
         path.mkdir(mode=_DIR_MODE)
@@ -189,10 +191,14 @@ def _copy_private(source: Path, destination: Path) -> None:
 def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
     """Remove the config directories of runners that are no longer alive (RC-03, faults target).
 
-    A directory ``<pid>-...`` whose pid is not a live process was left by a
-    killed runner, and may still hold a credentials copy. A live pid keeps
-    its directory (possibly a reused pid: keeping is the safe mistake).
-    Entries that do not start with ``<pid>-``, and symlinks, are left alone;
+    A directory ``<runner tag>-...`` whose runner is known dead
+    (`sandbox._owner.runner_gone`: of this pid namespace, and its pid not
+    running with its start time) was left by a killed runner, and may still
+    hold a credentials copy. A live runner keeps its directory, and so does a
+    runner in another pid namespace, which this one cannot see (logged); an
+    older ``<pid>-...`` name is of this namespace, kept while its pid runs
+    (possibly a reused pid: keeping is the safe mistake). Entries that do not
+    start with a tag, and symlinks, are left alone;
     so is a directory this runner may not remove (a root runner's left-over
     seen by a non-root runner: the next root runner removes it).
 
@@ -216,7 +222,7 @@ def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
         match = _ENTRY_NAME.match(entry.name)
         if match is None or entry.is_symlink() or not entry.is_dir():
             continue
-        if not _pid_alive(int(match["pid"])):
+        if runner_gone(match["tag"], entry=str(entry)):
             try:
                 remove_tree(entry)
             except PermissionError:
@@ -224,14 +230,3 @@ def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
             removed.append(entry)
     return removed
 
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by another user
-        return True
-    return True

@@ -82,6 +82,7 @@ from ._egress_http import target_of_url as target_of_url
 from ._egress_relay import answer, forward_once, splice
 from ._groups import single_unwrapped
 from ._limits import LimitHit
+from ._owner import TAG, runner_gone, runner_tag
 from ._roots import usable_root
 
 if TYPE_CHECKING:
@@ -389,23 +390,18 @@ def _new_socket_dir(root: Path) -> Path:
     root = usable_root(root, root.name)  # another user's root: the runner's own
     root.mkdir(parents=True, exist_ok=True)
     _sweep(root)
-    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+    return Path(tempfile.mkdtemp(prefix=f"{runner_tag()}-", dir=root))
 
 
 def _sweep(root: Path) -> None:
-    """Remove socket directories whose runner pid is gone (left by a killed runner)."""
+    """Remove socket directories whose runner is known dead (left by a killed runner).
+
+    Named ``<runner tag>-<random>`` (an older runner's ``<pid>-<random>``); a runner of
+    another pid namespace is not known dead (`sandbox._owner.runner_gone`): its directory
+    is left."""
     with contextlib.suppress(OSError):
         for entry in root.iterdir():
-            pid = entry.name.split("-", 1)[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            tag = entry.name.split("-", 1)[0]
+            if TAG.fullmatch(tag) and runner_gone(tag, entry=str(entry)):
                 shutil.rmtree(entry, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

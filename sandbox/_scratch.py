@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from ._cgroup import sweep_cgroups
-from ._owner import TAG, runner_alive, runner_tag
+from ._owner import TAG, runner_gone, runner_tag
 from ._remove import remove_tree
 from .storage import FALLBACK_ROOT, STORE_ROOT, sweep_stores
 
@@ -48,7 +48,8 @@ def sweep_scratch(root: Path | None = None) -> list[Path]:
         # headwater-<label>-<runner tag>-<random>: mkdtemp's random part holds no "-".
         parts = entry.name.rsplit("-", 2)
         tag = parts[1] if entry.name.startswith(PREFIX) and len(parts) == 3 else ""
-        if not TAG.fullmatch(tag) or runner_alive(tag) or not entry.is_dir(follow_symlinks=False):
+        if (not TAG.fullmatch(tag) or not runner_gone(tag, entry=entry.path)
+                or not entry.is_dir(follow_symlinks=False)):
             continue
         path = Path(entry.path)
         try:

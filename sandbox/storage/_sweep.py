@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._owner import TAG, runner_alive
+from .._owner import TAG, runner_gone
 from ._mounts import dismantle
 from ._store import STORE_ROOT
 
@@ -21,10 +21,11 @@ __all__ = ["sweep_stores"]
 def sweep_stores(root: Path = STORE_ROOT) -> list[Path]:
     """Dismantle the stores under ``root`` of runners no longer running (blocking; start-up).
 
-    A directory ``<runner tag>-<random>`` whose runner is dead
-    (`sandbox._owner.runner_alive`) is unmounted when mounted (as
-    ``/proc/self/mountinfo`` says), its loop device detached, and removed; a
-    live runner's store, a name without a tag and a symlink are left alone.
+    A directory ``<runner tag>-<random>`` whose runner is known dead
+    (`sandbox._owner.runner_gone`: of this pid namespace, and not running) is
+    unmounted when mounted (as ``/proc/self/mountinfo`` says), its loop device
+    detached, and removed; a live runner's store, one of a runner in another
+    pid namespace (logged), a name without a tag and a symlink are left alone.
     Idempotent. Rules: disk bound (a killed runner's images hold disk), RC-02.
 
     Args:
@@ -45,7 +46,9 @@ def sweep_stores(root: Path = STORE_ROOT) -> list[Path]:
     removed = []
     for entry in entries:
         tag = entry.name.rsplit("-", 1)[0]  # mkdtemp's random part holds no "-"
-        if "-" not in entry.name or not TAG.fullmatch(tag) or runner_alive(tag):
+        if "-" not in entry.name or not TAG.fullmatch(tag):
+            continue
+        if not runner_gone(tag, entry=entry.path):  # running, or of another pid namespace
             continue
         if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
             continue

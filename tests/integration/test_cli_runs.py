@@ -48,7 +48,7 @@ def corpus() -> Iterator[Path]:
 def _our_cfg_dirs(pid: int) -> list[Path]:
     if not CONFIG_ROOT.exists():
         return []
-    return [p for p in CONFIG_ROOT.iterdir() if p.name.startswith(f"{pid}-")]
+    return [p for p in CONFIG_ROOT.iterdir() if p.name.startswith((f"{pid}-", f"{pid}."))]
 
 
 def test_preflight_failure_exits_12_before_anything(tmp_path: Path, corpus: Path,

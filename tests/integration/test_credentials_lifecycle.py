@@ -45,6 +45,7 @@ from demo import ScriptedProvider, load_scripts
 from sandbox import CONFIG_ROOT, Credentials, session_pool
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
+from sandbox._owner import runner_tag
 from sandbox.storage import STORE_ROOT
 from tests.integration import kit
 
@@ -160,10 +161,10 @@ def _config_dirs(prefix: str, pid: int) -> list[Path]:
 
 
 def _prefix(probe: str, session: str = "s1") -> str:
-    """This runner's config directories: every session's is named alike, ``<pid>-session-``
-    (blind sessions: its name carries no arm, probe or session), and these tests run one
-    session at a time."""
-    return f"{os.getpid()}-session-"
+    """This runner's config directories: every session's is named alike, ``<runner
+    tag>-session-`` (blind sessions: its name carries no arm, probe or session), and these
+    tests run one session at a time."""
+    return f"{runner_tag()}-session-"
 
 
 async def _run(setup: Setup, spec: SessionSpec, ctx: BatchContext | None = None) -> str:

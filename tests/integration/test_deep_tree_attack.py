@@ -89,7 +89,7 @@ def _dead_config_dirs(before: set[str]) -> list[Path]:
     """Config directories that appeared since ``before`` and whose runner is gone."""
     found = []
     for entry in CONFIG_ROOT.iterdir() if CONFIG_ROOT.is_dir() else ():
-        pid = entry.name.split("-", 1)[0]
+        pid = entry.name.split("-", 1)[0].split(".", 1)[0]  # <pid>.<start>.<ns>-...
         if entry.name in before or not pid.isdigit():
             continue
         try:

@@ -95,7 +95,7 @@ def transcript_rows(batch: Path) -> list[tuple[str, str, str, str]]:
 
 def nothing_left(pids: list[int]) -> None:
     """No credentials copy of these runners and no sandboxed process of theirs is left."""
-    mine = [p for p in CONFIG_ROOT.glob("*") if any(p.name.startswith(f"{pid}-")
+    mine = [p for p in CONFIG_ROOT.glob("*") if any(p.name.startswith((f"{pid}-", f"{pid}."))
                                                      for pid in pids)]
     assert mine == []
     kit.wait_for(lambda: not kit.processes_mentioning("hw-night-"), timeout_s=10,

@@ -317,7 +317,9 @@ def test_the_sweep_removes_a_dead_runners_scratch_and_keeps_the_rest(tmp_path: P
 
 def test_a_runner_tag_names_one_process_for_good() -> None:
     tag = runner_tag()
-    pid, start = tag.split(".")
+    pid, start, namespace = tag.split(".")
+    assert int(namespace) == os.stat("/proc/self/ns/pid").st_ino  # its pid namespace
     assert (int(pid), runner_alive(tag), runner_alive(pid)) == (os.getpid(), True, True)
-    assert not runner_alive(f"{pid}.{int(start) + 1}")  # the same pid, started later: not it
+    assert runner_alive(f"{pid}.{start}")  # an older tag, without the namespace
+    assert not runner_alive(f"{pid}.{int(start) + 1}.{namespace}")  # the same pid, later
     assert not runner_alive(DEAD_TAG) and not runner_alive("not-a-tag")

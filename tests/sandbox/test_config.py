@@ -22,6 +22,7 @@ from sandbox import (
     session_config_dir,
     sweep_config_root,
 )
+from sandbox._owner import runner_tag
 
 SECRET = "sk-ant-test-5e0f2b8d"
 CREDS_JSON = b'{"claudeAiOauth": {"accessToken": "fake-token"}}'
@@ -85,7 +86,7 @@ def test_session_config_dir_is_private_named_by_pid_and_holds_a_0600_copy(
     with session_config_dir(creds_file, name="p1-r1", root=root) as path:
         assert path.parent == root
         assert path.is_absolute()
-        assert re.fullmatch(rf"{os.getpid()}-p1-r1-.+", path.name)
+        assert re.fullmatch(rf"{re.escape(runner_tag())}-p1-r1-.+", path.name)
         assert _mode(root) == 0o711
         assert _mode(path) == 0o700
         copy = path / ".credentials.json"
