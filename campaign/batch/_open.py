@@ -15,7 +15,10 @@ anything is spent:
    and settles the network mode;
 5. starts the scripted provider when the batch uses it;
 6. writes plan.yaml and config.yaml for a new batch, opens the journal
-   (ledger, fold, transcripts) and appends this invocation's record.
+   (ledger, fold, transcripts) and appends this invocation's record;
+7. on exit, however the invocation ends, takes back the search grants a root
+   runner gave its session users on the batch's directories, then lets the
+   lock go (`sandbox._grants.grants_revoked`, docs/host.md).
 
 Library code never prints: notices go to the ``notify`` callback.
 """
@@ -37,6 +40,7 @@ from campaign._seal import check_folds
 from recorder._initcheck import McpConfigError, declared_mcp_servers_of
 from sandbox._config import Credentials, sweep_config_root
 from sandbox._errors import PreflightFailed, SessionUserUnusable
+from sandbox._grants import grants_revoked
 from sandbox._network import network_preflight
 from sandbox._pool import ensure_session_pool
 from sandbox._preflight import Check, PreflightReport, raise_for
@@ -332,7 +336,7 @@ def open_batch(request: BatchRequest, *,
     path = prepare_batch_dir(request.batch_dir, command=request.options.command,
                              must_be_new=request.mode == "new")
     options = request.options
-    with BatchLock(path):
+    with BatchLock(path), grants_revoked(path):  # taken back before the lock is let go
         # The harness's version as it runs inside the sandbox (the preflight measures it
         # there, bounded): the runner never runs a harness outside the sandbox.
         if request.mode != "new" and (path / "plan.yaml").exists():  # before any probe
