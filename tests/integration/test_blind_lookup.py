@@ -60,15 +60,17 @@ CONFIG_MOUNT: Final = "/run/headwater/config"
 LOG_MOUNT: Final = "/run/headwater/log"
 RUNNER_ROOT: Final = "/var/tmp/headwater-campaign"
 """Where a runner keeps its stores, config and egress directories (docs/storage.md)."""
-NON_ROOT_STORE: Final = re.compile(r"/store/[0-9]+\.[0-9]+-[A-Za-z0-9_]{8}/fs/(?:workspace|log)$")
+NON_ROOT_STORE: Final = re.compile(r"/store/[0-9]+\.[0-9]+(?:\.[0-9]+)?-[A-Za-z0-9_]{8}"
+                                   r"/fs/(?:workspace|log)$")
 """A non-root runner's staging directory (docs/storage.md), as mountinfo shows it (the path
 within its file system): allowed in its session's view."""
-TAGGED: Final = re.compile(r"(?<![0-9A-Za-z.])[0-9]+-session-[A-Za-z0-9_]{8}"
-                           r"|(?<![0-9A-Za-z.])[0-9]+\.[0-9]+-[A-Za-z0-9_]{8}(?![A-Za-z0-9_])")
-"""The names a runner gives its host directories: a config directory ``<pid>-session-<random>``,
-a store ``<pid>.<start>-<random>`` (runner tag, then mkdtemp's eight characters)."""
-STORE: Final = re.compile(re.escape(RUNNER_ROOT) + r"/store|(?<![0-9A-Za-z.])[0-9]+\.[0-9]+-"
-                          r"[A-Za-z0-9_]{8}(?![A-Za-z0-9_])")
+TAGGED: Final = re.compile(r"(?<![0-9A-Za-z.])[0-9]+(?:\.[0-9]+){0,2}-session-[A-Za-z0-9_]{8}"
+                           r"|(?<![0-9A-Za-z.])[0-9]+\.[0-9]+(?:\.[0-9]+)?-[A-Za-z0-9_]{8}(?![A-Za-z0-9_])")
+"""The names a runner gives its host directories: a config directory ``<runner
+tag>-session-<random>``, a store ``<runner tag>-<random>`` (runner tag ``<pid>.<start>.<ns>``,
+an older ``<pid>.<start>`` or ``<pid>``; then mkdtemp's eight characters)."""
+STORE: Final = re.compile(re.escape(RUNNER_ROOT) + r"/store|(?<![0-9A-Za-z.])"
+                          r"[0-9]+\.[0-9]+(?:\.[0-9]+)?-[A-Za-z0-9_]{8}(?![A-Za-z0-9_])")
 """A root runner's store, by its path or its name ``<runner tag>-<random>``."""
 SNIPPET_CHARS: Final = 60
 """Context quoted either side of a leak in a failure message."""

@@ -70,9 +70,11 @@ class Names:
                 f"{re.escape(CONFIG_ROOT)}|{re.escape(_munged(CONFIG_ROOT))}"),
             "scratch": re.compile(re.escape(SCRATCH_PREFIX)),
             # The names the runner gives a session's host directories, wherever they lie:
-            # a config directory <pid>-session-<random>, a store <pid>.<start>-<random>.
-            "staging": re.compile(r"(?<![0-9A-Za-z.])[0-9]+-session-[A-Za-z0-9_]{8}"
-                                  r"|(?<![0-9A-Za-z.])[0-9]+\.[0-9]+-[A-Za-z0-9_]{8}(?![A-Za-z0-9_])"),
+            # a config directory <runner tag>-session-<random>, a store <runner tag>-<random>
+            # (tag <pid>.<start>.<ns>, older <pid>.<start> or <pid>).
+            "staging": re.compile(r"(?<![0-9A-Za-z.])[0-9]+(?:\.[0-9]+){0,2}-session-"
+                                  r"[A-Za-z0-9_]{8}|(?<![0-9A-Za-z.])[0-9]+\.[0-9]+(?:\.[0-9]+)?-"
+                                  r"[A-Za-z0-9_]{8}(?![A-Za-z0-9_])"),
         }
 
     def first(self, text: str) -> Iterator[int]:
