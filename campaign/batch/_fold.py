@@ -155,6 +155,9 @@ class BatchFold:
         self.budget_cents: int | None = None
         """The cost budget of the last invocation that ran the batch (run, demo, resume): a
         ``record`` into the batch has none of its own and does not replace it."""
+        self.last_run: InvocationRecord | None = None
+        """The record of that invocation (the budget's setter in a batch whose config.yaml
+        records no budget: `campaign.batch._config.batch_budget`)."""
         self.stopped: StoppedRecord | None = None
         self.budget_stop: BudgetStopRecord | None = None
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
@@ -193,6 +196,7 @@ class BatchFold:
             self.invocation = record
             if record.command != "record":
                 self.budget_cents = record.max_cost_cents
+                self.last_run = record
             self.stopped = None
             self.budget_stop = None
         elif isinstance(record, StoppedRecord):

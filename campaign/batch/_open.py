@@ -15,7 +15,9 @@ anything is spent:
    and settles the network mode;
 5. starts the scripted provider when the batch uses it;
 6. writes plan.yaml and config.yaml for a new batch, opens the journal
-   (ledger, fold, transcripts) and appends this invocation's record.
+   (ledger, fold, transcripts) and appends this invocation's record; then, when this
+   invocation sets the batch's cost budget (a new batch, ``resume --max-cost-cents``),
+   records it and this invocation in config.yaml's ``budget`` (docs/batch.md, "Budgets").
 
 Library code never prints: notices go to the ``notify`` callback.
 """
@@ -47,6 +49,7 @@ from ._config import (
     BatchConfig,
     BatchFacts,
     OrderFacts,
+    budget_set_by,
     read_config,
     read_plan,
     workspace_note,
@@ -94,6 +97,9 @@ class BatchRequest:
     arms_used: tuple[str, ...]
     """The arms this invocation may run (``record``: its one arm)."""
     probes_used: tuple[str, ...]
+    sets_budget: bool = False
+    """``resume --max-cost-cents N`` was given: this invocation sets the batch's cost budget
+    (config.yaml's ``budget``; a new batch's first invocation always sets it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,11 +363,17 @@ def open_batch(request: BatchRequest, *,
                            "goes on from the line before it")
                 number = (journal.fold.invocation.number if journal.fold.invocation else 0) + 1
                 command = "resume" if request.mode == "resume" else options.command
-                journal.record_now(InvocationRecord(
+                invocation = InvocationRecord(
                     number=number, command=command, pid=os.getpid(), runner=harness_version(),
                     retries=options.retries, max_cost_cents=options.max_cost_cents,
                     est_session_cents=options.est_session_cents,
-                    max_wall_s=options.max_wall_s))
+                    max_wall_s=options.max_wall_s)
+                journal.record_now(invocation)
+                if request.mode == "new" or request.sets_budget:
+                    # After the invocation record: the setter config.yaml names is in the
+                    # ledger (a crash between the two leaves the budget the ledger shows).
+                    config = config.model_copy(update={"budget": budget_set_by(invocation)})
+                    write_config(path, config)
                 yield OpenBatch(path=path, options=options, config=config, plan=request.plan,
                                 corpus=request.corpus, journal=journal, invocation=number,
                                 provider_url=url, network=network,

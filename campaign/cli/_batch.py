@@ -20,7 +20,7 @@ from rich.console import Console
 from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
 from campaign._plan import Plan, compose_plan, load_plan_file, recompose
-from campaign.batch._config import BatchFileError, read_batch
+from campaign.batch._config import BatchFileError, batch_budget, read_batch
 from campaign.batch._dir import transcript_path
 from campaign.batch._open import SCRIPTED_API_KEY, BatchRequest, OpenBatch, open_batch
 from campaign.supervisor._budget import Budgets
@@ -120,6 +120,7 @@ class _Invocation:
     corpus: Corpus
     plan: Plan
     batch_dir: Path | None
+    sets_budget: bool = False
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -166,7 +167,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
               f"(`headwater-campaign status {batch}`)")
         print(f"batch: {batch}")
         return EXIT_OK
-    options = resume_overrides(args).apply(config.options)
+    # The last budget given stays the batch's until another is given (docs/batch.md).
+    budget = batch_budget(config, fold.last_run).max_cost_cents
+    overrides = resume_overrides(args)
+    options = overrides.apply(config.options.model_copy(update={"max_cost_cents": budget}))
     corpus = load_corpus_or_usage(Path(options.corpus))
     try:
         plan = recompose(recorded, corpus)
@@ -174,7 +178,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError(f"batch {batch}: {exc}; the corpus changed since the batch was "
                          "made, so it cannot be resumed") from exc
     plan = plan.model_copy(update={"model": recorded.model})
-    return execute(_Invocation("resume", options, corpus, plan, batch))
+    return execute(_Invocation("resume", options, corpus, plan, batch,
+                               sets_budget=overrides.max_cost_cents is not None))
 
 
 def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOptions:
@@ -192,7 +197,7 @@ def execute(inv: _Invocation) -> int:
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
         planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
-        probes_used=tuple(p.id for p in inv.plan.probes))
+        probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget)
     with open_batch(request, notify=lambda text: err.print(text, markup=False,
                                                            soft_wrap=True)) as opened:
         _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)

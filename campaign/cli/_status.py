@@ -2,7 +2,8 @@
 
 Folds the ledger as it stands (never writes: a torn last line is only
 skipped) and says whether a process holds the batch now (its pid), how many
-sessions are outstanding, the per-arm counts, the spend against the budget,
+sessions are outstanding, the per-arm counts, the spend against the budget
+the batch has now (the last one given, and who gave it: `batch_budget`),
 and the last failures. ``--json`` prints the same as one stable object
 (``"format": 1``; docs/batch.md lists its keys). Exit 0, or 2 when BATCH is
 not a batch.
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from campaign.batch._config import BatchConfig, BatchFileError, read_batch
+from campaign.batch._config import BatchConfig, BatchFileError, batch_budget, read_batch
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
@@ -70,6 +71,7 @@ def status_data(batch: Path) -> dict[str, Any]:
     command = config.options.command
     holder = lock_holder(batch)
     stats = fold.statistics()
+    budget = batch_budget(config, fold.last_run)  # the one a resume would run with
     return {
         "format": STATUS_FORMAT,
         "batch": str(batch),
@@ -82,7 +84,9 @@ def status_data(batch: Path) -> dict[str, Any]:
         "interrupted": [_key(log) for log in fold.sessions.values() if log.interrupted],
         "spend_usd": str(stats.spend_usd),
         "cost_unknown_attempts": stats.cost_unknown,
-        "max_cost_cents": stats.max_cost_cents,
+        "max_cost_cents": budget.max_cost_cents,
+        "budget_set_by": {"invocation": budget.invocation, "command": budget.command,
+                          "at": budget.at},
         "stopped": stats.stopped.model_dump(mode="json") if stats.stopped else None,
         "budget_stop": stats.budget_stop.model_dump(mode="json") if stats.budget_stop else None,
         "arms": {arm: {"planned": c.planned, "queued": c.queued, "running": c.running,
@@ -121,7 +125,10 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     else:
         out.print(f"batch {batch}: not running", markup=False)
     out.print(arms_table(stats.arms, title="sessions per arm"))
-    out.print(budget_line(stats, stats.max_cost_cents), markup=False)
+    setter = data["budget_set_by"]
+    out.print(budget_line(stats, data["max_cost_cents"])
+              + f" (set by {setter['command']}, invocation {setter['invocation']})",
+              markup=False)
     if scripted:
         out.print("(the provider was scripted: the spend is the harness's own price of the "
                   "scripted turns; nothing was billed)", markup=False)
