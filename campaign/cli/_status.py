@@ -90,6 +90,7 @@ def status_data(batch: Path) -> dict[str, Any]:
         "stopped": stats.stopped.model_dump(mode="json") if stats.stopped else None,
         "budget_stop": stats.budget_stop.model_dump(mode="json") if stats.budget_stop else None,
         "arms": {arm: {"planned": c.planned, "queued": c.queued, "running": c.running,
+                       "interrupted": c.interrupted,
                        "recorded": c.recorded, "refused": c.refused, "failed": c.failed,
                        "retried": c.retried, "cost_usd": str(c.cost_usd),
                        "cost_unknown_attempts": c.cost_unknown}
@@ -127,8 +128,8 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     out.print(arms_table(stats.arms, title="sessions per arm"))
     setter = data["budget_set_by"]
     out.print(budget_line(stats, data["max_cost_cents"])
-              + f" (set by {setter['command']}, invocation {setter['invocation']})",
-              markup=False)
+              + (f" (set by {setter['command']}, invocation {setter['invocation']})"
+                 if data["max_cost_cents"] is not None else ""), markup=False)
     if scripted:
         out.print("(the provider was scripted: the spend is the harness's own price of the "
                   "scripted turns; nothing was billed)", markup=False)

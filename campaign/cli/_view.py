@@ -57,16 +57,21 @@ def duration(seconds: float | None) -> str:
 def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table:
     """One row per arm; every count out of the arm's planned sessions.
 
-    Columns one space apart, no vertical rules: nine columns of four-digit counts and a
-    lower-bound spend fit an 80-column terminal (with rules rich cut every header short).
+    ``interrupted``: sessions whose last attempt started and never got a final record of
+    its own (its runner died or stopped it) and that have no earlier one; ``queued`` is the
+    planned sessions never started (docs/batch.md, "status"); the planned count is the
+    denominator of ``recorded`` (``k/planned``). Columns one space apart, no vertical rules,
+    ``interrupted``'s header on two lines: nine columns of four-digit counts, a 12-character
+    arm and a lower-bound spend fit an 80-column terminal (with rules rich cut every header
+    short).
     """
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False)
-    columns = ("arm", "planned", "queued", "running", "recorded", "refused", "failed",
-               "retried", "spend")
+    columns = ("arm", "queued", "running", "inter-\nrupted", "recorded", "refused",
+               "failed", "retried", "spend")
     for col in columns:
         table.add_column(col, justify="left" if col == "arm" else "right")
     for arm, c in sorted(arms.items()):
-        table.add_row(arm, str(c.planned), str(c.queued), str(c.running),
+        table.add_row(arm, str(c.queued), str(c.running), str(c.interrupted),
                       f"{c.recorded}/{c.planned}", str(c.refused), str(c.failed), str(c.retried),
                       usd(c.cost_usd, lower_bound=c.cost_unknown > 0))
     return table

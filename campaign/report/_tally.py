@@ -108,7 +108,7 @@ def tally_group(readings: list[BatchReading]) -> GroupTally:
             outcome = reading.outcomes.get(key)
             _count_cell(cell, log, outcome, examined.get(key.probe, []),
                         running=reading.running)
-            _count_arm(arm, log, outcome)
+            _count_arm(arm, log, outcome, running=reading.running)
         for (arm_name, probe), spend in reading.spend.items():
             _add_spend(group.cells.setdefault((probe, arm_name), CellTally()).spend, spend)
             _add_spend(group.arms.setdefault(arm_name, ArmTally()).spend, spend)
@@ -151,15 +151,34 @@ def _count_cell(cell: CellTally, log: SessionLog, outcome: Outcome | None,
                 cell.reads[path] += 1
 
 
-def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None) -> None:
+def first_attempt_state(log: SessionLog, *, running: bool) -> str | None:
+    """How a session's attempt 1 ended, for the first-attempt row; None: never started.
+
+    Its final record's state; ``running`` while a runner holding the batch runs it; and
+    ``interrupted`` when it never got a final record (its runner died, or a later attempt
+    began without one) or its runner stopped it (``killed`` with ``counts: false``): an
+    attempt with no outcome of its own (docs/batch.md, "Retries").
+    """
+    if log.first_state is not None:
+        return log.first_state
+    if log.attempts == 0:
+        return None
+    if log.attempts == 1 and log.running and running:
+        return "running"
+    return "interrupted"
+
+
+def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None, *,
+               running: bool) -> None:
     arm.planned += 1
     if log.attempts >= 1:
         arm.started += 1
     if log.started_at is not None:
         with contextlib.suppress(ValueError):  # a time the runner did not write places nothing
             arm.starts.append(epoch_s(log.started_at))
-    if log.first_state is not None:
-        arm.first_attempt[log.first_state] += 1
+    first = first_attempt_state(log, running=running)
+    if first is not None:
+        arm.first_attempt[first] += 1
     if log.attempts > 1:
         arm.retried += 1
         arm.after_retry["running" if log.running or log.interrupted

@@ -377,7 +377,14 @@ class Supervisor:
             await anyio.sleep(VIEW_EVERY_S)
 
     async def _finish(self) -> None:
-        """Shielded end of an invocation: render every arm, write the ``stopped`` record."""
+        """Shielded end of an invocation: render every arm, write the ``stopped`` record.
+
+        No attempt of this invocation runs any more: one the fold still holds running got no
+        final record (its write was refused, or it ended by a bug) and is interrupted, as the
+        next reader of the ledger will find it (`BatchFold.runner_gone`), so the closing
+        table, the transcripts and the ``stopped`` record count it so, never running.
+        """
+        self.journal.fold.runner_gone()
         try:
             await self.journal.render(self.journal.arms)
         except OSError as exc:
