@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 _PRECISION: Final = 200
 _CENTS_PER_USD: Final = Decimal(100)
+_TENTHS_PER_USD: Final = Decimal(1000)
+"""Tenths of a cent per US dollar: the screen's figures."""
 
 
 @dataclass(slots=True)
@@ -211,12 +213,20 @@ def cost_of(spend: Spend, recorded: int) -> Cost:
 
     ``cents = ceiling(100 x usd)`` (one ceiling after the exact sum, `recorder._cost`);
     ``per_recorded_cents = ceiling(100 x usd / recorded)``, None when nothing was recorded.
+    The screen's figures (``tenths``, ``per_recorded_tenths``) take the same ceilings in
+    tenths of a cent (docs/report.md, "Costs").
     """
     figure = cost_cents([spend.usd, *([None] * spend.unknown)])
-    per = None
-    if recorded:
-        with localcontext() as ctx:
-            ctx.prec = _PRECISION
-            exact = spend.usd * _CENTS_PER_USD / recorded
-            per = int(exact.to_integral_value(rounding=ROUND_CEILING))
-    return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per)
+    per = per_tenths = None
+    with localcontext() as ctx:
+        ctx.prec = _PRECISION
+        tenths = _ceiling(spend.usd * _TENTHS_PER_USD)
+        if recorded:
+            per = _ceiling(spend.usd * _CENTS_PER_USD / recorded)
+            per_tenths = _ceiling(spend.usd * _TENTHS_PER_USD / recorded)
+    return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per,
+                tenths=tenths, per_recorded_tenths=per_tenths)
+
+
+def _ceiling(value: Decimal) -> int:
+    return int(value.to_integral_value(rounding=ROUND_CEILING))

@@ -1,6 +1,7 @@
-"""The report's first-attempt row counts an attempt with no outcome of its own as interrupted.
+"""The report's figures as a person reads them: first attempts, and costs that add up.
 
-Rule (docs/batch.md "Retries", docs/report.md): attempt 1 of a session is counted by the
+Rules: the first-attempt row counts an attempt with no outcome of its own as interrupted;
+costs on screen are written in tenths of a cent (the last test's comment). First-attempt rule (docs/batch.md "Retries", docs/report.md): attempt 1 of a session is counted by the
 state of its final record; one that never got a final record (its runner died, and a later
 attempt began) or that its runner stopped (``killed`` with ``counts: false``: a signal, a
 refused write) is no outcome of its session, and counts as ``interrupted``.
@@ -34,3 +35,21 @@ def test_first_attempts_without_a_final_record_of_their_own_are_interrupted(
     (present,) = build_report([b.close()]).arms
     assert present.first_attempt == {"interrupted": 2, "recorded": 1}
     assert present.after_retry == {"recorded": 2}
+
+
+def test_costs_on_screen_show_a_tenth_of_a_cent_so_the_sum_reads_right(tmp_path: Path) -> None:
+    # docs/report.md "Costs": each screen figure is its own ceiling in tenths of a cent; two
+    # sessions of 0.023 USD are 2.3c each and 4.6c in all (whole cents showed 3c and 5c),
+    # and RC-14's whole-cent ceiling stays the figure of the JSON and the transcripts.
+    from campaign.report._text import arm_rows, probe_rows
+
+    b = HandBatch(tmp_path, {P: (["yes"], [])}, arms=("present",), repetitions=2)
+    b.attempt("present", P, 1, answer="yes", cost="0.023")
+    b.attempt("present", P, 2, answer="yes", cost="0.023")
+    b.stop()
+    report = build_report([b.close()])
+    rows = {row.label: row.values for row in probe_rows(report.probes[0])}
+    assert rows["cost per recorded"] == ("2.3c each, 4.6c in all",)
+    assert {row.label: row.values for row in arm_rows(report)}["spend"] == ("4.6c",)
+    cost = report.probes[0].cells[0].cost
+    assert (cost.cents, cost.per_recorded_cents) == (5, 3)
