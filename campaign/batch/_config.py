@@ -1,8 +1,10 @@
-"""``config.yaml`` and ``plan.yaml``: what a batch ran with, written once, read back by resume.
+"""``config.yaml`` and ``plan.yaml``: what a batch ran with, read back by resume.
 
 ``config.yaml`` holds the `BatchOptions` (``options``) and the facts the
 runner measured when the batch was made (`BatchFacts`: harness version,
-network mode, arm identities, the order's algorithm). No secret is written:
+network mode, arm identities, the order's algorithm), both written once, and
+the cost budget as last set (`BudgetSetting`, ``budget``), rewritten by the
+invocation that sets it (docs/batch.md, "config.yaml"). No secret is written:
 the API key's *variable name* is an option, its value never is.
 ``plan.yaml`` is the plan exactly as ``plan --format yaml`` prints it.
 Both are written atomically (`write_atomic`).

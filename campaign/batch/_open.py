@@ -367,7 +367,7 @@ def open_batch(request: BatchRequest, *,
                     number=number, command=command, pid=os.getpid(), runner=harness_version(),
                     retries=options.retries, max_cost_cents=options.max_cost_cents,
                     est_session_cents=options.est_session_cents,
-                    max_wall_s=options.max_wall_s)
+                    max_wall_s=options.max_wall_s, hard_wall=options.hard_wall)
                 journal.record_now(invocation)
                 if request.mode == "new" or request.sets_budget:
                     # After the invocation record: the setter config.yaml names is in the

@@ -87,6 +87,11 @@ class BatchOptions(BaseModel):
     """The cost projected for a session in flight before any session has a cost, cents."""
     max_wall_s: float | None = Field(default=None, gt=0)
     """Wall-clock budget of one invocation, seconds."""
+    hard_wall: bool = False
+    """``--hard-wall``: at ``max_wall_s``, sessions still running are cancelled (written
+    ``killed``, ``counts: false``; resume reruns them) instead of finishing within their
+    ``--session-timeout`` (docs/batch.md, "Budgets"). An optional key: False in a batch
+    written before it."""
     discard_workspaces: bool = False
     keep_streams: bool = True
     """Keep each attempt's stdout, compressed, and its final text (``--no-keep-streams``)."""
@@ -125,6 +130,7 @@ class ResumeOverrides(BaseModel):
     max_cost_cents: int | None = Field(default=None, ge=1)
     est_session_cents: int | None = Field(default=None, ge=1)
     max_wall_s: float | None = Field(default=None, gt=0)
+    hard_wall: bool | None = None
 
     def apply(self, options: BatchOptions) -> BatchOptions:
         """``options`` with every override that was given put in (the rest as recorded)."""

@@ -77,6 +77,8 @@ class InvocationRecord(_Record):
     """The projection per session in flight before any session has a cost, cents."""
     max_wall_s: float | None
     """This invocation's wall-clock budget in seconds; None = none."""
+    hard_wall: bool = False
+    """At ``max_wall_s`` this invocation cancels the sessions still running (``--hard-wall``)."""
     at: Stamp = Field(default_factory=utc_now)
 
 

@@ -139,7 +139,7 @@ def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier:
     }
     for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
                  "retries", "max_cost_cents", "est_session_cents", "max_wall_s",
-                 "retry_backoff_s", "discard_workspaces", "keep_streams",
+                 "hard_wall", "retry_backoff_s", "discard_workspaces", "keep_streams",
                  "allow_identical_arms", *SESSION_LIMITS):
 
         value = getattr(args, name, None)
@@ -169,4 +169,5 @@ def resume_overrides(args: argparse.Namespace) -> ResumeOverrides:
     return ResumeOverrides(
         corpus=str(corpus.expanduser().resolve()) if corpus else None,
         retries=args.retries, max_cost_cents=args.max_cost_cents,
-        est_session_cents=args.est_session_cents, max_wall_s=args.max_wall_s)
+        est_session_cents=args.est_session_cents, max_wall_s=args.max_wall_s,
+        hard_wall=getattr(args, "hard_wall", None))

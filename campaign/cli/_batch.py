@@ -193,6 +193,10 @@ def execute(inv: _Invocation) -> int:
     """Open the batch, run its outstanding sessions under the view, report; the exit status."""
     err = StderrConsole()
     options = inv.options
+    if options.hard_wall and options.max_wall_s is None:
+        raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
+                         "running when that wall-clock budget is reached (docs/batch.md, "
+                         "\"Budgets\")")
     request = BatchRequest(
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
@@ -235,7 +239,8 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
                        backoff_s=options.retry_backoff_s,
                        budgets=Budgets(max_cost_cents=options.max_cost_cents,
                                        est_session_cents=options.est_session_cents,
-                                       max_wall_s=options.max_wall_s))
+                                       max_wall_s=options.max_wall_s,
+                                       hard_wall=options.hard_wall))
     return Supervisor(ctx, opened.journal, limits)
 
 

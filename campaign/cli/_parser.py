@@ -139,7 +139,13 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                         "attempt's cost is known)")
     p.add_argument("--max-wall", dest="max_wall_s", type=duration_s, metavar="D",
                    help="this invocation's wall-clock budget: seconds, or with s, m or h "
-                        "(e.g. 8h); no session starts once it could be passed (exit 3)")
+                        "(e.g. 8h); no session starts once it could be passed (exit 3), and "
+                        "sessions already running finish, each within --session-timeout, "
+                        "so the invocation may end past D (unless --hard-wall)")
+    p.add_argument("--hard-wall", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --max-wall: at D, cancel the sessions still running (each is "
+                        "written killed and rerun by resume; exit 3), so the invocation "
+                        "ends at D plus the sessions' grace to stop")
 
 
 def _limits_args(p: argparse.ArgumentParser) -> None:

@@ -1,8 +1,8 @@
 """How a batch looks while it runs and afterwards: a rich live view, or plain log lines.
 
 On a terminal, `LiveView` redraws (on the event loop's thread, from
-`LiveStatistics` snapshots) a table per arm: planned, queued, running,
-recorded, refused, failed, retried and spend, with the budget; the sessions in
+`LiveStatistics` snapshots) a table per arm: queued, running, interrupted,
+recorded out of planned, refused, failed, retried and spend, with the budget; the sessions in
 flight with their elapsed time; the last failures with state and reason; the
 completion rate and an estimate of the time left. Off a terminal it prints one
 line per attempt that ends and one per notice. Every denominator is the

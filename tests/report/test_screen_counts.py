@@ -1,7 +1,8 @@
 """The report's figures as a person reads them: first attempts, and costs that add up.
 
 Rules: the first-attempt row counts an attempt with no outcome of its own as interrupted;
-costs on screen are written in tenths of a cent (the last test's comment). First-attempt rule (docs/batch.md "Retries", docs/report.md): attempt 1 of a session is counted by the
+costs on screen are written in tenths of a cent (the last test's comment). First-attempt
+rule (docs/batch.md "Retries", docs/report.md): attempt 1 of a session is counted by the
 state of its final record; one that never got a final record (its runner died, and a later
 attempt began) or that its runner stopped (``killed`` with ``counts: false``: a signal, a
 refused write) is no outcome of its session, and counts as ``interrupted``.
