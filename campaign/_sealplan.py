@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from recorder._digest import DIGEST_PREFIX
 
+from . import _sealbig
 from ._arms import Removal, arm_effect, check_arm, is_layer_path
+from ._chunkscan import LARGE_FILE_BYTES
 from ._corpus import HEADWATER, SHELF, split_lines
 from ._corpus_files import FileSignature
 from ._errors import SealRefused, UnknownProbe
@@ -173,6 +175,11 @@ class FileDecision:
     """For a fold of P that names P: (line, how, excerpt), so ``--explain`` can show it."""
     digest: str | None = None
     """``sha256:`` digest of ``data`` (computed here, on the planning thread)."""
+    source: str | None = field(default=None, repr=False)
+    """A large file (`campaign._sealbig`): ``data`` is None and the executor copies this host
+    path chunk by chunk, without the byte ranges ``drops``; ``digest`` is what it must give."""
+    drops: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    """Byte ranges ``[start, end)`` of ``source`` left out (answer keys' lines)."""
 
 
 def _naming_removal(rel: str, text: Text, naming: Naming, what: str) -> Removal:
@@ -308,6 +315,9 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         # Asked *before* the read: grep had finished by then, so a file unchanged from the
         # load to the fstat after our read is the file grep read (campaign._prefilter).
         maybe = prefilter.listed()
+        if not is_layer_path(rel) and _size(probe_id, rel, root) > LARGE_FILE_BYTES:
+            yield _decide_large(corpus, names, rel, os.path.join(root, rel), maybe)
+            continue
         try:
             data, mode, signature = _read(os.path.join(root, rel))
         except OSError as exc:
@@ -343,6 +353,39 @@ def _decide(corpus: Corpus, names: Names, arm: str,
     for rel in corpus.irregular:
         gone = Removal(rel, "not a regular file (a symlink or special file is never copied)")
         yield FileDecision(rel, "remove", None, 0, (gone,))
+
+
+def _size(probe_id: str, rel: str, root: str) -> int:
+    try:
+        return os.lstat(os.path.join(root, rel)).st_size
+    except OSError as exc:
+        raise _corpus_changed(probe_id, rel, str(exc)) from exc
+
+
+def _decide_large(corpus: Corpus, names: Names, rel: str, path: str,
+                  maybe: frozenset[str] | None) -> FileDecision:
+    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
+    probe_id = names.probe.id
+    try:
+        src = _sealbig.Open(path)
+        try:
+            got = _sealbig.facts(src.chunks())
+            quiet = corpus.signatures.get(rel) == src.signature()  # after the read: see _read
+            judged = (_sealbig.Judged() if quiet and maybe is not None and rel not in maybe
+                      else _sealbig.judge(rel, src, names, got.binary))
+        finally:
+            src.close()
+    except OSError as exc:
+        raise _corpus_changed(probe_id, rel, str(exc)) from exc
+    if judged.remove:
+        return FileDecision(rel, "remove", None, 0, tuple(judged.remove), got.binary)
+    if judged.drops:
+        return FileDecision(rel, "rewrite", None, src.mode, tuple(judged.lines), got.binary,
+                            judged.fold, judged.digest, source=path, drops=tuple(judged.drops))
+    if got.digest != corpus.files[rel]:
+        raise _corpus_changed(probe_id, rel, "its digest is no longer the tree's")
+    return FileDecision(rel, "copy", None, src.mode, (), got.binary, judged.fold, got.digest,
+                        source=path)
 
 
 def _without_reading(rel: str, names: Names) -> Removal | None:
