@@ -1,7 +1,7 @@
 """Benchmark (not a test): the runner's peak RSS is flat in the size of the corpus's files.
 
 The example corpus (demo/example/corpus) as it is, and again with one text file of
-``--mb`` MB (300; ``--full``: 2,000) at docs/notes/bulk.txt (tests/integration/bigcorpus.py:
+``--mb`` MB (300; ``--full``: 2,000) at docs/notes/bulk.md (tests/integration/bigcorpus.py:
 real text, lines of 20 words and every 50th block a line of about 10 MB). Each corpus is
 run as the demo's batch (tier ``campaign``: 16 sessions, scripted provider, real CLI and
 bwrap, ``--network host``); with ``--full`` one ``record`` only (16 sealed copies of 2 GB
