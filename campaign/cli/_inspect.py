@@ -11,6 +11,7 @@ from campaign._arms import arms_without_effect
 from campaign._corpus import SHELF, off_shelf
 from campaign._doctor import doctor_checks, exit_status, print_report
 from campaign._errors import CampaignError
+from campaign._largefiles import large_file_notes
 from campaign._plan import dump_plan
 from campaign._seal import check_folds, explain, seal_workspace
 from campaign.batch._open import host_skill_dirs
@@ -49,6 +50,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                  else "on the shelf but not a .md file")
         print(f"note: {rel} is {where}, so it is not a probe (probes are docs/probes/*.md)",
               file=sys.stderr)
+    for line in large_file_notes(corpus):
+        print(line, file=sys.stderr)
     return EXIT_OK
 
 
