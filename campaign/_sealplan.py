@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from recorder._digest import DIGEST_PREFIX
 
 from . import _sealbig
-from ._arms import Removal, arm_effect, check_arm, is_layer_path
+from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
 from ._chunkscan import LARGE_FILE_BYTES
 from ._corpus import HEADWATER, SHELF, split_lines
 from ._corpus_files import FileSignature
@@ -315,8 +315,8 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         # Asked *before* the read: grep had finished by then, so a file unchanged from the
         # load to the fstat after our read is the file grep read (campaign._prefilter).
         maybe = prefilter.listed()
-        if not is_layer_path(rel) and _size(probe_id, rel, root) > LARGE_FILE_BYTES:
-            yield _decide_large(corpus, names, rel, os.path.join(root, rel), maybe)
+        if not reads_bytes(arm, rel) and _size(probe_id, rel, root) > LARGE_FILE_BYTES:
+            yield _decide_large(corpus, names, arm, rel, os.path.join(root, rel), maybe)
             continue
         try:
             data, mode, signature = _read(os.path.join(root, rel))
@@ -362,10 +362,17 @@ def _size(probe_id: str, rel: str, root: str) -> int:
         raise _corpus_changed(probe_id, rel, str(exc)) from exc
 
 
-def _decide_large(corpus: Corpus, names: Names, rel: str, path: str,
+def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
                   maybe: frozenset[str] | None) -> FileDecision:
-    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
+    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`).
+
+    A layer file here is one whose arm effect follows from its path (`reads_bytes`): kept,
+    or removed without a read.
+    """
     probe_id = names.probe.id
+    effect = arm_effect(arm, rel, b"") if is_layer_path(rel) else None
+    if effect is not None and effect.action == "remove":
+        return FileDecision(rel, "remove", None, 0, (Removal(rel, effect.reason),))
     try:
         src = _sealbig.Open(path)
         try:

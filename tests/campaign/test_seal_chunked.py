@@ -27,9 +27,11 @@ def every_file_large(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-# These replace the whole-file path's own functions (`_sealplan._read`, `_seal._write`) to
-# act between its steps; the chunked path has other steps, so they do not apply here.
+# These replace the whole-file path's own functions (`_sealplan._read`, `_seal._write`,
+# `_Verifier.check`) to act between its steps; the chunked path has other steps (its
+# verifier is `_Verifier.check_large`), so they do not apply here.
 for _name in ("test_the_seals_own_verification_catches_a_bad_executor",
               "test_a_write_between_the_seals_fstat_and_its_read_is_seen",
-              "test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it"):
+              "test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it",
+              "test_a_seal_that_fails_midway_stops_its_grep_at_once"):
     del globals()[_name]
