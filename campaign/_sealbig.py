@@ -26,7 +26,7 @@ from ._arms import Removal
 from ._chunkscan import Found, read_chunks, scan, skip_ranges
 from ._corpus_files import FileSignature
 from ._errors import SealRefused
-from ._names import DocNames, Naming, Text
+from ._names import DocNames, Naming, Text, find_word
 
 if TYPE_CHECKING:
     from ._sealplan import Names
@@ -35,6 +35,8 @@ BINARY_SNIFF_BYTES: Final = 8192
 """As `campaign._sealplan.BINARY_SNIFF_BYTES`: a NUL byte this early marks a file binary."""
 _O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _EXCERPT_CHARS: Final = 100
+_IDENT_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+"""Identifier bytes (`campaign._names`): a word's edge of one of these needs a boundary."""
 
 
 class Facts:
@@ -305,3 +307,77 @@ def verify(rel: str, path: str, names: Names, *, search: bool) -> Facts:
         return got
     finally:
         os.close(fd)
+
+
+LINE_WINDOW_CHARS: Final = 1 << 20
+"""A fold's line longer than this (characters) is searched in windows of it, never whole."""
+
+
+def _words_on_line(window: str, words: set[tuple[bytes, bool, bool]], *, first: bool,
+                   last: bool) -> set[tuple[bytes, bool, bool]]:
+    """The ``words`` (case folded, with their edges) that occur in ``window`` on word
+    boundaries whose two bytes either side lie in it (or at the line's edges)."""
+    hay = window.casefold().encode("utf-8")
+    found: set[tuple[bytes, bool, bool]] = set()
+    for word in words:
+        name, lead, tail = word
+        at = find_word(hay, name, lead=lead, tail=tail)
+        while at >= 0:
+            if (first or at >= 2) and (last or at + len(name) + 2 <= len(hay)):
+                found.add(word)
+                break
+            at = find_word(hay, name, lead=lead, tail=tail, start=at + 1)
+    return found
+
+
+def fold_statement(path: str, answers: tuple[str, ...]) -> tuple[int, str] | None:
+    """(line, answer) of the first line of the large fold ``path`` that states an answer
+    (holds every word of it on word boundaries, in any order: `states_answer`), or None.
+
+    Read in chunks; a line longer than `LINE_WINDOW_CHARS` is searched in windows that
+    overlap by the longest word + 4 (`campaign._chunkscan`'s rule, on the folded text).
+    The file must be UTF-8 (the caller checks it first, with `facts`).
+
+    Raises:
+        OSError: the file cannot be read.
+        UnicodeDecodeError: it is not UTF-8.
+    """
+    wanted = {answer: {(w.encode("utf-8"), w.encode("utf-8")[0] in _IDENT_BYTES,
+                        w.encode("utf-8")[-1] in _IDENT_BYTES)
+                       for w in answer.casefold().split()} for answer in answers}
+    every: set[tuple[bytes, bool, bool]] = set().union(*wanted.values())
+    overlap = max((len(w[0]) for w in every), default=0) + 4
+    line, current, first = 1, "", True
+    seen: set[tuple[bytes, bool, bool]] = set()
+
+    def states() -> str | None:
+        return next((a for a, ws in wanted.items() if ws and ws <= seen), None)
+
+    fd = os.open(path, _O_READ)
+    try:
+        for piece in _decoded(fd):
+            parts = piece.split("\n")
+            for i, part in enumerate(parts):
+                current += part
+                ends = i < len(parts) - 1
+                if ends or len(current) > LINE_WINDOW_CHARS:
+                    seen |= _words_on_line(current, every, first=first, last=ends)
+                    if ends:
+                        if (answer := states()) is not None:
+                            return line, answer
+                        line, current, seen, first = line + 1, "", set(), True
+                    else:
+                        current, first = current[-overlap:], False
+    finally:
+        os.close(fd)
+    seen |= _words_on_line(current, every, first=first, last=True)
+    answer = states()
+    return (line, answer) if answer is not None else None
+
+
+def _decoded(fd: int) -> Iterator[str]:
+    """The open file's text, a chunk at a time (strict UTF-8)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for chunk in read_chunks(fd):
+        yield decoder.decode(chunk)
+    yield decoder.decode(b"", final=True)

@@ -149,6 +149,10 @@ def check_folds(corpus: Corpus, probe_id: str) -> None:
         raise UnknownProbe(probe_id, corpus.probes)
     probe = corpus.probes[probe_id]
     for fold in corpus.folds_of(probe_id):
+        path = str(corpus.root / fold)
+        if os.lstat(path).st_size > LARGE_FILE_BYTES:
+            _check_large_fold(probe, fold, path)
+            continue
         data = (corpus.root / fold).read_bytes()
         if not is_text(data):
             raise SealRefused(probe_id, fold, None, "a fold must be UTF-8 text, so the seal can "
@@ -159,6 +163,23 @@ def check_folds(corpus: Corpus, probe_id: str) -> None:
                     raise SealRefused(probe_id, fold, number,
                                       f"the declared fold states the declared answer {answer!r}; "
                                       "a fold names the probe and states no answer")
+
+
+def _check_large_fold(probe: Probe, fold: str, path: str) -> None:
+    """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        binary = _sealbig.facts(_sealbig.read_chunks(fd)).binary
+    finally:
+        os.close(fd)
+    if binary:
+        raise SealRefused(probe.id, fold, None, "a fold must be UTF-8 text, so the seal can "
+                                                "check that it states no answer")
+    stated = _sealbig.fold_statement(path, probe.answers)
+    if stated is not None:
+        raise SealRefused(probe.id, fold, stated[0],
+                          f"the declared fold states the declared answer {stated[1]!r}; "
+                          "a fold names the probe and states no answer")
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,9 @@ PLUGIN_NAMESPACE_SEPARATOR: Final = ":"
 """Skills of a plugin are listed as ``<plugin>:<skill>``."""
 FAILED_STATUS: Final = "failed"
 """The ``mcp_servers[].status`` of a server that did not start."""
+MAX_MCP_JSON_BYTES: Final = 8 << 20
+"""The most of a workspace's ``.mcp.json`` read (bytes); a bigger one is refused unread
+(the corpus's own is held to the same bound by the arms: docs/arms.md)."""
 VALUE_REPR_CHARS: Final = 120
 """Characters of a refused value quoted in a reason: enough to recognise it, never a flood."""
 
@@ -133,9 +136,13 @@ def declared_mcp_servers_of(workspace: Path) -> frozenset[str]:
     """
     path = workspace / ".mcp.json"
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fp:
+            raw = fp.read(MAX_MCP_JSON_BYTES + 1)
     except FileNotFoundError:
         return frozenset()
+    if len(raw) > MAX_MCP_JSON_BYTES:
+        raise McpConfigError(path, f"over {MAX_MCP_JSON_BYTES:,} bytes, the most a server "
+                                   "declaration is read")
     try:
         value = json.loads(raw)
     except ValueError as exc:

@@ -1,8 +1,8 @@
 """RC-09 for large files (docs/sealing.md, "Large files"): every test of test_seal.py again,
 with every corpus file taken as large and read in chunks of a few bytes.
 
-The bound is set below every file's size and the chunk to 5 bytes (the windows then
-overlap by the longest name + 4), so each name of the seal's corpora crosses a chunk edge
+The bound is set below every file's size, the chunk to 5 bytes (the windows then
+overlap by the longest name + 4) and a fold's line window to 3 characters, so each name of the seal's corpora crosses a chunk edge
 somewhere, and each expected removal, line and digest of test_seal.py (written from the
 rule text) must come out of the chunked plan, copy and verification too.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from campaign import _chunkscan, _seal, _sealplan
+from campaign import _chunkscan, _seal, _sealbig, _sealplan
 from tests.campaign.test_seal import *  # noqa: F403 (the same tests, collected again here)
 
 
@@ -24,6 +24,7 @@ def every_file_large(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(_seal, "LARGE_FILE_BYTES", -1)
     monkeypatch.setattr(_chunkscan, "CHUNK_BYTES", 5)
     monkeypatch.setattr(_chunkscan, "OVERLAP_BYTES", 0)
+    monkeypatch.setattr(_sealbig, "LINE_WINDOW_CHARS", 3)  # a fold's lines, in windows
     yield
 
 

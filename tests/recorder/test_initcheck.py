@@ -230,6 +230,21 @@ def test_declared_mcp_servers_of_unparsable_raises(tmp_path: Path, text: str) ->
         declared_mcp_servers_of(tmp_path)
 
 
+def test_a_mcp_json_over_the_bound_is_refused_unread(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runner reads at most MAX_MCP_JSON_BYTES of it (here 64): the valid 65-byte
+    # declaration is refused, the 64-byte one read.
+    import recorder._initcheck as initcheck
+
+    monkeypatch.setattr(initcheck, "MAX_MCP_JSON_BYTES", 64)
+    head = '{"mcpServers": {"echo": {}}, "pad": "'
+    (tmp_path / ".mcp.json").write_text(head + "x" * (64 - len(head) - 2) + '"}')
+    assert declared_mcp_servers_of(tmp_path) == frozenset({"echo"})
+    (tmp_path / ".mcp.json").write_text(head + "x" * (65 - len(head) - 2) + '"}')
+    with pytest.raises(McpConfigError, match="over 64 bytes"):
+        declared_mcp_servers_of(tmp_path)
+
+
 def test_host_skill_names(tmp_path: Path) -> None:
     first, second = tmp_path / "cfg-skills", tmp_path / "home-skills"
     (first / "alpha").mkdir(parents=True)
