@@ -35,7 +35,6 @@ from ruamel.yaml.error import YAMLError
 from recorder._digest import DIGEST_PREFIX, digest_bytes, digest_file, tree_digest
 
 from ._chunkscan import CHUNK_BYTES, LARGE_FILE_BYTES
-
 from ._corpus_files import QUIET_S as QUIET_S
 from ._corpus_files import FileSignature as FileSignature
 from ._corpus_files import Refused, quiet_directories, walk_corpus

@@ -42,7 +42,7 @@ from recorder._digest import DIGEST_PREFIX
 
 from . import _sealbig
 from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
-from ._chunkscan import LARGE_FILE_BYTES
+from ._chunkscan import LARGE_FILE_BYTES, read_chunks
 from ._corpus import HEADWATER, SHELF, split_lines
 from ._corpus_files import FileSignature
 from ._errors import SealRefused, UnknownProbe
@@ -169,7 +169,7 @@ def _check_large_fold(probe: Probe, fold: str, path: str) -> None:
     """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        binary = _sealbig.facts(_sealbig.read_chunks(fd)).binary
+        binary = _sealbig.facts(read_chunks(fd)).binary
     finally:
         os.close(fd)
     if binary:

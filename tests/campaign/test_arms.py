@@ -302,8 +302,8 @@ def test_an_arm_reads_only_the_settings_files_it_edits_and_those_bounded(
     assert not reads_bytes("present", ".claude/settings.json")
     monkeypatch.setattr(_arms, "MAX_READ_LAYER_BYTES", 64)
     root = write_files(tmp_path / "c", {
-        ".headwater/probe.yml": "tiers: {campaign: {arms: [present], repetitions: 1}}\ntools: [Read]\n"
-                                "model: m\n",
+        ".headwater/probe.yml": ("tiers: {campaign: {arms: [present], repetitions: 1}}\n"
+                                 "tools: [Read]\nmodel: m\n"),
         "docs/probes/p.md": ("---\nid: HW-PRB-0001\ntitle: P\nanswers: []\nexamines: []\n---\n\n"
                              "## Task\n\nDo.\n"),
         ".claude/skills/s/SKILL.md": "x" * 1000,

@@ -2,9 +2,10 @@
 with every corpus file taken as large and read in chunks of a few bytes.
 
 The bound is set below every file's size, the chunk to 5 bytes (the windows then
-overlap by the longest name + 4) and a fold's line window to 3 characters, so each name of the seal's corpora crosses a chunk edge
-somewhere, and each expected removal, line and digest of test_seal.py (written from the
-rule text) must come out of the chunked plan, copy and verification too.
+overlap by the longest name + 4) and a fold's line window to 3 characters, so each
+name of the seal's corpora crosses a chunk edge somewhere, and each expected removal,
+line and digest of test_seal.py (written from the rule text) must come out of the
+chunked plan, copy and verification too.
 """
 
 from __future__ import annotations

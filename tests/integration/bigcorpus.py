@@ -16,8 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "demo" / "example" / "corpus"
 BULK = "docs/notes/bulk.md"
 BULK_FRONT = b"---\nid: HW-NOTE-0300\ntitle: Bulk\n---\n\n"
-_WORDS = ("the cache record widget render index page provider retry budget decision note "
-          "table scroll eviction policy section letter count summary").split()
+_WORDS = ["the", "cache", "record", "widget", "render", "index", "page", "provider", "retry",
+          "budget", "decision", "note", "table", "scroll", "eviction", "policy", "section",
+          "letter", "count", "summary"]
 
 
 def write_text(path: Path, size_bytes: int, *, seed: int = 1, head: bytes = b"") -> int:
