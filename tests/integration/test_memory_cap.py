@@ -1,4 +1,13 @@
-"""The runner under a hard memory cap: a 500 MB session recorded by a runner held to 150 MiB.
+"""The runner's memory: flat in the stream's length, and flat in the corpus's file sizes.
+
+Second test (docs/sealing.md, "Large files"): one `record` on the example corpus with a
+300 MB text document added (tests/integration/bigcorpus.py: real lines, some of 10 MB,
+written under /var/tmp, never sparse) against the same record on the example corpus; the
+runner's VmHWM and its largest child's peak (grep, bwrap) may grow by at most 32 MiB
+(+ 8 MiB of slack). Each whole read of that file it would hold costs 300 MB.
+
+First test: the runner under a hard memory cap: a 500 MB session recorded by a runner
+held to 150 MiB.
 
 The standing check against a regression into holding the stream (DESIGN.md, targets:
 memory): whatever retains the stream, or a large part of it, dies against the cap and fails
