@@ -179,7 +179,10 @@ def _load_config(paths: Mapping[str, str]) -> ProbeConfig:
         raise Refused(PROBE_YML, "missing: a corpus declares its tiers, tools and model there "
                                   "(docs/plan.md)")
     with open(paths[PROBE_YML], "rb") as fp:
-        text = _text(fp.read(), PROBE_YML)
+        data = fp.read(LARGE_FILE_BYTES + 1)
+    if len(data) > LARGE_FILE_BYTES:
+        raise Refused(PROBE_YML, f"over {LARGE_FILE_BYTES:,} bytes, the most probe.yml may hold")
+    text = _text(data, PROBE_YML)
     data = _yaml(text, PROBE_YML, first_line=1, what="the file")
     try:
         return ProbeConfig.model_validate(data if data is not None else {})
