@@ -86,5 +86,5 @@ def test_a_bad_sequence_across_two_chunks_is_refused_at_its_first_byte(tmp_path:
 def test_a_probe_yml_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
     root = write_files(tmp_path / "c", {".headwater/probe.yml": PROBE_YML + "#" * 4000,
                                         "docs/probes/p1.md": PROBE})
-    with pytest.raises(CorpusError, match="over 4,000 bytes, the most probe.yml may hold"):
+    with pytest.raises(CorpusError, match=r"over 4,000 bytes, the most probe\.yml may hold"):
         load_corpus(root)
