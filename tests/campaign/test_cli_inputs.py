@@ -31,6 +31,21 @@ def test_concurrency_zero_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.parametrize("under", ["file", "/proc", "/sys"])
+def test_a_batch_dir_that_cannot_be_one_is_one_line_and_exit_2(tmp_path: Path,
+                                                                under: str) -> None:
+    # Found as a traceback and exit 1: the path and why, one line, exit 2.
+    if under == "file":
+        (tmp_path / "f").write_text("x")
+        batch = tmp_path / "f" / "b"
+    else:
+        batch = Path(under) / "headwater-b"
+    proc = _cli("demo", "--batch-dir", str(batch))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and str(batch) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_tier_that_contradicts_the_plan_file_is_refused(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     out = _cli("plan", str(EXAMPLE), "--tier", "regression", "--format", "yaml")
