@@ -126,4 +126,4 @@ def format_bytes(count: int) -> str:
             return f"{count // size} {unit}"
     if count >= MiB:
         return f"{count / MiB:.1f} MiB"
-    return f"{count} bytes"
+    return "1 byte" if count == 1 else f"{count} bytes"
