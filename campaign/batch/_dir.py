@@ -171,7 +171,7 @@ def _cannot_make(resolved: Path, exc: OSError) -> str:
     return f"cannot be made: {reason.lower()}{where}"
 
 
-_SETUP_FILES: Final = frozenset({LOCK_NAME, "config.yaml"})
+_SETUP_FILES: Final = frozenset({LOCK_NAME, "config.yaml", "tree.json"})
 """What a runner writes into a new batch before plan.yaml, which marks the batch as made."""
 
 
@@ -181,7 +181,7 @@ def _setup_leftover(path: Path, batch: Path) -> bool:
     if (batch / "plan.yaml").exists():
         return path.name == LOCK_NAME
     name = path.name
-    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml."))
+    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml.", ".tree.json."))
                                     and name.endswith(".tmp"))
 
 

@@ -19,6 +19,7 @@ from campaign.batch._dir import transcript_path
 from campaign.batch._journal import Journal
 from campaign.batch._lock import BatchLock
 from campaign.batch._open import compare_batch
+from campaign.batch._tree import read_tree
 from campaign.supervisor._retranscribe import retranscribe
 from campaign.supervisor._spec import planned_sessions
 
@@ -41,7 +42,8 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
                                                                  "harness": recorded.harness})
     except CampaignError as exc:
         raise UsageError(f"batch {batch}: {exc}") from exc
-    moved = compare_batch(recorded, current, recorded_harness="", current_harness="")
+    moved = compare_batch(recorded, current, recorded_harness="", current_harness="",
+                          recorded_tree=read_tree(batch), current_tree=corpus.files)
     if moved:
         raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
                          f"{'; '.join(moved)}; give that corpus with --corpus DIR")

@@ -779,3 +779,19 @@ def test_record_into_a_batch_of_another_workspace_path_is_refused(
     assert run.returncode == 2, run.stdout + run.stderr
     assert f"ran at {STANDIN_WORKSPACE}, this run's at /elsewhere" in run.stdout + run.stderr
     assert (batch / "ledger.jsonl").read_bytes() == before
+
+
+def test_record_into_a_batch_whose_corpus_moved_outside_the_read_set_names_the_files(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """A refusal for a moved corpus names the files outside the read set that changed,
+    appeared or went, from the listing a batch keeps (docs/batch.md, tree.json)."""
+    harness = write_standin(tmp_path / "claude", stdout=SESSION)
+    batch = tmp_path / "b"
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    assert (batch / "tree.json").is_file()
+    before = (batch / "ledger.jsonl").read_bytes()
+    (corpus / "added.txt").write_text("new\n")
+    run = record(corpus, batch, harness)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "outside the read set, added.txt is new" in run.stdout + run.stderr
+    assert (batch / "ledger.jsonl").read_bytes() == before
