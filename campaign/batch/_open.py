@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._arms import arms_without_effect, harness_flags
+from campaign._corpus_notes import corpus_notes
 from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
 from campaign._plan import harness_version
@@ -128,6 +129,8 @@ def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> N
                            "arm from the tier, or pass --allow-identical-arms to run it anyway")
     for line in same:
         notify(f"warning: {line} (run anyway: --allow-identical-arms)")
+    for line in corpus_notes(request.corpus):
+        notify(f"note: {line}")
 
 
 def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,

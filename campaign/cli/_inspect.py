@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from campaign._arms import arms_without_effect
-from campaign._corpus import SHELF, off_shelf
+from campaign._corpus_notes import corpus_notes
 from campaign._doctor import doctor_checks, exit_status, print_report
 from campaign._errors import CampaignError
 from campaign._plan import dump_plan
@@ -44,11 +44,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(dump_plan(plan, args.format))
-    for rel in off_shelf(corpus):
-        where = ("in a folder of the shelf" if "/" in rel[len(SHELF):]
-                 else "on the shelf but not a .md file")
-        print(f"note: {rel} is {where}, so it is not a probe (probes are docs/probes/*.md)",
-              file=sys.stderr)
+    for line in corpus_notes(corpus):
+        print(f"note: {line}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -212,3 +212,28 @@ def test_plan_names_files_under_the_shelf_that_are_not_probes(tmp_path: Path) ->
             "probe (probes are docs/probes/*.md)") in proc.stderr
     assert "note: docs/probes/draft.txt is on the shelf but not a .md file" in proc.stderr
     assert "note: docs/probes/" + probe.name not in proc.stderr  # a probe is not noted
+
+
+def test_plan_names_symlinks_and_other_entries_that_are_not_regular_files(
+        tmp_path: Path) -> None:
+    # Only regular files are sealed: a symlink or a named pipe drops out of every workspace,
+    # and plan says so by name, with the symlink's target and the other entry's kind.
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    (corpus / "docs" / "guide.md").symlink_to("/etc/hostname")
+    os.mkfifo(corpus / "docs" / "pipe")
+    proc = _cli("plan", str(corpus))
+    assert proc.returncode == 0, proc.stderr
+    assert "note: docs/guide.md is a symlink to /etc/hostname: outside the tree" in proc.stderr
+    assert "note: docs/pipe is a named pipe: outside the tree" in proc.stderr
+
+
+def test_a_corpus_with_many_irregular_entries_is_noted_within_a_bound(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    for i in range(25):
+        (corpus / f"link{i:02}").symlink_to("nowhere")
+    proc = _cli("plan", str(corpus))
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 21 and notes[-1] == (
+        "note: and 5 more entries that are not regular files like these")

@@ -795,3 +795,14 @@ def test_record_into_a_batch_whose_corpus_moved_outside_the_read_set_names_the_f
     assert run.returncode == 2, run.stdout + run.stderr
     assert "outside the read set, added.txt is new" in run.stdout + run.stderr
     assert (batch / "ledger.jsonl").read_bytes() == before
+
+
+def test_record_notes_a_symlink_of_the_corpus_by_name_and_target(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """run, resume and record note what plan notes: a symlink is never sealed, so a user who
+    meant it as a document learns it before the sessions run (docs/sealing.md)."""
+    harness = write_standin(tmp_path / "claude", stdout=SESSION)
+    (corpus / "docs" / "alias.md").symlink_to("notes.md")
+    run = record(corpus, tmp_path / "b", harness)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "note: docs/alias.md is a symlink to notes.md: outside the tree" in run.stderr
