@@ -1,4 +1,4 @@
-"""Batch directory rules (DESIGN.md "Batch directory", RC-06)."""
+"""Batch directory rules (docs/batch.md "Layout", RC-06)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Every test writes a stand-in harness (a single self-contained file run by
 /usr/bin/python3 or /bin/sh, its stream embedded: RC-02), runs
 ``headwater-campaign record`` on a tiny synthetic corpus with ``--harness`` set
-to it, and checks what DESIGN.md says a user sees: the exit status (0
+to it, and checks what docs/cli.md says a user sees: the exit status (0
 recorded, 12 refused, 1 any other state), the ledger's final state, the
 transcript's Sessions row, that only recorded sessions become events, and that
 nothing observed is lost (non-recorded sessions keep their calls in the ledger).
@@ -258,9 +258,9 @@ def test_stream_stops_while_the_process_lives_is_timed_out(tmp_path: Path, corpu
 
 
 GRACE_S = 30.0
-"""DESIGN.md "Session states": the post-result grace, ``--post-result-grace S``, default 30 s."""
+"""docs/batch.md "Session states": the post-result grace, ``--post-result-grace S``, default 30 s."""
 WATCHDOG_S = 600.0
-"""DESIGN.md defaults: the no-output watchdog, 600 s."""
+"""docs/cli.md "Defaults": the no-output watchdog, 600 s."""
 
 
 def test_the_drivers_default_grace_is_the_designs() -> None:

@@ -1,4 +1,4 @@
-"""check-transcript's three answers (DESIGN.md "Exit statuses").
+"""check-transcript's three answers (docs/cli.md "Exit statuses").
 
 Rule text: "check-transcript: 0 clean, 1 refused (the file breaks the
 contract), 4 could not verify." A file that cannot be read is "could not
