@@ -140,7 +140,8 @@ def check_batch_root() -> Check:
     home = Path(home_env).resolve() if home_env else None
     root = default_root(home=home)
     if is_under_home(root, home=home):
-        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) (RC-06)",
+        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) "
+                     "(docs/glossary.md: RC-06)",
                      "pass --batch-dir outside $HOME, e.g. under /var/tmp")  # fmt: skip
     return Check("batch-root", "ok", f"{root} (outside $HOME {home})")
 
@@ -172,7 +173,8 @@ def check_skills(
         return Check(
             "skills", "broken",
             f"host skill directories named {', '.join(shadowed)} (under {where}) have the name "
-            "of a skill the harness lists: every session's init line would be refused (RC-07)",
+            "of a skill the harness lists: every session's init line would be refused "
+            "(docs/glossary.md: RC-07)",
             "rename or move those directories out of the host's skill directories",
         )  # fmt: skip
     return Check("skills", "ok", f"the harness lists {len(listed)} skills; the host's "

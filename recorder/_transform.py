@@ -183,7 +183,7 @@ class StreamObserver:
                 allowed = ", ".join(f"system/{sub}" for sub in sorted(PRE_INIT_SUBTYPES))
                 self._refuse(f"line {self._lines} before the init line: type = "
                              f"{_describe(obj)!r}: only {allowed} may precede the init line "
-                             "(RC-07)")
+                             "(docs/glossary.md: RC-07)")
         elif kind == "assistant":
             self._assistant(obj)
         elif kind == "user":
@@ -213,7 +213,7 @@ class StreamObserver:
         seen_refusal = bool(self._refusals)
         if self._inits == 0:
             self._refuse("no init line (type 'system', subtype 'init') on stdout: what the "
-                         "session loaded is unknown (RC-07)")
+                         "session loaded is unknown (docs/glossary.md: RC-07)")
         state: SessionState
         if seen_refusal:
             state, reason = "refused-init", "; ".join(self._refusals)

@@ -40,7 +40,7 @@ class BatchDirRefused(CampaignError):
     """
 
     def __init__(self, path: Path, rule: str, detail: str) -> None:
-        code = f" ({rule})" if rule.startswith("RC-") else ""
+        code = f" (docs/glossary.md: {rule})" if rule.startswith("RC-") else ""
         super().__init__(f"batch directory {path}: {detail}{code}")
         self.path = path
         self.rule = rule

@@ -129,7 +129,8 @@ _NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
 
 def _refused_confinement(exc: ConfinementUnavailable) -> dict[str, Any]:
     return {"state": "refused-confinement",
-            "reason": f"refused-confinement: the session cannot be confined: {exc} (RC-05)",
+            "reason": f"refused-confinement: the session cannot be confined: {exc} (no "
+                      "session may run unconfined; docs/glossary.md: RC-05)",
             **_NOTHING_RAN}
 
 

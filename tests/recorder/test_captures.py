@@ -626,7 +626,7 @@ def test_bc07_assistant_before_init_refuses_naming_line_and_type() -> None:
     assert obs.state == "refused-init"
     assert obs.reason == ("line 1 before the init line: type = 'assistant': only "
                           "system/hook_response, system/hook_started may precede the init "
-                          "line (RC-07)")
+                          "line (docs/glossary.md: RC-07)")
 
 
 def test_bc07_non_json_before_init_is_no_refusal() -> None:

@@ -327,7 +327,7 @@ def test_every_init_line_is_checked() -> None:
                   text("y", msg="m2"), result())
     assert obs.state == "refused-init"
     assert obs.reason == ("permissionMode = 'bypassPermissions': the driver asked for "
-                          "'dontAsk' (an allow-list of one) (RC-07)")
+                          "'dontAsk' (an allow-list of one) (docs/glossary.md: RC-07)")
 
 
 def test_no_init_line_refuses() -> None:
@@ -337,7 +337,7 @@ def test_no_init_line_refuses() -> None:
     empty = observe(exit_status=1)
     assert (empty.state, empty.reason, empty.cost_usd) == (
         "refused-init", "no init line (type 'system', subtype 'init') on stdout: what "
-        "the session loaded is unknown (RC-07)", None)
+        "the session loaded is unknown (docs/glossary.md: RC-07)", None)
 
 
 def test_hook_events_before_init_are_allowed() -> None:
