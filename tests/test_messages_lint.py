@@ -14,6 +14,7 @@ pointer (`recorder.transcript._errors.TranscriptRefused`,
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
                 and statements and _is_string_statement(statements[0]):
             found.add(id(statements[0].value))  # type: ignore[attr-defined]
-        for before, after in zip(statements, statements[1:], strict=False):
+        for before, after in itertools.pairwise(statements):
             if isinstance(before, (ast.Assign, ast.AnnAssign)) and _is_string_statement(after):
                 found.add(id(after.value))  # type: ignore[attr-defined]
     return found

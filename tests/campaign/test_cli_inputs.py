@@ -1,4 +1,4 @@
-"""Bad input stops the CLI with exit 2 and a message, before any session (docs/cli.md "Exit statuses").
+"""Bad input stops the CLI with exit 2 and a message, before any session (docs/cli.md).
 
 Each case comes from a fresh-eyes review that found a traceback (exit 1) or a
 silent acceptance instead.

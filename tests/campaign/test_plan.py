@@ -1,4 +1,4 @@
-"""compose_plan, dump_plan, load_plan_file (docs/plan.md "The six identity members", the `plan` command)."""
+"""compose_plan, dump_plan, load_plan_file (docs/plan.md, the six identity members; `plan`)."""
 
 from __future__ import annotations
 

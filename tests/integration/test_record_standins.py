@@ -258,7 +258,7 @@ def test_stream_stops_while_the_process_lives_is_timed_out(tmp_path: Path, corpu
 
 
 GRACE_S = 30.0
-"""docs/batch.md "Session states": the post-result grace, ``--post-result-grace S``, default 30 s."""
+"""docs/batch.md "Session states": the post-result grace, ``--post-result-grace S``, 30 s."""
 WATCHDOG_S = 600.0
 """docs/cli.md "Defaults": the no-output watchdog, 600 s."""
 

@@ -429,7 +429,7 @@ def test_declared_mcp_failed_is_env_fault() -> None:
     assert (obs.state, obs.retryable, obs.failed_mcp_servers) == ("env-fault", True, ("docs",))
 
 
-# --- states (docs/batch.md "Session states") ------------------------------------------------------------------
+# --- states (docs/batch.md "Session states") ---------------------------------------------
 
 def test_state_recorded() -> None:
     obs = observe(init(), text("x"), result())
