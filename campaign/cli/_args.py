@@ -14,6 +14,7 @@ from typing import Final
 
 from campaign.batch._options import BatchOptions, ResumeOverrides
 from sandbox import check_workspace_path, default_workspace_path
+from sandbox._limits import MIN_STDOUT_BYTES, format_bytes
 
 from ._errors import UsageError
 
@@ -48,6 +49,17 @@ def size_bytes(text: str) -> int:
     value = int(m.group(1)) * _UNIT_BYTES[m.group(2)[:1].lower()]
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
+
+
+def stdout_bound(text: str) -> int:
+    """argparse type of ``--max-stdout``: a size (`size_bytes`) of at least
+    `sandbox._limits.MIN_STDOUT_BYTES` (docs/cli.md, "Defaults")."""
+    value = size_bytes(text)
+    if value < MIN_STDOUT_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {format_bytes(MIN_STDOUT_BYTES)} (one large line of a real "
+            f"session passes 1 MB), got {text!r}")
     return value
 
 
@@ -113,7 +125,8 @@ def resolve_harness(path: Path | None, default: Path) -> Path:
 
 
 SESSION_LIMITS: Final = ("max_processes", "max_memory_bytes", "max_tmp_bytes",
-                         "max_write_bytes", "max_open_files", "max_connections")
+                         "max_write_bytes", "max_open_files", "max_connections",
+                         "max_stdout_bytes")
 """The per-session limits' option names (`BatchOptions`, the parser's destinations)."""
 
 
