@@ -41,10 +41,10 @@ __all__ = [
     "DEFAULT_STDOUT_BYTES",
     "DEFAULT_TMP_BYTES",
     "DEFAULT_WRITE_BYTES",
+    "MIN_STDOUT_BYTES",
     "LimitHit",
     "LimitName",
     "Limits",
-    "MIN_STDOUT_BYTES",
     "format_bytes",
 ]
 

@@ -26,7 +26,7 @@ MiB = 1024 * 1024
 
 def test_the_default_is_256_mib_and_the_floor_4_mib() -> None:
     # docs/cli.md "Defaults": the numbers the docs give.
-    assert (DEFAULT_STDOUT_BYTES, MIN_STDOUT_BYTES) == (256 * MiB, 4 * MiB)
+    assert (256 * MiB, 4 * MiB) == (DEFAULT_STDOUT_BYTES, MIN_STDOUT_BYTES)
 
 
 @pytest.mark.parametrize("command", [
