@@ -137,7 +137,8 @@ class FinalRecord(SessionRef):
     """The egress proxy's counts (allowed target, relayed, denied per host, most open)."""
     limit: LimitName | None = None
     """The per-session limit the sandbox saw passed and ended the session for (``processes``,
-    ``memory``, ``tmp``, ``writes``, ``connections``; the stream does not hold it, so
+    ``memory``, ``tmp``, ``writes``, ``connections``, or ``stdout``, which the runner's
+    reader counts: ``end`` is then ``stdout-limit``; the stream does not hold it, so
     ``retranscribe`` keeps it); None when it passed none."""
     event: dict[str, Any] | None = None
     """For ``recorded``: the event mapping exactly as the transcript writes it (RC-15)."""

@@ -15,7 +15,7 @@ from typing import Final
 
 from campaign.batch._options import BatchOptions, ResumeOverrides
 from sandbox import MAX_POOL_USERS, check_workspace_path, default_workspace_path
-from sandbox._limits import MiB, format_bytes
+from sandbox._limits import MIN_STDOUT_BYTES, MiB, format_bytes
 
 from ._errors import UsageError
 
@@ -85,6 +85,17 @@ def concurrency(text: str) -> int:
     return value
 
 
+def stdout_bound(text: str) -> int:
+    """argparse type of ``--max-stdout``: a size (`size_bytes`) of at least
+    `sandbox._limits.MIN_STDOUT_BYTES` (docs/cli.md, "Defaults")."""
+    value = size_bytes(text)
+    if value < MIN_STDOUT_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {format_bytes(MIN_STDOUT_BYTES)} (one large line of a real "
+            f"session passes 1 MB), got {text!r}")
+    return value
+
+
 def _whole(text: str) -> int:
     try:
         return int(text)
@@ -147,7 +158,8 @@ def resolve_harness(path: Path | None, default: Path) -> Path:
 
 
 SESSION_LIMITS: Final = ("max_processes", "max_memory_bytes", "max_tmp_bytes",
-                         "max_write_bytes", "max_open_files", "max_connections")
+                         "max_write_bytes", "max_open_files", "max_connections",
+                         "max_stdout_bytes")
 """The per-session limits' option names (`BatchOptions`, the parser's destinations)."""
 
 

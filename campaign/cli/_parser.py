@@ -24,8 +24,10 @@ from sandbox._limits import (
     DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES,
     DEFAULT_PIDS,
+    DEFAULT_STDOUT_BYTES,
     DEFAULT_TMP_BYTES,
     DEFAULT_WRITE_BYTES,
+    MIN_STDOUT_BYTES,
     format_bytes,
 )
 
@@ -36,6 +38,7 @@ from ._args import (
     nonnegative_int,
     positive_int,
     size_at_least,
+    stdout_bound,
     workspace_path,
 )
 from ._errors import EXIT_USAGE
@@ -196,6 +199,10 @@ def _session_limit_args(p: argparse.ArgumentParser) -> None:
                    help="bytes it may add to its workspace, log and config directories, "
                         f"checked while it runs and after (default "
                         f"{format_bytes(DEFAULT_WRITE_BYTES)})")
+    g.add_argument("--max-stdout", dest="max_stdout_bytes", type=stdout_bound, metavar="SIZE",
+                   help="bytes it may print on stdout, counted as the runner reads them "
+                        f"(default {format_bytes(DEFAULT_STDOUT_BYTES)}, at least "
+                        f"{format_bytes(MIN_STDOUT_BYTES)})")
     g.add_argument("--max-open-files", type=positive_int, metavar="N",
                    help=f"open files of each of its processes (default {DEFAULT_OPEN_FILES}; "
                         "past it a call fails, the session goes on)")
