@@ -70,8 +70,8 @@ def encode_record(record: BaseModel) -> bytes:
         if fixed and name not in _ALWAYS_WRITTEN and data.get(name) == info.default:
             del data[name]
 
-    # ASCII only: a session's string may hold a lone surrogate ("\udc80" in its JSON),
-    # which no UTF-8 encoder takes; escaped, the ledger keeps it exactly.
+    # ASCII only. A record holds no lone surrogate (`_records._Record` writes each as
+    # `campaign._json_text` does), so a strict JSON reader takes every line.
     text = json.dumps(data, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     return text.encode("ascii") + b"\n"
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from campaign._json_text import json_safe
 from campaign._terminal_text import one_line
 from campaign.batch._config import BatchConfig, BatchFileError, read_batch
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
@@ -107,7 +108,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     batch = Path(args.batch).expanduser().resolve()
     data = status_data(batch)
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(json_safe(data), indent=1, sort_keys=True) + "\n")
         return EXIT_OK
     fold, config = fold_batch(batch)
     _print(batch, data, fold.statistics(), scripted=config.options.provider == "scripted")

@@ -172,7 +172,7 @@ def strict_json_faults(what: str, data: bytes) -> list[str]:
             json.dumps(value, ensure_ascii=False).encode("utf-8")  # no lone surrogate
         except (UnicodeError, ValueError) as exc:
             faults.append(f"{what}:{n}: {exc}")
-        if re.search(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}", raw):
+        if re.search(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}", raw):
             faults.append(f"{what}:{n}: a surrogate escape a strict reader refuses")
     return faults
 
