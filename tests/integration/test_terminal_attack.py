@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -112,12 +113,16 @@ def answered_stream() -> bytes:
                     "total_cost_usd": 0.01}))
 
 
+SUBTYPE = "[bold]MK[/bold]\x1b[2J\x9b1m\nFORGED-subtype"
+"""Short: the failures table shows a reason's first 100 characters, so all of it shows."""
+
+
 def failed_stream() -> bytes:
     """harness-error: a hostile tool name, subtype, result text and denial."""
     return (init() + READ
             + tool_use("b1", forged("tool"), {"command": forged("command")}, msg="m5")
             + tool_result("b1", "ok")
-            + line({"type": "result", "subtype": forged("subtype"), "is_error": True,
+            + line({"type": "result", "subtype": SUBTYPE, "is_error": True,
                     "api_error_status": None, "num_turns": 2, "result": forged("result"),
                     "total_cost_usd": 0.01,
                     "permission_denials": [{"tool_name": forged("denied")}]}))
@@ -200,8 +205,19 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         outputs["record failed"] = record(corpus, batch, harness)
         outputs["record failed, colour"] = record(corpus, batch, harness,
                                                   env={"FORCE_COLOR": "1"})
+        # run: its progress lines, its closing table and notices (one session, no retry)
+        run_root = root / "run"
+        run_corpus = kit.write_corpus(run_root / "corpus", {"HW-RUN-0001": "do it."},
+                                      tools=["Read", "Bash", "Write"])
+        kit.write_script(run_root / "scripts", "unused", "no task says this")
+        outputs["run"] = run(
+            "run", str(run_corpus), "--tier", "regression", "--batch-dir",
+            str(run_root / "batch"), "--harness", str(harness), "--provider", "scripted",
+            "--scripts", str(run_root / "scripts"), "--concurrency", "1", "--retries", "0",
+            "--workspace-path", STANDIN_WORKSPACE, env={"NO_COLOR": "1"})
     finally:
         kit.kill_all(kit.processes_under(root))
+    shutil.copytree(batch, root / "b2", symlinks=True)  # a second batch, for side by side
     return {"root": root, "corpus": corpus, "batch": batch, "records": outputs}
 
 
@@ -214,6 +230,7 @@ def test_the_hostile_sessions_are_recorded_as_sent(hostile: dict[str, Any]) -> N
     runs = hostile["records"]
     assert runs["record answered"].returncode == 0, runs["record answered"].stderr[-2000:]
     assert runs["record failed"].returncode == 1, runs["record failed"].stderr[-2000:]
+    assert b"FORGED-result" in runs["run"].stderr, runs["run"].stderr[-2000:]
     finals = sessions(hostile["batch"])
     assert [f["state"] for f in finals.values()] == ["recorded", "harness-error",
                                                      "harness-error"]
@@ -231,7 +248,8 @@ def commands(hostile: dict[str, Any]) -> dict[str, list[str]]:
             "show missing": ["show", batch, "present", PROBE, "r99"],
             "status": ["status", batch],
             "report": ["report", batch],
-            "report side by side": ["report", "--side-by-side", batch, batch],
+            "report side by side": ["report", "--side-by-side", batch,
+                                    str(hostile["root"] / "b2")],
             "check-transcript": ["check-transcript",
                                  str(hostile["batch"] / "transcripts" / "present.md")],
             "retranscribe": ["retranscribe", batch, "--corpus", str(hostile["corpus"])]}
@@ -248,7 +266,7 @@ def test_no_command_prints_what_the_session_wrote_as_a_control(
                 faults += terminal_faults(f"{name} {stream}", data, live=colour)
     for name, argv in commands(hostile).items():
         proc = run(*argv, env=env)
-        assert proc.returncode in (0, 1, 2), (name, proc.stderr[-2000:])
+        assert proc.returncode == (2 if name == "show missing" else 0), (name, proc.stderr)
         if name.startswith("show r"):
             assert b"FORGED-" in proc.stdout, name  # the values are there, escaped
         for stream, data in (("stdout", proc.stdout), ("stderr", proc.stderr)):
