@@ -128,7 +128,7 @@ class _ByLedgerPath(dict[str, list[str]]):
     """Findings by the ledger's path, looked up by the path as the stream names it: the
     ledger writes a name that is not UTF-8 as `campaign._json_text.json_text` does."""
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return super().get(json_text(key), default)
 
 

@@ -99,3 +99,10 @@ def test_retranscribe_finds_the_ledgers_artifact_by_the_name_the_stream_gives() 
     assert found is not None and found.get(streamed, ()) == ["rule-1"]
     event = _produced_from_ledger({"produced": [{"path": streamed}]}, record)
     assert event["produced"] == [ledger]
+
+
+def test_a_record_made_without_validation_is_written_strict_all_the_same() -> None:
+    record = final("a.txt", "r")
+    raw = FinalRecord.model_construct(**{**record.model_dump(), "reason": "x\udcff"})
+    data = json.loads(encode_record(raw).decode("utf-8"))
+    assert data["reason"] == "x\\xff"
