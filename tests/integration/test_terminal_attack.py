@@ -12,8 +12,9 @@ creates ``\\xff\\xfe.txt``, a name that is not UTF-8, and names it in a Write
 (``"\\udcff\\udcfe.txt"`` in its JSON); ``record --produced`` names another such file.
 
 Rule (docs/cli.md, "What a session wrote, on the terminal"): every command that prints
-(``record``, ``show`` of each session and of a session the batch lacks, ``status``,
-``report``, ``report --side-by-side``, ``retranscribe``, ``check-transcript``) writes,
+(``record``, ``run``'s progress and closing lines, ``show`` of each session and of a
+session the batch lacks, ``status``, ``report``, ``report --side-by-side`` of two batches,
+``retranscribe``, ``check-transcript``) writes,
 off a terminal, no byte below 0x20 but ``\\n`` and ``\\t``, no DEL, no C1, no U+2028,
 and no line that starts with what only the session wrote; rich markup a session sent
 shows as written. With ``FORCE_COLOR`` the only escape sequences are SGR (``ESC [ ... m``)
@@ -22,9 +23,12 @@ that are not UTF-8"): the ledger, ``status --json`` and ``report --json`` are UT
 a strict reader takes (no lone surrogate escape), and the two names read ``\\xff\\xfe.txt``
 and ``\\xfe\\xff-extra.txt``.
 
-Seen red: `campaign._terminal_text.one_line` and `block` returning their input (every
-command's output holds ESC, BEL, 0x9b and forged lines); `campaign._json_text.json_text`
-returning its input (the ledger holds ``\\udcff``).
+Seen red: `campaign._terminal_text.one_line` and `block` returning their input (control
+bytes in ``show`` of each session, ``status``, ``report``, ``report --side-by-side``,
+``record`` and ``run``; forged lines in ``show``, ``record`` and ``run``);
+`campaign._terminal_text.cell` returning a ``str`` (``status``'s failures table drops the
+``[bold]`` a session sent); `campaign._json_text.json_text` returning its input (the
+ledger holds ``\\udcff``, which a strict encoder refuses).
 """
 
 from __future__ import annotations
