@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from campaign._terminal_text import one_line
 from recorder._command import harness_command
 from recorder._driver import DriveResult, drive_child
 from recorder._initcheck import host_skill_names
@@ -255,9 +256,10 @@ def print_report(report: PreflightReport) -> None:
     """
     width = max(len(label) for label in LABELS.values())
     for check in report.checks:
-        print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {check.detail}")
+        # A detail may quote what a program printed (the harness's --version): escaped.
+        print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {one_line(check.detail)}")
         if check.fix and check.verdict != "ok":
-            print(f"{'':>{width}}  fix: {check.fix}")
+            print(f"{'':>{width}}  fix: {one_line(check.fix)}")
     failing = [c.name for c in report.checks if c.verdict != "ok"]
     if failing == ["credentials"]:
         print("everything but the credentials is verified ok: `demo` and `run --provider "

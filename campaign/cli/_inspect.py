@@ -13,6 +13,7 @@ from campaign._doctor import doctor_checks, exit_status, print_report
 from campaign._errors import CampaignError
 from campaign._plan import dump_plan
 from campaign._seal import check_folds, explain, seal_workspace
+from campaign._terminal_text import one_line
 from campaign.batch._open import host_skill_dirs
 from recorder._check import check_transcript_file
 from sandbox._config import sweep_config_root
@@ -74,9 +75,9 @@ def cmd_check_transcript(args: argparse.Namespace) -> int:
     verdicts = [result.verdict for _, result in results]
     with quiet_pipe():  # the status is decided: a reader that goes away does not change it
         for path, result in results:
-            print(f"{path}: {_CHECK_LABEL[result.verdict]}")
-            for reason in result.reasons:
-                print(f"  {reason}")
+            print(f"{one_line(path)}: {_CHECK_LABEL[result.verdict]}")
+            for reason in result.reasons:  # a reason may quote the file's text
+                print(f"  {one_line(reason)}")
     if "refused" in verdicts:
         return 1
     return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK

@@ -14,6 +14,7 @@ import anyio
 
 from campaign._errors import CampaignError
 from campaign._plan import recompose
+from campaign._terminal_text import one_line
 from campaign.batch._config import BatchFileError, read_batch, workspace_note
 from campaign.batch._dir import transcript_path
 from campaign.batch._journal import Journal
@@ -56,9 +57,9 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
                                                 corpus=corpus), backend="trio")
     print(f"re-derived {plural(counts.rederived, 'session')} from their kept streams")
     for line in counts.changed:
-        print(f"  changed: {line}")
+        print(f"  changed: {one_line(line)}")
     for reason, n in sorted(counts.skipped.items()):
-        print(f"  left as recorded ({n}): {reason}", file=sys.stderr)
+        print(f"  left as recorded ({n}): {one_line(reason)}", file=sys.stderr)
     for arm in recorded.arms:
-        print(f"transcript: {transcript_path(batch, arm)}")
+        print(f"transcript: {one_line(transcript_path(batch, arm))}")
     return EXIT_OK
