@@ -5,7 +5,8 @@ shelf that is not a probe (docs/plan.md), and a symlink or other entry that is
 not a regular file (outside the tree, never copied into a workspace by the
 seal: docs/sealing.md), with what it points to or what it is. At most
 `NAMED` of each kind are named; the rest are counted. The notes are one line
-each, and every name is escaped for a terminal by the caller's printer.
+each: a name or a symlink's target that holds a control or a newline is
+escaped (`campaign._terminal_text.one_line`), so it cannot forge a line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import stat
 from typing import TYPE_CHECKING, Final
 
 from campaign._corpus import SHELF, off_shelf
+from campaign._terminal_text import one_line
 
 if TYPE_CHECKING:
     from campaign._corpus import Corpus
@@ -47,7 +49,7 @@ def _bounded(lines: list[str], what: str, *, total: int | None = None) -> list[s
 def _off_shelf_line(rel: str) -> str:
     where = ("in a folder of the shelf" if "/" in rel[len(SHELF):]
              else "on the shelf but not a .md file")
-    return f"{rel} is {where}, so it is not a probe (probes are docs/probes/*.md)"
+    return f"{one_line(rel)} is {where}, so it is not a probe (probes are docs/probes/*.md)"
 
 
 def _irregular_line(corpus: Corpus, rel: str) -> str:
@@ -56,14 +58,14 @@ def _irregular_line(corpus: Corpus, rel: str) -> str:
     try:
         info = os.lstat(path)
     except OSError as exc:
-        return f"{rel} could not be looked at ({exc.strerror}); it is not copied"
+        return f"{one_line(rel)} could not be looked at ({exc.strerror}); it is not copied"
     if stat.S_ISLNK(info.st_mode):
         try:
             target = os.readlink(path)
         except OSError:
             target = "an unreadable target"
-        what = f"a symlink to {target}"
+        what = f"a symlink to {one_line(target)}"
     else:
         what = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-    return (f"{rel} is {what}: outside the tree, never copied into a workspace (only regular "
+    return (f"{one_line(rel)} is {what}: outside the tree, never copied into a workspace (only regular "
             "files are sealed)")

@@ -237,3 +237,12 @@ def test_a_corpus_with_many_irregular_entries_is_noted_within_a_bound(tmp_path: 
     notes = [line for line in proc.stderr.splitlines() if line.startswith("note: ")]
     assert len(notes) == 21 and notes[-1] == (
         "note: and 5 more entries that are not regular files like these")
+
+
+def test_a_symlink_target_with_a_newline_cannot_forge_a_note(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    (corpus / "docs" / "odd").symlink_to("x\nnote: forged\x1b]0;t\x07")
+    proc = _cli("plan", str(corpus))
+    assert "note: docs/odd is a symlink to x\\nnote: forged\\x1b]0;t\\x07: outside" in proc.stderr
+    assert "\x1b" not in proc.stderr and "\nnote: forged" not in proc.stderr
