@@ -124,7 +124,7 @@ def check_arm(arm: str) -> None:
         ArmError: ``arm`` is not one of `ARMS` (the message lists them).
     """
     if arm not in ARMS:
-        raise ArmError(arm, f"not an arm; the arms are {', '.join(ARMS)} (RC-14)")
+        raise ArmError(arm, f"not an arm; the arms are {', '.join(ARMS)} (docs/glossary.md: RC-14)")
 
 
 def reads_bytes(arm: str, path: str) -> bool:

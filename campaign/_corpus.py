@@ -238,7 +238,7 @@ def _check_declarations(config: ProbeConfig, probes: Mapping[str, Probe],
                                               f"{declared.split('/')[0]}/, but a fold lies "
                                               "outside docs/ and .headwater/: the seal removes "
                                               "every file naming the probe under docs/ and all "
-                                              "of .headwater/ (RC-09)")
+                                              "of .headwater/ (docs/glossary.md: RC-09)")
         if key == "answer_keys":
             for probe_id, paths in table.items():
                 both = set(paths) & set(config.folds.get(probe_id, ()))

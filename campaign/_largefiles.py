@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Final
 
+from ._terminal_text import one_line
+
 if TYPE_CHECKING:
     from ._corpus import Corpus
 
@@ -44,12 +46,14 @@ def large_files(corpus: Corpus, over_bytes: int = NOTE_OVER_BYTES) -> list[tuple
 
 def large_file_notes(corpus: Corpus, over_bytes: int = NOTE_OVER_BYTES,
                      lines: int = NOTE_LINES) -> list[str]:
-    """The lines ``plan`` prints to stderr: one per large file (at most ``lines``), then a count."""
+    """The notes ``plan`` prints (each after ``note: ``, on stderr): one per large file (at most
+    ``lines``; its name escaped for the terminal, `campaign._terminal_text.one_line`), then a
+    count."""
     found = large_files(corpus, over_bytes)
-    notes = [f"note: {rel} is {size / 1e6:,.1f} MB (over {over_bytes / 1e6:,.0f} MB): every "
+    notes = [f"{one_line(rel)} is {size / 1e6:,.1f} MB (over {over_bytes / 1e6:,.0f} MB): every "
              "session's seal copies it into its workspace and reads it about three times"
              for rel, size in found[:lines]]
     if len(found) > lines:
-        notes.append(f"note: and {len(found) - lines:,} more files over "
+        notes.append(f"and {len(found) - lines:,} more files over "
                      f"{over_bytes / 1e6:,.0f} MB")
     return notes

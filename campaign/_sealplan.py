@@ -204,7 +204,7 @@ class FileDecision:
 
 
 def _naming_removal(rel: str, text: Text, naming: Naming, what: str) -> Removal:
-    return Removal(rel, f"names {what} by {naming.how} (RC-09)", text.line_of(naming.start),
+    return Removal(rel, f"names {what} by {naming.how}", text.line_of(naming.start),
                    excerpt=_excerpt(text, naming))
 
 
@@ -229,7 +229,7 @@ def _drop_key_lines(rel: str, text: Text,
         first, last = text.line_of(start), text.line_of(max(end - 1, start))
         for number in range(first, last + 1):
             doomed.setdefault(number, Removal(
-                rel, f"the line names answer key {key} by {naming.how} (RC-09)", number,
+                rel, f"the line names answer key {key} by {naming.how}", number,
                 kind="line", excerpt=_excerpt(text, naming)))
     starts = [*_line_starts(data), len(data)]
     kept = b"".join(data[starts[i] : starts[i + 1]]
@@ -255,7 +255,7 @@ def _judge(rel: str, data: bytes, names: Names) -> tuple[bytes | None, list[Remo
         again = Text(kept)
         if (hit := names.probe_names.first(again, rel)) is not None:
             return None, [Removal(rel, f"names {pid} by {hit.how} once the answer key's lines "
-                                       "are gone (RC-09)", again.line_of(hit.start))], None
+                                       "are gone", again.line_of(hit.start))], None
     return kept, dropped, fold
 
 
@@ -276,7 +276,7 @@ def _binary_naming(rel: str, data: bytes, names: Names) -> Removal | None:
     if hit is None:
         return None
     return Removal(rel, f"names {what} by {hit.how}; a binary or non-UTF-8 file is searched "
-                        "as bytes and removed whole (RC-09)", text.line_of(hit.start))
+                        "as bytes and removed whole", text.line_of(hit.start))
 
 
 def _read(path: str) -> tuple[bytes, int, FileSignature]:
@@ -419,13 +419,13 @@ def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
 def _without_reading(rel: str, names: Names) -> Removal | None:
     pid = names.probe.id
     if rel.startswith(SHELF):
-        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace (RC-09)")
+        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace")
     if rel.startswith(HEADWATER):
-        return Removal(rel, ".headwater/ never enters a workspace: it names every probe (RC-09)")
+        return Removal(rel, ".headwater/ never enters a workspace: it names every probe")
     if rel in names.key_paths:
-        return Removal(rel, f"an answer key of {pid}, declared in probe.yml (RC-09)")
+        return Removal(rel, f"an answer key of {pid}, declared in probe.yml")
     if rel not in names.folds and names.probe_names.in_path(rel):
-        return Removal(rel, f"its path names {pid} by id (RC-09)")
+        return Removal(rel, f"its path names {pid} by id")
     return None
 
 

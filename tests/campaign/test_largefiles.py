@@ -42,5 +42,5 @@ def test_past_ten_files_the_rest_are_counted_on_one_line(tmp_path: Path) -> None
     root = _corpus(tmp_path, {f"data/f{i:02d}.bin": (51 + i) * MB for i in range(13)})
     notes = large_file_notes(load_corpus(root))
     assert len(notes) == 11
-    assert notes[0].split()[1] == "data/f12.bin"  # largest first
-    assert notes[-1] == "note: and 3 more files over 50 MB"
+    assert notes[0].split()[0] == "data/f12.bin"  # largest first
+    assert notes[-1] == "and 3 more files over 50 MB"

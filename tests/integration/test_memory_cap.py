@@ -9,8 +9,8 @@ runner's VmHWM and its largest child's peak (grep, bwrap) may grow by at most 32
 First test: the runner under a hard memory cap: a 500 MB session recorded by a runner
 held to 150 MiB.
 
-The standing check against a regression into holding the stream (DESIGN.md, targets:
-memory): whatever retains the stream, or a large part of it, dies against the cap and fails
+The standing check against a regression into holding the stream (docs/bench.md, the
+memory target): whatever retains the stream, or a large part of it, dies against the cap and fails
 this test the same day, whatever shape the regression takes. The cap is RLIMIT_DATA (the
 heap and every private writable mapping: what a process that holds data must grow), not
 RLIMIT_AS, which address-space reservations alone would trip. The real command line runs

@@ -89,7 +89,8 @@ def test_check_init_clean_line_accepts() -> None:
     "mode", ["bypassPermissions", "default", "acceptEdits", "plan", "auto", "DONTASK"])
 def test_check_init_permission_mode_allow_list(mode: str) -> None:
     assert check_init(_with(permissionMode=mode), POLICY) == [
-        f"permissionMode = {mode!r}: the driver asked for 'dontAsk' (an allow-list of one) (RC-07)"
+        f"permissionMode = {mode!r}: the driver asked for 'dontAsk' (an allow-list of one) "
+        "(docs/glossary.md: RC-07)"
     ]
 
 
@@ -175,7 +176,8 @@ def test_check_init_memory_paths(memory: Any, refused: bool) -> None:
 def test_check_init_missing_policed_field_refuses(field: str) -> None:
     reasons = check_init(_with(**{field: _ABSENT}), POLICY)
     assert reasons == [
-        f"{field} is missing from the init line: a policed field (fail closed) (RC-07)"]
+        f"{field} is missing from the init line: a policed field (fail closed) "
+        "(docs/glossary.md: RC-07)"]
 
 
 @pytest.mark.parametrize(
@@ -268,13 +270,15 @@ def test_check_init_accepts_the_batch_workspace_path_as_cwd() -> None:
     [
         ("/var/tmp/b/sessions/absent/HW-PRB-0003/r1/workspace",
          "cwd = '/var/tmp/b/sessions/absent/HW-PRB-0003/r1/workspace': is not the batch's "
-         "workspace path /workspace (RC-07)"),
+         "workspace path /workspace (docs/glossary.md: RC-07)"),
         ("/workspace/", "cwd = '/workspace/': is not the batch's workspace path /workspace "
-                        "(RC-07)"),
+                        "(docs/glossary.md: RC-07)"),
         ("/workspace/sub", "cwd = '/workspace/sub': is not the batch's workspace path "
-                           "/workspace (RC-07)"),
-        (_ABSENT, "cwd is missing from the init line: a policed field (fail closed) (RC-07)"),
-        (["/workspace"], "cwd = ['/workspace']: unknown shape (list; fail closed) (RC-07)"),
+                           "/workspace (docs/glossary.md: RC-07)"),
+        (_ABSENT, "cwd is missing from the init line: a policed field (fail closed) "
+                  "(docs/glossary.md: RC-07)"),
+        (["/workspace"], "cwd = ['/workspace']: unknown shape (list; fail closed) "
+                         "(docs/glossary.md: RC-07)"),
     ],
     ids=["a-batch-path", "trailing-slash", "below", "missing", "a-list"],
 )
