@@ -73,7 +73,7 @@ def test_a_500_mb_session_is_recorded_by_a_runner_capped_at_150_mib(root: Path) 
     batch = root / "batch"
     run = capped_cli("run", str(corpus), "--batch-dir", str(batch), "--harness", str(harness),
                      "--provider", "scripted", "--scripts", str(root / "scripts"),
-                     "--network", "host", "--retries", "0")
+                     "--network", "host", "--retries", "0", "--max-stdout", "1G")
     assert run.returncode == 0, run.stderr[-3000:]
     (final,) = [r for r in read_ledger(batch / "ledger.jsonl") if isinstance(r, FinalRecord)]
     assert final.state == "recorded", final.reason
