@@ -173,8 +173,12 @@ def _load(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
+        if not path.parent.exists():
+            raise BatchFileError(path.parent, "does not exist") from exc
         raise BatchFileError(path, "missing: this directory is not a batch (or not a "
                                    "finished start of one)") from exc
+    except NotADirectoryError as exc:
+        raise BatchFileError(path.parent, "is not a directory, so not a batch") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise BatchFileError(path, f"cannot be read: {exc}") from exc
     try:

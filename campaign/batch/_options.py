@@ -19,8 +19,10 @@ from sandbox._limits import (
     DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES,
     DEFAULT_PIDS,
+    DEFAULT_STDOUT_BYTES,
     DEFAULT_TMP_BYTES,
     DEFAULT_WRITE_BYTES,
+    MIN_STDOUT_BYTES,
     Limits,
 )
 
@@ -108,6 +110,10 @@ class BatchOptions(BaseModel):
     """Per session: open files of each of its processes (``--max-open-files``)."""
     max_connections: int = Field(default=DEFAULT_CONNECTIONS, ge=1)
     """Per session: connections open at once through its egress proxy (``--max-connections``)."""
+    max_stdout_bytes: int = Field(default=DEFAULT_STDOUT_BYTES, ge=MIN_STDOUT_BYTES)
+    """Per session: bytes it may print on stdout, counted as the runner reads them
+    (``--max-stdout``). A batch recorded before the option has no such key: it reads, and
+    resumes, with the default."""
     workspace_path: str | None = None
     """Where every session sees its workspace (``--workspace-path``; RC-02, blind sessions);
     set in every batch of config format 2. None only in a batch of format 1, whose sessions
@@ -117,7 +123,8 @@ class BatchOptions(BaseModel):
         """The per-session limits these options ask for (the sandbox's `Limits`)."""
         return Limits(pids=self.max_processes, memory_bytes=self.max_memory_bytes,
                       tmp_bytes=self.max_tmp_bytes, write_bytes=self.max_write_bytes,
-                      open_files=self.max_open_files, connections=self.max_connections)
+                      open_files=self.max_open_files, connections=self.max_connections,
+                      stdout_bytes=self.max_stdout_bytes)
 
 
 class ResumeOverrides(BaseModel):

@@ -20,6 +20,7 @@ from rich.console import Console
 from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
 from campaign._plan import Plan, compose_plan, load_plan_file, recompose
+from campaign._terminal_text import block, one_line
 from campaign.batch._config import BatchFileError, batch_budget, read_batch
 from campaign.batch._dir import transcript_path
 from campaign.batch._open import SCRIPTED_API_KEY, BatchRequest, OpenBatch, open_batch
@@ -202,7 +203,7 @@ def execute(inv: _Invocation) -> int:
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
         planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
         probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget)
-    with open_batch(request, notify=lambda text: err.print(text, markup=False,
+    with open_batch(request, notify=lambda text: err.print(block(text), markup=False,
                                                            soft_wrap=True)) as opened:
         _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)
         specs = _outstanding(opened)
@@ -293,11 +294,12 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
         stdout_gone()
     resume = f"headwater-campaign resume {opened.path}"
     if outcome.signal is not None:
-        err.print(f"{outcome.detail}; {plural(outcome.outstanding, 'session')} outstanding; "
+        err.print(f"{one_line(outcome.detail)}; {plural(outcome.outstanding, 'session')} "
+                  "outstanding; "
                   "every "
                   f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
     elif outcome.budget_stopped:
-        err.print(f"a budget stopped the batch: {outcome.detail}; "
+        err.print(f"a budget stopped the batch: {one_line(outcome.detail)}; "
                   f"{plural(outcome.outstanding, 'session')} outstanding. Resume with a larger "
                   f"budget: {resume} "
                   "--max-cost-cents N (a total over every attempt), or --max-wall D",
@@ -305,7 +307,8 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     elif outcome.write_refused:
         left = plural(outcome.outstanding, "session")
         remedy = outcome.remedy or "free space"
-        err.print(f"{outcome.detail}. Nothing already recorded was lost; {left} outstanding. "
+        err.print(f"{one_line(outcome.detail)}. Nothing already recorded was lost; {left} "
+                  "outstanding. "
                   f"{remedy[:1].upper()}{remedy[1:]}, then: {resume}", markup=False,
                   soft_wrap=True)
     elif outcome.outstanding:
@@ -316,8 +319,8 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     if opened.scripted is not None:
         for what, count in sorted(opened.scripted.misses.items()):
             err.print(f"warning: the scripted provider answered 'no script for this request' "
-                      f"{count} time{'s' if count != 1 else ''}: {what}; those sessions ended "
-                      "without the scripted answer (docs/provider.md)", markup=False)
+                      f"{count} time{'s' if count != 1 else ''}: {one_line(what)}; those "
+                      "sessions ended without the scripted answer (docs/provider.md)", markup=False)
     if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
         err.print("no session of the batch was recorded (exit 5): see the states above, or "
                   f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from campaign._json_text import json_safe
+from campaign._terminal_text import one_line
 from campaign.batch._config import BatchConfig, BatchFileError, batch_budget, read_batch
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
@@ -111,7 +113,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     batch = Path(args.batch).expanduser().resolve()
     data = status_data(batch)
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(json_safe(data), indent=1, sort_keys=True) + "\n")
         return EXIT_OK
     fold, config = fold_batch(batch)
     _print(batch, data, fold.statistics(), scripted=config.options.provider == "scripted")
@@ -122,9 +124,9 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     out = StdoutConsole(file=sys.stdout, highlight=False, soft_wrap=True)
     if data["running"]:
         who = f"process {data['pid']}" if data["pid"] else "another process"
-        out.print(f"batch {batch}: running ({who} holds it)", markup=False)
+        out.print(one_line(f"batch {batch}: running ({who} holds it)"), markup=False)
     else:
-        out.print(f"batch {batch}: not running", markup=False)
+        out.print(one_line(f"batch {batch}: not running"), markup=False)
     out.print(arms_table(stats.arms, title="sessions per arm"))
     setter = data["budget_set_by"]
     out.print(budget_line(stats, data["max_cost_cents"])
@@ -136,17 +138,18 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     stopped = stats.stopped
     if stopped is not None and not data["running"]:
         out.print(f"last invocation ({stats.invocations}) ended: {stopped.reason}: "
-                  f"{stopped.detail}", markup=False, soft_wrap=True)
+                  f"{one_line(stopped.detail)}", markup=False, soft_wrap=True)
     elif not data["running"] and stats.invocations:
         out.print(f"last invocation ({stats.invocations}) did not end cleanly (the runner was "
                   "killed)", markup=False)
     for label in ("in_flight", "interrupted"):
         if data[label]:
             names = ", ".join(f"{k['arm']} {k['probe']} {k['session']}" for k in data[label])
-            out.print(f"{label.replace('_', ' ')}: {names}", markup=False, soft_wrap=True)
-    out.print(f"outstanding: {data['outstanding']}"
-              + (f" (finish with: headwater-campaign resume {batch})"
-                 if data["outstanding"] and not data["running"] else ""), markup=False)
+            out.print(f"{label.replace('_', ' ')}: {one_line(names)}", markup=False,
+                      soft_wrap=True)
+    out.print(one_line(f"outstanding: {data['outstanding']}"
+                       + (f" (finish with: headwater-campaign resume {batch})"
+                          if data["outstanding"] and not data["running"] else "")), markup=False)
     table = failures_table(stats.last_failures)
     if table is not None:
         out.print(table)

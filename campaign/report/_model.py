@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 Layout: TypeAlias = Literal["single", "merged", "side-by-side"]
 """One batch; several merged into one set of columns; several, each in columns of its own."""
 WarningKind: TypeAlias = Literal["not-recorded-rate", "retry-rate", "served-versions",
-                                 "start-times", "harness-versions", "network-modes"]
+                                 "start-times", "harness-versions", "network-modes", "corpora"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The fold: what the ledger says of each session and each arm, one record at a time.
 
 Expected values come from the definitions: a session is finished when its last
-attempt is final and not retryable (DESIGN.md "Session states"); outstanding
+attempt is final and not retryable (docs/batch.md "Session states"); outstanding
 otherwise (never started, started with no final, or last final retryable);
 every attempt's cost counts (RC-14); denominators are planned counts.
 """
