@@ -170,7 +170,7 @@ def judge(rel: str, src: Open, names: Names, binary: bool) -> Judged:
             out.remove.append(_binary_removal(rel, hit, f"the probe {pid}"))
             return out
         elif rel not in names.folds:
-            out.remove.append(Removal(rel, f"names {pid} by {hit.naming.how} (RC-09)",
+            out.remove.append(Removal(rel, f"names {pid} by {hit.naming.how}",
                                       hit.first_line, excerpt=excerpt(hit)))
             return out
     if not names.keys:
@@ -189,7 +189,7 @@ def judge(rel: str, src: Open, names: Names, binary: bool) -> Judged:
 
 def _binary_removal(rel: str, hit: Found, what: str) -> Removal:
     return Removal(rel, f"names {what} by {hit.naming.how}; a binary or non-UTF-8 file is "
-                        "searched as bytes and removed whole (RC-09)", hit.first_line)
+                        "searched as bytes and removed whole", hit.first_line)
 
 
 def _drop_lines(rel: str, src: Open, names: Names, keyed: list[tuple[int, Found]],
@@ -199,8 +199,8 @@ def _drop_lines(rel: str, src: Open, names: Names, keyed: list[tuple[int, Found]
     for index, hit in keyed:
         for number in range(hit.first_line, hit.last_line + 1):
             doomed.setdefault(number, Removal(
-                rel, f"the line names answer key {names.keys[index].path} by {hit.naming.how} "
-                     "(RC-09)", number, kind="line", excerpt=excerpt(hit)))
+                rel, f"the line names answer key {names.keys[index].path} by {hit.naming.how}",
+                number, kind="line", excerpt=excerpt(hit)))
     out.drops = _line_ranges(src.chunks(), sorted(doomed))
     out.lines = [doomed[n] for n in sorted(doomed)]
     if rel not in names.folds:
@@ -209,7 +209,7 @@ def _drop_lines(rel: str, src: Open, names: Names, keyed: list[tuple[int, Found]
         if again:
             _, hit = again[0]
             out.remove = [Removal(rel, f"names {names.probe.id} by {hit.naming.how} once the "
-                                       "answer key's lines are gone (RC-09)", hit.first_line)]
+                                       "answer key's lines are gone", hit.first_line)]
             return
     out.digest = facts(skip_ranges(src.chunks(), out.drops)).digest
 
