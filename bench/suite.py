@@ -7,6 +7,8 @@ Runs, one after the other on this machine:
 * bench/overhead.py: one scripted session of the real CLI, N times bare and as one batch;
 * bench/batch.py: batches of 100 and 1,000 instant sessions (``--full``: and 10,000 at
   concurrency 8 and 32);
+* bench/bigfile.py: the demo's batch on the example corpus, and again with a 300 MB text
+  file in it (``--full``: one record with a 2 GB file): the runner's peak RSS;
 * bench/seal.py: seal+verify of one workspace against ``cp -a`` and ``cp -a`` + grep;
 * bench/render.py and bench/report.py, when they are in the checkout: their own output,
   kept with the run.
@@ -107,6 +109,7 @@ def main(argv: list[str]) -> int:
             ("stream", ["stream.py", "--rounds", str(args.rounds)]),
             ("overhead", ["overhead.py", "-N", str(args.n)]),
             ("batch", ["batch.py", "--sizes", sizes]),
+            ("bigfile", ["bigfile.py", *(["--full"] if args.full else [])]),
         ):
             got, text, seconds = run_bench(name, bench, Path(tmp) / f"{name}.json")
             figures += got

@@ -124,7 +124,36 @@ def check_arm(arm: str) -> None:
         ArmError: ``arm`` is not one of `ARMS` (the message lists them).
     """
     if arm not in ARMS:
-        raise ArmError(arm, f"not an arm; the arms are {', '.join(ARMS)} (RC-14)")
+        raise ArmError(arm, f"not an arm; the arms are {', '.join(ARMS)} (docs/glossary.md: RC-14)")
+
+
+def reads_bytes(arm: str, path: str) -> bool:
+    """True when `arm_effect` of ``arm`` on ``path`` looks at the file's bytes (a settings
+    file ``no-hook`` edits); for every other file the effect follows from the path alone,
+    and any bytes (``b""``) may be passed."""
+    parts = PurePosixPath(path).parts
+    return arm == "no-hook" and len(parts) > 1 and parts[-2] == ".claude" \
+        and parts[-1] in _SETTINGS
+
+
+MAX_READ_LAYER_BYTES: Final = 8 << 20
+"""A settings file an arm reads (`reads_bytes`), or the root ``.mcp.json``, is at most this
+many bytes (the load reads them whole; a bigger one is refused: docs/arms.md)."""
+
+
+def read_layer_file(path: Path, rel: str, arm: str) -> bytes:
+    """The bytes of the layer file ``rel`` (at ``path``) that ``arm`` must read; bounded.
+
+    Raises:
+        ArmError: the file is over `MAX_READ_LAYER_BYTES`.
+        OSError: it cannot be read.
+    """
+    with path.open("rb") as fp:
+        data = fp.read(MAX_READ_LAYER_BYTES + 1)
+    if len(data) > MAX_READ_LAYER_BYTES:
+        raise ArmError(arm, f"{rel} is over {MAX_READ_LAYER_BYTES:,} bytes, the most a settings "
+                            "file the arm reads may hold")
+    return data
 
 
 def arm_effect(arm: str, path: str, data: bytes) -> ArmEffect:
@@ -177,7 +206,8 @@ def apply_arm(workspace: Path, arm: str) -> list[Removal]:
     done: list[Removal] = []
     for rel in _files_under(workspace):
         target = workspace / rel
-        effect = arm_effect(arm, rel, target.read_bytes()) if is_layer_path(rel) else KEEP
+        data = read_layer_file(target, rel, arm) if reads_bytes(arm, rel) else b""
+        effect = arm_effect(arm, rel, data) if is_layer_path(rel) else KEEP
         if effect.action == "rewrite" and effect.data is not None:
             target.write_bytes(effect.data)
             done.append(Removal(rel, effect.reason, kind="edit"))
@@ -197,10 +227,13 @@ def prune_empty(directory: Path, stop: Path) -> None:
 
 def layer_of(paths: Iterable[str], read: Callable[[str], bytes], digests: dict[str, str],
              arm: str) -> dict[str, str]:
-    """Path -> digest of every layer file ``arm`` keeps among ``paths``, as it leaves them."""
+    """Path -> digest of every layer file ``arm`` keeps among ``paths``, as it leaves them.
+
+    ``read`` is called only for the files whose effect needs their bytes (`reads_bytes`).
+    """
     kept: dict[str, str] = {}
     for path in (p for p in paths if is_layer_path(p)):
-        effect = arm_effect(arm, path, read(path))
+        effect = arm_effect(arm, path, read(path) if reads_bytes(arm, path) else b"")
         if effect.action == "keep":
             kept[path] = digests[path]
         elif effect.action == "rewrite" and effect.data is not None:
@@ -217,7 +250,7 @@ def mcp_servers(corpus: Corpus) -> tuple[str, ...]:
     """
     if MCP_JSON not in corpus.files:
         return ()
-    value = _settings(MCP_JSON, (corpus.root / MCP_JSON).read_bytes(), "mcp")
+    value = _settings(MCP_JSON, read_layer_file(corpus.root / MCP_JSON, MCP_JSON, "mcp"), "mcp")
     servers = value.get("mcpServers", {})
     if not isinstance(servers, dict):
         raise ArmError("mcp", f"{MCP_JSON}: mcpServers is not a JSON object")
@@ -270,8 +303,8 @@ def arm_spec(corpus: Corpus, arm: str, tools: Iterable[str]) -> ArmSpec:
     allowed = tuple(tools)
     if arm == "mcp":
         allowed += tuple(t for s in mcp_servers(corpus) if (t := f"mcp__{s}") not in allowed)
-    layer = layer_of(corpus.files, lambda p: (corpus.root / p).read_bytes(), dict(corpus.files),
-                     arm)
+    layer = layer_of(corpus.files, lambda p: read_layer_file(corpus.root / p, p, arm),
+                     dict(corpus.files), arm)
     layer_digest = tree_digest(layer)
     flags = digest_text(json.dumps(harness_flags(allowed), sort_keys=True, separators=(",", ":")))
     identity = digest_text(f"layer {layer_digest}\nflags {flags}\n")

@@ -19,17 +19,22 @@ and seals never walk the tree again. Front matter is YAML 1.2 through
 
 from __future__ import annotations
 
+import codecs
+import hashlib
+import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
-from recorder._digest import digest_bytes, digest_file, tree_digest
+from recorder._digest import DIGEST_PREFIX, digest_bytes, digest_file, tree_digest
 
+from ._chunkscan import CHUNK_BYTES, LARGE_FILE_BYTES
 from ._corpus_files import QUIET_S as QUIET_S
 from ._corpus_files import FileSignature as FileSignature
 from ._corpus_files import Refused, quiet_directories, walk_corpus
@@ -49,6 +54,10 @@ NO_LOCK_SOURCE: Final = "probe.yml (no lock file)"
 SHELF: Final = "docs/probes/"
 DOCS: Final = "docs/"
 HEADWATER: Final = ".headwater/"
+FRONT_MATTER_MAX_BYTES: Final = 1 << 20
+"""In a Markdown file over `LARGE_FILE_BYTES`, the front matter closes within this many bytes."""
+_CLOSE_BYTES_RE: Final = re.compile(rb"^---\r*\n", re.MULTILINE)
+"""A closing ``---`` line and its newline, as `campaign._markdown.split_front_matter` finds it."""
 FRONT_MATTER_FIRST_LINE: Final = 2
 """The file line of the front matter's first YAML line (after the opening ``---``)."""
 
@@ -170,7 +179,10 @@ def _load_config(paths: Mapping[str, str]) -> ProbeConfig:
         raise Refused(PROBE_YML, "missing: a corpus declares its tiers, tools and model there "
                                   "(docs/plan.md)")
     with open(paths[PROBE_YML], "rb") as fp:
-        text = _text(fp.read(), PROBE_YML)
+        data = fp.read(LARGE_FILE_BYTES + 1)
+    if len(data) > LARGE_FILE_BYTES:
+        raise Refused(PROBE_YML, f"over {LARGE_FILE_BYTES:,} bytes, the most probe.yml may hold")
+    text = _text(data, PROBE_YML)
     data = _yaml(text, PROBE_YML, first_line=1, what="the file")
     try:
         return ProbeConfig.model_validate(data if data is not None else {})
@@ -226,7 +238,7 @@ def _check_declarations(config: ProbeConfig, probes: Mapping[str, Probe],
                                               f"{declared.split('/')[0]}/, but a fold lies "
                                               "outside docs/ and .headwater/: the seal removes "
                                               "every file naming the probe under docs/ and all "
-                                              "of .headwater/ (RC-09)")
+                                              "of .headwater/ (docs/glossary.md: RC-09)")
         if key == "answer_keys":
             for probe_id, paths in table.items():
                 both = set(paths) & set(config.folds.get(probe_id, ()))
@@ -282,17 +294,82 @@ class _Reading:
 
 
 def _read_all(ordered: list[str], paths: Mapping[str, str]) -> _Reading:
-    """Digest every file once; a Markdown file under docs/ is parsed from the same bytes."""
+    """Digest every file once; a Markdown file under docs/ is parsed from the same bytes.
+
+    A Markdown file over `LARGE_FILE_BYTES` is read in chunks (`_large_markdown`), never whole.
+    """
     reading = _Reading()
     for rel in ordered:
         if _is_markdown_in_docs(rel):
             with open(paths[rel], "rb") as fp:
+                if os.fstat(fp.fileno()).st_size > LARGE_FILE_BYTES:
+                    reading.files[rel], head = _large_markdown(fp, rel)
+                    reading.markdown(rel, head)
+                    continue
                 data = fp.read()
             reading.files[rel] = digest_bytes(data)
             reading.markdown(rel, data)
         else:
             reading.files[rel] = digest_file(Path(paths[rel]))
     return reading
+
+
+def _large_markdown(fp: BinaryIO, rel: str) -> tuple[str, bytes]:
+    """(digest, the bytes to parse) of a Markdown file over `LARGE_FILE_BYTES`, read in chunks.
+
+    Its front matter, if it opens one, must close within `FRONT_MATTER_MAX_BYTES`: the bytes
+    to parse are then the file up to the closing line (an empty body). A probe (on the
+    shelf) is never this large. A file with front matter must be UTF-8 throughout; that is
+    checked chunk by chunk (docs/plan.md, "What the planner reads").
+
+    Raises:
+        Refused: on the shelf; front matter not closed within the bound; not UTF-8.
+        OSError: the file cannot be read.
+    """
+    if _is_on_shelf(rel):
+        raise Refused(rel, f"a probe file is at most {LARGE_FILE_BYTES:,} bytes (its task is "
+                           "the session's first turn), and this one is larger")
+    h = hashlib.sha256()
+    head = b""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    front: bool | None = None
+    at = 0
+    lines = 0
+    while chunk := fp.read(CHUNK_BYTES):
+        h.update(chunk)
+        if len(head) < FRONT_MATTER_MAX_BYTES:
+            head += chunk[: FRONT_MATTER_MAX_BYTES - len(head)]
+        if front is None:  # the first chunk (a MiB) holds the first line or more
+            front = opens_front_matter(head) or (head.startswith(_BOM) and
+                                                 opens_front_matter(head[len(_BOM):]))
+        if front and not (chunk.isascii() and not decoder.getstate()[0]):
+            pending = len(decoder.getstate()[0])  # bytes of the last chunk the decoder holds
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                start = at - pending + exc.start
+                line = lines + chunk.count(b"\n", 0, max(exc.start - pending, 0)) + 1
+                raise Refused(rel, f"not UTF-8 text (byte {start + 1}, line {line}: "
+                                   f"{exc.reason}); a Markdown file with front matter must be "
+                                   "UTF-8") from exc
+        at += len(chunk)
+        lines += chunk.count(b"\n")
+    if front:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            raise Refused(rel, f"not UTF-8 text (its last bytes: {exc.reason}); a Markdown "
+                               "file with front matter must be UTF-8") from exc
+    digest = DIGEST_PREFIX + h.hexdigest()
+    if not opens_front_matter(head):
+        return digest, head  # untyped, or a mark before `---`: `_front` needs the first line
+    closed = _CLOSE_BYTES_RE.search(head, head.find(b"\n") + 1)
+    if closed is None:
+        raise Refused(rel, f"the front matter does not close within the file's first "
+                           f"{FRONT_MATTER_MAX_BYTES:,} bytes (a file over "
+                           f"{LARGE_FILE_BYTES:,} bytes is read in chunks, and its front "
+                           "matter must close by then)")
+    return digest, head[: closed.end()]
 
 
 def load_corpus(root: Path) -> Corpus:

@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from campaign._terminal_text import one_line
 from recorder._command import harness_command
 from recorder._driver import DriveResult, drive_child
 from recorder._initcheck import host_skill_names
@@ -140,7 +141,8 @@ def check_batch_root() -> Check:
     home = Path(home_env).resolve() if home_env else None
     root = default_root(home=home)
     if is_under_home(root, home=home):
-        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) (RC-06)",
+        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) "
+                     "(docs/glossary.md: RC-06)",
                      "pass --batch-dir outside $HOME, e.g. under /var/tmp")  # fmt: skip
     return Check("batch-root", "ok", f"{root} (outside $HOME {home})")
 
@@ -172,7 +174,8 @@ def check_skills(
         return Check(
             "skills", "broken",
             f"host skill directories named {', '.join(shadowed)} (under {where}) have the name "
-            "of a skill the harness lists: every session's init line would be refused (RC-07)",
+            "of a skill the harness lists: every session's init line would be refused "
+            "(docs/glossary.md: RC-07)",
             "rename or move those directories out of the host's skill directories",
         )  # fmt: skip
     return Check("skills", "ok", f"the harness lists {len(listed)} skills; the host's "
@@ -253,9 +256,10 @@ def print_report(report: PreflightReport) -> None:
     """
     width = max(len(label) for label in LABELS.values())
     for check in report.checks:
-        print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {check.detail}")
+        # A detail may quote what a program printed (the harness's --version): escaped.
+        print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {one_line(check.detail)}")
         if check.fix and check.verdict != "ok":
-            print(f"{'':>{width}}  fix: {check.fix}")
+            print(f"{'':>{width}}  fix: {one_line(check.fix)}")
     failing = [c.name for c in report.checks if c.verdict != "ok"]
     if failing == ["credentials"]:
         print("everything but the credentials is verified ok: `demo` and `run --provider "

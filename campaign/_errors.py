@@ -148,7 +148,7 @@ class SealRefused(SealError):
         self.reason = reason
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"the seal of {probe_id} is refused: {where}: {reason} (the workspace "
-                         "may not name its probe or an answer key, RC-09)")
+                         "may not name its probe or an answer key; docs/glossary.md: RC-09)")
 
 
 class WorkspaceNotEmpty(SealError):

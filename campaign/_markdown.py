@@ -142,8 +142,8 @@ def task_of(body: str, *, first_line: int = 1) -> str:
     heads = _headings(lines)
     starts = [i for i, level, content in heads if level == 2 and _TASK_HEADING_RE.match(content)]
     if not starts:
-        raise TaskSectionError("no `## Task` section, which holds the prompt the session gets "
-                               f"(RC-04): {_no_task_found(lines, heads, first_line)}")
+        raise TaskSectionError("no `## Task` section, which holds the prompt the session gets, "
+                               f"word for word: {_no_task_found(lines, heads, first_line)}")
     if len(starts) > 1:
         where = ", ".join(str(i + first_line) for i in starts)
         raise TaskSectionError(f"{len(starts)} `## Task` sections (lines {where}); a probe has "

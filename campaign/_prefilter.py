@@ -13,7 +13,10 @@ words), and lists the files holding any of them. ``-z`` makes each file one
 record, so a title wrapped over lines still matches; ``-a`` searches binary
 files as text, as the seal does; ``-i`` in the C locale folds ``A-Z`` only, as
 `bytes.lower` does; ``-D skip`` never opens a FIFO or device; symlinks are
-not followed (``-r``, and no top-level symlink is passed). While grep runs,
+not followed (``-r``, and no top-level symlink is passed). A file over
+`campaign._chunkscan.LARGE_FILE_BYTES` is left out (``--exclude`` of its file
+name: ``-z`` would make grep hold it whole), and every file of that name is
+in the answer, so the seal searches it itself, in chunks. While grep runs,
 the seal searches each file itself; once grep is done, its list applies.
 
 Rule (completeness): every way the matcher names a document holds one of
@@ -45,6 +48,8 @@ as without it.
 from __future__ import annotations
 
 import os
+import posixpath
+import re
 import tempfile
 import time
 from typing import IO, TYPE_CHECKING, Final
@@ -55,6 +60,7 @@ from sandbox._capture import run_bounded_sync
 from sandbox._errors import SpawnFailed
 from sandbox._process import Child, run_sync, spawn
 
+from ._chunkscan import LARGE_FILE_BYTES
 from ._corpus_files import FileSignature
 
 if TYPE_CHECKING:
@@ -99,6 +105,38 @@ def _directories_unchanged(corpus: Corpus) -> bool:
         if now != signature:
             return False
     return True
+
+
+_GLOB_SPECIAL: Final = re.compile(r"[*?\[\]\\]")
+"""The bytes a grep ``--exclude`` glob gives a meaning; a backslash makes each literal."""
+
+
+def _large(corpus: Corpus) -> list[str]:
+    """The corpus files over `LARGE_FILE_BYTES` (sizes from the load's signatures, else lstat).
+
+    grep ``-z`` holds a file without a NUL byte whole in memory (one record), so
+    these are never given to grep; the seal searches them itself, in chunks.
+    """
+    found: list[str] = []
+    for rel in corpus.files:
+        signature = corpus.signatures.get(rel)
+        if signature is not None:
+            size = signature.size
+        else:
+            try:
+                size = os.lstat(corpus.root / rel).st_size
+            except OSError:
+                size = LARGE_FILE_BYTES + 1  # gone or unreadable: never trusted as searched
+        if size > LARGE_FILE_BYTES:
+            found.append(rel)
+    return found
+
+
+def _unsearched(corpus: Corpus) -> set[str]:
+    """Every corpus file grep skipped: its file name is one of a large file's (``--exclude``
+    matches the file name during the walk). The answer lists them, so the seal searches them."""
+    bases = {posixpath.basename(rel) for rel in _large(corpus)}
+    return {rel for rel in corpus.files if posixpath.basename(rel) in bases}
 
 
 class Prefilter:
@@ -162,6 +200,8 @@ class Prefilter:
         argv: list[str | bytes] = [grep, "-r", "-l", "-Z", "-z", "-a", "-i", "-E", "-D", "skip"]
         for pattern in dict.fromkeys(patterns):
             argv += [b"-e", pattern]
+        for base in sorted({posixpath.basename(rel) for rel in _large(corpus)}):
+            argv.append("--exclude=" + _GLOB_SPECIAL.sub(r"\\\g<0>", base))
         return [*argv, "--", *tops]
 
     def listed(self) -> frozenset[str] | None:
@@ -199,7 +239,7 @@ class Prefilter:
                     return None  # the corpus refuses non-UTF-8 names: something is off
         if not found <= self._corpus.files.keys() or not _directories_unchanged(self._corpus):
             return None
-        return frozenset(found)
+        return frozenset(found | _unsearched(self._corpus))
 
     def close(self) -> None:
         """Stop grep if it still runs, reap it, drop its output; idempotent."""

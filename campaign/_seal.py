@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Final
 
 from recorder._digest import DIGEST_PREFIX
 
+from . import _sealbig
 from ._arms import check_arm
+from ._chunkscan import LARGE_FILE_BYTES
 from ._corpus import HEADWATER, SHELF
 from ._errors import SealRefused, WorkspaceNotEmpty
 from ._names import Text
@@ -156,6 +158,9 @@ class _Verifier:
         Raises:
             SealRefused: see the module doc.
         """
+        if read_back is None and os.lstat(path).st_size > LARGE_FILE_BYTES:
+            self.check_large(rel, path)
+            return
         _check_path(rel, self.names)
         data = read_back if read_back is not None else _read(path)
         same = written is not None and data == written.data
@@ -174,6 +179,28 @@ class _Verifier:
             raise SealRefused(self.names.probe.id, rel, None, "the corpus changed since it was "
                               "loaded: this file no longer has the tree's digest")
         self.digests[rel] = digest
+
+    def check_large(self, rel: str, path: str, written: FileDecision | None = None) -> None:
+        """`check` for a file the executor copied in chunks, or one over `LARGE_FILE_BYTES`.
+
+        Read back in chunks (`campaign._sealbig.verify`). A file the plan copied
+        unchanged is not searched again when its digest read back is the plan's;
+        any other is searched. A digest other than the plan's means the corpus
+        file changed between the plan's read and the copy: refused.
+
+        Raises:
+            SealRefused: see the module doc.
+            OSError: the file cannot be read.
+        """
+        _check_path(rel, self.names)
+        got = _sealbig.verify(rel, path, self.names,
+                              search=written is None or written.action != "copy")
+        if written is not None and got.digest != written.digest:
+            raise SealRefused(self.names.probe.id, rel, None, "the corpus changed since it was "
+                              "loaded: this file no longer has the digest the seal planned")
+        if written.binary if written is not None else got.binary:
+            self.binary.append(rel)
+        self.digests[rel] = got.digest
 
     def finish(self, workspace: Path) -> tuple[dict[str, str], list[str]]:
         """Walk the finished workspace: judge any file not judged yet; the manifest and binaries."""
@@ -212,6 +239,16 @@ def _execute(decisions: Iterator[FileDecision], out: Path,
                 made.add(parent)
             target = os.path.join(root, d.path)
             verifier.check(d.path, target, d, _write(target, d.data, d.mode))
+        elif d.source is not None:
+            parent = posixpath.dirname(d.path)
+            if parent not in made:
+                os.makedirs(os.path.join(root, parent), exist_ok=True)
+                made.add(parent)
+            target = os.path.join(root, d.path)
+            umask = _umask()
+            _sealbig.write(target, d.source, list(d.drops), d.mode, _O_WRITE,
+                           umask is not None and d.mode & umask == 0)
+            verifier.check_large(d.path, target, d)
         done.append(FileDecision(d.path, d.action, None, d.mode, d.removals, d.binary,
                                  d.fold_naming))
     return done

@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from recorder._digest import DIGEST_PREFIX
 
-from ._arms import Removal, arm_effect, check_arm, is_layer_path
+from . import _sealbig
+from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
+from ._chunkscan import LARGE_FILE_BYTES, read_chunks
 from ._corpus import HEADWATER, SHELF, split_lines
 from ._corpus_files import FileSignature
 from ._errors import SealRefused, UnknownProbe
@@ -147,6 +149,10 @@ def check_folds(corpus: Corpus, probe_id: str) -> None:
         raise UnknownProbe(probe_id, corpus.probes)
     probe = corpus.probes[probe_id]
     for fold in corpus.folds_of(probe_id):
+        path = str(corpus.root / fold)
+        if os.lstat(path).st_size > LARGE_FILE_BYTES:
+            _check_large_fold(probe, fold, path)
+            continue
         data = (corpus.root / fold).read_bytes()
         if not is_text(data):
             raise SealRefused(probe_id, fold, None, "a fold must be UTF-8 text, so the seal can "
@@ -157,6 +163,23 @@ def check_folds(corpus: Corpus, probe_id: str) -> None:
                     raise SealRefused(probe_id, fold, number,
                                       f"the declared fold states the declared answer {answer!r}; "
                                       "a fold names the probe and states no answer")
+
+
+def _check_large_fold(probe: Probe, fold: str, path: str) -> None:
+    """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        binary = _sealbig.facts(read_chunks(fd)).binary
+    finally:
+        os.close(fd)
+    if binary:
+        raise SealRefused(probe.id, fold, None, "a fold must be UTF-8 text, so the seal can "
+                                                "check that it states no answer")
+    stated = _sealbig.fold_statement(path, probe.answers)
+    if stated is not None:
+        raise SealRefused(probe.id, fold, stated[0],
+                          f"the declared fold states the declared answer {stated[1]!r}; "
+                          "a fold names the probe and states no answer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +196,15 @@ class FileDecision:
     """For a fold of P that names P: (line, how, excerpt), so ``--explain`` can show it."""
     digest: str | None = None
     """``sha256:`` digest of ``data`` (computed here, on the planning thread)."""
+    source: str | None = field(default=None, repr=False)
+    """A large file (`campaign._sealbig`): ``data`` is None and the executor copies this host
+    path chunk by chunk, without the byte ranges ``drops``; ``digest`` is what it must give."""
+    drops: tuple[tuple[int, int], ...] = field(default=(), repr=False)
+    """Byte ranges ``[start, end)`` of ``source`` left out (answer keys' lines)."""
 
 
 def _naming_removal(rel: str, text: Text, naming: Naming, what: str) -> Removal:
-    return Removal(rel, f"names {what} by {naming.how} (RC-09)", text.line_of(naming.start),
+    return Removal(rel, f"names {what} by {naming.how}", text.line_of(naming.start),
                    excerpt=_excerpt(text, naming))
 
 
@@ -201,7 +229,7 @@ def _drop_key_lines(rel: str, text: Text,
         first, last = text.line_of(start), text.line_of(max(end - 1, start))
         for number in range(first, last + 1):
             doomed.setdefault(number, Removal(
-                rel, f"the line names answer key {key} by {naming.how} (RC-09)", number,
+                rel, f"the line names answer key {key} by {naming.how}", number,
                 kind="line", excerpt=_excerpt(text, naming)))
     starts = [*_line_starts(data), len(data)]
     kept = b"".join(data[starts[i] : starts[i + 1]]
@@ -227,7 +255,7 @@ def _judge(rel: str, data: bytes, names: Names) -> tuple[bytes | None, list[Remo
         again = Text(kept)
         if (hit := names.probe_names.first(again, rel)) is not None:
             return None, [Removal(rel, f"names {pid} by {hit.how} once the answer key's lines "
-                                       "are gone (RC-09)", again.line_of(hit.start))], None
+                                       "are gone", again.line_of(hit.start))], None
     return kept, dropped, fold
 
 
@@ -248,7 +276,7 @@ def _binary_naming(rel: str, data: bytes, names: Names) -> Removal | None:
     if hit is None:
         return None
     return Removal(rel, f"names {what} by {hit.how}; a binary or non-UTF-8 file is searched "
-                        "as bytes and removed whole (RC-09)", text.line_of(hit.start))
+                        "as bytes and removed whole", text.line_of(hit.start))
 
 
 def _read(path: str) -> tuple[bytes, int, FileSignature]:
@@ -308,6 +336,9 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         # Asked *before* the read: grep had finished by then, so a file unchanged from the
         # load to the fstat after our read is the file grep read (campaign._prefilter).
         maybe = prefilter.listed()
+        if not reads_bytes(arm, rel) and _size(probe_id, rel, root) > LARGE_FILE_BYTES:
+            yield _decide_large(corpus, names, arm, rel, os.path.join(root, rel), maybe)
+            continue
         try:
             data, mode, signature = _read(os.path.join(root, rel))
         except OSError as exc:
@@ -345,16 +376,56 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         yield FileDecision(rel, "remove", None, 0, (gone,))
 
 
+def _size(probe_id: str, rel: str, root: str) -> int:
+    try:
+        return os.lstat(os.path.join(root, rel)).st_size
+    except OSError as exc:
+        raise _corpus_changed(probe_id, rel, str(exc)) from exc
+
+
+def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
+                  maybe: frozenset[str] | None) -> FileDecision:
+    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`).
+
+    A layer file here is one whose arm effect follows from its path (`reads_bytes`): kept,
+    or removed without a read.
+    """
+    probe_id = names.probe.id
+    effect = arm_effect(arm, rel, b"") if is_layer_path(rel) else None
+    if effect is not None and effect.action == "remove":
+        return FileDecision(rel, "remove", None, 0, (Removal(rel, effect.reason),))
+    try:
+        src = _sealbig.Open(path)
+        try:
+            got = _sealbig.facts(src.chunks())
+            quiet = corpus.signatures.get(rel) == src.signature()  # after the read: see _read
+            judged = (_sealbig.Judged() if quiet and maybe is not None and rel not in maybe
+                      else _sealbig.judge(rel, src, names, got.binary))
+        finally:
+            src.close()
+    except OSError as exc:
+        raise _corpus_changed(probe_id, rel, str(exc)) from exc
+    if judged.remove:
+        return FileDecision(rel, "remove", None, 0, tuple(judged.remove), got.binary)
+    if judged.drops:
+        return FileDecision(rel, "rewrite", None, src.mode, tuple(judged.lines), got.binary,
+                            judged.fold, judged.digest, source=path, drops=tuple(judged.drops))
+    if got.digest != corpus.files[rel]:
+        raise _corpus_changed(probe_id, rel, "its digest is no longer the tree's")
+    return FileDecision(rel, "copy", None, src.mode, (), got.binary, judged.fold, got.digest,
+                        source=path)
+
+
 def _without_reading(rel: str, names: Names) -> Removal | None:
     pid = names.probe.id
     if rel.startswith(SHELF):
-        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace (RC-09)")
+        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace")
     if rel.startswith(HEADWATER):
-        return Removal(rel, ".headwater/ never enters a workspace: it names every probe (RC-09)")
+        return Removal(rel, ".headwater/ never enters a workspace: it names every probe")
     if rel in names.key_paths:
-        return Removal(rel, f"an answer key of {pid}, declared in probe.yml (RC-09)")
+        return Removal(rel, f"an answer key of {pid}, declared in probe.yml")
     if rel not in names.folds and names.probe_names.in_path(rel):
-        return Removal(rel, f"its path names {pid} by id (RC-09)")
+        return Removal(rel, f"its path names {pid} by id")
     return None
 
 

@@ -10,7 +10,9 @@ Each line is ``{"path": ..., "session": ..., "body": {...}}``: the request's
 path, its ``X-Claude-Code-Session-Id`` header (``""`` when absent) and its
 body as parsed JSON. A line whose body was not kept has ``"body": null`` and
 ``"dropped"``, which says why in words. Bounded: nothing is held beyond the
-line being written, a body's line over `REQUEST_LOG_BODY_BYTES` is dropped,
+line being written, a body's line over `REQUEST_LOG_BODY_BYTES` is dropped (a body
+whose strings alone pass it is dropped before it is encoded, so a 32 MiB body of
+control characters never becomes a 192 MiB line in memory: `json_floor`),
 and the file never grows past `REQUEST_LOG_BYTES` but by the two short lines
 that say the log is full and how many requests it then dropped.
 """
@@ -35,6 +37,27 @@ is a session's deliberate bulk, logged as a line that says it was dropped and ho
 REQUEST_LOG_BYTES: Final = 64 * 1024 * 1024
 """The most the log's request lines take, in bytes, counted from the file's size when opened
 (so an appended-to log is bounded as a whole): thousands of requests of short sessions."""
+
+
+def json_floor(value: object, limit: int) -> int:
+    """A lower bound on the characters of ``value`` as JSON, walked without encoding it and
+    stopped once it passes ``limit`` (its strings' and keys' lengths, one per other item)."""
+    total = 0
+    stack: list[object] = [value]
+    while stack and total <= limit:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                total += len(key) + 3 if isinstance(key, str) else 1
+                stack.append(inner)
+        elif isinstance(item, list | tuple):
+            total += 1 + len(item)
+            stack.extend(item)
+        else:
+            total += 1
+    return total
 
 
 def _line(record: Mapping[str, Any]) -> bytes:
@@ -80,8 +103,13 @@ class RequestLog:
         Raises:
             OSError: the write failed (the line may be partly written).
         """
-        line = _line({"path": path, "session": session, "body": body})
-        if body is not None and len(line) > self._max_body_bytes:
+        if body is not None and json_floor(body, self._max_body_bytes) > self._max_body_bytes:
+            dropped = (f"request of more than {self._max_body_bytes} bytes as JSON, over the "
+                       f"{self._max_body_bytes} kept per request")
+            line = b""
+        else:
+            line = _line({"path": path, "session": session, "body": body})
+        if body is not None and dropped is None and len(line) > self._max_body_bytes:
             dropped = (f"request of {len(line)} bytes as JSON, over the "
                        f"{self._max_body_bytes} kept per request")
         if body is None or dropped is not None:

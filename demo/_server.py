@@ -42,6 +42,13 @@ its ``X-Claude-Code-Session-Id``, its body as parsed JSON), so a test can see
 what the sessions told the model. It is bounded (`REQUEST_LOG_BODY_BYTES` per
 body kept, `REQUEST_LOG_BYTES` per log; demo/_reqlog.py), and only a `ScriptedProvider` has
 it: nothing logs the requests of a run against a real provider.
+
+Memory (docs/provider.md, "Bounds"): the provider runs in the runner's process for the
+whole batch, so nothing a session sends is held past its request but bounded tables
+(demo/_held.py): tool_result texts cut and bounded per session and in all, the misses'
+kinds, the fault counters' keys. A body is read only when its ``Content-Length`` is at most
+`MAX_REQUEST_BYTES` (else 413, unread) and it fits, with the bodies being handled at that
+moment, in `BODIES_IN_FLIGHT_BYTES` (else 529 overloaded, unread: the CLI retries).
 """
 
 
@@ -62,6 +69,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
 from ._scripts import CutFault, Fault, HttpFault, Script, TextBlock, Turn
 from ._wire import error_body, first_user_text, stream_events, turn_index, whole_message
@@ -77,10 +85,22 @@ SESSION_HEADER: Final = "X-Claude-Code-Session-Id"
 """The CLI's per-session header (STREAM_JSON_FACTS 10); keys fault counters."""
 HANDLER_TIMEOUT_S: Final = 60.0
 """Socket timeout per connection: a stalled client frees its thread after this long."""
-MAX_REQUEST_BYTES: Final = 64 * 1024 * 1024
-"""The largest request body read (its Content-Length): a larger one is answered 413 unread.
+MAX_REQUEST_BYTES: Final = 32 * 1024 * 1024
+"""The largest request body read (its Content-Length): a larger one is answered 413
+``request_too_large`` unread, as the real Messages API answers a request over its 32 MB.
 The server runs in the runner's process and a session reaches it through the egress proxy:
 it read a body of any length whole (a session's 900 MB POST held the runner 977 MB)."""
+BODIES_IN_FLIGHT_BYTES: Final = 128 * 1024 * 1024
+"""Most bytes of request bodies being read and handled at once, every session together: a
+body that would pass it is answered 529 ``overloaded_error`` unread (the CLI retries). A
+session may hold 64 connections at once, and 64 bodies of `MAX_REQUEST_BYTES` are 2 GiB."""
+FAULT_KEYS: Final = 4096
+"""Most ``(session, script, turn)`` fault counters kept; past it the oldest is dropped (its
+session would see that turn's faults again: only a session that sent thousands of ids)."""
+MISS_KINDS: Final = 64
+"""Most distinct reasons `ScriptedProvider.misses` counts; later ones count under one."""
+MISS_OVERFLOW: Final = f"other reasons (more than {MISS_KINDS} kinds)"
+"""The reason a miss is counted under once `MISS_KINDS` reasons are counted."""
 POLL_INTERVAL_S: Final = 0.05
 """How often the serving loop checks for `ScriptedProvider.stop`; stopping waits about this long."""
 STOP_JOIN_S: Final = 5.0
@@ -122,6 +142,9 @@ class ScriptedProvider:
             retries must ride it out), as opposed to a script's per-session faults.
         request_log: A file to append every request to (`RequestLog`), a test
             instrument; None (the default) logs nothing.
+        max_request_bytes: The largest body read (`MAX_REQUEST_BYTES`).
+        bodies_in_flight_bytes: Most body bytes handled at once (`BODIES_IN_FLIGHT_BYTES`).
+        tool_results: The table of tool_results kept (`ToolResults`, its default bounds).
 
     Raises:
         ValueError: two scripts share a name.
@@ -130,6 +153,9 @@ class ScriptedProvider:
     def __init__(
         self, scripts: Sequence[Script], *, host: str = "127.0.0.1", port: int = 0,
         overloaded_first: int = 0, request_log: Path | None = None,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+        bodies_in_flight_bytes: int = BODIES_IN_FLIGHT_BYTES,
+        tool_results: ToolResults | None = None,
     ) -> None:
         named = [
             s if s.name else s.model_copy(update={"name": f"script{i}"})
@@ -145,15 +171,32 @@ class ScriptedProvider:
         self._lock = threading.Lock()
         self._requests: dict[str, int] = dict.fromkeys(names, 0)
         self._unmatched = 0
-        self._misses: dict[str, int] = {}
+        self._misses: BoundedCounts[str] = BoundedCounts(MISS_KINDS, MISS_OVERFLOW)
         self._errors = 0
-        self._tool_results: dict[str, tuple[bool, str]] = {}
-        self._fault_hits: dict[tuple[str, str, int], int] = {}
+        self._tool_results = tool_results if tool_results is not None else ToolResults()
+        self._fault_hits: BoundedMap[tuple[str, str, int], int] = BoundedMap(FAULT_KEYS)
+        self.max_request_bytes = max_request_bytes
+        self._bodies_bound = bodies_in_flight_bytes
+        self._bodies_bytes = 0
         self._overloaded_left = overloaded_first
         self._request_log_path = request_log
         self._request_log: RequestLog | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    def _reserve(self, length: int) -> bool:
+        """Take ``length`` bytes of the bodies' budget (`BODIES_IN_FLIGHT_BYTES`); False, and
+        nothing taken, when they do not fit beside the bodies being handled."""
+        with self._lock:
+            if self._bodies_bytes + length > self._bodies_bound:
+                return False
+            self._bodies_bytes += length
+            return True
+
+    def _release(self, length: int) -> None:
+        """Give back what `_reserve` took."""
+        with self._lock:
+            self._bodies_bytes -= length
 
     def _overloaded(self) -> bool:
         """Whether this request is one of the first ``overloaded_first`` (counts it)."""
@@ -185,9 +228,10 @@ class ScriptedProvider:
 
     @property
     def misses(self) -> dict[str, int]:
-        """Why requests got ``no script for this request``, in words, counted (a copy)."""
+        """Why requests got ``no script for this request``, in words, counted (a copy; at most
+        `MISS_KINDS` reasons, later ones under `MISS_OVERFLOW`)."""
         with self._lock:
-            return dict(self._misses)
+            return self._misses.snapshot()
 
     def script_for(self, task: str) -> str | None:
         """The name of the script a session of ``task`` would get (its ``match`` is a phrase of
@@ -288,31 +332,40 @@ class ScriptedProvider:
         """What the client sent back per tool_use id: ``(is_error, text)`` (a copy).
 
         The text is the tool_result's string content, or its text blocks
-        joined by ``\n``. Tests use it to see, from the provider's side, what a
-        tool call returned inside the sandbox (e.g. that a host read failed).
+        joined by ``\n``, cut to its first `demo._held.TOOL_RESULT_TEXT_CHARS`
+        characters; the least recently sent go once a session's, or all, pass
+        their bound (`demo._held.ToolResults`). Tests use it to see, from the
+        provider's side, what a tool call returned inside the sandbox (e.g. that
+        a host read failed).
         """
         with self._lock:
-            return dict(self._tool_results)
+            return self._tool_results.snapshot()
 
-    def _note_tool_results(self, body: Mapping[str, Any]) -> None:
+    @property
+    def held_bytes(self) -> int:
+        """Bytes the tool_results kept hold, as `demo._held.ToolResults` counts them."""
+        with self._lock:
+            return self._tool_results.held_bytes
+
+    def _note_tool_results(self, body: Mapping[str, Any], session: str) -> None:
         for message in body.get("messages") or ():
             if not isinstance(message, Mapping) or message.get("role") != "user":
                 continue
             content = message.get("content")
             for block in content if isinstance(content, list) else ():
                 if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                    inner = block.get("content")
-                    if isinstance(inner, list):
-                        inner = "\n".join(
-                            str(b.get("text", "")) for b in inner if isinstance(b, Mapping)
-                        )
+                    text = tool_result_text(block.get("content"))
+                    tool_use_id = block.get("tool_use_id")
+                    if not isinstance(tool_use_id, str):  # as the CLI never sends: no copy
+                        tool_use_id = str(tool_use_id) if tool_use_id is None or isinstance(
+                            tool_use_id, int | float) else ""
                     with self._lock:
-                        self._tool_results[str(block.get("tool_use_id"))] = (
-                            bool(block.get("is_error", False)), str(inner or ""))
+                        self._tool_results.note(tool_use_id, text=text, session=session,
+                                                is_error=bool(block.get("is_error", False)))
 
     def _decide(self, body: Mapping[str, Any], *, session: str) -> _Reply:
         """Pick the reply to one request; counts it. Thread-safe."""
-        self._note_tool_results(body)
+        self._note_tool_results(body, session)
         text = first_user_text(body)
         index = turn_index(body)
         requested = body.get("model")
@@ -326,10 +379,10 @@ class ScriptedProvider:
                 self._unmatched += 1
                 what = (f"the script {script.name!r} has no turn {index + 1}" if script
                         else f"no script matches a task that begins {_begins(text)!r}")
-                self._misses[what] = self._misses.get(what, 0) + 1
+                self._misses.add(what)
                 return _Reply(_NO_SCRIPT_TURN, fallback)
             faults, turn = playbook[index]
-            key = (session, script.name, index)
+            key = (cut_key(session), script.name, index)
             hits = self._fault_hits.get(key, 0)
             self._fault_hits[key] = hits + 1
         model = turn.model or script.model or fallback
@@ -374,16 +427,33 @@ class _Handler(BaseHTTPRequestHandler):
             return
         session = self.headers.get(SESSION_HEADER, "")
         try:
-            length = int(self.headers.get("Content-Length", "0"))
-            if length > MAX_REQUEST_BYTES:  # never read: the runner would hold it
-                provider._count_error()
-                provider._log(self.path, session, None, f"body of {length} bytes unread: "
-                              f"over MAX_REQUEST_BYTES ({MAX_REQUEST_BYTES})")
-                self._send_json(413, error_body("request_too_large",
-                                                f"body over {MAX_REQUEST_BYTES} bytes"))
-                return
+            length = max(int(self.headers.get("Content-Length", "0")), 0)
+        except ValueError:
+            length = 0
+        bound = provider.max_request_bytes
+        if length > bound:  # never read: the runner would hold it
+            provider._count_error()
+            provider._log(self.path, session, None, f"body of {length} bytes unread: over "
+                          f"the provider's {bound} bytes (MAX_REQUEST_BYTES)")
+            self._send_json(413, error_body("request_too_large", f"body over {bound} bytes"))
+            return
+        if not provider._reserve(length):  # never read: with the bodies in flight, too much
+            provider._count_error()
+            provider._log(self.path, session, None, f"body of {length} bytes unread: the "
+                          "bodies being handled hold the provider's bound")
+            self._send_json(529, error_body(_ERROR_TYPES[529], "too many request bytes at "
+                                                               "once"))
+            return
+        try:
+            self._post(provider, session, length)
+        finally:
+            provider._release(length)
+
+    def _post(self, provider: ScriptedProvider, session: str, length: int) -> None:
+        """Read, parse and answer one body of ``length`` bytes (its budget taken)."""
+        try:
             body = json.loads(self.rfile.read(length)) if length > 0 else None
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):
             body = None
         provider._log(self.path, session, body if isinstance(body, dict) else None,
                       None if isinstance(body, dict) else "body is not a JSON object")

@@ -5,7 +5,7 @@ comes from `sandbox` (`sandbox.open_confined` for a session, `sandbox.open_child
 for a plain one), which owns spawning, the lifeline, the reap and ``OSError``.
 Rule sources: RC-01 (the transform reads the stdout pipe), BC-03 (line cap),
 BC-13 (stderr drained concurrently), docs/bench.md (memory) (pull-based
-reading).
+reading), docs/confinement.md "Limits" (the stdout bound, ``--max-stdout``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sandbox._process import REAP_TIMEOUT_S as REAP_TIMEOUT_S
 from sandbox._process import Child
 
 from ._atomic import write_atomic
-from ._errors import LineTooLong
+from ._errors import LineTooLong, StdoutTooLarge
 from ._lines import READ_CHUNK_BYTES, LineReader
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ POST_RESULT_GRACE_S: Final = 30.0
 it (docs/batch.md "Session states", ``--post-result-grace``): a harness that hangs after its
 result is a known CLI fault, and background subagents print within seconds."""
 
-DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long"]
+DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long",
+                   "stdout-limit"]
 """How a drive ended: the child exited by itself, or the driver stopped it for a reason."""
 LineSink: TypeAlias = Callable[[bytes], bool | None]
 """Takes one stdout line; returns True when it was a result line (the post-result grace
@@ -57,7 +58,8 @@ starts), anything falsy otherwise. The driver knows nothing of the lines' format
 ChunkSink: TypeAlias = Callable[[bytes], None]
 """Takes every stdout chunk as it was read from the pipe, before it is split into lines (the
 kept stream: exactly the bytes received, cut lines and over-long lines included)."""
-_PumpEnd = Literal["eof", "watchdog", "line-too-long", "consumer-failed", "drain-cut"]
+_PumpEnd = Literal["eof", "watchdog", "line-too-long", "consumer-failed", "drain-cut",
+                   "stdout-limit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,15 +72,17 @@ class DriveResult:
     end: DriveEnd
     """``exited`` (by itself), ``timed-out`` (wall limit), ``watchdog`` (no stdout byte
     for ``watchdog_s``), ``post-result-grace`` (after a result line, neither a stdout byte
-    nor the exit for ``post_result_grace_s``) or ``line-too-long``; in all but ``exited``
-    the driver stopped it."""
+    nor the exit for ``post_result_grace_s``), ``line-too-long`` or ``stdout-limit`` (it
+    printed more than ``max_stdout_bytes``); in all but ``exited`` the driver stopped it."""
     tail: bytes | None
     """The final stdout fragment that had no newline (a cut line), None when the
-    stream ended on a newline or with nothing; None for ``line-too-long``."""
+    stream ended on a newline or with nothing; None for ``line-too-long`` and
+    ``stdout-limit``."""
     lines: int
     """Lines handed to ``on_line``."""
     stdout_bytes: int
-    """Bytes read from stdout."""
+    """Bytes read from stdout (for ``stdout-limit``: at most the bound plus one read,
+    `READ_CHUNK_BYTES`)."""
     stderr_bytes: int
     """Bytes read from stderr (only the last `STDERR_TAIL_BYTES` are kept)."""
     duration_s: float
@@ -108,6 +112,7 @@ async def drive_child(
     grace_s: float = GRACE_S,
     on_chunk: ChunkSink | None = None,
     on_idle: Callable[[], None] | None = None,
+    max_stdout_bytes: int | None = None,
 ) -> DriveResult:
     """Read ``child``'s stdout to its end, handing each line to ``on_line``; reap it.
 
@@ -128,6 +133,13 @@ async def drive_child(
     restarts that wait. Otherwise the driver ends the child
     (``end="post-result-grace"``) and the caller decides the session from what
     it printed. The grace replaces the watchdog from then on, when shorter.
+
+    **Stdout bound** (docs/confinement.md "Limits", ``--max-stdout``): the bytes
+    read from the pipe are counted as they are read, before ``on_chunk`` or any
+    line handling; once they pass ``max_stdout_bytes`` the driver stops reading
+    and kills the child at once (SIGKILL, no grace: it is a limit passed, not an
+    ending), ``end="stdout-limit"``. ``on_chunk`` has then received at most the
+    bound plus one read; ``on_line`` nothing of the read that passed it.
 
     **Cancellation:** the child is reaped as above (shielded, bounded), the
     stderr tail written, then the cancellation propagates.
@@ -151,6 +163,7 @@ async def drive_child(
         on_idle: Called when stdout's pipe is empty, before the driver waits on it
             (the kept stream flushes what it holds then, so a runner killed while a
             session is quiet loses none of what it received).
+        max_stdout_bytes: Most bytes the child may print on stdout (None: no bound).
 
     Returns:
         The observed facts. Exit statuses, signals, limits and an over-long line
@@ -163,7 +176,7 @@ async def drive_child(
     """
     session = _Session(child, on_line, watchdog_s=watchdog_s,
                        post_result_grace_s=post_result_grace_s, on_chunk=on_chunk,
-                       on_idle=on_idle)  # fmt: skip
+                       on_idle=on_idle, max_stdout_bytes=max_stdout_bytes)  # fmt: skip
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
     except BaseException:
@@ -181,7 +194,7 @@ async def drive_child(
     return DriveResult(
         exit_status=child.returncode,
         end=end,
-        tail=None if end == "line-too-long" else session.stdout_tail(),
+        tail=None if end in ("line-too-long", "stdout-limit") else session.stdout_tail(),
         lines=session.reader.lines,
         stdout_bytes=session.reader.bytes_received,
         stderr_bytes=session.stderr_bytes,
@@ -198,6 +211,7 @@ class _Session:
     def __init__(
         self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float,
         on_chunk: ChunkSink | None = None, on_idle: Callable[[], None] | None = None,
+        max_stdout_bytes: int | None = None,
     ) -> None:
         self._child = child
         self._on_line = on_line
@@ -206,7 +220,7 @@ class _Session:
         self._watchdog_s = watchdog_s
         self._grace_s = post_result_grace_s
         self._result_seen = False  # a result line arrived: the grace bounds silence from now
-        self.reader = LineReader(self._receive_stdout)
+        self.reader = LineReader(self._receive_stdout, max_stream_bytes=max_stdout_bytes)
         self.stderr_ring = bytearray()
         self.stderr_bytes = 0
         self.failure: Exception | None = None
@@ -223,7 +237,8 @@ class _Session:
             tg.start_soon(self._watch_exit, watch)
             end = await self._supervise(wall_limit_s)
             watch.cancel()
-            await self._child.reap(grace_s)
+            # A limit passed ends the child at once, as the sandbox's watch ends a session.
+            await self._child.reap(0.0 if end == "stdout-limit" else grace_s)
             with anyio.move_on_after(DRAIN_AFTER_EXIT_S):  # stderr may also be held open
                 await self._stderr_eof.wait()
             tg.cancel_scope.cancel()
@@ -249,6 +264,8 @@ class _Session:
         pumped = await self._pump()
         if pumped == "line-too-long":
             return "line-too-long"
+        if pumped == "stdout-limit":
+            return "stdout-limit"
         if pumped == "eof":
             with anyio.move_on_after(self._silence_bound()[0]):  # stdout closed, it lingers
                 await self._child.wait_exit()
@@ -268,6 +285,8 @@ class _Session:
         except LineTooLong as exc:
             self.too_long = exc
             return "line-too-long"
+        except StdoutTooLarge:
+            return "stdout-limit"
         except _Silence:
             return "watchdog"
         except _DrainOver:

@@ -2,6 +2,7 @@
 
 * RecorderError            - base class of every error the recorder raises
   x LineTooLong            - a harness stdout line exceeded the reader's cap (recorder._lines)
+  x StdoutTooLarge         - the harness printed more than its stdout bound (recorder._lines)
 
 Other recorder modules add their own subclasses here; callers above the
 recorder catch these types, never ``OSError``. A child that cannot be started is
@@ -43,3 +44,24 @@ class LineTooLong(RecorderError):
         self.size_bytes = size_bytes
         self.limit_bytes = limit_bytes
         self.complete = complete
+
+
+class StdoutTooLarge(RecorderError):
+    """The harness printed more bytes on stdout than the session's bound (``--max-stdout``).
+
+    Raised by `recorder._lines.LineReader` as soon as the bytes received from
+    the pipe pass the bound, before any of the chunk that passed it is framed
+    into lines; `recorder._driver.drive_child` turns it into
+    ``end="stdout-limit"`` and the session is ``limit-exceeded``
+    (docs/confinement.md, "Limits").
+
+    Attributes:
+        received_bytes: Bytes received from the pipe so far, the last chunk included.
+        limit_bytes: The bound that was passed, bytes.
+    """
+
+    def __init__(self, *, received_bytes: int, limit_bytes: int) -> None:
+        super().__init__(f"received {received_bytes} bytes on stdout, over the bound of "
+                         f"{limit_bytes} bytes")
+        self.received_bytes = received_bytes
+        self.limit_bytes = limit_bytes

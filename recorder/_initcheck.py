@@ -48,6 +48,9 @@ PLUGIN_NAMESPACE_SEPARATOR: Final = ":"
 """Skills of a plugin are listed as ``<plugin>:<skill>``."""
 FAILED_STATUS: Final = "failed"
 """The ``mcp_servers[].status`` of a server that did not start."""
+MAX_MCP_JSON_BYTES: Final = 8 << 20
+"""The most of a workspace's ``.mcp.json`` read (bytes); a bigger one is refused unread
+(the corpus's own is held to the same bound by the arms: docs/arms.md)."""
 VALUE_REPR_CHARS: Final = 120
 """Characters of a refused value quoted in a reason: enough to recognise it, never a flood."""
 
@@ -56,7 +59,8 @@ class McpConfigError(ValueError):
     """The workspace's ``.mcp.json`` exists but cannot be read as a server declaration."""
 
     def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{path}: {problem}; RC-07 needs the declared MCP servers")
+        super().__init__(f"{path}: {problem}; the init line's MCP servers are checked "
+                         "against the declared ones (docs/glossary.md: RC-07)")
         self.path = path
         self.problem = problem
 
@@ -87,8 +91,8 @@ def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
 
     Returns:
         Human reasons in field order, each naming the rule, the field and
-        the value: ``"<field> = <value repr>: <why> (RC-07)"`` (`refusal`), or
-        ``"<field> is missing from the init line: ... (RC-07)"``.
+        the value: ``"<field> = <value repr>: <why> (docs/glossary.md: RC-07)"`` (`refusal`), or
+        ``"<field> is missing from the init line: ... (docs/glossary.md: RC-07)"``.
     """
     reasons: list[str] = []
     reasons += _check_permission_mode(init, policy)
@@ -133,9 +137,13 @@ def declared_mcp_servers_of(workspace: Path) -> frozenset[str]:
     """
     path = workspace / ".mcp.json"
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fp:
+            raw = fp.read(MAX_MCP_JSON_BYTES + 1)
     except FileNotFoundError:
         return frozenset()
+    if len(raw) > MAX_MCP_JSON_BYTES:
+        raise McpConfigError(path, f"over {MAX_MCP_JSON_BYTES:,} bytes, the most a server "
+                                   "declaration is read")
     try:
         value = json.loads(raw)
     except ValueError as exc:
@@ -166,19 +174,20 @@ def refusal(field: str, value: object, why: str) -> str:
     """One RC-07 refusal, naming the rule, the field and the value .
 
     ``refusal("permissionMode", "plan", "...")`` ->
-    ``"permissionMode = 'plan': ... (RC-07)"``. The value is its ``repr``,
+    ``"permissionMode = 'plan': ... (docs/glossary.md: RC-07)"``. The value is its ``repr``,
     cut at `VALUE_REPR_CHARS` characters, so a quote or a newline in it
     cannot be mistaken for the message around it.
     """
     shown = repr(value)
     if len(shown) > VALUE_REPR_CHARS:
         shown = shown[: VALUE_REPR_CHARS - 3] + "..."
-    return f"{field} = {shown}: {why} (RC-07)"
+    return f"{field} = {shown}: {why} (docs/glossary.md: RC-07)"
 
 
 def _missing_or_shape(field: str, init: dict[str, Any]) -> str:
     if field not in init:
-        return f"{field} is missing from the init line: a policed field (fail closed) (RC-07)"
+        return (f"{field} is missing from the init line: a policed field (fail closed) "
+                "(docs/glossary.md: RC-07)")
     shape = type(init[field]).__name__
     return refusal(field, init[field], f"unknown shape ({shape}; fail closed)")
 

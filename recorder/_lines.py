@@ -1,6 +1,7 @@
 """Pull-based, bounded framing of the harness's stdout into lines.
 
-Rule sources: BC-03 (line cap) and docs/bench.md (memory) (pull-based).
+Rule sources: BC-03 (line cap), docs/bench.md (memory) (pull-based) and
+docs/confinement.md "Limits" (the bound on all bytes received, ``--max-stdout``).
 
 Lines are framed on the byte 0x0A only and stay bytes: a chunk is never
 decoded, so a multi-byte UTF-8 character split across reads, or a U+2028
@@ -13,13 +14,13 @@ from typing import TYPE_CHECKING, Final, final
 
 from sandbox._process import STDOUT_PIPE_BYTES
 
-from ._errors import LineTooLong
+from ._errors import LineTooLong, StdoutTooLarge
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from typing import Self
 
-__all__ = ["MAX_LINE_BYTES", "READ_CHUNK_BYTES", "LineReader", "LineTooLong"]
+__all__ = ["MAX_LINE_BYTES", "READ_CHUNK_BYTES", "LineReader", "LineTooLong", "StdoutTooLarge"]
 
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """Cap on one stdout line, in bytes, newline excluded.
@@ -58,10 +59,18 @@ class LineReader:
     **Cancellation:** a cancelled ``receive`` propagates; bytes already held
     stay held, so iteration may continue afterwards.
 
+    **Stream bound:** with ``max_stream_bytes``, every chunk is counted in
+    `bytes_received` the moment ``receive`` returns it, before any framing;
+    once the count passes the bound, iteration fails with `StdoutTooLarge`
+    and none of that chunk is framed, so a harness that prints without end
+    costs one chunk past the bound, never a line's parse.
+
     Raises (from iteration):
         LineTooLong: a line would exceed ``max_line_bytes``; raised before the
             bytes past the cap are appended, with the 1-based line number.
             Iteration stops for good afterwards.
+        StdoutTooLarge: the bytes received passed ``max_stream_bytes``; raised
+            before the chunk that passed it is framed. Iteration stops for good.
         Whatever ``receive`` raises, unchanged.
     """
 
@@ -70,12 +79,22 @@ class LineReader:
         receive: Callable[[], Awaitable[bytes]],
         *,
         max_line_bytes: int = MAX_LINE_BYTES,
+        max_stream_bytes: int | None = None,
     ) -> None:
-        """Wrap ``receive``, which returns the next chunk of bytes, ``b""`` at end of stream."""
+        """Wrap ``receive``, which returns the next chunk of bytes, ``b""`` at end of stream.
+
+        ``max_stream_bytes`` bounds all bytes received (None: no bound).
+
+        Raises:
+            ValueError: a bound below 1.
+        """
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be at least 1, but got {max_line_bytes}")
+        if max_stream_bytes is not None and max_stream_bytes < 1:
+            raise ValueError(f"max_stream_bytes must be at least 1, but got {max_stream_bytes}")
         self._receive = receive
         self._max_line_bytes = max_line_bytes
+        self._max_stream_bytes = max_stream_bytes
         self._chunk = b""
         self._pos = 0
         self._parts: list[memoryview] = []  # the current line's bytes from earlier chunks
@@ -110,6 +129,10 @@ class LineReader:
                 raise StopAsyncIteration
             chunk = await self._receive()
             self.bytes_received += len(chunk)
+            bound = self._max_stream_bytes
+            if bound is not None and self.bytes_received > bound:
+                self._failed = True
+                raise StdoutTooLarge(received_bytes=self.bytes_received, limit_bytes=bound)
             if chunk:
                 self._chunk, self._pos = chunk, 0
             else:

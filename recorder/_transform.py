@@ -13,7 +13,8 @@ RC-10's argument table is `recorder._arguments`; the frozen results
 `StreamObserver.finish` decides the session state from the table of
 docs/batch.md. A refusal the stream showed (RC-07) wins, whatever the end;
 then ``limit-exceeded`` (a limit of the sandbox the session passed, which
-ended it: processes, memory, /tmp, writes, connections; or a call's argument
+ended it: processes, memory, /tmp, writes, connections; the runner's bound on
+what it prints, ``end="stdout-limit"``; or a call's argument
 past what one call, or one session, may add to the record:
 `MAX_CALL_ARGUMENT_CHARS`; or the calls' paths past the file lookups RC-08 may spend on
 them: `recorder._paths.MAX_PATH_LOOKUPS`); then, the first that applies:
@@ -83,7 +84,8 @@ from recorder._vocab import SessionState, harness_error_retryable, state_retryab
 if TYPE_CHECKING:
     from pathlib import Path
 
-End: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long"]
+End: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long",
+                        "stdout-limit"]
 """How the driver saw the stream end (`recorder._driver.DriveEnd`)."""
 
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
@@ -183,7 +185,7 @@ class StreamObserver:
                 allowed = ", ".join(f"system/{sub}" for sub in sorted(PRE_INIT_SUBTYPES))
                 self._refuse(f"line {self._lines} before the init line: type = "
                              f"{_describe(obj)!r}: only {allowed} may precede the init line "
-                             "(RC-07)")
+                             "(docs/glossary.md: RC-07)")
         elif kind == "assistant":
             self._assistant(obj)
         elif kind == "user":
@@ -213,7 +215,7 @@ class StreamObserver:
         seen_refusal = bool(self._refusals)
         if self._inits == 0:
             self._refuse("no init line (type 'system', subtype 'init') on stdout: what the "
-                         "session loaded is unknown (RC-07)")
+                         "session loaded is unknown (docs/glossary.md: RC-07)")
         state: SessionState
         if seen_refusal:
             state, reason = "refused-init", "; ".join(self._refusals)
@@ -251,6 +253,9 @@ class StreamObserver:
 
     def _decide(self, end: End, exit_status: int | None,
                 tail: bytes | None) -> tuple[SessionState, str]:
+        if end == "stdout-limit":  # the caller names the bound in limit_exceeded
+            return "limit-exceeded", ("limit-exceeded: it printed more on stdout than its "
+                                      "bound (--max-stdout)")
         if end == "line-too-long":
             return "line-too-long", "line-too-long: " + (
                 self._too_long or f"line {self._lines + 1} exceeded the reader's line cap")

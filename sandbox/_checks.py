@@ -154,7 +154,8 @@ def check_layout(layout: HostLayout | None) -> tuple[Check, HostLayout | None]:
             "broken",
             f"{detail}; {', '.join(outside)} point outside /usr "
             "and would dangle in the sandbox (only /usr and /etc are mounted)",
-            "report this host layout: RC-02 mounts these only as symlinks into /usr",
+            "report this host layout: the sandbox mounts these only as symlinks into /usr "
+            "(docs/glossary.md: RC-02)",
         ), layout
     return Check("host-layout", "ok", detail), layout
 

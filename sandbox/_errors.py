@@ -43,7 +43,7 @@ class PreflightFailed(SandboxError):
 
     def __init__(self, report: PreflightReport, headline: str = (
             "confinement preflight failed; nothing was started or spent (no session may run "
-            "unconfined, RC-05):")) -> None:
+            "unconfined; docs/glossary.md: RC-05):")) -> None:
         lines = [f"{c.name}: {c.verdict}: {c.detail}" + (f"\n    fix: {c.fix}" if c.fix else "")
                  for c in report.checks if c.verdict != "ok"] or ["no check passed"]
         super().__init__(headline + "\n  " + "\n  ".join(lines))

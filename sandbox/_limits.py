@@ -14,13 +14,15 @@ tmp           bwrap ``--size`` of the private ``/tmp``        it is full
 writes        the runner, measuring what it may write         over the limit
 open files    ``RLIMIT_NOFILE`` of every process in it        (the call fails: EMFILE)
 connections   the egress proxy, connections open at once      one more was refused
+stdout        the runner's reader of its stdout pipe          one read passed it
 ============  ==============================================  ==========================
 
 The cgroup limits are set in the session's own cgroups (`sandbox._cgroup_limits`:
 v2 where the runner's cgroup delegates the controller, else the v1 hierarchy);
 ``open files`` is set by the join shell as root before the privilege drop (a
 hard limit, so nothing inside can raise it); the rest are watched while the
-session runs and once after it (`sandbox._watch`). The defaults
+session runs and once after it (`sandbox._watch`); ``stdout`` is counted by the
+recorder's reader as it reads the pipe (`recorder._lines`). The defaults
 (`DEFAULT_LIMITS`) are measured: each is at least four times what the pinned
 CLI used in ``make demo`` and the real-CLI tests (docs/host.md, "Limits").
 """
@@ -36,8 +38,10 @@ __all__ = [
     "DEFAULT_MEMORY_BYTES",
     "DEFAULT_OPEN_FILES",
     "DEFAULT_PIDS",
+    "DEFAULT_STDOUT_BYTES",
     "DEFAULT_TMP_BYTES",
     "DEFAULT_WRITE_BYTES",
+    "MIN_STDOUT_BYTES",
     "LimitHit",
     "LimitName",
     "Limits",
@@ -47,7 +51,7 @@ __all__ = [
 MiB: Final = 1024 * 1024
 GiB: Final = 1024 * MiB
 
-LimitName: TypeAlias = Literal["processes", "memory", "tmp", "writes", "connections"]
+LimitName: TypeAlias = Literal["processes", "memory", "tmp", "writes", "connections", "stdout"]
 """The limits whose passing ends a session (``open files`` only refuses the call)."""
 
 
@@ -66,6 +70,9 @@ class Limits:
         open_files: ``RLIMIT_NOFILE`` (soft and hard) of every process in it.
         connections: Most connections open at once through its egress proxy
             (each costs the runner two descriptors); `sandbox._egress`.
+        stdout_bytes: Most bytes the session may print on stdout, counted as the
+            runner reads them from the pipe (`recorder._lines`), before any line
+            handling; at least `MIN_STDOUT_BYTES` when set.
     """
 
     pids: int | None = None
@@ -74,13 +81,18 @@ class Limits:
     write_bytes: int | None = None
     open_files: int | None = None
     connections: int | None = None
+    stdout_bytes: int | None = None
 
     def __post_init__(self) -> None:
+        """Raises ValueError: a limit below 1, or ``stdout_bytes`` below `MIN_STDOUT_BYTES`."""
         for name in ("pids", "memory_bytes", "tmp_bytes", "write_bytes", "open_files",
-                     "connections"):  # fmt: skip
+                     "connections", "stdout_bytes"):  # fmt: skip
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"limit {name} must be at least 1 or None, got {value}")
+        if self.stdout_bytes is not None and self.stdout_bytes < MIN_STDOUT_BYTES:
+            raise ValueError(f"limit stdout_bytes must be at least {MIN_STDOUT_BYTES}, got "
+                             f"{self.stdout_bytes}")
 
 
 DEFAULT_PIDS: Final = 512
@@ -96,10 +108,18 @@ DEFAULT_OPEN_FILES: Final = 1024
 DEFAULT_CONNECTIONS: Final = 64
 """Connections open at once through the egress proxy: the CLI held at most 1 (parallel
 subagents add a few)."""
+DEFAULT_STDOUT_BYTES: Final = 256 * MiB
+"""Bytes printed on stdout: the largest capture of the pinned CLI is 214 KB and the largest
+line seen 1.4 MB (a tool result holding an image, printed twice), so a real session prints a
+few MB; 256 MiB is a hundred times that and four times the line cap
+(`recorder._lines.MAX_LINE_BYTES`), and costs the runner about a second of reading."""
+MIN_STDOUT_BYTES: Final = 4 * MiB
+"""The least ``--max-stdout``: below it one ordinary large line (1.4 MB) and a few reads of
+the 1 MiB pipe would end a real session."""
 DEFAULT_LIMITS: Final = Limits(
     pids=DEFAULT_PIDS, memory_bytes=DEFAULT_MEMORY_BYTES, tmp_bytes=DEFAULT_TMP_BYTES,
     write_bytes=DEFAULT_WRITE_BYTES, open_files=DEFAULT_OPEN_FILES,
-    connections=DEFAULT_CONNECTIONS,
+    connections=DEFAULT_CONNECTIONS, stdout_bytes=DEFAULT_STDOUT_BYTES,
 )
 """What a session gets unless the batch says otherwise (``--max-processes`` and friends;
 measured: docs/host.md, "Limits")."""
@@ -126,4 +146,4 @@ def format_bytes(count: int) -> str:
             return f"{count // size} {unit}"
     if count >= MiB:
         return f"{count / MiB:.1f} MiB"
-    return f"{count} bytes"
+    return "1 byte" if count == 1 else f"{count} bytes"

@@ -1,4 +1,4 @@
-"""Stand-in harnesses for tests: one self-contained file, data embedded (DESIGN.md RC-02).
+"""Stand-in harnesses for tests: one self-contained file, data embedded (docs/glossary.md RC-02).
 
 The file is run by Debian's ``/usr/bin/python3`` (under ``/usr``, so it also
 runs inside bwrap where only ``/usr`` and its symlinks are mounted) and reads

@@ -1,8 +1,10 @@
-"""``config.yaml`` and ``plan.yaml``: what a batch ran with, written once, read back by resume.
+"""``config.yaml`` and ``plan.yaml``: what a batch ran with, read back by resume.
 
 ``config.yaml`` holds the `BatchOptions` (``options``) and the facts the
 runner measured when the batch was made (`BatchFacts`: harness version,
-network mode, arm identities, the order's algorithm). No secret is written:
+network mode, arm identities, the order's algorithm), both written once, and
+the cost budget as last set (`BudgetSetting`, ``budget``), rewritten by the
+invocation that sets it (docs/batch.md, "config.yaml"). No secret is written:
 the API key's *variable name* is an option, its value never is.
 ``plan.yaml`` is the plan exactly as ``plan --format yaml`` prints it.
 Both are written atomically (`write_atomic`).
@@ -13,7 +15,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
@@ -26,6 +28,8 @@ from ._options import BatchOptions
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from ._records import InvocationRecord
 
 CONFIG_NAME: Final = "config.yaml"
 PLAN_NAME: Final = "plan.yaml"
@@ -75,6 +79,22 @@ class BatchFacts(BaseModel):
     order: OrderFacts
 
 
+class BudgetSetting(BaseModel):
+    """The batch's cost budget as last set, and the invocation that set it (docs/batch.md,
+    "Budgets": the last budget given stays the batch's until another is given)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    max_cost_cents: int | None = Field(ge=1)
+    """The budget, cents, a total over every attempt of every invocation; None = none."""
+    invocation: int = Field(ge=1)
+    """The `InvocationRecord.number` of the command that set it."""
+    command: Literal["run", "demo", "resume"]
+    at: str | None = None
+    """When that invocation began (its record's ``at``, RFC 3339 UTC); None only for the
+    budget `batch_budget` infers from ``options`` of a batch whose ledger holds none."""
+
+
 class BatchConfig(BaseModel):
     """The whole of ``config.yaml``."""
 
@@ -83,6 +103,40 @@ class BatchConfig(BaseModel):
     format: Literal[1, 2] = CONFIG_FORMAT
     options: BatchOptions
     facts: BatchFacts
+    budget: BudgetSetting | None = None
+    """The cost budget as last set (`BudgetSetting`). An optional key, read with a default:
+    None in a batch written before it existed, whose budget is then the one its last run,
+    demo or resume ran with (`batch_budget`)."""
+
+
+def batch_budget(config: BatchConfig, last_run: InvocationRecord | None) -> BudgetSetting:
+    """The batch's cost budget now: the one ``resume`` runs with when given none, and the
+    one ``status`` shows the spend against (docs/batch.md, "Budgets").
+
+    ``config.budget`` when config.yaml records it; in a batch written before that key
+    existed, the budget ``last_run`` (the latest run, demo or resume invocation record of
+    the ledger) ran with; with no such record, ``options.max_cost_cents``.
+    """
+    if config.budget is not None:
+        return config.budget
+    if last_run is not None and last_run.command != "record":
+        return BudgetSetting(max_cost_cents=last_run.max_cost_cents, invocation=last_run.number,
+                             command=last_run.command, at=last_run.at)
+    command = config.options.command
+    return BudgetSetting(max_cost_cents=config.options.max_cost_cents, invocation=1,
+                         command="run" if command == "record" else command)
+
+
+def budget_set_by(record: InvocationRecord) -> BudgetSetting:
+    """The `BudgetSetting` that ``record``'s invocation (run, demo or resume) sets.
+
+    Raises:
+        ValueError: ``record`` is a ``record`` invocation, which sets no budget.
+    """
+    if record.command == "record":
+        raise ValueError("a record invocation sets no budget")
+    return BudgetSetting(max_cost_cents=record.max_cost_cents, invocation=record.number,
+                         command=record.command, at=record.at)
 
 
 def workspace_note(config: BatchConfig) -> str:
@@ -119,8 +173,12 @@ def _load(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
+        if not path.parent.exists():
+            raise BatchFileError(path.parent, "does not exist") from exc
         raise BatchFileError(path, "missing: this directory is not a batch (or not a "
                                    "finished start of one)") from exc
+    except NotADirectoryError as exc:
+        raise BatchFileError(path.parent, "is not a directory, so not a batch") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise BatchFileError(path, f"cannot be read: {exc}") from exc
     try:

@@ -40,7 +40,7 @@ class BatchDirRefused(CampaignError):
     """
 
     def __init__(self, path: Path, rule: str, detail: str) -> None:
-        code = f" ({rule})" if rule.startswith("RC-") else ""
+        code = f" (docs/glossary.md: {rule})" if rule.startswith("RC-") else ""
         super().__init__(f"batch directory {path}: {detail}{code}")
         self.path = path
         self.rule = rule
@@ -121,22 +121,57 @@ def prepare_batch_dir(
             f"resolves to {resolved}, inside $HOME ({home}); a session's batch must live "
             "outside the home directory. Pass --batch-dir under /var/tmp or another path",
         )
+    _refuse_kernel_tree(batch_dir, resolved)
     if must_be_new and resolved.exists():
         if not resolved.is_dir():
             raise BatchDirRefused(batch_dir, "usage", "exists and is not a directory")
         if any(not _setup_leftover(p, resolved) for p in resolved.iterdir()):
-            raise BatchDirRefused(
-                batch_dir,
-                "usage",
-                "exists and is not empty; pass a new --batch-dir, or, to finish a stopped "
-                f"batch, `headwater-campaign resume {resolved}`",
-            )
-    resolved.mkdir(parents=True, exist_ok=True)
-    os.chmod(resolved, BATCH_DIR_MODE)
+            raise BatchDirRefused(batch_dir, "usage", _not_empty(resolved))
+    try:
+        resolved.mkdir(parents=True, exist_ok=True)
+        os.chmod(resolved, BATCH_DIR_MODE)
+    except OSError as exc:
+        raise BatchDirRefused(batch_dir, "usage", _cannot_make(resolved, exc)) from exc
     return resolved
 
 
-_SETUP_FILES: Final = frozenset({LOCK_NAME, "config.yaml"})
+KERNEL_TREES: Final = (Path("/proc"), Path("/sys"), Path("/dev"))
+"""Trees the kernel makes up: a batch there would not be kept (nor could it be made)."""
+
+
+def _refuse_kernel_tree(batch_dir: Path, resolved: Path) -> None:
+    """Refuse a batch directory in `KERNEL_TREES` (one line, exit 2), before anything is made."""
+    for tree in KERNEL_TREES:
+        if resolved == tree or tree in resolved.parents:
+            raise BatchDirRefused(
+                batch_dir, "usage",
+                f"resolves to {resolved}, in {tree}, a file system the kernel makes up: "
+                "nothing written there is kept. Pass --batch-dir under /var/tmp or another "
+                "path")  # fmt: skip
+
+
+def _not_empty(resolved: Path) -> str:
+    """Why a non-empty directory is refused; the hint to resume only when it holds a batch."""
+    if any((resolved / name).is_file() for name in ("plan.yaml", "ledger.jsonl")):
+        return ("exists and is not empty: it holds a batch; pass a new --batch-dir, or, to "
+                "finish that batch, "
+                f"`headwater-campaign resume {resolved}`")  # fmt: skip
+    return "exists and is not empty (and holds no batch); pass a new or empty --batch-dir"
+
+
+def _cannot_make(resolved: Path, exc: OSError) -> str:
+    """Why ``resolved`` could not be made, naming the part of its path that is in the way."""
+    for parent in (resolved, *resolved.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                return f"cannot be made: {parent} is a file, not a directory"
+            break
+    reason = exc.strerror or type(exc).__name__
+    where = f" ({exc.filename})" if exc.filename and exc.filename != str(resolved) else ""
+    return f"cannot be made: {reason.lower()}{where}"
+
+
+_SETUP_FILES: Final = frozenset({LOCK_NAME, "config.yaml", "tree.json"})
 """What a runner writes into a new batch before plan.yaml, which marks the batch as made."""
 
 
@@ -146,7 +181,7 @@ def _setup_leftover(path: Path, batch: Path) -> bool:
     if (batch / "plan.yaml").exists():
         return path.name == LOCK_NAME
     name = path.name
-    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml."))
+    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml.", ".tree.json."))
                                     and name.endswith(".tmp"))
 
 

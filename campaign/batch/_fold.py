@@ -62,7 +62,9 @@ class SessionLog:
     started_at: str | None = None
     """The first attempt's start (RFC 3339 UTC)."""
     first_state: str | None = None
-    """The state of attempt 1 (first-attempt outcomes apart from retried ones)."""
+    """The state of attempt 1's final record when it counts (first-attempt outcomes apart
+    from retried ones); None while it has none: running, or interrupted (it never got a final
+    record, or its runner wrote it ``killed`` with ``counts: false``)."""
     interrupted: bool = False
     """The last attempt was cut short by its runner: the runner died before its final
     record, or it stopped (a signal, a refused write) and wrote it ``killed`` with
@@ -96,6 +98,9 @@ class ArmCounts:
     """Sum of every known attempt cost of the arm, USD."""
     cost_unknown: int = 0
     """Attempts whose cost is unknown (the figure is then a lower bound)."""
+    interrupted: int = 0
+    """Sessions whose last attempt was interrupted (`SessionLog.interrupted`) and that have no
+    earlier final record; one that has is counted where that record left it."""
 
     @property
     def final(self) -> int:
@@ -104,8 +109,8 @@ class ArmCounts:
 
     @property
     def queued(self) -> int:
-        """Planned sessions not final and not running."""
-        return max(0, self.planned - self.final - self.running)
+        """Planned sessions not final, not running and not interrupted: never started."""
+        return max(0, self.planned - self.final - self.running - self.interrupted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +160,9 @@ class BatchFold:
         self.budget_cents: int | None = None
         """The cost budget of the last invocation that ran the batch (run, demo, resume): a
         ``record`` into the batch has none of its own and does not replace it."""
+        self.last_run: InvocationRecord | None = None
+        """The record of that invocation (the budget's setter in a batch whose config.yaml
+        records no budget: `campaign.batch._config.batch_budget`)."""
         self.stopped: StoppedRecord | None = None
         self.budget_stop: BudgetStopRecord | None = None
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
@@ -193,6 +201,7 @@ class BatchFold:
             self.invocation = record
             if record.command != "record":
                 self.budget_cents = record.max_cost_cents
+                self.last_run = record
             self.stopped = None
             self.budget_stop = None
         elif isinstance(record, StoppedRecord):
@@ -223,6 +232,7 @@ class BatchFold:
         log.running = False
         log.interrupted = True
         self._count(log, counts)
+        counts.interrupted += log.state is None
         counts.cost_unknown += 1
         self.cost_unknown += 1
 
@@ -234,8 +244,8 @@ class BatchFold:
         if log.running:  # its earlier attempt never ended: that runner died
             self._interrupt(log)
             gone.append((key, log.attempts))
-        log.interrupted = False
         self._uncount(log, counts)
+        log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
         log.running = True
         log.started_at = log.started_at or sys.intern(record.at)  # shared by a second's starts
@@ -285,11 +295,10 @@ class BatchFold:
         """A ``killed`` attempt the runner ended (``counts: false``): like an interrupted one
         (`_interrupt`), with its cost added when it is known."""
         log.attempts = max(log.attempts, record.attempt)
-        if record.attempt == 1:
-            log.first_state = sys.intern(record.state)
         if log.running:
             self._interrupt(log)
         else:  # a final without a started record in view (a hand-made ledger)
+            counts.interrupted += log.state is None and not log.interrupted
             log.interrupted = True
             counts.cost_unknown += 1
             self.cost_unknown += 1
@@ -316,6 +325,8 @@ class BatchFold:
         if log.running:
             counts.running -= 1
             log.running = False
+        elif log.interrupted and log.state is None:
+            counts.interrupted -= 1
         elif log.state is not None:
             if is_recorded(log.state):
                 counts.recorded -= 1
@@ -331,7 +342,8 @@ class BatchFold:
     def statistics(self) -> BatchStatistics:
         """A frozen copy of the counts for display."""
         arms = {arm: ArmCounts(c.planned, c.recorded, c.refused, c.failed, c.running, c.retried,
-                               c.cost_usd, c.cost_unknown) for arm, c in self.arms.items()}
+                               c.cost_usd, c.cost_unknown, c.interrupted)
+                for arm, c in self.arms.items()}
         inv = self.invocation
         return BatchStatistics(
             arms=arms, last_failures=tuple(self._failures), spend_usd=self.spend_usd,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 from pydantic import ValidationError
 
+from campaign._json_text import json_safe
 from recorder._atomic import fsync_dir
 
 from ._records import RECORD_ADAPTER, LedgerHeader, LedgerRecord, TornRecord
@@ -70,9 +71,10 @@ def encode_record(record: BaseModel) -> bytes:
         if fixed and name not in _ALWAYS_WRITTEN and data.get(name) == info.default:
             del data[name]
 
-    # ASCII only: a session's string may hold a lone surrogate ("\udc80" in its JSON),
-    # which no UTF-8 encoder takes; escaped, the ledger keeps it exactly.
-    text = json.dumps(data, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+    # ASCII only. A record holds no lone surrogate (`_records._Record` writes each as
+    # `campaign._json_text` does; json_safe again for a record made without validation),
+    # so a strict JSON reader takes every line (docs/batch.md, "Names that are not UTF-8").
+    text = json.dumps(json_safe(data), ensure_ascii=True, sort_keys=True, separators=(",", ":"))
     return text.encode("ascii") + b"\n"
 
 

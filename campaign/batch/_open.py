@@ -15,7 +15,9 @@ anything is spent:
    and settles the network mode;
 5. starts the scripted provider when the batch uses it;
 6. writes plan.yaml and config.yaml for a new batch, opens the journal
-   (ledger, fold, transcripts) and appends this invocation's record;
+   (ledger, fold, transcripts) and appends this invocation's record; then, when this
+   invocation sets the batch's cost budget (a new batch, ``resume --max-cost-cents``),
+   records it and this invocation in config.yaml's ``budget`` (docs/batch.md, "Budgets");
 7. on exit, however the invocation ends, takes back the search grants a root
    runner gave its session users on the batch's directories, then lets the
    lock go (`sandbox._grants.grants_revoked`, docs/host.md).
@@ -27,12 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._arms import arms_without_effect, harness_flags
+from campaign._corpus_notes import corpus_notes
 from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
 from campaign._plan import harness_version
@@ -51,6 +54,7 @@ from ._config import (
     BatchConfig,
     BatchFacts,
     OrderFacts,
+    budget_set_by,
     read_config,
     read_plan,
     workspace_note,
@@ -62,6 +66,7 @@ from ._harness import bounded_version
 from ._journal import Journal
 from ._lock import LOCK_NAME, BatchLock
 from ._records import InvocationRecord
+from ._tree import files_moved, read_tree, write_tree
 
 if TYPE_CHECKING:
     from campaign._corpus import Corpus
@@ -98,6 +103,9 @@ class BatchRequest:
     arms_used: tuple[str, ...]
     """The arms this invocation may run (``record``: its one arm)."""
     probes_used: tuple[str, ...]
+    sets_budget: bool = False
+    """``resume --max-cost-cents N`` was given: this invocation sets the batch's cost budget
+    (config.yaml's ``budget``; a new batch's first invocation always sets it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,27 +139,39 @@ def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> N
                            "arm from the tier, or pass --allow-identical-arms to run it anyway")
     for line in same:
         notify(f"warning: {line} (run anyway: --allow-identical-arms)")
+    for line in corpus_notes(request.corpus):
+        notify(f"note: {line}")
 
 
 def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
-                  current_harness: str) -> list[str]:
+                  current_harness: str, recorded_tree: Mapping[str, str] | None = None,
+                  current_tree: Mapping[str, str] | None = None) -> list[str]:
     """What moved between the batch as recorded and this invocation, in words; [] = nothing.
 
     The plan members (tree, read set, selection, lock), the planner's version
     (``harness``), the model, the tier, the arms and their identities, and
-    the harness's (Claude Code's) version.
+    the harness's (Claude Code's) version. The read set's files that moved are
+    named from plan.yaml; the others from the batch's ``tree.json``
+    (``recorded_tree``, against ``current_tree``, `Corpus.files`), when it has one.
     """
     moved = []
     for member in ("tree", "read_set", "selection", "lock", "seed", "harness", "model", "tier"):
         before, now = getattr(recorded, member), getattr(current, member)
         if before != now:
             moved.append(f"{member} was {before}, is now {now}")
-    files = _files_moved(recorded, current)
+    files = files_moved({f.path: f.digest for f in recorded.read_set_files},
+                        {f.path: f.digest for f in current.read_set_files},
+                        where="in the read set")  # fmt: skip
     if files:
         moved.append(files)
-    elif recorded.tree != current.tree:
-        moved.append("a file outside the read set changed, was added or was removed (the tree "
-                     "covers every file of the corpus; plan.yaml lists only the read set's)")
+    if recorded.tree != current.tree:
+        outside = _outside_read_set(recorded, current, recorded_tree, current_tree)
+        if outside is not None:
+            moved.append(outside)
+        elif not files:
+            moved.append("a file outside the read set changed, was added or was removed (the "
+                         "tree covers every file of the corpus; this batch keeps no listing "
+                         "of them, so which one cannot be said)")
     if recorded.arm_specs != current.arm_specs:
         was = ", ".join(f"{a.arm} {a.identity[:19]}" for a in recorded.arm_specs)
         now = ", ".join(f"{a.arm} {a.identity[:19]}" for a in current.arm_specs)
@@ -161,22 +181,16 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
     return moved
 
 
-_FILES_NAMED: Final = 10
-"""Files of the read set a refusal names; further ones are counted."""
-
-
-def _files_moved(recorded: Plan, current: Plan) -> str | None:
-    """The read set's files that changed, appeared or went, in words; None when none did."""
-    was = {f.path: f.digest for f in recorded.read_set_files}
-    now = {f.path: f.digest for f in current.read_set_files}
-    changes = [f"{p} changed" for p in sorted(was.keys() & now.keys()) if was[p] != now[p]]
-    changes += [f"{p} is new" for p in sorted(now.keys() - was.keys())]
-    changes += [f"{p} is gone" for p in sorted(was.keys() - now.keys())]
-    if not changes:
+def _outside_read_set(recorded: Plan, current: Plan, before: Mapping[str, str] | None,
+                      now: Mapping[str, str] | None) -> str | None:
+    """The files outside both read sets that moved, named from the two listings; None when
+    either listing is missing or nothing outside moved."""
+    if before is None or now is None:
         return None
-    more = len(changes) - _FILES_NAMED
-    return ("in the read set, " + ", ".join(changes[:_FILES_NAMED])
-            + (f" and {more} more" if more > 0 else ""))
+    read = {f.path for f in recorded.read_set_files} | {f.path for f in current.read_set_files}
+    return files_moved({p: d for p, d in before.items() if p not in read},
+                       {p: d for p, d in now.items() if p not in read},
+                       where="outside the read set")  # fmt: skip
 
 
 def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
@@ -282,7 +296,8 @@ def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchC
     _refuse_other_format(path, config, what)
     moved = compare_batch(read_plan(path), request.plan,
                           recorded_harness=config.facts.harness_version,
-                          current_harness=current_harness)
+                          current_harness=current_harness, recorded_tree=read_tree(path),
+                          current_tree=request.corpus.files)
     if config.options.workspace_path != request.options.workspace_path:
         moved.append(f"the workspace path: the batch's sessions ran at "
                      f"{config.options.workspace_path}, this run's at "
@@ -350,6 +365,7 @@ def open_batch(request: BatchRequest, *,
             config = existing or _new_config(request, current_harness, network, note, url)
             if existing is None:  # plan.yaml last: it marks the batch as made (resume needs both)
                 write_config(path, config)
+                write_tree(path, request.corpus.files)
                 _write_plan(path, request.plan)
             with Journal(path, request.plan, planned=request.planned, network=network,
                          provider_note=config.facts.provider_note,
@@ -361,11 +377,17 @@ def open_batch(request: BatchRequest, *,
                            "goes on from the line before it")
                 number = (journal.fold.invocation.number if journal.fold.invocation else 0) + 1
                 command = "resume" if request.mode == "resume" else options.command
-                journal.record_now(InvocationRecord(
+                invocation = InvocationRecord(
                     number=number, command=command, pid=os.getpid(), runner=harness_version(),
                     retries=options.retries, max_cost_cents=options.max_cost_cents,
                     est_session_cents=options.est_session_cents,
-                    max_wall_s=options.max_wall_s))
+                    max_wall_s=options.max_wall_s, hard_wall=options.hard_wall)
+                journal.record_now(invocation)
+                if request.mode == "new" or request.sets_budget:
+                    # After the invocation record: the setter config.yaml names is in the
+                    # ledger (a crash between the two leaves the budget the ledger shows).
+                    config = config.model_copy(update={"budget": budget_set_by(invocation)})
+                    write_config(path, config)
                 yield OpenBatch(path=path, options=options, config=config, plan=request.plan,
                                 corpus=request.corpus, journal=journal, invocation=number,
                                 provider_url=url, network=network,

@@ -19,8 +19,10 @@ from sandbox._limits import (
     DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES,
     DEFAULT_PIDS,
+    DEFAULT_STDOUT_BYTES,
     DEFAULT_TMP_BYTES,
     DEFAULT_WRITE_BYTES,
+    MIN_STDOUT_BYTES,
     Limits,
 )
 
@@ -87,6 +89,11 @@ class BatchOptions(BaseModel):
     """The cost projected for a session in flight before any session has a cost, cents."""
     max_wall_s: float | None = Field(default=None, gt=0)
     """Wall-clock budget of one invocation, seconds."""
+    hard_wall: bool = False
+    """``--hard-wall``: at ``max_wall_s``, sessions still running are cancelled (written
+    ``killed``, ``counts: false``; resume reruns them) instead of finishing within their
+    ``--session-timeout`` (docs/batch.md, "Budgets"). An optional key: False in a batch
+    written before it."""
     discard_workspaces: bool = False
     keep_streams: bool = True
     """Keep each attempt's stdout, compressed, and its final text (``--no-keep-streams``)."""
@@ -103,6 +110,10 @@ class BatchOptions(BaseModel):
     """Per session: open files of each of its processes (``--max-open-files``)."""
     max_connections: int = Field(default=DEFAULT_CONNECTIONS, ge=1)
     """Per session: connections open at once through its egress proxy (``--max-connections``)."""
+    max_stdout_bytes: int = Field(default=DEFAULT_STDOUT_BYTES, ge=MIN_STDOUT_BYTES)
+    """Per session: bytes it may print on stdout, counted as the runner reads them
+    (``--max-stdout``). A batch recorded before the option has no such key: it reads, and
+    resumes, with the default."""
     workspace_path: str | None = None
     """Where every session sees its workspace (``--workspace-path``; RC-02, blind sessions);
     set in every batch of config format 2. None only in a batch of format 1, whose sessions
@@ -112,7 +123,8 @@ class BatchOptions(BaseModel):
         """The per-session limits these options ask for (the sandbox's `Limits`)."""
         return Limits(pids=self.max_processes, memory_bytes=self.max_memory_bytes,
                       tmp_bytes=self.max_tmp_bytes, write_bytes=self.max_write_bytes,
-                      open_files=self.max_open_files, connections=self.max_connections)
+                      open_files=self.max_open_files, connections=self.max_connections,
+                      stdout_bytes=self.max_stdout_bytes)
 
 
 class ResumeOverrides(BaseModel):
@@ -125,6 +137,7 @@ class ResumeOverrides(BaseModel):
     max_cost_cents: int | None = Field(default=None, ge=1)
     est_session_cents: int | None = Field(default=None, ge=1)
     max_wall_s: float | None = Field(default=None, gt=0)
+    hard_wall: bool | None = None
 
     def apply(self, options: BatchOptions) -> BatchOptions:
         """``options`` with every override that was given put in (the rest as recorded)."""

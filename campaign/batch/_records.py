@@ -22,8 +22,9 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
 
+from campaign._json_text import json_safe
 from recorder._vocab import Arm, SessionState
 from sandbox._limits import LimitName
 
@@ -48,6 +49,14 @@ with any other text there is not the runner's."""
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_strings(cls, data: Any) -> Any:
+        """Every string as `campaign._json_text.json_text` writes it (a lone surrogate as
+        ``\\xHH``): a record holds what its ledger line holds, in UTF-8 any strict JSON
+        reader takes (docs/batch.md, "Names that are not UTF-8")."""
+        return json_safe(data)
 
 
 class LedgerHeader(_Record):
@@ -77,6 +86,8 @@ class InvocationRecord(_Record):
     """The projection per session in flight before any session has a cost, cents."""
     max_wall_s: float | None
     """This invocation's wall-clock budget in seconds; None = none."""
+    hard_wall: bool = False
+    """At ``max_wall_s`` this invocation cancels the sessions still running (``--hard-wall``)."""
     at: Stamp = Field(default_factory=utc_now)
 
 
@@ -137,7 +148,8 @@ class FinalRecord(SessionRef):
     """The egress proxy's counts (allowed target, relayed, denied per host, most open)."""
     limit: LimitName | None = None
     """The per-session limit the sandbox saw passed and ended the session for (``processes``,
-    ``memory``, ``tmp``, ``writes``, ``connections``; the stream does not hold it, so
+    ``memory``, ``tmp``, ``writes``, ``connections``, or ``stdout``, which the runner's
+    reader counts: ``end`` is then ``stdout-limit``; the stream does not hold it, so
     ``retranscribe`` keeps it); None when it passed none."""
     event: dict[str, Any] | None = None
     """For ``recorded``: the event mapping exactly as the transcript writes it (RC-15)."""

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 from campaign.batch._options import BatchOptions, ResumeOverrides
-from sandbox import check_workspace_path, default_workspace_path
+from sandbox import MAX_POOL_USERS, check_workspace_path, default_workspace_path
+from sandbox._limits import MIN_STDOUT_BYTES, MiB, format_bytes
 
 from ._errors import UsageError
 
@@ -48,6 +50,49 @@ def size_bytes(text: str) -> int:
     value = int(m.group(1)) * _UNIT_BYTES[m.group(2)[:1].lower()]
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return value
+
+
+SIZE_FLOORS: Final = {"max_memory_bytes": 64 * MiB, "max_tmp_bytes": MiB,
+                      "max_write_bytes": MiB}
+"""The least each size limit takes, in bytes: below it the pinned CLI cannot start (a session
+holds about 150 MB of memory; its config directory and log hold tens of KiB), so a smaller
+value is almost always a missing unit (``--max-memory 1`` is one byte)."""
+
+
+def size_at_least(floor: int) -> Callable[[str], int]:
+    """argparse type: `size_bytes` of at least ``floor`` bytes (a size limit's floor, named in
+    the refusal with its reason)."""
+    def parse(text: str) -> int:
+        value = size_bytes(text)
+        if value < floor:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is {format_bytes(value)}, below the least a session can start "
+                f"with, {format_bytes(floor)} (a size takes K, M or G: e.g. 512M)")
+        return value
+    return parse
+
+
+def concurrency(text: str) -> int:
+    """argparse type: ``--concurrency``, 1 to `MAX_POOL_USERS` (a root runner runs each
+    session at once as its own session user, and the pool holds at most that many:
+    docs/host.md)."""
+    value = positive_int(text)
+    if value > MAX_POOL_USERS:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_POOL_USERS}, the most session users a runner leases at "
+            f"once (each running session is its own user); got {value}")
+    return value
+
+
+def stdout_bound(text: str) -> int:
+    """argparse type of ``--max-stdout``: a size (`size_bytes`) of at least
+    `sandbox._limits.MIN_STDOUT_BYTES` (docs/cli.md, "Defaults")."""
+    value = size_bytes(text)
+    if value < MIN_STDOUT_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {format_bytes(MIN_STDOUT_BYTES)} (one large line of a real "
+            f"session passes 1 MB), got {text!r}")
     return value
 
 
@@ -113,7 +158,8 @@ def resolve_harness(path: Path | None, default: Path) -> Path:
 
 
 SESSION_LIMITS: Final = ("max_processes", "max_memory_bytes", "max_tmp_bytes",
-                         "max_write_bytes", "max_open_files", "max_connections")
+                         "max_write_bytes", "max_open_files", "max_connections",
+                         "max_stdout_bytes")
 """The per-session limits' option names (`BatchOptions`, the parser's destinations)."""
 
 
@@ -139,7 +185,7 @@ def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier:
     }
     for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
                  "retries", "max_cost_cents", "est_session_cents", "max_wall_s",
-                 "retry_backoff_s", "discard_workspaces", "keep_streams",
+                 "hard_wall", "retry_backoff_s", "discard_workspaces", "keep_streams",
                  "allow_identical_arms", *SESSION_LIMITS):
 
         value = getattr(args, name, None)
@@ -169,4 +215,5 @@ def resume_overrides(args: argparse.Namespace) -> ResumeOverrides:
     return ResumeOverrides(
         corpus=str(corpus.expanduser().resolve()) if corpus else None,
         retries=args.retries, max_cost_cents=args.max_cost_cents,
-        est_session_cents=args.est_session_cents, max_wall_s=args.max_wall_s)
+        est_session_cents=args.est_session_cents, max_wall_s=args.max_wall_s,
+        hard_wall=getattr(args, "hard_wall", None))

@@ -20,7 +20,8 @@ from rich.console import Console
 from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
 from campaign._plan import Plan, compose_plan, load_plan_file, recompose
-from campaign.batch._config import BatchFileError, read_batch
+from campaign._terminal_text import block, one_line
+from campaign.batch._config import BatchFileError, batch_budget, read_batch
 from campaign.batch._dir import transcript_path
 from campaign.batch._open import SCRIPTED_API_KEY, BatchRequest, OpenBatch, open_batch
 from campaign.supervisor._budget import Budgets
@@ -120,6 +121,7 @@ class _Invocation:
     corpus: Corpus
     plan: Plan
     batch_dir: Path | None
+    sets_budget: bool = False
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -166,7 +168,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
               f"(`headwater-campaign status {batch}`)")
         print(f"batch: {batch}")
         return EXIT_OK
-    options = resume_overrides(args).apply(config.options)
+    # The last budget given stays the batch's until another is given (docs/batch.md).
+    budget = batch_budget(config, fold.last_run).max_cost_cents
+    overrides = resume_overrides(args)
+    options = overrides.apply(config.options.model_copy(update={"max_cost_cents": budget}))
     corpus = load_corpus_or_usage(Path(options.corpus))
     try:
         plan = recompose(recorded, corpus)
@@ -174,7 +179,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError(f"batch {batch}: {exc}; the corpus changed since the batch was "
                          "made, so it cannot be resumed") from exc
     plan = plan.model_copy(update={"model": recorded.model})
-    return execute(_Invocation("resume", options, corpus, plan, batch))
+    return execute(_Invocation("resume", options, corpus, plan, batch,
+                               sets_budget=overrides.max_cost_cents is not None))
 
 
 def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOptions:
@@ -188,12 +194,16 @@ def execute(inv: _Invocation) -> int:
     """Open the batch, run its outstanding sessions under the view, report; the exit status."""
     err = StderrConsole()
     options = inv.options
+    if options.hard_wall and options.max_wall_s is None:
+        raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
+                         "running when that wall-clock budget is reached (docs/batch.md, "
+                         "\"Budgets\")")
     request = BatchRequest(
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
         planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
-        probes_used=tuple(p.id for p in inv.plan.probes))
-    with open_batch(request, notify=lambda text: err.print(text, markup=False,
+        probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget)
+    with open_batch(request, notify=lambda text: err.print(block(text), markup=False,
                                                            soft_wrap=True)) as opened:
         _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)
         specs = _outstanding(opened)
@@ -230,7 +240,8 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
                        backoff_s=options.retry_backoff_s,
                        budgets=Budgets(max_cost_cents=options.max_cost_cents,
                                        est_session_cents=options.est_session_cents,
-                                       max_wall_s=options.max_wall_s))
+                                       max_wall_s=options.max_wall_s,
+                                       hard_wall=options.hard_wall))
     return Supervisor(ctx, opened.journal, limits)
 
 
@@ -283,11 +294,12 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
         stdout_gone()
     resume = f"headwater-campaign resume {opened.path}"
     if outcome.signal is not None:
-        err.print(f"{outcome.detail}; {plural(outcome.outstanding, 'session')} outstanding; "
+        err.print(f"{one_line(outcome.detail)}; {plural(outcome.outstanding, 'session')} "
+                  "outstanding; "
                   "every "
                   f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
     elif outcome.budget_stopped:
-        err.print(f"a budget stopped the batch: {outcome.detail}; "
+        err.print(f"a budget stopped the batch: {one_line(outcome.detail)}; "
                   f"{plural(outcome.outstanding, 'session')} outstanding. Resume with a larger "
                   f"budget: {resume} "
                   "--max-cost-cents N (a total over every attempt), or --max-wall D",
@@ -295,7 +307,8 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     elif outcome.write_refused:
         left = plural(outcome.outstanding, "session")
         remedy = outcome.remedy or "free space"
-        err.print(f"{outcome.detail}. Nothing already recorded was lost; {left} outstanding. "
+        err.print(f"{one_line(outcome.detail)}. Nothing already recorded was lost; {left} "
+                  "outstanding. "
                   f"{remedy[:1].upper()}{remedy[1:]}, then: {resume}", markup=False,
                   soft_wrap=True)
     elif outcome.outstanding:
@@ -306,8 +319,8 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     if opened.scripted is not None:
         for what, count in sorted(opened.scripted.misses.items()):
             err.print(f"warning: the scripted provider answered 'no script for this request' "
-                      f"{count} time{'s' if count != 1 else ''}: {what}; those sessions ended "
-                      "without the scripted answer (docs/provider.md)", markup=False)
+                      f"{count} time{'s' if count != 1 else ''}: {one_line(what)}; those "
+                      "sessions ended without the scripted answer (docs/provider.md)", markup=False)
     if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
         err.print("no session of the batch was recorded (exit 5): see the states above, or "
                   f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)

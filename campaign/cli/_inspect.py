@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 
 from campaign._arms import arms_without_effect
-from campaign._corpus import SHELF, off_shelf
+from campaign._corpus_notes import corpus_notes
 from campaign._doctor import doctor_checks, exit_status, print_report
 from campaign._errors import CampaignError
+from campaign._largefiles import large_file_notes
 from campaign._plan import dump_plan
 from campaign._seal import check_folds, explain, seal_workspace
+from campaign._terminal_text import one_line
 from campaign.batch._open import host_skill_dirs
 from recorder._check import check_transcript_file
 from sandbox._config import sweep_config_root
@@ -44,11 +46,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     sys.stdout.write(dump_plan(plan, args.format))
-    for rel in off_shelf(corpus):
-        where = ("in a folder of the shelf" if "/" in rel[len(SHELF):]
-                 else "on the shelf but not a .md file")
-        print(f"note: {rel} is {where}, so it is not a probe (probes are docs/probes/*.md)",
-              file=sys.stderr)
+    for line in [*corpus_notes(corpus), *large_file_notes(corpus)]:
+        print(f"note: {line}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -77,9 +76,9 @@ def cmd_check_transcript(args: argparse.Namespace) -> int:
     verdicts = [result.verdict for _, result in results]
     with quiet_pipe():  # the status is decided: a reader that goes away does not change it
         for path, result in results:
-            print(f"{path}: {_CHECK_LABEL[result.verdict]}")
-            for reason in result.reasons:
-                print(f"  {reason}")
+            print(f"{one_line(path)}: {_CHECK_LABEL[result.verdict]}")
+            for reason in result.reasons:  # a reason may quote the file's text
+                print(f"  {one_line(reason)}")
     if "refused" in verdicts:
         return 1
     return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK

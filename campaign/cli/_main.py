@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from campaign._errors import CampaignError
+from campaign._terminal_text import block
 from campaign.batch._lock import BatchBusy
 from campaign.supervisor._writes import refused_write, write_remedy
 from sandbox._errors import PreflightFailed
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     import argparse
 
 def _say(text: str) -> None:
-    print(f"headwater-campaign: {text}", file=sys.stderr)
+    # A message may quote what a session sent (a reason, a path): its controls escaped.
+    print(f"headwater-campaign: {block(text)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

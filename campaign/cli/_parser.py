@@ -18,17 +18,29 @@ from campaign.batch._options import (
     SESSION_TIMEOUT_S,
     WATCHDOG_S,
 )
+from sandbox import MAX_POOL_USERS
 from sandbox._limits import (
     DEFAULT_CONNECTIONS,
     DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES,
     DEFAULT_PIDS,
+    DEFAULT_STDOUT_BYTES,
     DEFAULT_TMP_BYTES,
     DEFAULT_WRITE_BYTES,
+    MIN_STDOUT_BYTES,
     format_bytes,
 )
 
-from ._args import duration_s, nonnegative_int, positive_int, size_bytes, workspace_path
+from ._args import (
+    SIZE_FLOORS,
+    concurrency,
+    duration_s,
+    nonnegative_int,
+    positive_int,
+    size_at_least,
+    stdout_bound,
+    workspace_path,
+)
 from ._errors import EXIT_USAGE
 
 PINNED_HARNESS: Final = "2.1.197"
@@ -139,12 +151,18 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                         "attempt's cost is known)")
     p.add_argument("--max-wall", dest="max_wall_s", type=duration_s, metavar="D",
                    help="this invocation's wall-clock budget: seconds, or with s, m or h "
-                        "(e.g. 8h); no session starts once it could be passed (exit 3)")
+                        "(e.g. 8h); no session starts once it could be passed (exit 3), and "
+                        "sessions already running finish, each within --session-timeout, "
+                        "so the invocation may end past D (unless --hard-wall)")
+    p.add_argument("--hard-wall", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --max-wall: at D, cancel the sessions still running (each is "
+                        "written killed and rerun by resume; exit 3), so the invocation "
+                        "ends at D plus the sessions' grace to stop")
 
 
 def _limits_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--concurrency", type=positive_int, metavar="N",
-                   help=f"sessions at once (default {CONCURRENCY})")
+    p.add_argument("--concurrency", type=concurrency, metavar="N",
+                   help=f"sessions at once (default {CONCURRENCY}, at most {MAX_POOL_USERS})")
     p.add_argument("--session-timeout", dest="session_timeout_s", type=duration_s,
                    metavar="S", help=f"wall limit of one session (default {SESSION_TIMEOUT_S:g} "
                                      "s); passing it ends the session timed-out")
@@ -175,15 +193,22 @@ def _session_limit_args(p: argparse.ArgumentParser) -> None:
                              "limit-exceeded, never the batch; docs/session-reach.md)")
     g.add_argument("--max-processes", type=positive_int, metavar="N",
                    help=f"processes and threads at once (default {DEFAULT_PIDS})")
-    g.add_argument("--max-memory", dest="max_memory_bytes", type=size_bytes, metavar="SIZE",
+    g.add_argument("--max-memory", dest="max_memory_bytes",
+                   type=size_at_least(SIZE_FLOORS["max_memory_bytes"]), metavar="SIZE",
                    help="memory, its page cache and /tmp included, no swap (default "
                         f"{format_bytes(DEFAULT_MEMORY_BYTES)}; SIZE: bytes, or with K, M or G)")
-    g.add_argument("--max-tmp", dest="max_tmp_bytes", type=size_bytes, metavar="SIZE",
+    g.add_argument("--max-tmp", dest="max_tmp_bytes",
+                   type=size_at_least(SIZE_FLOORS["max_tmp_bytes"]), metavar="SIZE",
                    help=f"the size of its private /tmp (default {format_bytes(DEFAULT_TMP_BYTES)})")
-    g.add_argument("--max-writes", dest="max_write_bytes", type=size_bytes, metavar="SIZE",
+    g.add_argument("--max-writes", dest="max_write_bytes",
+                   type=size_at_least(SIZE_FLOORS["max_write_bytes"]), metavar="SIZE",
                    help="bytes it may add to its workspace, log and config directories, "
                         f"checked while it runs and after (default "
                         f"{format_bytes(DEFAULT_WRITE_BYTES)})")
+    g.add_argument("--max-stdout", dest="max_stdout_bytes", type=stdout_bound, metavar="SIZE",
+                   help="bytes it may print on stdout, counted as the runner reads them "
+                        f"(default {format_bytes(DEFAULT_STDOUT_BYTES)}, at least "
+                        f"{format_bytes(MIN_STDOUT_BYTES)})")
     g.add_argument("--max-open-files", type=positive_int, metavar="N",
                    help=f"open files of each of its processes (default {DEFAULT_OPEN_FILES}; "
                         "past it a call fails, the session goes on)")
@@ -266,8 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     _harness_args(p)
     _network_args(p)
     _workspace_path_arg(p)
-    p.add_argument("--concurrency", type=positive_int, metavar="N",
-                   help=f"sessions at once (default {CONCURRENCY})")
+    p.add_argument("--concurrency", type=concurrency, metavar="N",
+                   help=f"sessions at once (default {CONCURRENCY}, at most {MAX_POOL_USERS})")
     _budget_args(p)
     p.set_defaults(func=_command("_batch", "cmd_demo"))
 

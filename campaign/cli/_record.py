@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from campaign._terminal_text import block, one_line
 from campaign.batch._dir import transcript_path
 from campaign.batch._open import BatchRequest, open_batch
 from campaign.batch._records import FinalRecord
@@ -60,7 +61,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
                            planned=(), arms_used=(args.arm,), probes_used=(args.probe,))
-    with open_batch(request, notify=lambda t: err.print(t, markup=False,
+    with open_batch(request, notify=lambda t: err.print(block(t), markup=False,
                                                         soft_wrap=True)) as opened:
         fold = opened.journal.fold
         probe = next(p for p in plan.probes if p.id == args.probe)
@@ -89,9 +90,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         if final is None:
             raise UsageError(f"{outcome.detail}; the session has no final record")
         print(f"{args.probe} {name}: {final.state}"
-              + ("" if is_recorded(final.state) else f" ({final.reason})"))
+              + ("" if is_recorded(final.state) else f" ({one_line(final.reason)})"))
         for warning in record_warnings(final):
-            err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+            err.print(f"warning: {one_line(warning)}", markup=False, soft_wrap=True)
         print(f"transcript: {transcript_path(opened.path, args.arm)}")
         print(f"batch: {opened.path}")
     if is_recorded(final.state):

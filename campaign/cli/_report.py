@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from campaign._json_text import json_safe
 from campaign.report import build_report, print_report, render_page, report_json
 from campaign.supervisor._writes import refused_write
 from recorder._atomic import write_atomic
@@ -43,7 +44,9 @@ def cmd_report(args: argparse.Namespace) -> int:
                 why = f"its directory {page.parent} does not exist"
             raise UsageError(f"--html {page}: cannot write the page there: {why}") from exc
     if args.json:
-        sys.stdout.write(json.dumps(report_json(report), indent=1, ensure_ascii=False) + "\n")
+        # json_safe: a batch path that is not UTF-8 reads as \xHH (docs/batch.md).
+        sys.stdout.write(json.dumps(json_safe(report_json(report)), indent=1,
+                                    ensure_ascii=False) + "\n")
     else:
         print_report(report, sys.stdout)
     if args.html is not None:

@@ -14,11 +14,13 @@ import anyio
 
 from campaign._errors import CampaignError
 from campaign._plan import recompose
+from campaign._terminal_text import one_line
 from campaign.batch._config import BatchFileError, read_batch, workspace_note
 from campaign.batch._dir import transcript_path
 from campaign.batch._journal import Journal
 from campaign.batch._lock import BatchLock
 from campaign.batch._open import compare_batch
+from campaign.batch._tree import read_tree
 from campaign.supervisor._retranscribe import retranscribe
 from campaign.supervisor._spec import planned_sessions
 
@@ -41,7 +43,8 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
                                                                  "harness": recorded.harness})
     except CampaignError as exc:
         raise UsageError(f"batch {batch}: {exc}") from exc
-    moved = compare_batch(recorded, current, recorded_harness="", current_harness="")
+    moved = compare_batch(recorded, current, recorded_harness="", current_harness="",
+                          recorded_tree=read_tree(batch), current_tree=corpus.files)
     if moved:
         raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
                          f"{'; '.join(moved)}; give that corpus with --corpus DIR")
@@ -54,9 +57,9 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
                                                 corpus=corpus), backend="trio")
     print(f"re-derived {plural(counts.rederived, 'session')} from their kept streams")
     for line in counts.changed:
-        print(f"  changed: {line}")
+        print(f"  changed: {one_line(line)}")
     for reason, n in sorted(counts.skipped.items()):
-        print(f"  left as recorded ({n}): {reason}", file=sys.stderr)
+        print(f"  left as recorded ({n}): {one_line(reason)}", file=sys.stderr)
     for arm in recorded.arms:
-        print(f"transcript: {transcript_path(batch, arm)}")
+        print(f"transcript: {one_line(transcript_path(batch, arm))}")
     return EXIT_OK

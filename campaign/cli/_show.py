@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 
+from campaign._terminal_text import block, one_line
 from campaign.batch._dir import session_paths
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
 from campaign.batch._records import FinalRecord, StartedRecord
@@ -43,7 +44,7 @@ def _attempts(batch: Path, arm: str, probe: str, session: str) -> dict[int, dict
 
 
 def _short(text: str, limit: int) -> str:
-    one = text.replace("\n", "\\n")
+    one = one_line(text)
     return one if len(one) <= limit else one[:limit] + "..."
 
 
@@ -72,36 +73,42 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
         return
     cost = _usd(final.cost_usd)
     out.append(f"  state: {final.state}")
-    out.append(f"  reason: {final.reason}")
-    out.append(f"  ended {final.at}; cost {cost}; served model {final.served_model or '-'}; "
+    out.append(f"  reason: {one_line(final.reason)}")
+    served = one_line(final.served_model or "-")
+    out.append(f"  ended {final.at}; cost {cost}; served model {served}; "
                f"outside paths {final.outside_paths}; stdout lines {final.lines or 0}")
     calls = _calls(final)
     out.append(f"  calls ({len(calls)}):")
     for call in calls:
         result = call.get("result")
         shown = result[:DIGEST_SHOWN] if isinstance(result, str) else "(no result)"
-        out.append(f"    {call.get('tool')} {_short(str(call.get('argument')), ARGUMENT_CHARS)}"
+        out.append(f"    {one_line(call.get('tool'))} "
+                   f"{_short(str(call.get('argument')), ARGUMENT_CHARS)}"
                    f" -> {shown}")
     if final.permission_denials:
-        tools = ", ".join(sorted(set(final.permission_denials)))
+        tools = one_line(", ".join(sorted(set(final.permission_denials))))
         out.append(f"  denied by the permission rules: {len(final.permission_denials)} "
                    f"call{'s' if len(final.permission_denials) != 1 else ''} ({tools}): the "
                    "arm's allowed tools do not include them, and the harness refused them "
                    "(they are still listed above; a denied Write produced nothing)")
     if final.event is not None:
         for art in final.event.get("produced") or []:
-            out.append(f"  produced: {art.get('path')} cites {art.get('cites', '-')}")
+            out.append(f"  produced: {one_line(art.get('path'))} "
+                       f"cites {one_line(art.get('cites', '-'))}")
         answer = final.event.get("answer", "(no answer key)")
-        out.append(f"  answer: {answer if answer is not None else 'null'}")
+        out.append(f"  answer: {one_line(answer) if answer is not None else 'null'}")
     text_file = root / f"attempt-{n}" / FINAL_TEXT_NAME
     if text_file.is_file():
         out.append("  final text:")
-        out += [f"    | {line}" for line in text_file.read_text(errors="replace").split("\n")]
+        # Bytes decoded as they are: a text read would turn a carriage return into a line.
+        text = block(text_file.read_bytes().decode("utf-8", "replace"))
+        out += [f"    | {line}" for line in text.split("\n")]
     else:
         out.append("  final text: none kept (no final message, or the batch ran with "
                    "--no-keep-streams)")
     if final.stream:
-        out.append(f"  kept stream: {final.stream} ({final.stream_bytes or 0} bytes received)")
+        out.append(f"  kept stream: {one_line(final.stream)} "
+                   f"({final.stream_bytes or 0} bytes received)")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -115,9 +122,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise UsageError(f"batch {batch} has no session {args.arm} {args.probe} {args.session}"
                          + (f" (some it has: {'; '.join(known)})" if known else ""))
     root = session_paths(batch, arm=args.arm, probe=args.probe, session=args.session).root
-    out = [f"{args.arm} {args.probe} {args.session} in {batch}"]
+    out = [one_line(f"{args.arm} {args.probe} {args.session} in {batch}")]
     for n in sorted(slots):
         _print_attempt(out, n, slots[n], root)
-    text = "\n".join(out) + "\n"  # a session's lone surrogate ("\\udfff"), escaped as such
-    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    # Every value a session sent is escaped where it is put on its line (docs/cli.md).
+    sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

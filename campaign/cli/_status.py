@@ -2,7 +2,8 @@
 
 Folds the ledger as it stands (never writes: a torn last line is only
 skipped) and says whether a process holds the batch now (its pid), how many
-sessions are outstanding, the per-arm counts, the spend against the budget,
+sessions are outstanding, the per-arm counts, the spend against the budget
+the batch has now (the last one given, and who gave it: `batch_budget`),
 and the last failures. ``--json`` prints the same as one stable object
 (``"format": 1``; docs/batch.md lists its keys). Exit 0, or 2 when BATCH is
 not a batch.
@@ -16,7 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from campaign.batch._config import BatchConfig, BatchFileError, read_batch
+from campaign._json_text import json_safe
+from campaign._terminal_text import one_line
+from campaign.batch._config import BatchConfig, BatchFileError, batch_budget, read_batch
 from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
 from campaign.batch._ledger import LedgerCorrupt, read_ledger
 from campaign.batch._lock import lock_holder
@@ -70,6 +73,7 @@ def status_data(batch: Path) -> dict[str, Any]:
     command = config.options.command
     holder = lock_holder(batch)
     stats = fold.statistics()
+    budget = batch_budget(config, fold.last_run)  # the one a resume would run with
     return {
         "format": STATUS_FORMAT,
         "batch": str(batch),
@@ -82,10 +86,13 @@ def status_data(batch: Path) -> dict[str, Any]:
         "interrupted": [_key(log) for log in fold.sessions.values() if log.interrupted],
         "spend_usd": str(stats.spend_usd),
         "cost_unknown_attempts": stats.cost_unknown,
-        "max_cost_cents": stats.max_cost_cents,
+        "max_cost_cents": budget.max_cost_cents,
+        "budget_set_by": {"invocation": budget.invocation, "command": budget.command,
+                          "at": budget.at},
         "stopped": stats.stopped.model_dump(mode="json") if stats.stopped else None,
         "budget_stop": stats.budget_stop.model_dump(mode="json") if stats.budget_stop else None,
         "arms": {arm: {"planned": c.planned, "queued": c.queued, "running": c.running,
+                       "interrupted": c.interrupted,
                        "recorded": c.recorded, "refused": c.refused, "failed": c.failed,
                        "retried": c.retried, "cost_usd": str(c.cost_usd),
                        "cost_unknown_attempts": c.cost_unknown}
@@ -106,7 +113,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     batch = Path(args.batch).expanduser().resolve()
     data = status_data(batch)
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(json_safe(data), indent=1, sort_keys=True) + "\n")
         return EXIT_OK
     fold, config = fold_batch(batch)
     _print(batch, data, fold.statistics(), scripted=config.options.provider == "scripted")
@@ -117,28 +124,32 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     out = StdoutConsole(file=sys.stdout, highlight=False, soft_wrap=True)
     if data["running"]:
         who = f"process {data['pid']}" if data["pid"] else "another process"
-        out.print(f"batch {batch}: running ({who} holds it)", markup=False)
+        out.print(one_line(f"batch {batch}: running ({who} holds it)"), markup=False)
     else:
-        out.print(f"batch {batch}: not running", markup=False)
+        out.print(one_line(f"batch {batch}: not running"), markup=False)
     out.print(arms_table(stats.arms, title="sessions per arm"))
-    out.print(budget_line(stats, stats.max_cost_cents), markup=False)
+    setter = data["budget_set_by"]
+    out.print(budget_line(stats, data["max_cost_cents"])
+              + (f" (set by {setter['command']}, invocation {setter['invocation']})"
+                 if data["max_cost_cents"] is not None else ""), markup=False)
     if scripted:
         out.print("(the provider was scripted: the spend is the harness's own price of the "
                   "scripted turns; nothing was billed)", markup=False)
     stopped = stats.stopped
     if stopped is not None and not data["running"]:
         out.print(f"last invocation ({stats.invocations}) ended: {stopped.reason}: "
-                  f"{stopped.detail}", markup=False, soft_wrap=True)
+                  f"{one_line(stopped.detail)}", markup=False, soft_wrap=True)
     elif not data["running"] and stats.invocations:
         out.print(f"last invocation ({stats.invocations}) did not end cleanly (the runner was "
                   "killed)", markup=False)
     for label in ("in_flight", "interrupted"):
         if data[label]:
             names = ", ".join(f"{k['arm']} {k['probe']} {k['session']}" for k in data[label])
-            out.print(f"{label.replace('_', ' ')}: {names}", markup=False, soft_wrap=True)
-    out.print(f"outstanding: {data['outstanding']}"
-              + (f" (finish with: headwater-campaign resume {batch})"
-                 if data["outstanding"] and not data["running"] else ""), markup=False)
+            out.print(f"{label.replace('_', ' ')}: {one_line(names)}", markup=False,
+                      soft_wrap=True)
+    out.print(one_line(f"outstanding: {data['outstanding']}"
+                       + (f" (finish with: headwater-campaign resume {batch})"
+                          if data["outstanding"] and not data["running"] else "")), markup=False)
     table = failures_table(stats.last_failures)
     if table is not None:
         out.print(table)

@@ -1,8 +1,8 @@
 """How a batch looks while it runs and afterwards: a rich live view, or plain log lines.
 
 On a terminal, `LiveView` redraws (on the event loop's thread, from
-`LiveStatistics` snapshots) a table per arm: planned, queued, running,
-recorded, refused, failed, retried and spend, with the budget; the sessions in
+`LiveStatistics` snapshots) a table per arm: queued, running, interrupted,
+recorded out of planned, refused, failed, retried and spend, with the budget; the sessions in
 flight with their elapsed time; the last failures with state and reason; the
 completion rate and an estimate of the time left. Off a terminal it prints one
 line per attempt that ends and one per notice. Every denominator is the
@@ -20,6 +20,8 @@ from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from campaign._terminal_text import block, cell, one_line
 
 from ._console import StderrConsole
 
@@ -57,16 +59,21 @@ def duration(seconds: float | None) -> str:
 def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table:
     """One row per arm; every count out of the arm's planned sessions.
 
-    Columns one space apart, no vertical rules: nine columns of four-digit counts and a
-    lower-bound spend fit an 80-column terminal (with rules rich cut every header short).
+    ``interrupted``: sessions whose last attempt started and never got a final record of
+    its own (its runner died or stopped it) and that have no earlier one; ``queued`` is the
+    planned sessions never started (docs/batch.md, "status"); the planned count is the
+    denominator of ``recorded`` (``k/planned``). Columns one space apart, no vertical rules,
+    ``interrupted``'s header on two lines: nine columns of four-digit counts, a 12-character
+    arm and a lower-bound spend fit an 80-column terminal (with rules rich cut every header
+    short).
     """
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), show_edge=False)
-    columns = ("arm", "planned", "queued", "running", "recorded", "refused", "failed",
-               "retried", "spend")
+    columns = ("arm", "queued", "running", "inter-\nrupted", "recorded", "refused",
+               "failed", "retried", "spend")
     for col in columns:
         table.add_column(col, justify="left" if col == "arm" else "right")
     for arm, c in sorted(arms.items()):
-        table.add_row(arm, str(c.planned), str(c.queued), str(c.running),
+        table.add_row(cell(arm), str(c.queued), str(c.running), str(c.interrupted),
                       f"{c.recorded}/{c.planned}", str(c.refused), str(c.failed), str(c.retried),
                       usd(c.cost_usd, lower_bound=c.cost_unknown > 0))
     return table
@@ -89,7 +96,8 @@ def failures_table(failures: tuple[Failure, ...]) -> Table | None:
         table.add_column(col)
     for f in failures:
         reason = f.reason if len(f.reason) <= REASON_CHARS else f.reason[:REASON_CHARS] + "..."
-        table.add_row(f.key.arm, f.key.probe, f.key.session, str(f.attempt), f.state, reason)
+        table.add_row(cell(f.key.arm), cell(f.key.probe), cell(f.key.session),
+                      str(f.attempt), cell(f.state), cell(reason))
     return table
 
 
@@ -101,8 +109,8 @@ def in_flight_table(flights: tuple[InFlight, ...], now_s: float) -> Table | None
     for col in ("arm", "probe", "session", "attempt", "elapsed"):
         table.add_column(col)
     for f in sorted(flights, key=lambda f: f.started_s)[:IN_FLIGHT_SHOWN]:
-        table.add_row(f.key.arm, f.key.probe, f.key.session, str(f.attempt),
-                      duration(now_s - f.started_s))
+        table.add_row(cell(f.key.arm), cell(f.key.probe), cell(f.key.session),
+                      str(f.attempt), duration(now_s - f.started_s))
     if len(flights) > IN_FLIGHT_SHOWN:
         table.caption = f"and {len(flights) - IN_FLIGHT_SHOWN} more"
     return table
@@ -120,7 +128,7 @@ def progress_line(live: LiveStatistics) -> str:
         parts.append(f"wall budget {duration(live.max_wall_s)}")
     line = " | ".join(parts)
     if live.stopping:  # a line of its own: it is what the user must read, and it is long
-        line += f"\nstopping: {live.stopping}"
+        line += f"\nstopping: {one_line(live.stopping)}"
     return line
 
 
@@ -173,11 +181,11 @@ class LiveView:
         final = sum(c.final for c in live.batch.arms.values())
         planned = sum(c.planned for c in live.batch.arms.values())
         why = "" if record.state == "recorded" else f" ({record.reason})"
-        self._console.print(
+        self._console.print(one_line(
             f"[{final}/{planned}] {record.arm} {record.probe} {record.session} "
-            f"attempt {record.attempt}: {record.state}{why}",
-            markup=False, soft_wrap=True)
+            f"attempt {record.attempt}: {record.state}{why}"), markup=False, soft_wrap=True)
 
     def note(self, text: str) -> None:
-        """A notice (a retry's wait, a budget, a signal): printed above the live view."""
-        self._console.print(text, markup=False, soft_wrap=True)
+        """A notice (a retry's wait, a budget, a signal): printed above the live view, its
+        lines as `block` writes them (a notice may quote a reason)."""
+        self._console.print(block(text), markup=False, soft_wrap=True)

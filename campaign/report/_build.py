@@ -19,7 +19,7 @@ from ._model import BatchStanding, Outstanding, Report
 from ._reading import read_batch
 from ._stats import Z
 from ._tally import tally_group
-from ._warnings import condition_warnings
+from ._warnings import condition_warnings, corpus_warnings
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -62,7 +62,10 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
     probes, arms = figures(plans, tallies, columns)
     standings = tuple(_standing(r, g) for g, group in enumerate(groups) for r in group)
     return Report(layout=layout, batches=standings, columns=columns, probes=probes, arms=arms,
-                  warnings=condition_warnings(columns, tallies), z=Z)
+                  warnings=(*condition_warnings(columns, tallies),
+                            *corpus_warnings(columns, [(str(g[0].path), g[0].plan.tree)
+                                                       for g in groups])),
+                  z=Z)
 
 
 def _mergeable(readings: list[BatchReading]) -> list[BatchReading]:

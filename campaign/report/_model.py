@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 Layout: TypeAlias = Literal["single", "merged", "side-by-side"]
 """One batch; several merged into one set of columns; several, each in columns of its own."""
 WarningKind: TypeAlias = Literal["not-recorded-rate", "retry-rate", "served-versions",
-                                 "start-times", "harness-versions", "network-modes"]
+                                 "start-times", "harness-versions", "network-modes", "corpora"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +89,11 @@ class Cost:
     """Attempts whose cost is unknown: they add nothing, and ``cents`` is then a lower bound."""
     per_recorded_cents: int | None
     """ceiling(100 x sum / recorded sessions), rounded once; None with no recorded session."""
+    tenths: int = 0
+    """ceiling(1000 x sum): the same figure in tenths of a cent, for the screen (`cost_text`:
+    whole cents, each rounded up alone, could show a sum that is not the figures' sum)."""
+    per_recorded_tenths: int | None = None
+    """ceiling(1000 x sum / recorded sessions), tenths of a cent; None with none recorded."""
 
     @property
     def lower_bound(self) -> bool:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 _PRECISION: Final = 200
 _CENTS_PER_USD: Final = Decimal(100)
+_TENTHS_PER_USD: Final = Decimal(1000)
+"""Tenths of a cent per US dollar: the screen's figures."""
 
 
 @dataclass(slots=True)
@@ -108,7 +110,7 @@ def tally_group(readings: list[BatchReading]) -> GroupTally:
             outcome = reading.outcomes.get(key)
             _count_cell(cell, log, outcome, examined.get(key.probe, []),
                         running=reading.running)
-            _count_arm(arm, log, outcome)
+            _count_arm(arm, log, outcome, running=reading.running)
         for (arm_name, probe), spend in reading.spend.items():
             _add_spend(group.cells.setdefault((probe, arm_name), CellTally()).spend, spend)
             _add_spend(group.arms.setdefault(arm_name, ArmTally()).spend, spend)
@@ -151,15 +153,34 @@ def _count_cell(cell: CellTally, log: SessionLog, outcome: Outcome | None,
                 cell.reads[path] += 1
 
 
-def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None) -> None:
+def first_attempt_state(log: SessionLog, *, running: bool) -> str | None:
+    """How a session's attempt 1 ended, for the first-attempt row; None: never started.
+
+    Its final record's state; ``running`` while a runner holding the batch runs it; and
+    ``interrupted`` when it never got a final record (its runner died, or a later attempt
+    began without one) or its runner stopped it (``killed`` with ``counts: false``): an
+    attempt with no outcome of its own (docs/batch.md, "Retries").
+    """
+    if log.first_state is not None:
+        return log.first_state
+    if log.attempts == 0:
+        return None
+    if log.attempts == 1 and log.running and running:
+        return "running"
+    return "interrupted"
+
+
+def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None, *,
+               running: bool) -> None:
     arm.planned += 1
     if log.attempts >= 1:
         arm.started += 1
     if log.started_at is not None:
         with contextlib.suppress(ValueError):  # a time the runner did not write places nothing
             arm.starts.append(epoch_s(log.started_at))
-    if log.first_state is not None:
-        arm.first_attempt[log.first_state] += 1
+    first = first_attempt_state(log, running=running)
+    if first is not None:
+        arm.first_attempt[first] += 1
     if log.attempts > 1:
         arm.retried += 1
         arm.after_retry["running" if log.running or log.interrupted
@@ -192,12 +213,20 @@ def cost_of(spend: Spend, recorded: int) -> Cost:
 
     ``cents = ceiling(100 x usd)`` (one ceiling after the exact sum, `recorder._cost`);
     ``per_recorded_cents = ceiling(100 x usd / recorded)``, None when nothing was recorded.
+    The screen's figures (``tenths``, ``per_recorded_tenths``) take the same ceilings in
+    tenths of a cent (docs/report.md, "Costs").
     """
     figure = cost_cents([spend.usd, *([None] * spend.unknown)])
-    per = None
-    if recorded:
-        with localcontext() as ctx:
-            ctx.prec = _PRECISION
-            exact = spend.usd * _CENTS_PER_USD / recorded
-            per = int(exact.to_integral_value(rounding=ROUND_CEILING))
-    return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per)
+    per = per_tenths = None
+    with localcontext() as ctx:
+        ctx.prec = _PRECISION
+        tenths = _ceiling(spend.usd * _TENTHS_PER_USD)
+        if recorded:
+            per = _ceiling(spend.usd * _CENTS_PER_USD / recorded)
+            per_tenths = _ceiling(spend.usd * _TENTHS_PER_USD / recorded)
+    return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per,
+                tenths=tenths, per_recorded_tenths=per_tenths)
+
+
+def _ceiling(value: Decimal) -> int:
+    return int(value.to_integral_value(rounding=ROUND_CEILING))

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from campaign._terminal_text import cell, one_line
+
 from ._text import (
     DESCRIBES_ONLY,
     MARK_NOTE,
@@ -62,37 +64,37 @@ def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> N
                       width=PIPE_WIDTH if plain else None)
     style = box.ASCII if plain else box.ROUNDED
     console.print(DESCRIBES_ONLY, markup=False)
-    console.print(layout_line(report), markup=False)
+    console.print(one_line(layout_line(report)), markup=False)
     for batch in report.batches:
-        for line in standing_lines(batch):
-            console.print(line, markup=False)
+        for line in standing_lines(batch):  # names paths and sessions: escaped
+            console.print(one_line(line), markup=False)
     headings = [column_label(report, c.id) for c in report.columns]
     for figures in report.probes:
         console.print()
         rows = probe_rows(figures)
         marked = any(any(row.marked) for row in rows)  # the legend only where a mark is
-        console.print(_table(f"{figures.id}: {figures.title}", headings, rows,
+        console.print(_table(cell(f"{figures.id}: {figures.title}"), headings, rows,
                              style, plain=plain, caption=MARK_NOTE if marked else None))
     console.print()
-    console.print(_table("per arm, over the batch", headings, arm_rows(report), style,
+    console.print(_table(cell("per arm, over the batch"), headings, arm_rows(report), style,
                          plain=plain))
     console.print()
     if not report.warnings:
         console.print("warnings: none (the arms met the same conditions, as far as the report "
                       "checks: docs/report.md)", markup=False)
     for warning in report.warnings:
-        console.print(Text(f"warning: {warning.message}", style="" if plain else "yellow"))
+        console.print(cell(f"warning: {warning.message}", style="" if plain else "yellow"))
 
 
-def _table(title: str, headings: list[str], rows: list[Row], style: box.Box, *, plain: bool,
+def _table(title: Text, headings: list[str], rows: list[Row], style: box.Box, *, plain: bool,
            caption: str | None = None) -> Table:
     table = Table(title=title, box=style, caption=caption, title_justify="left",
                   caption_justify="left", header_style="" if plain else "bold")
     table.add_column("")
     for heading in headings:
-        table.add_column(heading, justify="right")
-    for row in rows:
-        values = [Text(v, style="bold" if (row.marked and row.marked[i] and not plain) else "")
+        table.add_column(cell(heading), justify="right")
+    for row in rows:  # a row may hold what a session sent (its served model): escaped
+        values = [cell(v, style="bold" if (row.marked and row.marked[i] and not plain) else "")
                   for i, v in enumerate(row.values)]
-        table.add_row(Text(row.label), *values)
+        table.add_row(cell(row.label), *values)
     return table

@@ -96,18 +96,29 @@ def _num(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.2f}".rstrip("0")
 
 
+def cents_text(tenths: int) -> str:
+    """A cost on screen, from tenths of a cent (each already rounded up once): ``2.3c``, and
+    ``3c`` when it is whole. The one way the report writes cents: whole cents, each figure
+    rounded up alone, made a sum look wrong (2.3c each for two sessions showed ``3c each, 5c
+    in all``); the transcripts' ``cost_cents`` keeps RC-14's whole-cent ceiling."""
+    whole, tenth = divmod(tenths, 10)
+    return f"{whole}c" if tenth == 0 else f"{whole}.{tenth}c"
+
+
 def cost_text(cost: Cost) -> str:
-    """``3c each, 6c in all``; ``>=`` before each figure when some attempt's cost is unknown."""
+    """``2.3c each, 4.6c in all``; ``>=`` before each figure when some attempt's cost is
+    unknown (`cents_text`)."""
     bound = ">=" if cost.lower_bound else ""
-    each = "-" if cost.per_recorded_cents is None else f"{bound}{cost.per_recorded_cents}c"
-    return f"{each} each, {bound}{cost.cents}c in all"
+    each = ("-" if cost.per_recorded_tenths is None
+            else f"{bound}{cents_text(cost.per_recorded_tenths)}")
+    return f"{each} each, {bound}{cents_text(cost.tenths)} in all"
 
 
 def spend_text(cost: Cost) -> str:
-    """``>=12c (2 attempts of unknown cost)``, or ``12c``."""
+    """``>=12.4c (2 attempts of unknown cost)``, or ``12.4c`` (`cents_text`)."""
     if not cost.lower_bound:
-        return f"{cost.cents}c"
-    return f">={cost.cents}c ({cost.unknown_attempts} attempt(s) of unknown cost)"
+        return cents_text(cost.tenths)
+    return f">={cents_text(cost.tenths)} ({cost.unknown_attempts} attempt(s) of unknown cost)"
 
 
 def counts_text(counts: Mapping[str, int]) -> str:

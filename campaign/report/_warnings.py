@@ -13,6 +13,10 @@ Each column is compared with its group's reference column:
   than 10% of the group's span apart (the span runs from the group's first
   record time to its last).
 
+Side by side, each batch's reference column is also compared with the first
+batch's: ``corpora`` - their plans' ``tree`` digests differ, so the batches
+ran over different corpora and their columns measure different documents.
+
 A warning says the comparison may be confounded; it does not say it is,
 and the p-values are not corrected for the several comparisons made.
 """
@@ -27,7 +31,7 @@ from ._stats import SIGNIFICANCE, fisher_exact
 from ._tally import ArmTally
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
 
     from ._model import Column, WarningKind
     from ._tally import GroupTally
@@ -54,6 +58,28 @@ def condition_warnings(columns: tuple[Column, ...],
         if start is not None:
             warnings.append(start)
     return tuple(warnings)
+
+
+def corpus_warnings(columns: tuple[Column, ...],
+                    trees: Sequence[tuple[str, str]]) -> tuple[ConditionWarning, ...]:
+    """``corpora`` warnings of a side-by-side report: each group whose corpus ``tree`` differs
+    from the first group's, naming both digests and both batches.
+
+    Args:
+        columns: The report's columns (a group's reference column stands for it).
+        trees: Per group, in order, ``(batch path, tree digest)``.
+    """
+    if len(trees) < 2:
+        return ()
+    refs = {c.group: c.id for c in columns if c.is_reference}
+    first_path, first_tree = trees[0]
+    return tuple(
+        ConditionWarning(
+            kind="corpora", columns=(refs[g], refs[0]),
+            message=f"batches {path} and {first_path} ran over different corpora: tree "
+                    f"{tree} in {path}, {first_tree} in {first_path}; their columns measure "
+                    "different documents")
+        for g, (path, tree) in enumerate(trees) if g and tree != first_tree)
 
 
 def _rates(pair: tuple[str, str], this: ArmTally, ref: ArmTally) -> Iterator[ConditionWarning]:

@@ -10,8 +10,9 @@ Two budgets, each optional (docs/batch.md, "Budgets"):
 * wall, ``--max-wall D``: this invocation's elapsed seconds plus the longest
   session of this invocation so far must not pass ``D``.
 
-Sessions in flight always finish; a stopped batch stays resumable, and a
-``resume --max-cost-cents N`` gives the batch a new total.
+Sessions in flight finish (unless ``--hard-wall``: at ``D`` the supervisor
+cancels them); a stopped batch stays resumable, and a ``resume
+--max-cost-cents N`` gives the batch a new total.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Budgets:
     max_cost_cents: int | None = None
     est_session_cents: int | None = None
     max_wall_s: float | None = None
+    hard_wall: bool = False
+    """At ``max_wall_s``, cancel the sessions still running (the supervisor does)."""
 
     def check(self, *, spent_usd: Decimal, largest_attempt_usd: Decimal | None, in_flight: int,
               elapsed_s: float, longest_session_s: float | None) -> BudgetVerdict | None:

@@ -17,7 +17,8 @@ from sandbox._limits import LimitHit, format_bytes
 
 LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
                       "tmp": "--max-tmp", "writes": "--max-writes",
-                      "connections": "--max-connections"}  # fmt: skip
+                      "connections": "--max-connections",
+                      "stdout": "--max-stdout"}  # fmt: skip
 """The option that sets each limit, named in a ``limit-exceeded`` reason."""
 
 

@@ -8,7 +8,9 @@ again, at most ``retries`` further times in this invocation, after an
 exponential backoff with jitter; refusals never retry, and an attempt ended by
 the runner stopping does not count. Before every attempt the budgets are
 asked (`Budgets`); once one says stop, no session starts and those in flight
-finish. SIGINT/SIGTERM stop the batch: no session starts, those in flight are
+finish, except at a ``--hard-wall``: at ``--max-wall`` those in flight are
+cancelled as a signal cancels them (written ``killed``, exit 3).
+SIGINT/SIGTERM stop the batch: no session starts, those in flight are
 cancelled (the driver reaps each within its bounded grace and the attempt is
 written ``killed``), transcripts are rendered, and the outcome names the
 signal; a second signal kills what is still running at once.
@@ -173,6 +175,8 @@ class Supervisor:
         self._write_refused = False
         self._stop_detail = ""
         self._signal: int | None = None
+        self._wall_cancelled = False
+        """``--hard-wall`` cancelled the sessions in flight at ``--max-wall``."""
         self._remedy: str | None = None
         """What the user does about a refused write (free space, make it writable)."""
         self._work: anyio.CancelScope | None = None
@@ -213,6 +217,9 @@ class Supervisor:
                 outer.start_soon(self._render_loop)
                 outer.start_soon(self._view_loop)
                 outer.start_soon(self._heap_loop)
+                budgets = self.limits.budgets
+                if budgets.hard_wall and budgets.max_wall_s is not None:
+                    outer.start_soon(self._hard_wall, budgets.max_wall_s)
                 with anyio.CancelScope() as self._work:
                     await self._fan_out(specs)
                 outer.cancel_scope.cancel()
@@ -312,10 +319,34 @@ class Supervisor:
                 raise
             self._refused("the ledger", exc)
 
+    async def _hard_wall(self, max_wall_s: float) -> None:
+        """``--hard-wall``: at ``max_wall_s`` after the invocation began, stop as a budget
+        does (exit 3) and cancel the sessions still running: each is written ``killed``
+        with ``counts: false`` (no outcome, no retry used; resume reruns it), as a signal's
+        are (docs/batch.md, "Budgets")."""
+        await anyio.sleep(max(0.0, self._started_s + max_wall_s - time.monotonic()))
+        if self._stop_reason not in (None, "budget"):
+            return  # a signal or a refused write is already ending the sessions
+        self._wall_cancelled = True
+        elapsed_s = time.monotonic() - self._started_s
+        verdict = BudgetVerdict("wall", max_wall_s, elapsed_s, 0.0)
+        detail = (f"the wall-clock budget of {max_wall_s:g} s is spent: {elapsed_s:.0f} s "
+                  "elapsed; the sessions still running were cancelled (--hard-wall)")
+        first = not self._budget_hit
+        self._budget_hit = True
+        self._stop_reason, self._stop_detail = "budget", detail
+        self.view.note(f"budget: {detail}: each is written killed, and resume reruns it")
+        if first:  # before the cancellation: the ledger says why before the killed records
+            await self._record_budget_stop(verdict)
+        if self._work is not None:
+            self._work.cancel()
+
     def _why_stopped(self) -> str:
         """Why sessions in flight are being ended, in words (their ``killed`` reason)."""
         if self._write_refused:
             return "the host refused a write"
+        if self._wall_cancelled and self._signal is None:
+            return "the wall-clock budget was reached, --hard-wall"
         return "a signal" if self._signal is not None else "it was cancelled"
 
     def _refused(self, what: str, exc: OSError) -> None:
@@ -377,7 +408,14 @@ class Supervisor:
             await anyio.sleep(VIEW_EVERY_S)
 
     async def _finish(self) -> None:
-        """Shielded end of an invocation: render every arm, write the ``stopped`` record."""
+        """Shielded end of an invocation: render every arm, write the ``stopped`` record.
+
+        No attempt of this invocation runs any more: one the fold still holds running got no
+        final record (its write was refused, or it ended by a bug) and is interrupted, as the
+        next reader of the ledger will find it (`BatchFold.runner_gone`), so the closing
+        table, the transcripts and the ``stopped`` record count it so, never running.
+        """
+        self.journal.fold.runner_gone()
         try:
             await self.journal.render(self.journal.arms)
         except OSError as exc:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from campaign._json_text import json_text
 from campaign._plan import harness_version
 from campaign.batch._dir import session_paths
 from campaign.batch._fold import SessionKey
@@ -34,6 +35,8 @@ from ._facts import uncontained_reason
 from ._streams import stream_lines
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from campaign._corpus import Corpus
     from campaign._plan import Plan
     from campaign.batch._journal import Journal
@@ -85,7 +88,7 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
         else:
             tail = line
     end = final.end if final.end in ("exited", "timed-out", "watchdog", "line-too-long",
-                                     "post-result-grace") else "exited"
+                                     "post-result-grace", "stdout-limit") else "exited"
     too_long = final.reason if end == "line-too-long" else None
     # A limit the sandbox saw passed is not in the stream: it stays what the runner saw.
     obs = observer.finish(end=end, exit_status=final.exit_status,  # type: ignore[arg-type]
@@ -126,17 +129,25 @@ def _manifest(path: Path) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
-def _findings(final: FinalRecord) -> dict[str, list[str]] | None:
+class _ByLedgerPath(dict[str, list[str]]):
+    """Findings by the ledger's path, looked up by the path as the stream names it: the
+    ledger writes a name that is not UTF-8 as `campaign._json_text.json_text` does."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(json_text(key), default)
+
+
+def _findings(final: FinalRecord) -> Mapping[str, list[str]] | None:
     """The checker's findings as the ledger's event holds them (the checker is not run again)."""
     produced = (final.event or {}).get("produced") or []
-    found = {a["path"]: list(a["findings"]) for a in produced if "findings" in a}
+    found = _ByLedgerPath({a["path"]: list(a["findings"]) for a in produced if "findings" in a})
     return found or None
 
 
 def _produced_from_ledger(event: dict[str, Any], final: FinalRecord) -> dict[str, Any]:
     """With the workspace discarded, artifacts keep the digests and cites the ledger has."""
     before = {a["path"]: a for a in (final.event or {}).get("produced") or []}
-    produced = [before.get(a["path"], a) for a in event.get("produced") or []]
+    produced = [before.get(json_text(a["path"]), a) for a in event.get("produced") or []]
     return {**event, "produced": produced}
 
 

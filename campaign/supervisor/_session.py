@@ -55,7 +55,7 @@ from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable, SessionUserUnusable
 from sandbox._layout import HostLayout
 from sandbox._lease import lease_user
-from sandbox._limits import DEFAULT_LIMITS, DEFAULT_WRITE_BYTES, Limits
+from sandbox._limits import DEFAULT_LIMITS, DEFAULT_WRITE_BYTES, LimitHit, Limits, format_bytes
 from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._pool import SessionPool, session_pool
 from sandbox._privileges import SessionUser
@@ -132,7 +132,8 @@ _NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
 
 def _refused_confinement(exc: ConfinementUnavailable) -> dict[str, Any]:
     return {"state": "refused-confinement",
-            "reason": f"refused-confinement: the session cannot be confined: {exc} (RC-05)",
+            "reason": f"refused-confinement: the session cannot be confined: {exc} (no "
+                      "session may run unconfined; docs/glossary.md: RC-05)",
             **_NOTHING_RAN}
 
 
@@ -204,6 +205,14 @@ def _left_out_note(left_out: list[str]) -> str:
     shown = ", ".join(left_out[:LEFT_OUT_NAMED])
     more = f" and {len(left_out) - LEFT_OUT_NAMED} more" if len(left_out) > LEFT_OUT_NAMED else ""
     return f"; not kept in the batch: {shown}{more}"
+
+
+def _stdout_hit(end: str, limits: Limits) -> LimitHit | None:
+    """The stdout bound as a limit passed, when the driver ended the session for it
+    (``end="stdout-limit"``; docs/confinement.md "Limits")."""
+    if end != "stdout-limit" or limits.stdout_bytes is None:
+        return None
+    return LimitHit("stdout", f"printed more than {format_bytes(limits.stdout_bytes)} on stdout")
 
 
 def _discard(workspace: Path) -> None:
@@ -326,6 +335,7 @@ async def _drive(
                     post_result_grace_s=ctx.post_result_grace_s,
                     on_chunk=keeper.write if keeper is not None else None,
                     on_idle=keeper.flush if keeper is not None else None,
+                    max_stdout_bytes=ctx.limits.stdout_bytes,
                 )
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _refused_confinement(exc)
@@ -340,7 +350,7 @@ async def _drive(
             if progress is not None:  # uncontained: the batch's, which holds nothing of it
                 progress.workspace = paths.workspace
     assert sandbox is not None  # open_confined yielded: a refusal returned above
-    hit = sandbox.limit_hit
+    hit = sandbox.limit_hit or _stdout_hit(result.end, ctx.limits)
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
                           limit_exceeded=limit_reason(hit))

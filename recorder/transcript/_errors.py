@@ -22,7 +22,7 @@ class TranscriptRefused(Exception):
     """
 
     def __init__(self, rule: str, detail: str) -> None:
-        super().__init__(f"{detail} ({rule})")
+        super().__init__(f"{detail} (docs/glossary.md: {rule})")
         self.rule = rule
         self.detail = detail
 

@@ -288,3 +288,28 @@ def test_record_refuses_an_arm_outside_its_tier(tmp_path: Path) -> None:
     proc = _cli("record", "--corpus", str(root), "--probe", "HW-PRB-001", "--arm", "no-hook",
                 "--harness", "/bin/true", "--batch-dir", str(tmp_path / "b"))
     assert proc.returncode == 2 and "not an arm of tier campaign" in proc.stderr
+
+
+def test_an_arm_reads_only_the_settings_files_it_edits_and_those_bounded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # docs/arms.md: only no-hook's settings files (and .mcp.json) are read; each at most
+    # MAX_READ_LAYER_BYTES, a bigger one refused (here the bound is 64 bytes).
+    from campaign import _arms
+    from campaign._arms import arm_spec, reads_bytes
+
+    assert reads_bytes("no-hook", ".claude/settings.json")
+    assert not reads_bytes("no-hook", ".claude/skills/s/SKILL.md")
+    assert not reads_bytes("present", ".claude/settings.json")
+    monkeypatch.setattr(_arms, "MAX_READ_LAYER_BYTES", 64)
+    root = write_files(tmp_path / "c", {
+        ".headwater/probe.yml": ("tiers: {campaign: {arms: [present], repetitions: 1}}\n"
+                                 "tools: [Read]\nmodel: m\n"),
+        "docs/probes/p.md": ("---\nid: HW-PRB-0001\ntitle: P\nanswers: []\nexamines: []\n---\n\n"
+                             "## Task\n\nDo.\n"),
+        ".claude/skills/s/SKILL.md": "x" * 1000,
+        ".claude/settings.json": '{"hooks": {}, "pad": "' + "y" * 100 + '"}\n',
+    })
+    corpus = load_corpus(root)
+    arm_spec(corpus, "no-skills", ["Read"])  # the 1000-byte skill is never read
+    with pytest.raises(ArmError, match=r"\.claude/settings\.json is over 64 bytes"):
+        arm_spec(corpus, "no-hook", ["Read"])

@@ -1,4 +1,4 @@
-"""Batch directory rules (DESIGN.md "Batch directory", RC-06)."""
+"""Batch directory rules (docs/batch.md "Layout", RC-06)."""
 
 from __future__ import annotations
 
@@ -60,13 +60,41 @@ def test_a_batch_dir_is_the_runners_alone_new_or_existing(tmp_path: Path) -> Non
 
 
 def test_batch_dir_not_empty_refused_points_at_resume(tmp_path: Path) -> None:
-    # DESIGN: --batch-dir must not exist or be empty; otherwise exit 2 and point at resume.
+    # docs/batch.md: --batch-dir must not exist or be empty; a batch's directory points at resume.
     b = tmp_path / "b"
     b.mkdir()
     (b / "ledger.jsonl").write_text("")
     with pytest.raises(BatchDirRefused) as info:
         prepare_batch_dir(b, command="run", home=tmp_path / "home")
     assert "resume" in str(info.value)
+
+
+def test_a_full_directory_that_holds_no_batch_is_not_offered_to_resume(tmp_path: Path) -> None:
+    # The hint to finish a stopped batch is for a batch: any other directory cannot be resumed.
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "notes.txt").write_text("mine")
+    with pytest.raises(BatchDirRefused) as info:
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")
+    assert "resume" not in str(info.value) and "holds no batch" in str(info.value)
+
+
+def test_a_batch_dir_under_a_file_is_refused_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(BatchDirRefused) as info:
+        prepare_batch_dir(tmp_path / "f" / "b", command="run", home=tmp_path / "home")
+    assert f"{tmp_path / 'f'} is a file" in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["/proc/", "/sys/", "/proc", "/dev/shm/"])
+def test_a_batch_dir_in_a_kernel_tree_is_refused_before_anything_is_made(where: str,
+                                                                         tmp_path: Path) -> None:
+    # /proc, /sys and /dev keep nothing written there: refused by name, never tried.
+    batch = Path(where + tmp_path.name) if where.endswith("/") else Path(where)
+    with pytest.raises(BatchDirRefused) as info:
+        prepare_batch_dir(batch, command="run", home=tmp_path / "home")
+    assert "the kernel makes up" in str(info.value)
+    assert not batch.exists() or where == "/proc"
 
 
 def test_batch_dir_empty_existing_accepted(tmp_path: Path) -> None:

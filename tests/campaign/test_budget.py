@@ -74,3 +74,33 @@ def test_a_verdict_says_what_stopped_in_words() -> None:
                                             elapsed_s=0, longest_session_s=None)
     assert ahead is not None
     assert ahead.describe().startswith("the cost budget of 1 cent could be passed: 0.50")
+
+
+def test_the_batchs_budget_is_the_last_one_given_and_an_older_config_reads_without_it() -> None:
+    # docs/batch.md "Budgets", "config.yaml": config.yaml's `budget` when recorded; without
+    # the key (a batch written before it, same format), the budget of the last run, demo or
+    # resume in the ledger (a record sets none); with none, options.max_cost_cents.
+    from pathlib import Path
+
+    from campaign.batch._config import BatchConfig, BudgetSetting, batch_budget, read_config
+    from campaign.batch._records import Command, InvocationRecord
+
+    older = read_config(Path(__file__).parents[1] / "fixtures" / "batches" / "format1" / "batch")
+    assert older.budget is None
+    config = older.model_copy(update={"options": older.options.model_copy(
+        update={"max_cost_cents": 50})})
+
+    def inv(number: int, command: Command, cents: int | None) -> InvocationRecord:
+        return InvocationRecord(number=number, command=command, pid=1,
+                                runner="x", retries=2, max_cost_cents=cents,
+                                est_session_cents=None, max_wall_s=None,
+                                at="2026-12-01T00:00:00Z")
+
+    assert batch_budget(config, None).max_cost_cents == 50
+    assert batch_budget(config, inv(2, "resume", 30)).max_cost_cents == 30
+    assert batch_budget(config, inv(3, "record", None)).max_cost_cents == 50
+    given = BudgetSetting(max_cost_cents=30, invocation=2, command="resume",
+                          at="2026-12-01T00:00:00Z")
+    recorded = BatchConfig.model_validate({**config.model_dump(mode="json"),
+                                           "budget": given.model_dump(mode="json")})
+    assert batch_budget(recorded, inv(3, "resume", 50)) == given

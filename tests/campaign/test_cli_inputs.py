@@ -1,4 +1,4 @@
-"""Bad input stops the CLI with exit 2 and a message, before any session (DESIGN.md exit 2).
+"""Bad input stops the CLI with exit 2 and a message, before any session (docs/cli.md).
 
 Each case comes from a fresh-eyes review that found a traceback (exit 1) or a
 silent acceptance instead.
@@ -29,6 +29,21 @@ def test_concurrency_zero_is_a_usage_error(tmp_path: Path) -> None:
     proc = _cli("run", str(EXAMPLE), "--concurrency", "0", "--batch-dir", str(tmp_path / "b"))
     assert proc.returncode == 2 and "at least 1" in proc.stderr
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("under", ["file", "/proc", "/sys"])
+def test_a_batch_dir_that_cannot_be_one_is_one_line_and_exit_2(tmp_path: Path,
+                                                                under: str) -> None:
+    # Found as a traceback and exit 1: the path and why, one line, exit 2.
+    if under == "file":
+        (tmp_path / "f").write_text("x")
+        batch = tmp_path / "f" / "b"
+    else:
+        batch = Path(under) / "headwater-b"
+    proc = _cli("demo", "--batch-dir", str(batch))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and str(batch) in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_tier_that_contradicts_the_plan_file_is_refused(tmp_path: Path) -> None:
@@ -89,7 +104,11 @@ def test_a_batch_in_use_is_refused(tmp_path: Path) -> None:
      ("--retries", "-1", "0 or more"), ("--max-cost-cents", "0", "at least 1"),
      ("--est-session-cents", "-2", "at least 1"), ("--max-wall", "0h", "more than zero"),
      ("--concurrency", "two", "not a whole number"), ("--max-processes", "0", "at least 1"),
-     ("--max-memory", "lots", "not a size"), ("--max-tmp", "0", "at least 1 byte")],
+     ("--max-memory", "lots", "not a size"), ("--max-tmp", "0", "at least 1 byte"),
+     ("--concurrency", "65", "at most 64"), ("--max-memory", "1", "least a session can "
+                                               "start with, 64 MiB"),
+     ("--max-writes", "1000", "1000 bytes, below the least a session can start with, 1 MiB"),
+     ("--max-tmp", "512k", "1 MiB")],
 )
 def test_numbers_are_checked_at_the_command_line(tmp_path: Path, flag: str, value: str,
                                                  said: str) -> None:
@@ -193,3 +212,37 @@ def test_plan_names_files_under_the_shelf_that_are_not_probes(tmp_path: Path) ->
             "probe (probes are docs/probes/*.md)") in proc.stderr
     assert "note: docs/probes/draft.txt is on the shelf but not a .md file" in proc.stderr
     assert "note: docs/probes/" + probe.name not in proc.stderr  # a probe is not noted
+
+
+def test_plan_names_symlinks_and_other_entries_that_are_not_regular_files(
+        tmp_path: Path) -> None:
+    # Only regular files are sealed: a symlink or a named pipe drops out of every workspace,
+    # and plan says so by name, with the symlink's target and the other entry's kind.
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    (corpus / "docs" / "guide.md").symlink_to("/etc/hostname")
+    os.mkfifo(corpus / "docs" / "pipe")
+    proc = _cli("plan", str(corpus))
+    assert proc.returncode == 0, proc.stderr
+    assert "note: docs/guide.md is a symlink to /etc/hostname: outside the tree" in proc.stderr
+    assert "note: docs/pipe is a named pipe: outside the tree" in proc.stderr
+
+
+def test_a_corpus_with_many_irregular_entries_is_noted_within_a_bound(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    for i in range(25):
+        (corpus / f"link{i:02}").symlink_to("nowhere")
+    proc = _cli("plan", str(corpus))
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 21 and notes[-1] == (
+        "note: and 5 more entries that are not regular files like these")
+
+
+def test_a_symlink_target_with_a_newline_cannot_forge_a_note(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, corpus)
+    (corpus / "docs" / "odd").symlink_to("x\nnote: forged\x1b]0;t\x07")
+    proc = _cli("plan", str(corpus))
+    assert "note: docs/odd is a symlink to x\\nnote: forged\\x1b]0;t\\x07: outside" in proc.stderr
+    assert "\x1b" not in proc.stderr and "\nnote: forged" not in proc.stderr

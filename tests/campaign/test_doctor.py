@@ -1,6 +1,6 @@
 """``doctor``: three answers per check, each broken one with its fix.
 
-Exit statuses from DESIGN.md: 0 every check verified ok, 12 any verified
+Exit statuses from docs/cli.md: 0 every check verified ok, 12 any verified
 broken, 4 none broken but some could not be verified. The same sandbox and
 skills checks stop a batch with exit 12 before any session or copy.
 """

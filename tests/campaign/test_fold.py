@@ -1,7 +1,7 @@
 """The fold: what the ledger says of each session and each arm, one record at a time.
 
 Expected values come from the definitions: a session is finished when its last
-attempt is final and not retryable (DESIGN.md "Session states"); outstanding
+attempt is final and not retryable (docs/batch.md "Session states"); outstanding
 otherwise (never started, started with no final, or last final retryable);
 every attempt's cost counts (RC-14); denominators are planned counts.
 """
@@ -104,7 +104,8 @@ def test_a_failure_whose_session_was_then_recorded_is_no_longer_listed() -> None
 
 def test_an_attempt_the_runner_stopped_is_no_outcome_of_its_session() -> None:
     # killed with counts false: a signal or a refused write ended it, not the session. It goes
-    # back to where its previous final left it (queued, or failed), its cost unknown (RC-14).
+    # back to where its previous final left it (failed), or, with none, is interrupted (never
+    # queued: docs/batch.md "status"), its cost unknown (RC-14).
     stopped = FinalRecord(arm=A.arm, probe=A.probe, session=A.session, repetition=1, attempt=1,
                           invocation=1, started_at="2026-12-01T00:00:00Z", state="killed",
                           reason="killed: the runner stopped (a signal) while the session ran",
@@ -113,8 +114,9 @@ def test_an_attempt_the_runner_stopped_is_no_outcome_of_its_session() -> None:
                                                         cost="0.02"),
                    started(B, 2), stopped.model_copy(update={"arm": B.arm, "attempt": 2}))
     present, absent = fold.arms["present"], fold.arms["absent"]
-    assert (present.queued, present.failed, present.running) == (2, 0, 0)
-    assert (absent.queued, absent.failed, absent.running) == (0, 1, 0)
+    assert (present.queued, present.interrupted, present.failed, present.running) == (
+        1, 1, 0, 0)
+    assert (absent.queued, absent.interrupted, absent.failed, absent.running) == (0, 0, 1, 0)
     assert fold.sessions[A].interrupted and fold.sessions[A].outstanding
     assert fold.sessions[B].state == "harness-error" and fold.sessions[B].interrupted
     assert fold.cost_unknown == 2 and fold.spend_usd == Decimal("0.02")
@@ -146,9 +148,11 @@ def test_an_attempt_running_when_a_new_invocation_begins_was_interrupted() -> No
     log = fold.sessions[A]
     assert (log.running, log.interrupted, log.outstanding) == (False, True, True)
     present, absent = fold.arms["present"], fold.arms["absent"]
-    # A goes back to where its last final left it (failed); B, never final, is queued.
+    # A goes back to where its last final left it (failed); B, never final, is
+    # interrupted (not queued: docs/batch.md "status").
     assert (present.running, present.failed, present.cost_unknown) == (0, 1, 1)
-    assert (absent.running, absent.queued, absent.cost_unknown) == (0, 1, 1)
+    assert (absent.running, absent.queued, absent.interrupted, absent.cost_unknown) == (
+        0, 0, 1, 1)
     assert fold.cost_unknown == 2 and fold.spend_usd == Decimal("0.10")
     fold.apply(started(A, 3))
     assert (fold.sessions[A].interrupted, present.running, present.failed) == (False, 1, 0)
@@ -174,6 +178,19 @@ def test_the_budget_is_the_last_batch_invocations_and_a_record_into_it_keeps_it(
     fold.apply(InvocationRecord(number=3, command="resume", pid=9, runner="x", retries=2,
                                 max_cost_cents=None, est_session_cents=None, max_wall_s=None))
     assert fold.statistics().max_cost_cents is None  # a resume sets the budget it ran with
+
+
+def test_an_attempt_that_never_got_a_final_record_is_interrupted_until_the_next_starts() -> None:
+    # docs/batch.md "status": interrupted, never queued; the next attempt moves it to running,
+    # its final record to where that leaves it.
+    fold = fold_of(started(A))
+    fold.runner_gone()
+    counts = fold.arms["present"]
+    assert (counts.queued, counts.running, counts.interrupted) == (1, 0, 1)
+    fold.apply(started(A, 2))
+    assert (counts.queued, counts.running, counts.interrupted) == (1, 1, 0)
+    fold.apply(final(A, "recorded", attempt=2, cost="0.01"))
+    assert (counts.queued, counts.running, counts.interrupted, counts.recorded) == (1, 0, 0, 1)
 
 
 def test_an_uncontained_session_is_finished_failed_and_its_cost_counts() -> None:

@@ -1,4 +1,4 @@
-"""compose_plan, dump_plan, load_plan_file (DESIGN.md "Digests", the `plan` command)."""
+"""compose_plan, dump_plan, load_plan_file (docs/plan.md, the six identity members; `plan`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _sha(data: bytes) -> str:
 
 
 def _lines_digest(entries: dict[str, bytes]) -> str:
-    """The tree formula, written from DESIGN.md with hashlib only."""
+    """The tree formula, written from docs/plan.md with hashlib only."""
     ordered = sorted(entries, key=lambda p: p.encode("utf-8"))
     return _sha("".join(f"{_sha(entries[p])} {p}\n" for p in ordered).encode("utf-8"))
 

@@ -63,21 +63,36 @@ def test_the_arms_table_counts_out_of_planned_and_marks_a_lower_bound() -> None:
     Console(file=out, width=200).print(arms_table(arms))
     row = next(line for line in out.getvalue().splitlines() if "present" in line)
     cells = row.split()
-    # planned, queued (8 - 5 final - 2 running), running, recorded of planned, refused, failed
-    assert cells == ["present", "8", "1", "2", "3/8", "1", "1", "1", ">=", "$0.1234"]
+    # queued (8 - 5 final - 2 running), running, interrupted, recorded of planned, refused,
+    # failed, retried
+    assert cells == ["present", "1", "2", "0", "3/8", "1", "1", "1", ">=", "$0.1234"]
+
+
+def test_an_interrupted_session_is_counted_interrupted_never_queued() -> None:
+    # docs/batch.md "status": queued is never started; an attempt that started and never got
+    # a final record of its own is interrupted.
+    arms = {"present": ArmCounts(planned=8, recorded=3, running=1, interrupted=2)}
+    out = io.StringIO()
+    from rich.console import Console
+    Console(file=out, width=200).print(arms_table(arms))
+    row = next(line for line in out.getvalue().splitlines() if "present" in line)
+    assert row.split()[1:5] == ["2", "1", "2", "3/8"]
 
 
 def test_the_arms_table_fits_an_80_column_terminal_uncut() -> None:
     counts = ArmCounts(planned=9999, recorded=9999, refused=9999, failed=9999, running=999,
-                       retried=9999, cost_usd=Decimal("12.3456"), cost_unknown=1)
+                       retried=9999, cost_usd=Decimal("12.3456"), cost_unknown=1,
+                       interrupted=9999)
     out = io.StringIO()
     from rich.console import Console
     Console(file=out, width=80).print(arms_table({"no-claude-md": counts, "present": counts}))
     text = out.getvalue()
     assert "\u2026" not in text and max(map(len, text.splitlines())) <= 80
-    for header in ("arm", "planned", "queued", "running", "recorded", "refused", "failed",
-                   "retried", "spend"):
-        assert header in text.splitlines()[0].split()
+    first, second = text.splitlines()[:2]
+    assert (first.split(), second.split()[3]) == (["inter-"], "rupted")
+    for header in ("arm", "queued", "running", "recorded", "refused", "failed", "retried",
+                   "spend"):
+        assert header in second.split()
     assert "no-claude-md" in text and ">= $12.3456" in text
 
 

@@ -1,7 +1,7 @@
 """A stand-in harness that attacks its own confinement, then prints a valid stream.
 
 Written as one self-contained file run by Debian's /usr/bin/python3, its
-stream embedded (DESIGN.md RC-02). What it does, in order (x86-64):
+stream embedded (docs/glossary.md RC-02). What it does, in order (x86-64):
 
 1. forks, and the child ``setsid``s and forks again: the grandchild is a
    daemon in a session of its own, reparented to bwrap's pid 1;

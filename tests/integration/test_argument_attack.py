@@ -12,7 +12,7 @@ the provider), a stand-in harness prints, as fast as the pipe takes them:
   bound, so none is kept and none is scanned;
 * a final message and a result line.
 
-Rules (docs/recorder.md "What one call may add"; DESIGN.md "Targets: memory"): an
+Rules (docs/recorder.md "What one call may add"; docs/bench.md): an
 argument is kept whole or not at all; one past the bound ends the session
 ``limit-exceeded`` with a reason naming the call, its line and its size, and that is
 what bounds what one session makes the ledger, the transcript and the runner hold, and

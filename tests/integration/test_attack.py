@@ -6,7 +6,7 @@ watcher, and tries to ptrace bwrap's pid 1 to clear its parent-death signal,
 then prints a valid stream. Run through ``record`` with the real driver under
 real bwrap, with a confined network and with the host's.
 
-Rules (DESIGN.md "Targets: faults"; docs/session-reach.md): no ptrace inside
+Rules (docs/session-reach.md; docs/session-reach.md): no ptrace inside
 the sandbox (the seccomp filter answers the ``PTRACE_SEIZE`` with EPERM, and so
 would the session's Landlock domain, which pid 1 is outside of), no signal to
 the watcher (outside the domain too: EPERM), and the end of a session is the

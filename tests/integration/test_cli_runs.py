@@ -1,6 +1,6 @@
 """`run`, `record`, preflight and signals through the CLI, with the real CLI under real bwrap.
 
-Expected values come from DESIGN.md's exit statuses and batch layout.
+Expected values come from docs/cli.md's exit statuses and docs/batch.md's layout.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_record_names_sessions_r1_r2_and_refuses_other_plan(
     _, events, _ = contract_check.parse((batch / "transcripts" / "absent.md").read_text())
     assert [(e["probe"], e["session"]) for e in events] == [("HW-PRB-0001", "r1"),
                                                             ("HW-PRB-0001", "r2")]
-    # DESIGN: record refuses (exit 2) when the batch's tier differs from its own.
+    # docs/cli.md: record refuses (exit 2) when the batch's tier differs from its own.
     other = _cli(*common, "--tier", "regression", env=env)
     assert other.returncode == 2 and "tier" in other.stderr
 
@@ -136,7 +136,7 @@ def test_record_names_sessions_r1_r2_and_refuses_other_plan(
 def test_sigterm_mid_batch_exits_143_and_leaves_nothing_running(
     tmp_path: Path, harness: Path, bwrap: str
 ) -> None:
-    # DESIGN exit 143 (resumable); every started attempt gets a final ledger line;
+    # docs/cli.md: exit 143 (resumable); every started attempt gets a final ledger line;
     # no credentials copy and no sandboxed process survive.
     batch = tmp_path / "b"
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "demo", "--batch-dir", str(batch),

@@ -16,7 +16,7 @@ then "thinks" for a few seconds and prints a valid stream):
   each takes one of the host filesystem's inodes, so each counts a block;
 * ``honest``: nothing; it must be recorded.
 
-Rules (sandbox/_limits.py, DESIGN.md "Session states"): the kernel refuses
+Rules (sandbox/_limits.py, docs/batch.md "Session states"): the kernel refuses
 past the limit, the runner ends that session at once with the limit named in
 its reason (ledger and prose), never the batch; every session of the batch
 runs. The defaults stop these sizes too (the last test).

@@ -3,7 +3,7 @@
 Every test writes a stand-in harness (a single self-contained file run by
 /usr/bin/python3 or /bin/sh, its stream embedded: RC-02), runs
 ``headwater-campaign record`` on a tiny synthetic corpus with ``--harness`` set
-to it, and checks what DESIGN.md says a user sees: the exit status (0
+to it, and checks what docs/cli.md says a user sees: the exit status (0
 recorded, 12 refused, 1 any other state), the ledger's final state, the
 transcript's Sessions row, that only recorded sessions become events, and that
 nothing observed is lost (non-recorded sessions keep their calls in the ledger).
@@ -258,9 +258,9 @@ def test_stream_stops_while_the_process_lives_is_timed_out(tmp_path: Path, corpu
 
 
 GRACE_S = 30.0
-"""DESIGN.md "Session states": the post-result grace, ``--post-result-grace S``, default 30 s."""
+"""docs/batch.md "Session states": the post-result grace, ``--post-result-grace S``, 30 s."""
 WATCHDOG_S = 600.0
-"""DESIGN.md defaults: the no-output watchdog, 600 s."""
+"""docs/cli.md "Defaults": the no-output watchdog, 600 s."""
 
 
 def test_the_drivers_default_grace_is_the_designs() -> None:
@@ -779,3 +779,30 @@ def test_record_into_a_batch_of_another_workspace_path_is_refused(
     assert run.returncode == 2, run.stdout + run.stderr
     assert f"ran at {STANDIN_WORKSPACE}, this run's at /elsewhere" in run.stdout + run.stderr
     assert (batch / "ledger.jsonl").read_bytes() == before
+
+
+def test_record_into_a_batch_whose_corpus_moved_outside_the_read_set_names_the_files(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """A refusal for a moved corpus names the files outside the read set that changed,
+    appeared or went, from the listing a batch keeps (docs/batch.md, tree.json)."""
+    harness = write_standin(tmp_path / "claude", stdout=SESSION)
+    batch = tmp_path / "b"
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    assert (batch / "tree.json").is_file()
+    before = (batch / "ledger.jsonl").read_bytes()
+    (corpus / "added.txt").write_text("new\n")
+    run = record(corpus, batch, harness)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "outside the read set, added.txt is new" in run.stdout + run.stderr
+    assert (batch / "ledger.jsonl").read_bytes() == before
+
+
+def test_record_notes_a_symlink_of_the_corpus_by_name_and_target(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """run, resume and record note what plan notes: a symlink is never sealed, so a user who
+    meant it as a document learns it before the sessions run (docs/sealing.md)."""
+    harness = write_standin(tmp_path / "claude", stdout=SESSION)
+    (corpus / "docs" / "alias.md").symlink_to("notes.md")
+    run = record(corpus, tmp_path / "b", harness)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "note: docs/alias.md is a symlink to notes.md: outside the tree" in run.stderr

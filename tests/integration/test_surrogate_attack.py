@@ -7,7 +7,7 @@ it, a stream whose Write and Read paths, Bash words, tool result, final message 
 result text hold them; for the other task, a plain stream.
 
 Rule (docs/batch.md: a session's stream decides its own state, never the batch's; the
-ledger and the prose already escape such strings, digests take their three-byte form):
+ledger writes a lone surrogate as the text ``\\uHHHH``, digests take its three-byte form):
 the batch ends with status 0, every session has its final record, the hostile one is
 recorded with its answer, and ``show`` prints it.
 
@@ -77,8 +77,10 @@ def test_lone_surrogates_in_a_sessions_stream_are_recorded_and_the_batch_goes_on
         for probe in tasks:
             assert finals[probe]["state"] == "recorded", finals[probe]["reason"]
         odd = finals["SUR-ODD-1"]["event"]
+        # A lone surrogate outside U+DC80..U+DCFF is kept as the text \uHHHH, which strict
+        # JSON readers take (docs/batch.md, "Names that are not UTF-8").
         assert [c["argument"] for c in odd["calls"]] == [
-            "x\udfff.md", "x\udfff.md", "n\0.md", "cat ../a\udfff x/../\0"]
+            "x\\udfff.md", "x\\udfff.md", "n\0.md", "cat ../a\\udfff x/../\0"]
         stopped = [r for r in kit.ledger_dicts(batch) if r["kind"] == "stopped"]
         assert [r["reason"] for r in stopped] == ["done"]
         shown = kit.cli("show", str(batch), "present", "SUR-ODD-1", "s1", env=kit.base_env())

@@ -2,7 +2,7 @@
 
 Where each expected value comes from (never from the code's output):
 
-- ``state``: DESIGN.md's session-state table applied to NAME.cmd.txt (exit code,
+- ``state``: docs/batch.md's session-state table applied to NAME.cmd.txt (exit code,
   permission mode, flags) and NAME.script.json (what the provider did).
 - ``calls``: one per tool_use the script plays, in stream order (a subagent's
   after the Agent call that started it). ``tool`` as the script names it;
@@ -346,7 +346,7 @@ EXPECT: dict[str, Expect] = {
                                    retryable=True, reason="signal 15"),
     # The CLI itself signalled (no bwrap; its folder <run:NAME>): SIGTERM while waiting for
     # the API exits 143 = 128 + SIGTERM with no result line. Under bwrap the runner sees
-    # only that status, and DESIGN's `killed` is "the harness ended by a signal".
+    # only that status, and docs/batch.md's `killed` is "the harness ended by a signal".
     "k2_direct_sigterm_during_api": Expect(
         "killed", (("Read", "docs/x.md", Sealed("docs/x.md")),), retryable=True),
     # SIGINT during a tool: error_during_execution, is_error, exit 1; 1 billed turn.
@@ -507,7 +507,7 @@ def test_capture_c_bash_two_inits_two_results_last_result_wins() -> None:
 def test_capture_g_config_without_plugin_is_env_fault() -> None:
     """g_config's init with the plugin and its namespaced skill taken away: nothing left to
     refuse, and ``broken``, declared by the workspace's .mcp.json, reported failed: env-fault,
-    retryable, its cost counted (DESIGN.md session states)."""
+    retryable, its cost counted (docs/batch.md "Session states")."""
     lines = (CAPTURES / "g_config.jsonl").read_bytes().split(b"\n")
     for index, line in enumerate(lines):
         if b'"subtype":"init"' in line:
@@ -626,7 +626,7 @@ def test_bc07_assistant_before_init_refuses_naming_line_and_type() -> None:
     assert obs.state == "refused-init"
     assert obs.reason == ("line 1 before the init line: type = 'assistant': only "
                           "system/hook_response, system/hook_started may precede the init "
-                          "line (RC-07)")
+                          "line (docs/glossary.md: RC-07)")
 
 
 def test_bc07_non_json_before_init_is_no_refusal() -> None:

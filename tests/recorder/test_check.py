@@ -1,4 +1,4 @@
-"""check-transcript's three answers (DESIGN.md "Exit statuses").
+"""check-transcript's three answers (docs/cli.md "Exit statuses").
 
 Rule text: "check-transcript: 0 clean, 1 refused (the file breaks the
 contract), 4 could not verify." A file that cannot be read is "could not
@@ -59,7 +59,7 @@ def test_refused_file_names_rule(tmp_path: Path) -> None:
     result = check_transcript_file(path)
     assert result.verdict == "refused"
     assert result.exit_status == 1
-    assert result.reasons[0].endswith("(RC-14)")  # the rule in words first, its code after
+    assert result.reasons[0].endswith("(docs/glossary.md: RC-14)")  # words first, then the code
 
 
 def test_missing_file_is_unverified(tmp_path: Path) -> None:

@@ -306,7 +306,7 @@ async def test_drive_leaks_no_fd(tmp_path: Path) -> None:
     assert open_fds() == before
 
 
-# --- the post-result grace (DESIGN.md "Session states", last paragraph) ----------------------
+# --- the post-result grace (docs/batch.md "Session states", last paragraph) ----------------------
 
 RESULT = b'{"type":"result"}'
 

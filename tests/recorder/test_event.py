@@ -1,7 +1,7 @@
 """The event of a recorded session (RC-10..RC-13, RC-15; recorder/_event.py, recorder/_findings.py).
 
 Each test names the rule it checks; expected values are written from the rule's text
-(DESIGN.md) and the inputs built here, never read off the code's output.
+(docs/recorder.md, docs/glossary.md) and the inputs built here, never read off the code's output.
 """
 
 from __future__ import annotations

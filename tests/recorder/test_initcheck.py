@@ -89,7 +89,8 @@ def test_check_init_clean_line_accepts() -> None:
     "mode", ["bypassPermissions", "default", "acceptEdits", "plan", "auto", "DONTASK"])
 def test_check_init_permission_mode_allow_list(mode: str) -> None:
     assert check_init(_with(permissionMode=mode), POLICY) == [
-        f"permissionMode = {mode!r}: the driver asked for 'dontAsk' (an allow-list of one) (RC-07)"
+        f"permissionMode = {mode!r}: the driver asked for 'dontAsk' (an allow-list of one) "
+        "(docs/glossary.md: RC-07)"
     ]
 
 
@@ -175,7 +176,8 @@ def test_check_init_memory_paths(memory: Any, refused: bool) -> None:
 def test_check_init_missing_policed_field_refuses(field: str) -> None:
     reasons = check_init(_with(**{field: _ABSENT}), POLICY)
     assert reasons == [
-        f"{field} is missing from the init line: a policed field (fail closed) (RC-07)"]
+        f"{field} is missing from the init line: a policed field (fail closed) "
+        "(docs/glossary.md: RC-07)"]
 
 
 @pytest.mark.parametrize(
@@ -230,6 +232,21 @@ def test_declared_mcp_servers_of_unparsable_raises(tmp_path: Path, text: str) ->
         declared_mcp_servers_of(tmp_path)
 
 
+def test_a_mcp_json_over_the_bound_is_refused_unread(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runner reads at most MAX_MCP_JSON_BYTES of it (here 64): the valid 65-byte
+    # declaration is refused, the 64-byte one read.
+    import recorder._initcheck as initcheck
+
+    monkeypatch.setattr(initcheck, "MAX_MCP_JSON_BYTES", 64)
+    head = '{"mcpServers": {"echo": {}}, "pad": "'
+    (tmp_path / ".mcp.json").write_text(head + "x" * (64 - len(head) - 2) + '"}')
+    assert declared_mcp_servers_of(tmp_path) == frozenset({"echo"})
+    (tmp_path / ".mcp.json").write_text(head + "x" * (65 - len(head) - 2) + '"}')
+    with pytest.raises(McpConfigError, match="over 64 bytes"):
+        declared_mcp_servers_of(tmp_path)
+
+
 def test_host_skill_names(tmp_path: Path) -> None:
     first, second = tmp_path / "cfg-skills", tmp_path / "home-skills"
     (first / "alpha").mkdir(parents=True)
@@ -253,13 +270,15 @@ def test_check_init_accepts_the_batch_workspace_path_as_cwd() -> None:
     [
         ("/var/tmp/b/sessions/absent/HW-PRB-0003/r1/workspace",
          "cwd = '/var/tmp/b/sessions/absent/HW-PRB-0003/r1/workspace': is not the batch's "
-         "workspace path /workspace (RC-07)"),
+         "workspace path /workspace (docs/glossary.md: RC-07)"),
         ("/workspace/", "cwd = '/workspace/': is not the batch's workspace path /workspace "
-                        "(RC-07)"),
+                        "(docs/glossary.md: RC-07)"),
         ("/workspace/sub", "cwd = '/workspace/sub': is not the batch's workspace path "
-                           "/workspace (RC-07)"),
-        (_ABSENT, "cwd is missing from the init line: a policed field (fail closed) (RC-07)"),
-        (["/workspace"], "cwd = ['/workspace']: unknown shape (list; fail closed) (RC-07)"),
+                           "/workspace (docs/glossary.md: RC-07)"),
+        (_ABSENT, "cwd is missing from the init line: a policed field (fail closed) "
+                  "(docs/glossary.md: RC-07)"),
+        (["/workspace"], "cwd = ['/workspace']: unknown shape (list; fail closed) "
+                         "(docs/glossary.md: RC-07)"),
     ],
     ids=["a-batch-path", "trailing-slash", "below", "missing", "a-list"],
 )

@@ -217,7 +217,7 @@ class PipeLikeSource:
 
 
 async def test_line_reader_pulls_only_what_the_consumer_asks_for() -> None:
-    """Mechanism (DESIGN.md Targets: memory): received <= delivered + one chunk + partial line."""
+    """Mechanism (docs/bench.md): received <= delivered + one chunk + partial line."""
     source = PipeLikeSource(mixed_lines())
     reader = LineReader(source)
     source.reader = reader

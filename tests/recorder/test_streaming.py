@@ -1,6 +1,6 @@
 """The reader streams by mechanism: what it takes from the pipe never runs ahead of what it
 hands on by more than one read plus the line being handed on, and a child that writes as
-fast as it can waits on the full pipe meanwhile (DESIGN.md, targets: memory).
+fast as it can waits on the full pipe meanwhile (docs/bench.md).
 
 The child floods its stdout with lines of varied sizes (below, at and far above one read)
 and, after each write returns, records how much it has written. Bytes taken from the pipe

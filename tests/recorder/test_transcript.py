@@ -1,6 +1,6 @@
 """The transcript contract: closed key sets, three states, RC-16 layout, atomic write.
 
-Rule text the expectations come from (DESIGN.md RC-12, RC-14..RC-16; spec 15):
+Rule text the expectations come from (docs/glossary.md RC-12, RC-14..RC-16; spec 15):
 
 * Four closed key sets. Identity: model, served_version, tree, lock,
   selection, read_set, seed, harness, tier, arm, at, cost_cents (all twelve

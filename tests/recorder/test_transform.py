@@ -327,7 +327,7 @@ def test_every_init_line_is_checked() -> None:
                   text("y", msg="m2"), result())
     assert obs.state == "refused-init"
     assert obs.reason == ("permissionMode = 'bypassPermissions': the driver asked for "
-                          "'dontAsk' (an allow-list of one) (RC-07)")
+                          "'dontAsk' (an allow-list of one) (docs/glossary.md: RC-07)")
 
 
 def test_no_init_line_refuses() -> None:
@@ -337,7 +337,7 @@ def test_no_init_line_refuses() -> None:
     empty = observe(exit_status=1)
     assert (empty.state, empty.reason, empty.cost_usd) == (
         "refused-init", "no init line (type 'system', subtype 'init') on stdout: what "
-        "the session loaded is unknown (RC-07)", None)
+        "the session loaded is unknown (docs/glossary.md: RC-07)", None)
 
 
 def test_hook_events_before_init_are_allowed() -> None:
@@ -429,7 +429,7 @@ def test_declared_mcp_failed_is_env_fault() -> None:
     assert (obs.state, obs.retryable, obs.failed_mcp_servers) == ("env-fault", True, ("docs",))
 
 
-# --- states (DESIGN.md table) ------------------------------------------------------------------
+# --- states (docs/batch.md "Session states") ---------------------------------------------
 
 def test_state_recorded() -> None:
     obs = observe(init(), text("x"), result())
@@ -474,7 +474,7 @@ def test_feed_says_which_lines_are_result_lines() -> None:
 def test_a_harness_ended_after_the_post_result_grace_is_decided_from_what_it_printed(
     bwrap_status: int, is_error: bool, state: str,
 ) -> None:
-    """DESIGN.md "Session states": ended by the runner after its result, the session is the
+    """docs/batch.md "Session states": ended by the runner after its result, the session is the
     last result's, never `killed` (that is a signal with no result line)."""
     obs = observe(init(), text("Done.\nanswer"), result(is_error=is_error),
                   end="post-result-grace", exit_status=bwrap_status)

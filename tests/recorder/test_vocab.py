@@ -1,4 +1,4 @@
-"""The vocabulary's state predicates against DESIGN.md's "Session states" table, row by row.
+"""The vocabulary's state predicates against docs/batch.md's "Session states" table, row by row.
 
 The expected values are the table's columns written out here, not read from the
 module: a predicate that drifts from the table goes red.
@@ -17,7 +17,7 @@ from recorder._vocab import (
     state_retryable,
 )
 
-# state: (event, retryable, cost) as DESIGN.md's table gives them; "provider" = harness-error's
+# state: (event, retryable, cost) as docs/batch.md's table gives them; "provider" = harness-error's
 # "yes for provider errors", which the state alone answers "no" to.
 TABLE = {
     "recorded": (True, False, "counted"),

@@ -3,6 +3,8 @@ by side; and what is not a batch."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,7 @@ def test_side_by_side_numbers_the_columns_and_compares_within_each_batch(tmp_pat
     # Against its own batch's present (0 of 1 "yes"), not the first batch's (1 of 1).
     assert cells["2:absent"].differences[0].difference == 0.0
     assert [b.group for b in report.batches] == [0, 1]
+    assert all(w.kind != "corpora" for w in report.warnings)  # one corpus, two seeds
 
 
 def test_one_batch_named_twice_is_refused(tmp_path: Path) -> None:
@@ -94,3 +97,22 @@ def test_side_by_side_batches_of_other_probes_show_where_a_probe_is_not_planned(
     assert (cells["2:present"].in_plan, cells["2:present"].recorded) == (True, 1)
     planned = next(r for r in probe_rows(report.probes[1]) if r.label == "planned")
     assert planned.values == ("not planned", "not planned", "2", "2")  # two repetitions
+
+
+def test_side_by_side_batches_of_different_corpora_are_warned_naming_both_trees(
+        tmp_path: Path) -> None:
+    # docs/report.md "Warnings": batches side by side over other corpora measure other
+    # documents; the report says so instead of "Warnings: none".
+    one = _batch(tmp_path / "1", {"present": ["yes"], "absent": ["no"]})
+    b = HandBatch(tmp_path / "2", {P: (["yes", "no"], []), "HW-PRB-0009": (["x"], [])})
+    b.attempt("present", P, 1, answer="yes", calls=[])
+    two = b.close()
+    report = build_report([one, two], side_by_side=True)
+    trees = [build_report([path]).batches[0].members["tree"] for path in (one, two)]
+    assert trees[0] != trees[1]
+    [warning] = [w for w in report.warnings if w.kind == "corpora"]
+    assert warning.columns == ("2:present", "1:present")
+    assert f"tree {trees[1]} in {two}, {trees[0]} in {one}" in warning.message
+    text = subprocess.run([sys.executable, "-m", "campaign", "report", "--side-by-side",
+                           str(one), str(two)], capture_output=True, text=True, check=False)
+    assert "ran over different corpora" in text.stdout and "Warnings: none" not in text.stdout

@@ -1,6 +1,6 @@
 """open_confined (sandbox/_confined.py): the one recipe every sandbox is started with.
 
-Expected behaviour from the module's rules and DESIGN.md: the sandbox is
+Expected behaviour from the module's rules and docs/confinement.md: the sandbox is
 spawned from the event loop's own thread, so a session longer than trio's
 10 s idle worker ends with its own status (BC-17); the environment travels on
 ``--args`` and never on bwrap's command line (RC-03); a read-only workspace
