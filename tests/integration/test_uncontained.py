@@ -28,15 +28,20 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from campaign.supervisor._streams import STREAM_NAME
 from sandbox._config import sweep_config_root
 from tests.integration import kit
 from tests.integration.test_record_standins import (
     ANSWERED,
     PROBE,
+    STANDIN_WORKSPACE,
     init,
     make_corpus,
     record,
@@ -115,3 +120,46 @@ def test_an_uncontained_session_is_not_read_after_the_kill(
     assert (redone["state"], redone["reason"]) == (final["state"], final["reason"])
     assert "event" not in redone and redone["calls"] == final["calls"]
     assert f'{PROBE}/r1 ended uncontained: "uncontained: the session\'s cgroup' in text
+
+
+def test_a_runner_stopped_while_its_session_is_uncontained_writes_it_uncontained(
+        tmp_path: Path, bwrap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM while the session runs: the attempt is not written ``killed`` (which resume
+    would run again) but ``uncontained``, not retryable, its reason saying both; the runner
+    still exits 143 (docs/batch.md "Exit statuses"). Seen red: `run_attempt` writing every
+    stopped attempt ``killed`` (its ``progress.uncontained`` branch taken out)."""
+    batch = tmp_path / "b"
+    corpus = make_corpus(tmp_path / "corpus")
+    harness = tmp_path / "claude"
+    harness.write_text("#!/usr/bin/python3\nimport os, sys, time\n"
+                       "if sys.argv[1:] == ['--version']:\n    print('0.0.0'); sys.exit(0)\n"
+                       f"os.write(1, {init()!r})\ntime.sleep(120)\n")
+    harness.chmod(0o755)
+    monkeypatch.setenv("HW_UNCONTAINED", "1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(kit.WEAKEN_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = {**os.environ, "HW_STANDIN_KEY": "sk-standin-not-a-secret"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "campaign", "record", "--corpus", str(corpus), "--probe", PROBE,
+         "--arm", "present", "--batch-dir", str(batch), "--harness", str(harness),
+         "--provider-url", "http://127.0.0.1:9", "--api-key-env", "HW_STANDIN_KEY",
+         "--workspace-path", STANDIN_WORKSPACE],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        stream = batch / "sessions" / "present" / PROBE / "r1" / "attempt-1" / STREAM_NAME
+        kit.wait_for(lambda: stream.exists() and stream.stat().st_size > 0, timeout_s=60,
+                     what="the stand-in's init line in its kept stream")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kit.kill_all(kit.processes_under(tmp_path))
+        sweep_config_root()
+    assert proc.returncode == 143, err
+    (final,) = kit.final_list(batch)
+    assert (final["state"], final["retryable"]) == ("uncontained", False), final["reason"]
+    assert final.get("counts", True) is True  # an outcome: resume does not run it again
+    assert final["reason"].startswith("uncontained: the session's cgroup still held")
+    assert final["reason"].endswith("; the runner stopped (a signal) while the session ran")
+    assert not (batch / "sessions" / "present" / PROBE / "r1" / "workspace").exists()
