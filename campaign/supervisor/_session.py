@@ -46,7 +46,7 @@ from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_
 from recorder._transform import StreamObserver
 from sandbox._argv import CONFIG_MOUNT, HARNESS_MOUNT, LOG_MOUNT, NetworkMode
 from sandbox._config import Credentials, session_config_dir
-from sandbox._confined import ConfinedSpec, open_confined
+from sandbox._confined import ConfinedSpec, Sandbox, open_confined
 from sandbox._egress import EgressProxy
 from sandbox._env import session_environment
 from sandbox._errors import ConfinementUnavailable, SessionUserUnusable
@@ -57,6 +57,7 @@ from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._pool import SessionPool, session_pool
 from sandbox._privileges import SessionUser
 from sandbox._remove import remove_tree
+from sandbox.storage import file_size_limit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -181,6 +182,14 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     if ctx.discard_workspaces:
         await anyio.to_thread.run_sync(_discard, paths.workspace)
     return record
+
+
+def _file_bound(stage: Staged, write_bytes: int | None) -> int | None:
+    """``RLIMIT_FSIZE`` for the session: a staging directory bounds nothing, so a runner that
+    is not root bounds each file (`file_size_limit`); a store of its own needs none."""
+    if stage.store.kernel_bounded:
+        return None
+    return file_size_limit(write_bytes or DEFAULT_WRITE_BYTES)
 
 
 def _keep_refused(stage: Staged, paths: Any) -> None:
@@ -314,9 +323,12 @@ async def _drive(
             limit_checks=(*((egress.limit_hit,) if egress else ()),
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
                             if keeper is not None and ctx.limits.write_bytes else ())),
+            file_bytes=_file_bound(stage, ctx.limits.write_bytes),
         )
+        opened: list[Sandbox] = []
         try:  # a refusal before the spawn has spent nothing
             async with open_confined(confined) as sandbox:
+                opened.append(sandbox)
                 result = await drive_child(
                     sandbox.child, on_line=observer.feed, stderr_tail=paths.stderr_tail,
                     wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
@@ -328,10 +340,14 @@ async def _drive(
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _refused_confinement(exc)
         finally:  # every process of the session is gone: what the batch keeps, into it
+            # Past the writes limit: the workspace's listing, not its bytes (docs/storage.md).
+            over = any(s.limit_hit is not None and s.limit_hit.limit == "writes"
+                       for s in opened)  # fmt: skip
             with anyio.CancelScope(shield=True):
                 left_out = await anyio.to_thread.run_sync(
                     lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir,
-                                 log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES))
+                                 log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES,
+                                 over_writes=over))
             if progress is not None:
                 progress.workspace = paths.workspace
     hit = sandbox.limit_hit or _stdout_hit(result.end, ctx.limits)
