@@ -23,4 +23,5 @@ from ._store import FALLBACK_ROOT as FALLBACK_ROOT
 from ._store import STORE_ROOT as STORE_ROOT
 from ._store import SessionStore as SessionStore
 from ._store import open_session_store as open_session_store
+from ._store import stores_kernel_bounded as stores_kernel_bounded
 from ._sweep import sweep_stores as sweep_stores

@@ -347,3 +347,15 @@ def test_a_non_root_session_writing_past_the_file_bound_ends_limit_exceeded(
     assert sizes["dense.bin"] == FSIZE  # stopped by the kernel, not 80 MiB
     size, path = largest_file(batch, allocated=True)  # the sparse session's file: 4 KiB of data
     assert size <= WRITES, path
+
+
+def test_a_non_root_runners_batch_and_transcript_say_its_writes_limit_was_sampled(
+        non_root_batch: tuple[Path, dict[str, dict[str, Any]]],
+        root_batch: tuple[Path, dict[str, dict[str, Any]], int]) -> None:  # fmt: skip
+    batch, _ = non_root_batch
+    assert "disk_bound: sampled" in (batch / "config.yaml").read_text()
+    transcript = (batch / "transcripts" / "present.md").read_text()
+    assert "was not root" in transcript and "RLIMIT_FSIZE" in transcript
+    root = root_batch[0]
+    assert "disk_bound: kernel" in (root / "config.yaml").read_text()
+    assert "RLIMIT_FSIZE" not in (root / "transcripts" / "present.md").read_text()
