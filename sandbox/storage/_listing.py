@@ -27,8 +27,9 @@ __all__ = ["MAX_ENTRIES", "MAX_PATH_CHARS", "Entry", "EntryKind", "Listing", "li
 
 EntryKind = Literal["file", "directory", "symlink", "fifo", "socket", "device"]
 MAX_ENTRIES: Final = 100_000
-"""Entries named at most; a store's inodes (`store_size`) are fewer for writes limits up to
-about 300 MiB, so a larger tree is one a session made to swell the listing."""
+"""Entries named at most. A store has `store_size`'s inodes: twice the sealed files, and
+16,384 more or one per 4 KiB of the writes limit (100,000 at about 390 MiB); past this the
+entries are counted, so a tree made to swell the listing costs the batch a bounded file."""
 MAX_PATH_CHARS: Final = 8 << 20
 """Characters of path named at most in all (a tree nested thousands deep has long paths)."""
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from campaign.batch._config import BatchConfig, BatchFacts, OrderFacts, workspace_note
 from campaign.batch._options import BatchOptions
 
 
-def _config(disk_bound: str | None) -> BatchConfig:
+def _config(disk_bound: Literal["kernel", "sampled"] | None) -> BatchConfig:
     options = BatchOptions(command="run", corpus="/c", tier="campaign", seed=0, harness="/h",
                            max_cost_cents=500, workspace_path="/workspace/c")  # fmt: skip
     return BatchConfig(options=options, facts=BatchFacts(
         runner="r", harness_version="v", network="host", network_note="n", provider_note="p",
         arms={}, order=OrderFacts(algorithm="a", seed=0),
-        disk_bound=disk_bound))  # type: ignore[arg-type]
+        disk_bound=disk_bound))
 
 
 def test_a_non_root_runners_batch_says_its_writes_limit_was_sampled() -> None:
@@ -26,6 +28,7 @@ def test_a_non_root_runners_batch_says_its_writes_limit_was_sampled() -> None:
 
 
 @pytest.mark.parametrize("disk_bound", ["kernel", None])
-def test_a_root_runners_batch_and_an_older_one_say_nothing_of_it(disk_bound: str | None) -> None:
+def test_a_root_runners_batch_and_an_older_one_say_nothing_of_it(
+        disk_bound: Literal["kernel"] | None) -> None:  # fmt: skip
     assert "sampled" not in workspace_note(_config(disk_bound))
 
