@@ -34,14 +34,17 @@ Attacks (a root runner unless said):
   ``RLIMIT_FSIZE``, which is past the writes limit, so the session ends
   ``limit-exceeded`` (writes) and its listing shows the file at exactly that size.
 
-Seen red with each fix reverted (see the report of the branch that added them):
+Seen red with each fix reverted:
 ``READ_ONLY_ROOT`` emptied in sandbox/_argv.py (roots: /x, /opt/x, ... written);
 ``--remount-ro /dev`` taken out (roots: /dev/x written); the ``--tmpfs /dev/shm``
 taken out (shm: EROFS, /dev being read-only, not a sized tmpfs); ``/dev/shm``
 taken out of ``TMPFS_MOUNTS`` in sandbox/_watch.py (shm: recorded, not
 limit-exceeded); ``over_writes`` ignored in campaign/supervisor/_staging.py
 ``keep`` (falloc: a workspace kept, a file past the limit in the batch);
-``_file_bound`` returning None in campaign/supervisor/_session.py (sparse, dense).
+``_file_bound`` returning None in campaign/supervisor/_session.py (sparse, dense); the
+store made a plain directory (sandbox/storage/_store.py ``open_session_store``: ``mkdir``
+instead of ``_make_fs``, so the preflight still passes) with ``_file_bound`` returning None
+(host: 11,264 MiB taken by falloc's files, the bound 128 MiB; 0.2 MiB with the store).
 """
 
 from __future__ import annotations
