@@ -52,6 +52,11 @@ NAMESPACE_FLAGS: Final = (
 """Namespaces and process flags. ``--unshare-net`` is added unless ``network="host"``,
 where the network namespace is shared, the one exception RC-05 admits."""
 
+READ_ONLY_ROOT: Final = ("--remount-ro", "/")
+"""bwrap's root tmpfs (``/`` and the directories it makes for mount points: ``/opt``,
+``/run``, ``/workspace``) read-only: it is unsized, so a session could fill the host's memory
+there (docs/confinement.md "Disk"). Last of the mounts: a mount point made after it fails."""
+
 WORKSPACE_PARENT: Final = "/workspace"
 """Where a batch's workspace path lies by default: ``/workspace/<the corpus root's name>``."""
 _FALLBACK_NAME: Final = "corpus"
@@ -96,8 +101,10 @@ class Confinement:
         egress_socket: Host path of the session's egress proxy socket
             (`sandbox._egress.open_egress_proxy`); required with
             ``"confined"``, refused with ``"host"``.
-        tmp_bytes: Size of the private ``/tmp`` in bytes (bwrap ``--size``), or
-            None for tmpfs's own default (half the host's memory).
+        tmp_bytes: Size in bytes (bwrap ``--size``) of the private ``/tmp``, and
+            again of the private ``/dev/shm`` (each is its own tmpfs of this size:
+            docs/confinement.md "Disk"), or None for tmpfs's own default (half the
+            host's memory).
 
     Raises:
         ValueError: a path is relative, contains ``..``, or is a system mount
@@ -270,12 +277,21 @@ def bwrap_options(conf: Confinement) -> list[str]:
     Order matters and is fixed: ``/usr`` and ``/etc`` read-only; /bin, /lib,
     /lib64, /sbin as the host has them (``--symlink TARGET LINK`` for a
     symlink, never a bind onto it; ``--ro-bind D D`` for a real directory);
-    private ``/proc``, ``/dev``, ``/tmp`` (``--size`` before ``--tmpfs`` with
-    ``tmp_bytes``; before any bind that may lie under /tmp, which would
-    otherwise be hidden by the tmpfs); the workspace at its inside path
-    (read-only with ``workspace_read_only``), the harness, the log and config
-    directories at theirs; for ``network="confined"`` the egress socket
-    read-only at `EGRESS_MOUNT`; ``--chdir`` the workspace's inside path.
+    private ``/proc``; ``/dev``, its ``/dev/shm`` a tmpfs of its own
+    (``--size`` ``tmp_bytes``), then ``/dev`` remounted read-only; ``/tmp``
+    (``--size`` before ``--tmpfs`` with ``tmp_bytes``; before any bind that
+    may lie under /tmp, which would otherwise be hidden by the tmpfs); the
+    workspace at its inside path (read-only with ``workspace_read_only``), the
+    harness, the log and config directories at theirs; for
+    ``network="confined"`` the egress socket read-only at `EGRESS_MOUNT`;
+    `READ_ONLY_ROOT`, after every mount that makes a mount point in the root;
+    ``--chdir`` the workspace's inside path.
+
+    What stays writable inside is then exactly the workspace, log and config
+    directories, ``/tmp`` and ``/dev/shm`` (each sized), and ``/dev/pts``
+    (devpts: terminals, no files): bwrap's own root tmpfs (``/``, and ``/opt``,
+    ``/run``, ``/workspace`` in it) and the tmpfs of ``/dev`` are unsized, so
+    they are read-only (EROFS; docs/confinement.md "Disk").
 
     Never on the command line (`bwrap_argv`): a bind's source is a host path,
     which for a session's directories would name its batch. Pure.
@@ -286,9 +302,10 @@ def bwrap_options(conf: Confinement) -> list[str]:
     workspace = conf.inside_workspace
     options = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     options += _top_level_mounts(conf.host_layout)
-    options += ["--proc", "/proc", "--dev", "/dev"]
-    options += [*(["--size", str(conf.tmp_bytes)] if conf.tmp_bytes is not None else []),
-                "--tmpfs", "/tmp"]
+    size = ["--size", str(conf.tmp_bytes)] if conf.tmp_bytes is not None else []
+    options += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm",
+                "--remount-ro", "/dev"]
+    options += [*size, "--tmpfs", "/tmp"]
     options += ["--ro-bind" if conf.workspace_read_only else "--bind", str(conf.workspace),
                 workspace]
     options += ["--ro-bind", str(conf.harness), conf.harness_mount]
@@ -296,7 +313,7 @@ def bwrap_options(conf: Confinement) -> list[str]:
     options += ["--bind", str(conf.config_dir), conf.inside_config_dir]
     if conf.egress_socket is not None:
         options += ["--ro-bind", str(conf.egress_socket), EGRESS_MOUNT]
-    return [*options, "--chdir", workspace]
+    return [*options, *READ_ONLY_ROOT, "--chdir", workspace]
 
 
 def _top_level_mounts(layout: HostLayout) -> list[str]:

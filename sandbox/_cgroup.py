@@ -73,12 +73,14 @@ distinct from the init shell's 124 and 125 and from exec's 126 and 127."""
 JOIN_SCRIPT: Final = (
     "unset PWD\n"
     'if [ "$1" != - ]; then ulimit -n "$1" || exit ' + str(JOIN_FAILED_STATUS) + "; fi; shift\n"
+    'if [ "$1" != - ]; then ulimit -f "$1" || exit ' + str(JOIN_FAILED_STATUS) + "; fi; shift\n"
     'while [ "$1" != -- ]; do echo 0 > "$1" || exit ' + str(JOIN_FAILED_STATUS) + "; shift; done\n"
     'shift\nexec "$@"\n'
 )
-"""``sh -c JOIN_SCRIPT headwater-join NOFILE PROCS... -- COMMAND...``: ``ulimit -n`` sets
-the soft and the hard ``RLIMIT_NOFILE`` (dash), as root and before the privilege drop, so
-nothing inside can raise it (``-``: left as the runner's); writing 0 to a ``cgroup.procs``
+"""``sh -c JOIN_SCRIPT headwater-join NOFILE FSIZE PROCS... -- COMMAND...``: ``ulimit -n``
+sets the soft and the hard ``RLIMIT_NOFILE`` (dash), as root and before the privilege drop, so
+nothing inside can raise it (``-``: left as the runner's); ``ulimit -f`` the soft and hard
+``RLIMIT_FSIZE``, in dash's 512-byte blocks (``-``: left); writing 0 to a ``cgroup.procs``
 moves the writer itself (cgroups(7), v1 and v2); ``exec`` keeps the pid. The shell exports
 the ``PWD`` it sets at start-up (dash): unset, so bwrap still starts with an empty
 environment (RC-03: the session reads it in /proc/1/environ)."""
@@ -186,13 +188,23 @@ class SessionCgroup:
     def __repr__(self) -> str:
         return f"<SessionCgroup {self.path}>"
 
-    def join_argv(self, *, open_files: int | None = None) -> list[str]:
+    def join_argv(self, *, open_files: int | None = None,
+                  file_bytes: int | None = None) -> list[str]:
         """The argv prefix that enters this cgroup and its v1 limit cgroups, then ``exec``s
-        what follows (`JOIN_SCRIPT`), with ``RLIMIT_NOFILE`` at ``open_files`` when given."""
+        what follows (`JOIN_SCRIPT`), with ``RLIMIT_NOFILE`` at ``open_files`` and
+        ``RLIMIT_FSIZE`` at ``file_bytes`` (rounded up to 512 bytes) when given.
+
+        Raises:
+            ValueError: ``file_bytes`` is less than 1.
+        """
+        if file_bytes is not None and file_bytes < 1:
+            raise ValueError(f"file_bytes must be at least 1, got {file_bytes}")
         procs = [self.path / "cgroup.procs",
                  *(g.path / "cgroup.procs" for g in self.groups if g.version == 1)]  # fmt: skip
+        blocks = "-" if file_bytes is None else str(-(-file_bytes // 512))
         return ["/bin/sh", "-c", JOIN_SCRIPT, "headwater-join",
-                "-" if open_files is None else str(open_files), *map(str, procs), "--"]  # fmt: skip
+                "-" if open_files is None else str(open_files), blocks,
+                *map(str, procs), "--"]  # fmt: skip
 
     def populated(self) -> bool:
         """Whether a live process is still in it (``cgroup.events``); False once it is gone."""

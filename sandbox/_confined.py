@@ -156,6 +156,10 @@ class ConfinedSpec:
             ``open_files`` as ``RLIMIT_NOFILE``, ``write_bytes`` watched over
             the workspace, log and config directories (`sandbox._watch`);
             ``connections`` is the egress proxy's (`sandbox._egress`).
+        file_bytes: ``RLIMIT_FSIZE`` (soft and hard, bytes, rounded up to 512) of every
+            process in it, set by the join shell before bwrap starts, or None for the
+            runner's own: a runner that is not root sets it to bound each file its
+            session writes, since no store of its own bounds them (docs/storage.md).
         limit_checks: The caller's own limit checks, polled by the watch while
             it runs (each returns a `LimitHit` once passed: the egress proxy's
             connection cap).
@@ -188,6 +192,7 @@ class ConfinedSpec:
     reclaim_log: bool = True
     limits: Limits = field(default_factory=Limits)
     limit_checks: Sequence[Callable[[], LimitHit | None]] = ()
+    file_bytes: int | None = None
     cgroups: CgroupHost | None = None
     name: str = "probe"
 
@@ -316,7 +321,8 @@ async def _opened(spec: ConfinedSpec, user: SessionUser | None, executable: str,
             with ExitStack() as fds:
                 args_fd = fds.enter_context(payload_pipe(args_payload(bwrap_options(conf), env)))
                 seccomp_fd = fds.enter_context(payload_pipe(seccomp))
-                argv = [*cgroup.join_argv(open_files=spec.limits.open_files),
+                argv = [*cgroup.join_argv(open_files=spec.limits.open_files,
+                                          file_bytes=spec.file_bytes),
                         *drop_argv(user),
                         *_bwrap_argv(spec, executable, conf, args_fd=args_fd,
                                      seccomp_fd=seccomp_fd)]  # fmt: skip

@@ -7,7 +7,8 @@ happened, and holds the session to the limits only the runner can measure.
 Every `POLL_S` while the session runs it reads:
 
 * the limit cgroups' counters (``pids.events`` ``max``; ``oom_kill``);
-* the private ``/tmp``'s free space, through ``/proc/<pid>/root/tmp`` of the
+* the private ``/tmp``'s and ``/dev/shm``'s free space (`TMPFS_MOUNTS`),
+  through ``/proc/<pid>/root/tmp`` (``/dev/shm``) of the
   sandbox's pid 1 (bwrap's own process, which the session cannot trace or
   move; the filesystem is taken to be the session's tmpfs only once its size
   is the one asked for, since before bwrap's pivot_root that path is the
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_WALK_DEPTH", "MIN_ENTRY_BYTES", "POLL_S", "LimitWatch", "allocated_bytes",
            "watching"]
 
+TMPFS_MOUNTS: Final = ("/tmp", "/dev/shm")
+"""The session's private tmpfs, each of ``--max-tmp``'s size (`sandbox._argv.bwrap_options`);
+``tmp_bytes`` is the most either held."""
 POLL_S: Final = 0.2
 """Seconds between two reads of the counters, /tmp and the caller's checks: cheap reads."""
 WRITE_POLL_S: Final = 0.05
@@ -228,18 +232,20 @@ class LimitWatch:
         pid = self._pid1 or self._find_pid1()
         if pid is None:
             return None
-        try:
-            fs = os.statvfs(f"/proc/{pid}/root/tmp")
-        except OSError:
-            return None
-        total = fs.f_blocks * fs.f_frsize
-        if total != -(-size // _PAGE) * _PAGE:  # not (yet) the session's tmpfs
-            return None
-        self._pid1 = pid
-        free = fs.f_bavail * fs.f_frsize
-        self.peaks["tmp_bytes"] = max(self.peaks.get("tmp_bytes", 0), total - free)
-        if free < min(TMP_FULL_SLACK_BYTES, total):
-            return LimitHit("tmp", f"the session filled its private /tmp of {format_bytes(size)}")
+        for inside in TMPFS_MOUNTS:
+            try:
+                fs = os.statvfs(f"/proc/{pid}/root{inside}")
+            except OSError:
+                continue
+            total = fs.f_blocks * fs.f_frsize
+            if total != -(-size // _PAGE) * _PAGE:  # not (yet) the session's tmpfs
+                continue
+            self._pid1 = pid
+            free = fs.f_bavail * fs.f_frsize
+            self.peaks["tmp_bytes"] = max(self.peaks.get("tmp_bytes", 0), total - free)
+            if free < min(TMP_FULL_SLACK_BYTES, total):
+                return LimitHit("tmp", f"the session filled its private {inside} of "
+                                f"{format_bytes(size)}")  # fmt: skip
         return None
 
     def _find_pid1(self) -> int | None:

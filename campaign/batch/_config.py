@@ -77,6 +77,11 @@ class BatchFacts(BaseModel):
     arms: dict[str, dict[str, Any]]
     """Per arm: its identity, layer and flags digests and the harness flags it runs with."""
     order: OrderFacts
+    disk_bound: Literal["kernel", "sampled"] | None = None
+    """How the runner that made the batch held its sessions to ``--max-writes``
+    (docs/storage.md): ``kernel``, each in a file system of its own (a root runner);
+    ``sampled``, each file by ``RLIMIT_FSIZE`` and their sum by sampling (a runner that is
+    not root); None in a batch made before this was recorded."""
 
 
 class BudgetSetting(BaseModel):
@@ -139,21 +144,33 @@ def budget_set_by(record: InvocationRecord) -> BudgetSetting:
                          command=record.command, at=record.at)
 
 
+SAMPLED_NOTE: Final = (
+    " The runner that made this batch was not root: each session's writes limit "
+    "(--max-writes) held every file it wrote (RLIMIT_FSIZE), but their sum was sampled, not "
+    "bounded by the kernel (no file system of its own), so a session could pass it by what "
+    "it wrote between two samples (docs/storage.md).")
+"""The sentence `workspace_note` adds for a batch whose ``disk_bound`` is ``sampled``."""
+
+
 def workspace_note(config: BatchConfig) -> str:
     """The transcripts' sentence on where the batch's sessions saw their directories (RC-02).
 
     Format 2: the workspace path (the working directory every session is
     told), and the fixed config and log paths; format 1: their host paths,
-    which named each session's arm, probe and session.
+    which named each session's arm, probe and session. A batch made by a runner
+    that is not root (``disk_bound`` ``sampled``) adds that its sessions' writes
+    were bounded by sampling, not by the kernel (docs/storage.md).
     """
     path = config.options.workspace_path
+    sampled = SAMPLED_NOTE if config.facts.disk_bound == "sampled" else ""
     if path is None:
         return ("The sessions of this batch (batch format 1) saw their workspace, config and "
                 "log directories at their host paths, which named each session's arm, probe "
-                "and session: they were not blind to their condition.")
+                "and session: they were not blind to their condition." + sampled)
     return (f"Every session saw its workspace at {path} (its working directory), its config "
             f"directory at {CONFIG_MOUNT} and its log directory at {LOG_MOUNT}: the same "
-            "paths for every session of the batch, naming no arm, probe, session or batch.")
+            "paths for every session of the batch, naming no arm, probe, session or batch."
+            + sampled)
 
 
 def _yaml() -> YAML:

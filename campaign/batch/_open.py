@@ -48,6 +48,7 @@ from sandbox._network import network_preflight
 from sandbox._pool import ensure_session_pool
 from sandbox._preflight import Check, PreflightReport, raise_for
 from sandbox._scratch import sweep_killed_runners
+from sandbox.storage import stores_kernel_bounded
 
 from ._config import (
     CONFIG_FORMAT,
@@ -332,7 +333,8 @@ def _new_config(request: BatchRequest, harness: str, network: Literal["confined"
         provider_note=provider_note(request.options, url),
         arms={a.arm: {**harness_flags(a.allowed_tools), "layer": a.layer, "flags": a.flags,
                       "identity": a.identity} for a in plan.arm_specs},
-        order=OrderFacts(algorithm=ORDER_ALGORITHM, seed=plan.seed)))
+        order=OrderFacts(algorithm=ORDER_ALGORITHM, seed=plan.seed),
+        disk_bound="kernel" if stores_kernel_bounded() else "sampled"))
 
 
 @contextlib.contextmanager

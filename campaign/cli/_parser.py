@@ -199,12 +199,15 @@ def _session_limit_args(p: argparse.ArgumentParser) -> None:
                         f"{format_bytes(DEFAULT_MEMORY_BYTES)}; SIZE: bytes, or with K, M or G)")
     g.add_argument("--max-tmp", dest="max_tmp_bytes",
                    type=size_at_least(SIZE_FLOORS["max_tmp_bytes"]), metavar="SIZE",
-                   help=f"the size of its private /tmp (default {format_bytes(DEFAULT_TMP_BYTES)})")
+                   help="the size of its private /tmp, and again of its private /dev/shm: "
+                        "each a tmpfs of this size (default "
+                        f"{format_bytes(DEFAULT_TMP_BYTES)})")
     g.add_argument("--max-writes", dest="max_write_bytes",
                    type=size_at_least(SIZE_FLOORS["max_write_bytes"]), metavar="SIZE",
                    help="bytes it may add to its workspace, log and config directories, "
-                        f"checked while it runs and after (default "
-                        f"{format_bytes(DEFAULT_WRITE_BYTES)})")
+                        "held by a file system of its own (a root runner) and checked while "
+                        "it runs and after; past it only its workspace's listing is kept "
+                        f"(default {format_bytes(DEFAULT_WRITE_BYTES)})")
     g.add_argument("--max-stdout", dest="max_stdout_bytes", type=stdout_bound, metavar="SIZE",
                    help="bytes it may print on stdout, counted as the runner reads them "
                         f"(default {format_bytes(DEFAULT_STDOUT_BYTES)}, at least "

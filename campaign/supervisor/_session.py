@@ -60,6 +60,7 @@ from sandbox._network import BRIDGE_URL, open_session_egress
 from sandbox._pool import SessionPool, session_pool
 from sandbox._privileges import SessionUser
 from sandbox._remove import remove_tree
+from sandbox.storage import file_size_limit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -193,6 +194,14 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     return record
 
 
+def _file_bound(stage: Staged, write_bytes: int | None) -> int | None:
+    """``RLIMIT_FSIZE`` for the session: a staging directory bounds nothing, so a runner that
+    is not root bounds each file (`file_size_limit`); a store of its own needs none."""
+    if stage.store.kernel_bounded:
+        return None
+    return file_size_limit(write_bytes or DEFAULT_WRITE_BYTES)
+
+
 def _keep_refused(stage: Staged, paths: Any) -> None:
     """A refused seal's workspace, as far as it got, into the batch (the refusal names it)."""
     keep(stage, workspace=paths.workspace, log_dir=paths.log_dir, log_bytes=0)
@@ -324,6 +333,7 @@ async def _drive(
             limit_checks=(*((egress.limit_hit,) if egress else ()),
                           *((kept_stream_check(keeper, ctx.limits.write_bytes),)
                             if keeper is not None and ctx.limits.write_bytes else ())),
+            file_bytes=_file_bound(stage, ctx.limits.write_bytes),
         )
         sandbox: Sandbox | None = None
         left_out: list[str] = []
@@ -341,10 +351,15 @@ async def _drive(
             return _refused_confinement(exc)
         finally:  # every process of the session is gone: what the batch keeps, into it
             if sandbox is None or sandbox.contained:
+                # Past the writes limit: the workspace's listing, not its bytes
+                # (docs/storage.md).
+                over = sandbox is not None and sandbox.limit_hit is not None \
+                    and sandbox.limit_hit.limit == "writes"
                 with anyio.CancelScope(shield=True):
                     left_out = await anyio.to_thread.run_sync(
                         lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir,
-                                     log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES))
+                                     log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES,
+                                     over_writes=over))
             elif progress is not None:  # something of it may still write: nothing is kept
                 progress.uncontained = uncontained_reason()
             if progress is not None:  # uncontained: the batch's, which holds nothing of it

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from recorder._atomic import write_atomic
 from sandbox._reclaim import copy_regular
-from sandbox.storage import SessionStore, copy_out, open_session_store, store_size
+from sandbox.storage import SessionStore, copy_out, list_tree, open_session_store, store_size
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -37,6 +38,8 @@ LOG_NAME: Final = "log"
 """The log directory's directory in the store."""
 CONFIG_NAME: Final = "config"
 """The config directory's directory in a store of its own (with the credentials copy)."""
+LISTING_NAME: Final = "workspace.listing.json"
+"""Beside the batch's ``workspace``, instead of it, for a session past its writes limit."""
 EGRESS_NAME: Final = "egress"
 """The egress socket's directory in a store of its own."""
 
@@ -98,7 +101,8 @@ async def staged(*, sealed_bytes: int, sealed_files: int,
         await anyio.to_thread.run_sync(manager.__exit__, None, None, None)
 
 
-def keep(stage: Staged, *, workspace: Path, log_dir: Path, log_bytes: int) -> list[str]:
+def keep(stage: Staged, *, workspace: Path, log_dir: Path, log_bytes: int,
+         over_writes: bool = False) -> list[str]:
     """Copy the ended session's workspace and log directory into the batch (blocking).
 
     Call only once every process of the session is gone. ``workspace`` and
@@ -109,17 +113,31 @@ def keep(stage: Staged, *, workspace: Path, log_dir: Path, log_bytes: int) -> li
     session may write, however it wrote it). A part the session never had (a
     seal that failed before it wrote) is skipped.
 
+    A session past its writes limit (``over_writes``) keeps its workspace's
+    listing, not its bytes (docs/storage.md "Past the writes limit"): no
+    ``workspace`` is made, and `LISTING_NAME` beside it holds every entry's
+    path, kind and sizes (`sandbox.storage.list_tree`). Its log is kept as
+    ever (at most ``log_bytes``, the writes limit itself).
+
     Returns:
         One line per entry the workspace copy left out (not a regular file,
         directory or symlink, or past the store's size), its name quoted as a
         JSON string (a session's names carry control characters), for the
-        attempt's reason.
+        attempt's reason; past the writes limit, one line saying the
+        workspace's data was left out and where its listing is.
     """
     left: list[str] = []
     if stage.workspace.is_dir() and not stage.workspace.is_symlink():
         _clear(workspace)
-        report = copy_out(stage.workspace, workspace, max_bytes=stage.store.size_bytes)
-        left = [f"{json.dumps(item.path)} ({item.reason})" for item in report.skipped]
+        if over_writes:
+            listing = list_tree(stage.workspace)
+            record = json.dumps(listing.as_record(), indent=1, sort_keys=True) + "\n"
+            write_atomic(workspace.with_name(LISTING_NAME), record.encode())
+            left = [f"the workspace's data, past the writes limit ({len(listing.entries)} "
+                    f"entries and their sizes listed in {LISTING_NAME})"]
+        else:
+            report = copy_out(stage.workspace, workspace, max_bytes=stage.store.size_bytes)
+            left = [f"{json.dumps(item.path)} ({item.reason})" for item in report.skipped]
     if stage.log_dir.is_dir() and not stage.log_dir.is_symlink():
         _clear(log_dir)
         copy_regular(stage.log_dir, log_dir, max_bytes=log_bytes)

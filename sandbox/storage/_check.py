@@ -26,8 +26,9 @@ GIVEN_UP: Final = (
     "the runner is not root, so it cannot loop-mount a file system per session: each "
     "session runs from a staging directory instead, whose path (a random name under "
     "/var/tmp, nothing of its arm, probe, session or batch) the session can read in "
-    "/proc/self/mountinfo, and its disk use is bounded only by sampling (--max-writes, "
-    "checked every fraction of a second), not by the kernel; run as root for both"
+    "/proc/self/mountinfo, and its writes limit (--max-writes) is sampled there (checked "
+    "every fraction of a second), with each file bounded by RLIMIT_FSIZE, not held by the "
+    "kernel as a root runner's file system of its own holds it; run as root for both"
 )
 """What a runner that is not root gives up, for ``doctor`` and the batch's notes."""
 

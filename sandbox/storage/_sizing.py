@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["FILE_SLACK_BYTES", "MIN_SIZE_BYTES", "NEW_INODES", "store_size"]
+__all__ = ["FILE_SLACK_BYTES", "MIN_SIZE_BYTES", "NEW_INODES", "file_size_limit", "store_size"]
 
 BLOCK_BYTES: Final = 4096
 """The store's block size (`sandbox.storage._store.MKFS_OPTIONS`)."""
@@ -80,3 +80,22 @@ def store_size(*, sealed_bytes: int, sealed_files: int, write_bytes: int) -> tup
             + inodes * INODE_BYTES)  # fmt: skip
     size = need + int(need * MARGIN) + FIXED_BYTES
     return max(MIN_SIZE_BYTES, -(-size // _MIB) * _MIB), inodes
+
+
+def file_size_limit(write_bytes: int) -> int:
+    """The ``RLIMIT_FSIZE``, in bytes, of a session of a runner that is not root (disk bound).
+
+    Without a store of its own, nothing but the sampled writes limit bounds what
+    such a session writes (`sandbox._watch`), and a page cache fills at
+    gigabytes a second between two samples; the per-file bound lets no file grow
+    past the limit at all (docs/storage.md "A runner that is not root"). It is
+    the limit and one block more, so that a file the kernel stopped holds more
+    than the limit and the sampler ends the session ``limit-exceeded``
+    (``written > limit``); at exactly the limit it would be taken for within it.
+
+    Raises:
+        ValueError: ``write_bytes`` is less than 1.
+    """
+    if write_bytes < 1:
+        raise ValueError(f"write_bytes must be at least 1, got {write_bytes}")
+    return write_bytes + BLOCK_BYTES

@@ -157,6 +157,12 @@ def open_session_store(*, size_bytes: int, inodes: int,
     dismantle(directory)
 
 
+def stores_kernel_bounded() -> bool:
+    """Whether this runner's stores are file systems of their own, whose size the kernel
+    holds a session to (a root runner), rather than staging directories (docs/storage.md)."""
+    return _runner_is_root()
+
+
 def _runner_is_root() -> bool:
     """Whether this runner may mount (euid 0); tests stand in a runner that is not."""
     return os.geteuid() == 0

@@ -35,6 +35,8 @@ which zstd shrinks by a quarter at most; 1 GB printed in 3 s had kept 586 MB und
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sandbox._limits import DEFAULT_LIMITS
@@ -140,8 +142,13 @@ def test_each_exhausting_session_ends_limit_exceeded_and_the_others_still_run(
         for name in ATTACKS:
             final, redone = finals[f"LIM-{name.upper()}-1"], rederived[f"LIM-{name.upper()}-1"]
             assert (redone["state"], redone["reason"]) == (final["state"], final["reason"])
-        big = batch / "sessions" / "present" / "LIM-WORKSPACE-1" / "s1" / "workspace" / "big.bin"
-        assert big.stat().st_size < 1024**3  # ended before it had written its 1 GiB
+        # Past its writes limit a session keeps its workspace's listing, not its bytes
+        # (docs/storage.md "Past the writes limit").
+        where = batch / "sessions" / "present" / "LIM-WORKSPACE-1" / "s1"
+        assert not (where / "workspace").exists()
+        listing = json.loads((where / "workspace.listing.json").read_text())
+        big = next(e for e in listing["entries"] if e["path"] == "big.bin")
+        assert big["size_bytes"] < 1024**3  # ended before it had written its 1 GiB
 
 
 def test_the_default_limits_stop_the_sizes_these_attacks_use() -> None:

@@ -76,11 +76,14 @@ def test_bwrap_argv_is_exactly_the_rc02_mount_plan_for_a_known_confinement() -> 
         "--symlink", "usr/sbin", "/sbin",
         "--proc", "/proc",
         "--dev", "/dev",
+        "--tmpfs", "/dev/shm",
+        "--remount-ro", "/dev",
         "--tmpfs", "/tmp",
         "--bind", ws, ws,
         "--ro-bind", "/opt/pinned/claude.exe", "/opt/harness/claude",
         "--bind", log, log,
         "--bind", CFG, CFG,
+        "--remount-ro", "/",
         "--chdir", ws,
     ]
     # fmt: on
@@ -100,6 +103,23 @@ def test_a_session_confinement_mounts_its_directories_at_fixed_paths() -> None:
     assert options[-2:] == ["--chdir", "/workspace/corpus"]
     argv = bwrap_argv(conf, ["/opt/harness/claude"], args_fd=3)
     assert not [arg for arg in argv if "/srv/batch" in arg or "headwater-campaign" in arg]
+
+
+_MOUNTS = ("--bind", "--ro-bind", "--symlink", "--tmpfs", "--dev", "--proc")
+
+
+def test_the_root_and_dev_are_read_only_and_each_tmpfs_a_session_writes_is_sized() -> None:
+    """docs/confinement.md "Disk": bwrap's root tmpfs and /dev's are unsized, so both are
+    remounted read-only, the root after every mount (a mount point made after it would fail);
+    /tmp and /dev/shm are tmpfs of their own, each of --max-tmp's size."""
+    options = bwrap_options(_conf(tmp_bytes=8 << 20, workspace_mount="/workspace/corpus"))
+    last_mount = max(i for i, a in enumerate(options) if a in _MOUNTS)
+    assert options[last_mount + 3 : last_mount + 5] == ["--remount-ro", "/"]
+    assert options.index("--remount-ro") > options.index("/dev/shm")
+    assert options[options.index("--remount-ro") + 1] == "/dev"
+    for tmpfs in ("/dev/shm", "/tmp"):
+        at = options.index(tmpfs)
+        assert options[at - 3 : at] == ["--size", str(8 << 20), "--tmpfs"], tmpfs
 
 
 def test_two_mounts_may_not_share_an_inside_path() -> None:
@@ -193,6 +213,7 @@ def test_bwrap_argv_mounts_nothing_else() -> None:
             "/sbin",
             "/proc",
             "/dev",
+            "/dev/shm",
             "/tmp",
             str(conf.workspace),
             "/opt/harness/claude",

@@ -110,7 +110,7 @@ def test_limits_on_a_v2_host_that_delegates_go_in_the_sessions_own_cgroup(
     assert (session / "memory.max").read_text() == str(256 * 1024 * 1024)
     assert (session / "memory.swap.max").read_text() == "0"
     assert (base / "cgroup.subtree_control").read_text() == "+memory"  # the last write
-    assert SessionCgroup(session, groups).join_argv()[5:] == [str(session / "cgroup.procs"), "--"]
+    assert SessionCgroup(session, groups).join_argv()[6:] == [str(session / "cgroup.procs"), "--"]
 
 
 def test_a_limit_without_a_controller_is_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -160,11 +160,27 @@ async def test_end_leaves_nothing_of_what_the_joined_command_started() -> None:
 
 def test_a_join_that_cannot_enter_its_cgroup_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    argv = ["/bin/sh", "-c", JOIN_SCRIPT_FOR_TEST, "headwater-join",
+    argv = ["/bin/sh", "-c", JOIN_SCRIPT_FOR_TEST, "headwater-join", "-", "-",
             str(tmp_path / "gone" / "cgroup.procs"), "--", "/bin/touch", str(marker)]  # fmt: skip
     run = run_bounded_sync(argv, timeout_s=10)
     assert run.returncode == JOIN_FAILED_STATUS, run.stderr
     assert not marker.exists()
+
+
+def test_the_join_sets_the_file_size_limit_soft_and_hard_in_whole_512_byte_blocks() -> None:
+    """A non-root runner's writes bound per file (docs/storage.md): ``RLIMIT_FSIZE`` as asked,
+    rounded up to dash's 512-byte ``ulimit -f`` blocks, soft and hard, so nothing raises it."""
+    cgroup = SessionCgroup(Path("/unused"))
+    assert cgroup.join_argv(file_bytes=1000)[4:6] == ["-", "2"]
+    assert cgroup.join_argv(open_files=9)[4:6] == ["9", "-"]
+    argv = ["/bin/sh", "-c", JOIN_SCRIPT_FOR_TEST, "headwater-join", "-",
+            cgroup.join_argv(file_bytes=3 * 512)[5], "--", STANDIN_PYTHON, "-c",
+            "import resource; print(*resource.getrlimit(resource.RLIMIT_FSIZE))"]  # fmt: skip
+    run = run_bounded_sync(argv, timeout_s=10)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [str(3 * 512)] * 2
+    with pytest.raises(ValueError, match="file_bytes"):
+        cgroup.join_argv(file_bytes=0)
 
 
 JOIN_SCRIPT_FOR_TEST = SessionCgroup(Path("/unused")).join_argv()[2]

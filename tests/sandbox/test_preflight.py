@@ -463,7 +463,7 @@ def test_a_runner_that_is_not_root_runs_sessions_as_itself(bwrap: str) -> None:
     # What it gives up is said, never passed off as the same (blind mountinfo, disk bound).
     storage = _check(report, "storage").detail
     assert "staging directory" in storage and "/proc/self/mountinfo" in storage
-    assert "bounded only by sampling" in storage
+    assert "is sampled there" in storage and "RLIMIT_FSIZE" in storage
 
 
 def test_a_root_runner_without_the_session_user_is_broken_with_the_fix(
