@@ -29,19 +29,21 @@ def large_files(corpus: Corpus, over_bytes: int = NOTE_OVER_BYTES) -> list[tuple
 
     Sizes from the load's signatures, else ``lstat`` (a file gone since loading is left out).
     """
-    found: list[tuple[str, int]] = []
-    for rel in corpus.files:
-        signature = corpus.signatures.get(rel)
-        if signature is not None:
-            size = signature.size
-        else:
-            try:
-                size = os.lstat(corpus.root / rel).st_size
-            except OSError:
-                continue
-        if size > over_bytes:
-            found.append((rel, size))
+    found = [(rel, size) for rel in corpus.files
+             if (size := file_size(corpus, rel)) is not None and size > over_bytes]
     return sorted(found, key=lambda item: (-item[1], item[0]))
+
+
+def file_size(corpus: Corpus, rel: str) -> int | None:
+    """The size in bytes of corpus file ``rel``: from the load's signature when it has one,
+    else ``lstat``; None when the file is gone or cannot be looked at."""
+    signature = corpus.signatures.get(rel)
+    if signature is not None:
+        return signature.size
+    try:
+        return os.lstat(corpus.root / rel).st_size
+    except OSError:
+        return None
 
 
 def large_file_notes(corpus: Corpus, over_bytes: int = NOTE_OVER_BYTES,

@@ -62,6 +62,7 @@ from sandbox._process import Child, run_sync, spawn
 
 from ._chunkscan import LARGE_FILE_BYTES
 from ._corpus_files import FileSignature
+from ._largefiles import file_size
 
 if TYPE_CHECKING:
     from ._corpus import Corpus
@@ -119,15 +120,8 @@ def _large(corpus: Corpus) -> list[str]:
     """
     found: list[str] = []
     for rel in corpus.files:
-        signature = corpus.signatures.get(rel)
-        if signature is not None:
-            size = signature.size
-        else:
-            try:
-                size = os.lstat(corpus.root / rel).st_size
-            except OSError:
-                size = LARGE_FILE_BYTES + 1  # gone or unreadable: never trusted as searched
-        if size > LARGE_FILE_BYTES:
+        size = file_size(corpus, rel)
+        if size is None or size > LARGE_FILE_BYTES:  # gone or unreadable: never trusted
             found.append(rel)
     return found
 
