@@ -195,6 +195,12 @@ class StreamObserver:
             return True
         return False
 
+    @property
+    def bound_passed(self) -> bool:
+        """True once the stream passed one of the record's own bounds (calls, one message's
+        text, an argument: docs/recorder.md); its reason then names the first one passed."""
+        return self._limit_reason is not None
+
     def finish(self, *, end: End, exit_status: int | None, tail: bytes | None,
                too_long: str | None = None, limit_exceeded: str | None = None) -> Observation:
         """Decide the state (module docstring) and return everything observed.

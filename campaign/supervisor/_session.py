@@ -365,7 +365,10 @@ async def _drive(
             if progress is not None:  # uncontained: the batch's, which holds nothing of it
                 progress.workspace = paths.workspace
     assert sandbox is not None  # open_confined yielded: a refusal returned above
-    hit = sandbox.limit_hit or _stdout_hit(result.end, ctx.limits)
+    # The record's own bound, when the stream passed one, was passed before the reader's
+    # stdout bound ended the session: the first bound passed is the one named.
+    hit = sandbox.limit_hit or (None if observer.bound_passed
+                                else _stdout_hit(result.end, ctx.limits))
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
                           too_long=str(result.line_too_long) if result.line_too_long else None,
                           limit_exceeded=limit_reason(hit))
