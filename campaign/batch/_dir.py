@@ -128,8 +128,12 @@ def prepare_batch_dir(
         if any(not _setup_leftover(p, resolved) for p in resolved.iterdir()):
             raise BatchDirRefused(batch_dir, "usage", _not_empty(resolved))
     try:
+        existed = resolved.exists()
         resolved.mkdir(parents=True, exist_ok=True)
-        os.chmod(resolved, BATCH_DIR_MODE)
+        # An existing directory becomes a batch's only once it holds one or is empty: one
+        # refused later (record into a directory that is not a batch) keeps its mode.
+        if not existed or _holds_batch(resolved) or not any(resolved.iterdir()):
+            os.chmod(resolved, BATCH_DIR_MODE)
     except OSError as exc:
         raise BatchDirRefused(batch_dir, "usage", _cannot_make(resolved, exc)) from exc
     return resolved
@@ -152,7 +156,7 @@ def _refuse_kernel_tree(batch_dir: Path, resolved: Path) -> None:
 
 def _not_empty(resolved: Path) -> str:
     """Why a non-empty directory is refused; the hint to resume only when it holds a batch."""
-    if any((resolved / name).is_file() for name in ("plan.yaml", "ledger.jsonl")):
+    if _holds_batch(resolved):
         return ("exists and is not empty: it holds a batch; pass a new --batch-dir, or, to "
                 "finish that batch, "
                 f"`headwater-campaign resume {resolved}`")  # fmt: skip
@@ -177,12 +181,31 @@ _SETUP_FILES: Final = frozenset({LOCK_NAME, "config.yaml", "tree.json"})
 
 def _setup_leftover(path: Path, batch: Path) -> bool:
     """True for a file a runner killed while making the batch left behind (it holds no session:
-    plan.yaml, written last of the set-up, is not there yet)."""
+    plan.yaml, written last of the set-up, is not there yet). A ``config.yaml`` counts only when
+    it reads as a batch's config: a user's own file of that name is never taken for one."""
     if (batch / "plan.yaml").exists():
         return path.name == LOCK_NAME
     name = path.name
-    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml.", ".tree.json."))
+    if name == "config.yaml":
+        return _reads_as_config(batch)
+    return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml.",
+                                                     ".tree.json."))
                                     and name.endswith(".tmp"))
+
+
+def _reads_as_config(batch: Path) -> bool:
+    from ._config import BatchFileError, read_config  # the config's reader imports the plan's
+
+    try:
+        read_config(batch)
+    except BatchFileError:
+        return False
+    return True
+
+
+def _holds_batch(directory: Path) -> bool:
+    """True when ``directory`` holds what ``resume`` needs: plan.yaml and config.yaml."""
+    return all((directory / name).is_file() for name in ("plan.yaml", "config.yaml"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from campaign._arms import arms_without_effect, harness_flags
 from campaign._corpus_notes import corpus_notes
 from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
+from campaign._largefiles import large_file_notes
 from campaign._plan import harness_version
 from campaign._seal import check_folds
 from recorder._initcheck import McpConfigError, declared_mcp_servers_of
@@ -140,7 +141,7 @@ def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> N
                            "arm from the tier, or pass --allow-identical-arms to run it anyway")
     for line in same:
         notify(f"warning: {line} (run anyway: --allow-identical-arms)")
-    for line in corpus_notes(request.corpus):
+    for line in [*corpus_notes(request.corpus), *large_file_notes(request.corpus)]:
         notify(f"note: {line}")
 
 

@@ -60,6 +60,24 @@ holds about 150 MB of memory; its config directory and log hold tens of KiB), so
 value is almost always a missing unit (``--max-memory 1`` is one byte)."""
 
 
+COUNT_FLOORS: Final = {"max_processes": 8, "max_open_files": 20}
+"""The least each count limit takes: Node.js alone runs 7 threads beside the sandbox's init
+shell, and opens 19 files before the CLI reads its prompt (measured on the pinned CLI's Node),
+so below these no session can start."""
+
+
+def count_at_least(floor: int) -> Callable[[str], int]:
+    """argparse type: a whole number of at least ``floor`` (a count limit's floor, named in the
+    refusal)."""
+    def parse(text: str) -> int:
+        value = _whole(text)
+        if value < floor:
+            raise argparse.ArgumentTypeError(
+                f"must be at least {floor}, the least a session can start with; got {value}")
+        return value
+    return parse
+
+
 def size_at_least(floor: int) -> Callable[[str], int]:
     """argparse type: `size_bytes` of at least ``floor`` bytes (a size limit's floor, named in
     the refusal with its reason)."""

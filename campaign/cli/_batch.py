@@ -268,6 +268,13 @@ def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> Non
     if mode == "resume":
         err.print(f"resuming (invocation {opened.invocation}): {outstanding} of "
                   f"{plan.session_count} sessions outstanding", markup=False)
+    if opened.options.max_wall_s is not None:  # recorded with the options: resume's too
+        hard = (", then the sessions still running are cancelled (--hard-wall; "
+                "--no-hard-wall lets them finish)" if opened.options.hard_wall
+                else ", and sessions running then finish")
+        err.print(f"wall-clock budget: {opened.options.max_wall_s:g} s from this "
+                  f"invocation's start (--max-wall): no session starts once it could be "
+                  f"passed{hard}", markup=False, soft_wrap=True)
     if opened.scripted is not None:  # said before anything runs, by probe
         for probe in plan.probes:
             if opened.scripted.script_for(probe.task) is None:
@@ -299,11 +306,13 @@ def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
                   "every "
                   f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
     elif outcome.budget_stopped:
+        stop = opened.journal.fold.budget_stop
+        larger = ("--max-wall D (it counts from each invocation's start)"
+                  if stop is not None and stop.budget == "wall"
+                  else "--max-cost-cents N (a total over every attempt)")
         err.print(f"a budget stopped the batch: {one_line(outcome.detail)}; "
                   f"{plural(outcome.outstanding, 'session')} outstanding. Resume with a larger "
-                  f"budget: {resume} "
-                  "--max-cost-cents N (a total over every attempt), or --max-wall D",
-                  markup=False, soft_wrap=True)
+                  f"budget: {resume} {larger}", markup=False, soft_wrap=True)
     elif outcome.write_refused:
         left = plural(outcome.outstanding, "session")
         remedy = outcome.remedy or "free space"

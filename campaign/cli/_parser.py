@@ -32,8 +32,10 @@ from sandbox._limits import (
 )
 
 from ._args import (
+    COUNT_FLOORS,
     SIZE_FLOORS,
     concurrency,
+    count_at_least,
     duration_s,
     nonnegative_int,
     positive_int,
@@ -191,7 +193,8 @@ def _session_limit_args(p: argparse.ArgumentParser) -> None:
     """Per-session limits: passing one ends that session limit-exceeded, never the batch."""
     g = p.add_argument_group("per-session limits (passing one ends that session "
                              "limit-exceeded, never the batch; docs/session-reach.md)")
-    g.add_argument("--max-processes", type=positive_int, metavar="N",
+    g.add_argument("--max-processes", type=count_at_least(COUNT_FLOORS["max_processes"]),
+                   metavar="N",
                    help=f"processes and threads at once (default {DEFAULT_PIDS})")
     g.add_argument("--max-memory", dest="max_memory_bytes",
                    type=size_at_least(SIZE_FLOORS["max_memory_bytes"]), metavar="SIZE",
@@ -212,7 +215,8 @@ def _session_limit_args(p: argparse.ArgumentParser) -> None:
                    help="bytes it may print on stdout, counted as the runner reads them "
                         f"(default {format_bytes(DEFAULT_STDOUT_BYTES)}, at least "
                         f"{format_bytes(MIN_STDOUT_BYTES)})")
-    g.add_argument("--max-open-files", type=positive_int, metavar="N",
+    g.add_argument("--max-open-files", type=count_at_least(COUNT_FLOORS["max_open_files"]),
+                   metavar="N",
                    help=f"open files of each of its processes (default {DEFAULT_OPEN_FILES}; "
                         "past it a call fails, the session goes on)")
     g.add_argument("--max-connections", type=positive_int, metavar="N",
@@ -243,10 +247,10 @@ def _record_batch_dir_arg(p: argparse.ArgumentParser) -> None:
                         "and options still match it); never under $HOME")
 
 
-def _tier_args(p: argparse.ArgumentParser) -> None:
+def _tier_args(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
     p.add_argument("--tier", default=None,
-                   help="a tier of probe.yml: its arms and repetitions (default campaign; with "
-                        "--plan, the plan's)")
+                   help="a tier of probe.yml: its arms and repetitions (default campaign"
+                        + ("; with --plan, the plan's)" if plan_file else ")"))
     p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N", help=SEED_HELP)
 
 
@@ -272,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a batch: probes x arms x repetitions sessions",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _corpus_args(p)
-    _tier_args(p)
+    _tier_args(p, plan_file=True)
     p.add_argument("--plan", type=Path, metavar="FILE",
                    help="a plan from `plan --format yaml|json` (its selection and tier)")
     _provider_args(p, scripted=True)

@@ -117,10 +117,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     fold, _ = fold_batch(batch)  # refuses what is not a batch
     slots = _attempts(batch, args.arm, args.probe, args.session)
     if not slots:
+        asked = f"{args.arm} {args.probe} {args.session}"
+        if any(f"{k.arm} {k.probe} {k.session}" == asked for k in fold.sessions):
+            raise UsageError(one_line(f"session {asked} of batch {batch} is planned but has no "
+                                      "attempt yet: nothing to show (`status` lists what is "
+                                      "queued; `resume` runs it)"))
         known = sorted(f"{k.arm} {k.probe} {k.session}" for k in fold.sessions
                        if k.probe == args.probe or k.arm == args.arm)[:10]
-        raise UsageError(f"batch {batch} has no session {args.arm} {args.probe} {args.session}"
-                         + (f" (some it has: {'; '.join(known)})" if known else ""))
+        raise UsageError(one_line(f"batch {batch} has no session {asked}"
+                                  + (f" (some it has: {'; '.join(known)})" if known else "")))
     root = session_paths(batch, arm=args.arm, probe=args.probe, session=args.session).root
     out = [one_line(f"{args.arm} {args.probe} {args.session} in {batch}")]
     for n in sorted(slots):

@@ -303,8 +303,11 @@ class Supervisor:
             self._budget_hit = True
         if self._stop_reason is None:
             self._stop_reason, self._stop_detail = "budget", verdict.describe()
-            self.view.note(f"budget: {verdict.describe()}; no further session starts, those "
-                           "in flight finish")
+            cancel = self.limits.budgets.hard_wall
+            self.view.note(f"budget: {verdict.describe()}; no further session starts, "
+                           + ("those in flight are cancelled at the wall (--hard-wall)"
+                              if cancel and verdict.budget == "wall" else "those in flight "
+                              "finish"))
             await self._record_budget_stop(verdict)
         return False
 

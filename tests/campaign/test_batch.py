@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from campaign.batch._dir import (
     prepare_batch_dir,
     session_paths,
 )
+
+FORMAT1 = Path(__file__).resolve().parents[1] / "fixtures" / "batches" / "format1" / "batch"
 
 
 def test_batch_dir_under_home_refused_rc06(tmp_path: Path) -> None:
@@ -55,6 +58,7 @@ def test_a_batch_dir_is_the_runners_alone_new_or_existing(tmp_path: Path) -> Non
     old = tmp_path / "old"
     old.mkdir(mode=0o755)
     (old / "plan.yaml").write_text("")
+    (old / "config.yaml").write_text("")
     prepare_batch_dir(old, command="record", home=tmp_path / "home", must_be_new=False)
     assert [stat.S_IMODE(p.stat().st_mode) for p in (new, old)] == [0o700, 0o700]
 
@@ -63,10 +67,45 @@ def test_batch_dir_not_empty_refused_points_at_resume(tmp_path: Path) -> None:
     # docs/batch.md: --batch-dir must not exist or be empty; a batch's directory points at resume.
     b = tmp_path / "b"
     b.mkdir()
-    (b / "ledger.jsonl").write_text("")
+    for name in ("plan.yaml", "config.yaml", "ledger.jsonl"):
+        (b / name).write_text("")
     with pytest.raises(BatchDirRefused) as info:
         prepare_batch_dir(b, command="run", home=tmp_path / "home")
     assert "resume" in str(info.value)
+
+
+@pytest.mark.parametrize("stray", ["ledger.jsonl", "plan.yaml"])
+def test_one_stray_batch_file_is_not_offered_to_resume(tmp_path: Path, stray: str) -> None:
+    # resume needs plan.yaml and config.yaml: a directory with one file of a batch's name
+    # would be refused by resume too, so the hint would send the user round in a circle.
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / stray).write_text("")
+    with pytest.raises(BatchDirRefused) as info:
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")
+    assert "resume" not in str(info.value)
+
+
+def test_a_users_own_config_yaml_is_never_overwritten(tmp_path: Path) -> None:
+    # Found by a user: a directory holding only their config.yaml was taken for a killed
+    # runner's set-up and the file replaced. Only a batch's config counts as a left-over.
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "config.yaml").write_text("my: precious\n")
+    with pytest.raises(BatchDirRefused, match="not empty"):
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")
+    assert (b / "config.yaml").read_text() == "my: precious\n"
+
+
+def test_a_directory_refused_later_keeps_its_mode(tmp_path: Path) -> None:
+    # record prepares an existing directory, then refuses it when it holds no batch: the
+    # user's directory must not have become 0700 on the way.
+    b = tmp_path / "b"
+    b.mkdir(mode=0o755)
+    os.chmod(b, 0o755)
+    (b / "notes.txt").write_text("mine")
+    prepare_batch_dir(b, command="record", home=tmp_path / "home", must_be_new=False)
+    assert stat.S_IMODE(b.stat().st_mode) == 0o755
 
 
 def test_a_full_directory_that_holds_no_batch_is_not_offered_to_resume(tmp_path: Path) -> None:
@@ -130,8 +169,9 @@ def test_what_a_runner_killed_while_making_the_batch_left_counts_as_empty(tmp_pa
     # plan.yaml is written last: without it the directory holds no batch, only set-up files.
     b = tmp_path / "b"
     b.mkdir()
-    for name in (".lock", "config.yaml", ".config.yaml.abc123.tmp"):
+    for name in (".lock", ".config.yaml.abc123.tmp"):
         (b / name).write_text("x")
+    shutil.copy(FORMAT1 / "config.yaml", b / "config.yaml")  # a batch's config, as written
     assert prepare_batch_dir(b, command="run", home=tmp_path / "home") == b.resolve()
     (b / "plan.yaml").write_text("x")
     with pytest.raises(BatchDirRefused, match="resume"):

@@ -103,12 +103,13 @@ def test_a_batch_in_use_is_refused(tmp_path: Path) -> None:
      ("--post-result-grace", "soon", "not a duration"), ("--seed", "-5", "0 or more"),
      ("--retries", "-1", "0 or more"), ("--max-cost-cents", "0", "at least 1"),
      ("--est-session-cents", "-2", "at least 1"), ("--max-wall", "0h", "more than zero"),
-     ("--concurrency", "two", "not a whole number"), ("--max-processes", "0", "at least 1"),
+     ("--concurrency", "two", "not a whole number"), ("--max-processes", "0", "at least 8"),
      ("--max-memory", "lots", "not a size"), ("--max-tmp", "0", "at least 1 byte"),
      ("--concurrency", "65", "at most 64"), ("--max-memory", "1", "least a session can "
                                                "start with, 64 MiB"),
      ("--max-writes", "1000", "1000 bytes, below the least a session can start with, 1 MiB"),
-     ("--max-tmp", "512k", "1 MiB")],
+     ("--max-tmp", "512k", "1 MiB"), ("--max-processes", "1", "at least 8, the least"),
+     ("--max-open-files", "19", "at least 20, the least")],
 )
 def test_numbers_are_checked_at_the_command_line(tmp_path: Path, flag: str, value: str,
                                                  said: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -146,6 +148,16 @@ def test_status_of_a_stopped_batch_and_of_one_that_is_held(tmp_path: Path) -> No
     assert (held["running"], held["pid"], held["interrupted"]) == (True, __import__("os").getpid(),
                                                                   [])
     assert held["in_flight"] == data["interrupted"]
+
+    # show of a planned session with no attempt says so, not "no session (some it has: it)".
+    def show(*key: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "campaign", "show", str(batch), *key],
+                              capture_output=True, text=True, check=False)
+
+    planned = show("present", "HW-PRB-001", "s2")
+    assert planned.returncode == 2 and "is planned but has no attempt yet" in planned.stderr
+    missing = show("present", "HW-PRB-999", "s1")
+    assert missing.returncode == 2 and "has no session present HW-PRB-999 s1" in missing.stderr
 
 
 def test_status_piped_into_head_ends_quietly(tmp_path: Path) -> None:

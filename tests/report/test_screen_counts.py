@@ -54,3 +54,23 @@ def test_costs_on_screen_show_a_tenth_of_a_cent_so_the_sum_reads_right(tmp_path:
     assert {row.label: row.values for row in arm_rows(report)}["spend"] == ("4.6c",)
     cost = report.probes[0].cells[0].cost
     assert (cost.cents, cost.per_recorded_cents) == (5, 3)
+
+
+def test_screen_figures_round_to_the_nearest_tenth_and_a_lower_bound_down() -> None:
+    # docs/report.md "cost per recorded": each figure rounded once to the nearest tenth of a
+    # cent (3.44c twice is 3.4c each, 6.9c in all, not 3.5c each); a lower bound rounded down.
+    from decimal import Decimal
+
+    from campaign.report._tally import Spend, cost_of
+    from campaign.report._text import cost_text
+
+    spend = Spend()
+    spend.add(Decimal("0.0344"), unknown=False)
+    spend.add(Decimal("0.0344"), unknown=False)
+    cost = cost_of(spend, 2)
+    assert (cost.tenths, cost.per_recorded_tenths, cost.cents) == (69, 34, 7)
+    assert cost_text(cost) == "3.4c each, 6.9c in all"
+    spend.add(None, unknown=True)
+    low = cost_of(spend, 2)
+    assert (low.tenths, low.per_recorded_tenths) == (68, 34)
+    assert cost_text(low) == ">=3.4c each, >=6.8c in all"
