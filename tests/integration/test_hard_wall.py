@@ -53,6 +53,11 @@ def test_the_hard_wall_cancels_running_sessions_and_resume_reruns_them(bwrap: st
         took = time.monotonic() - began
         assert run.returncode == 3, run.stderr
         assert took < SLEEP_S / 2, took  # ended at the wall, not when the sessions would have
+        # Said before anything runs, and in the advice: the wall, hard, and --max-wall to change.
+        assert (f"wall-clock budget: {WALL_S:g} s from this invocation's start (--max-wall)"
+                in run.stderr) and "cancelled (--hard-wall" in run.stderr
+        assert "Resume with a larger budget" in run.stderr and "--max-wall D" in run.stderr
+        assert "--max-cost-cents N" not in run.stderr.split("Resume with a larger budget")[1]
         records = kit.ledger_dicts(batch)
         finals = [r for r in records if r["kind"] == "final"]
         assert sorted(r["probe"] for r in finals) == sorted(TASKS)
