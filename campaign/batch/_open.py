@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -67,19 +67,18 @@ from ._dir import prepare_batch_dir
 from ._harness import bounded_version
 from ._journal import Journal
 from ._lock import LOCK_NAME, BatchLock
+from ._provider import ProviderStart, ScriptedDouble
 from ._records import InvocationRecord
 from ._tree import files_moved, read_tree, write_tree
 
 if TYPE_CHECKING:
     from campaign._corpus import Corpus
     from campaign._plan import Plan
-    from demo import ScriptedProvider
 
     from ._fold import SessionKey
     from ._options import BatchOptions
 
 Mode = Literal["new", "resume", "record"]
-PUBLIC_API_URL: Final = "https://api.anthropic.com"
 """The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
 SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
 """The key sessions get against the scripted provider, which accepts anything; not a secret."""
@@ -105,6 +104,8 @@ class BatchRequest:
     arms_used: tuple[str, ...]
     """The arms this invocation may run (``record``: its one arm)."""
     probes_used: tuple[str, ...]
+    provider: ProviderStart = field(kw_only=True)
+    """Starts the batch's provider (the command line's `campaign.cli._provider`)."""
     sets_budget: bool = False
     """``resume --max-cost-cents N`` was given: this invocation sets the batch's cost budget
     (config.yaml's ``budget``; a new batch's first invocation always sets it)."""
@@ -124,7 +125,7 @@ class OpenBatch:
     provider_url: str
     network: Literal["confined", "host"]
     credentials: Credentials
-    scripted: ScriptedProvider | None = None
+    scripted: ScriptedDouble | None = None
     """The scripted provider this invocation started, when the batch uses one."""
 
 
@@ -259,30 +260,6 @@ def provider_note(options: BatchOptions, url: str) -> str:
     return f"Provider: the Messages API at {url}."
 
 
-@contextlib.contextmanager
-def _provider(options: BatchOptions, notify: Callable[[str], None]
-              ) -> Iterator[tuple[str, ScriptedProvider | None]]:
-    from demo import REQUEST_LOG_ENV
-
-    request_log = os.environ.get(REQUEST_LOG_ENV)
-    if options.provider != "scripted":
-        if request_log:  # a test instrument: a real provider's requests are never logged
-            notify(f"warning: {REQUEST_LOG_ENV} is ignored: the provider is not scripted")
-        yield options.provider_url or PUBLIC_API_URL, None
-        return
-    from demo import ScriptedProvider, load_scripts
-
-    if not options.scripts:
-        raise BatchRefused("--provider scripted needs --scripts DIR (the provider's scripts)")
-    try:
-        scripts = load_scripts(Path(options.scripts))
-    except (OSError, ValueError) as exc:
-        raise BatchRefused(f"--scripts {options.scripts}: {exc}") from exc
-    log = Path(request_log).absolute() if request_log else None
-    with ScriptedProvider(scripts, request_log=log) as provider:
-        yield provider.url, provider
-
-
 def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchConfig | None:
     """The config of the batch at ``path`` once checked against the request; None = no batch
     yet (an empty directory, which ``record`` may start)."""
@@ -364,7 +341,7 @@ def open_batch(request: BatchRequest, *,
         existing = None if request.mode == "new" else _existing(path, request, current_harness)
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
-        with _provider(options, notify) as (url, scripted):
+        with request.provider(options, notify) as (url, scripted):
             config = existing or _new_config(request, current_harness, network, note, url)
             if existing is None:  # plan.yaml last: it marks the batch as made (resume needs both)
                 write_config(path, config)

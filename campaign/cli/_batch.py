@@ -37,6 +37,7 @@ from sandbox._layout import measure_host_layout
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
 from ._console import StderrConsole, StdoutConsole, stdout_gone
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
+from ._provider import start_provider
 from ._status import fold_batch
 from ._view import LiveView, arms_table
 
@@ -199,6 +200,7 @@ def execute(inv: _Invocation) -> int:
                          "running when that wall-clock budget is reached (docs/batch.md, "
                          "\"Budgets\")")
     request = BatchRequest(
+        provider=start_provider,
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
         planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,

@@ -26,6 +26,7 @@ from ._args import corpus_of, resolve_harness
 from ._batch import _options, compose, credentials_for, default_harness, load_corpus_or_usage
 from ._console import StderrConsole
 from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
+from ._provider import start_provider
 
 if TYPE_CHECKING:
     from campaign.batch._fold import BatchFold
@@ -60,7 +61,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     err = StderrConsole()
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
-                           planned=(), arms_used=(args.arm,), probes_used=(args.probe,))
+                           planned=(), arms_used=(args.arm,), probes_used=(args.probe,),
+                           provider=start_provider)
     with open_batch(request, notify=lambda t: err.print(block(t), markup=False,
                                                         soft_wrap=True)) as opened:
         fold = opened.journal.fold

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from campaign.batch import _open
 from campaign.batch._options import BatchOptions, Provider
+from campaign.cli._provider import start_provider
 from demo import REQUEST_LOG_ENV, Script, ScriptedProvider
 from demo._reqlog import REQUEST_LOG_BODY_BYTES, REQUEST_LOG_BYTES, RequestLog
 
@@ -134,7 +134,7 @@ def test_the_cli_ignores_the_variable_for_a_real_provider_and_says_so(
     log = tmp_path / "requests.jsonl"
     monkeypatch.setenv(REQUEST_LOG_ENV, str(log))
     notes: list[str] = []
-    with _open._provider(_options("anthropic", None), notes.append) as (_, scripted):
+    with start_provider(_options("anthropic", None), notes.append) as (_, scripted):
         assert scripted is None
     assert notes == [f"warning: {REQUEST_LOG_ENV} is ignored: the provider is not scripted"]
     assert not log.exists()
@@ -150,10 +150,10 @@ def test_the_cli_logs_the_scripted_providers_requests_only_when_asked(
     monkeypatch.delenv(REQUEST_LOG_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     notes: list[str] = []
-    with _open._provider(_options("scripted", str(scripts)), notes.append) as (url, scripted):
+    with start_provider(_options("scripted", str(scripts)), notes.append) as (url, scripted):
         assert scripted is not None and _post(url, _body(), "sess-a") == 200
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scripts"]
     monkeypatch.setenv(REQUEST_LOG_ENV, str(log))
-    with _open._provider(_options("scripted", str(scripts)), notes.append) as (url, _):
+    with start_provider(_options("scripted", str(scripts)), notes.append) as (url, _):
         assert _post(url, _body(), "sess-b") == 200
     assert [line["session"] for line in _lines(log)] == ["sess-b"] and notes == []

@@ -61,7 +61,8 @@ def test_screen_figures_round_to_the_nearest_tenth_and_a_lower_bound_down() -> N
     # cent (3.44c twice is 3.4c each, 6.9c in all, not 3.5c each); a lower bound rounded down.
     from decimal import Decimal
 
-    from campaign.report._tally import Spend, cost_of
+    from campaign.report._reading import Spend
+    from campaign.report._tally import cost_of
     from campaign.report._text import cost_text
 
     spend = Spend()
