@@ -7,7 +7,8 @@ a sandbox (`sandbox._limit_checks`, about a second); the credentials (never
 printed), the default batch root outside ``$HOME`` (RC-06), host skill
 directories that would shadow a skill the harness lists (every session
 refused by RC-07), and network confinement
-(`sandbox._network.network_preflight`).
+(`sandbox._network.network_preflight`). It prints nothing: the command line prints the
+report (`campaign.cli._doctor_view`).
 
 Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is
 verified broken, 4 otherwise. Before a batch, the sandbox checks and the
@@ -22,7 +23,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from campaign._terminal_text import one_line
 from recorder._command import harness_command
 from recorder._driver import DriveResult, drive_child
 from recorder._initcheck import host_skill_names
@@ -60,8 +60,6 @@ DOCTOR_LEASE_WAIT_S: Final = 60.0
 """Seconds ``doctor``'s probes wait at most for a free session user while other runners'
 sessions hold the whole pool; then the probe is "could not verify" (a batch waits as long as
 it takes instead)."""
-LABELS: Final = {"ok": "verified ok", "broken": "verified broken", "unverified": "could not verify"}
-"""How the three answers are printed."""
 
 
 def sandbox_checks(
@@ -246,28 +244,3 @@ def check_network(bwrap: str, *, lease_wait_s: float | None = None) -> Check:
     """``network``: can a session run confined to the provider (`network_preflight`), its
     probe's session user waited for at most ``lease_wait_s`` (None: as long as it takes)."""
     return network_preflight(bwrap=bwrap, lease_wait_s=lease_wait_s)
-
-
-def print_report(report: PreflightReport) -> None:
-    """Print one line per check: its answer, name and detail; then its fix when not ok.
-
-    When credentials are the only check not verified ok, a last line says that
-    the demo and scripted dry runs can run here all the same.
-    """
-    width = max(len(label) for label in LABELS.values())
-    for check in report.checks:
-        # A detail may quote what a program printed (the harness's --version): escaped.
-        print(f"{LABELS[check.verdict]:>{width}}  {check.name}: {one_line(check.detail)}")
-        if check.fix and check.verdict != "ok":
-            print(f"{'':>{width}}  fix: {one_line(check.fix)}")
-    failing = [c.name for c in report.checks if c.verdict != "ok"]
-    if failing == ["credentials"]:
-        print("everything but the credentials is verified ok: `demo` and `run --provider "
-              "scripted` can run here; a batch against a real provider needs the credentials")
-
-
-def exit_status(report: PreflightReport) -> int:
-    """``doctor``'s status: 0 all verified ok, 12 any verified broken, else 4."""
-    if report.broken:
-        return 12
-    return 0 if report.ok else 4

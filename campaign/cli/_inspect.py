@@ -9,7 +9,7 @@ from pathlib import Path
 
 from campaign._arms import arms_without_effect
 from campaign._corpus_notes import corpus_notes
-from campaign._doctor import doctor_checks, exit_status, print_report
+from campaign._doctor import doctor_checks
 from campaign._errors import CampaignError
 from campaign._largefiles import large_file_notes
 from campaign._plan import dump_plan
@@ -23,6 +23,7 @@ from sandbox._scratch import sweep_killed_runners
 from ._args import corpus_of, resolve_harness
 from ._batch import compose, default_harness, load_corpus_or_usage
 from ._console import StderrConsole, quiet_pipe
+from ._doctor_view import exit_status, print_report
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
 
 _CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)",

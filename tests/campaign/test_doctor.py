@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign._doctor import LABELS, check_network, exit_status, print_report
+from campaign._doctor import check_network
+from campaign.cli._doctor_view import LABELS, exit_status, print_report
 from sandbox import Check, PreflightReport
 from tests.integration import kit
 
