@@ -63,7 +63,7 @@ CHECKER_WATCHDOG_S: Final = 120.0
 """Seconds of stdout silence after which the checker is stopped."""
 NOTE_TEXT_CHARS: Final = 200
 """Characters of an offending checker line quoted in a note."""
-MAX_LINE_BYTES: Final = 64 * 1024
+MAX_FINDING_LINE_BYTES: Final = 64 * 1024
 """Bytes of one checker stdout line (without its newline): a finding is a path and a rule."""
 MAX_RULE_CHARS: Final = 256
 """Characters of one rule: an identifier, not a message (a rule may echo what the session
@@ -106,7 +106,7 @@ class FindingsParser:
         """Take one stdout line of the checker (without its newline).
 
         Sets `error` (and takes nothing more) at the first line that is not a
-        finding, names a path outside the workspace, is over `MAX_LINE_BYTES`,
+        finding, names a path outside the workspace, is over `MAX_FINDING_LINE_BYTES`,
         has a rule over `MAX_RULE_CHARS`, or would make more than
         `MAX_FINDINGS` distinct findings: the bounds on what a checker adds to
         the ledger and the transcript (RC-11).
@@ -114,9 +114,9 @@ class FindingsParser:
         self._lines += 1
         if self.error is not None or not line.strip():
             return
-        if len(line) > MAX_LINE_BYTES:
+        if len(line) > MAX_FINDING_LINE_BYTES:
             self.error = (f"line {self._lines} is {len(line):,} bytes, over the "
-                          f"{MAX_LINE_BYTES:,} a finding may take")  # fmt: skip
+                          f"{MAX_FINDING_LINE_BYTES:,} a finding may take")  # fmt: skip
             return
         try:
             value = json.loads(line)

@@ -48,7 +48,7 @@ __all__ = [
     "DRAIN_AFTER_EXIT_S",
     "GRACE_S",
     "MAX_PAYLOAD_BYTES",
-    "READ_CHUNK_BYTES",
+    "PIPE_READ_BYTES",
     "REAP_TIMEOUT_S",
     "STDOUT_PIPE_BYTES",
     "Child",
@@ -68,7 +68,7 @@ REAP_TIMEOUT_S: Final = 30.0
 DRAIN_AFTER_EXIT_S: Final = 5.0
 """Seconds after a child's exit during which its pipes are still read to EOF: a
 descendant that inherited a pipe may hold it open for ever."""
-READ_CHUNK_BYTES: Final = 64 * 1024
+PIPE_READ_BYTES: Final = 64 * 1024
 """Bytes asked for per read by default: one Linux pipe buffer of the default size."""
 STDOUT_PIPE_BYTES: Final = 1024 * 1024
 """Capacity asked for a child's stdout pipe (F_SETPIPE_SZ, fcntl(2)), in bytes: the default
@@ -146,7 +146,7 @@ class Child:
         """Whether our read end of the child's ``name`` pipe is still open."""
         return self._fds[name] is not None
 
-    def try_read(self, name: PipeName, max_bytes: int = READ_CHUNK_BYTES) -> bytes | None:
+    def try_read(self, name: PipeName, max_bytes: int = PIPE_READ_BYTES) -> bytes | None:
         """One non-blocking read of ``name``: bytes, b"" at EOF, None when nothing is there yet."""
         try:
             return os.read(self._fd(name), max_bytes)
@@ -157,7 +157,7 @@ class Child:
         """Return when ``name`` has bytes or is at EOF (a checkpoint; cancellable)."""
         await anyio.wait_readable(self._fd(name))
 
-    async def read(self, name: PipeName, max_bytes: int = READ_CHUNK_BYTES) -> bytes:
+    async def read(self, name: PipeName, max_bytes: int = PIPE_READ_BYTES) -> bytes:
         """The next bytes of ``name`` (at most ``max_bytes``), b"" at EOF. Cancellable."""
         while (chunk := self.try_read(name, max_bytes)) is None:
             await self.wait_readable(name)
