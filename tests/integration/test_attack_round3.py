@@ -39,6 +39,11 @@ valid stream) through the real ``run`` under real bwrap, with small limits.
   program as they are (``-C/etc`` is ``-C /etc``), and count 0 (``cat /etc/passwd`` in
   the same session counts). Also uncounted, and listed here only: ``file:///etc/passwd``,
   ``cat${IFS}/etc/passwd``, ``--file:/etc/passwd``, ``python3 -c 'open("/etc/passwd")'``.
+* **``workspace.listing.json`` writes a name that is not UTF-8 as a lone surrogate.** A
+  session past its writes limit with a file ``b"bad\\xff"`` gets a listing whose
+  ``path`` is ``"bad\\udcff"`` (``json.dumps`` of the ``surrogateescape`` string):
+  what `campaign._json_text` exists to keep out of the batch's JSON (serde_json refuses
+  it, jq replaces it); the ledger beside it writes ``bad\\xff``.
 * **``report --json`` writes C1 controls and bidi overrides raw.** It dumps with
   ``ensure_ascii=False``: a served model or Claude Code version holding U+009B (CSI) or
   U+202E reaches the terminal as those characters (``status --json`` writes ``\\u009b``).
@@ -50,6 +55,7 @@ valid stream) through the real ``run`` under real bwrap, with small limits.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import time
@@ -144,6 +150,16 @@ for n, command in enumerate(COMMANDS):
                                      "input": {"command": command}}]}})
     emit({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
           {"type": "tool_result", "tool_use_id": "t%d" % n, "content": "ok"}]}})
+finish()
+'''
+LISTED: Final = INIT + r'''
+open(b"bad\xff", "w").close()
+fd = os.open("big.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+try:
+    os.posix_fallocate(fd, 0, 1 << 30)
+except OSError:
+    pass
+init()
 finish()
 '''
 SMALL: Final = ("--max-writes", "64M", "--max-tmp", "8M")
@@ -299,3 +315,24 @@ def test_rc08_counts_a_glued_short_option_and_a_brace_expansion(bwrap: str) -> N
     assert final["state"] == "recorded", final["reason"]
     assert final["outside_paths"] >= 1 + len(EVADED), (
         f"outside_paths {final['outside_paths']}: {EVADED} not counted")
+
+
+def test_the_listing_of_a_session_past_its_writes_limit_holds_no_lone_surrogate(
+        bwrap: str) -> None:  # fmt: skip
+    """FAILS now: the listing names ``bad\\udcff``; `campaign._json_text` writes
+    ``bad\\xff``."""
+    if os.geteuid() != 0:
+        pytest.skip("the runner must be root for its store")
+    with kit.host_dir("hw-r3-list-") as root:
+        corpus = kit.write_corpus(root / "corpus", {"R3-LIST-1": "attack now."}, tools=["Bash"])
+        harness = kit.write_harness(root / "claude", LISTED)
+        proc = kit.run_scripted(root, corpus, harness, *SMALL)
+        assert proc.returncode in (0, 5), proc.stdout + proc.stderr
+        final = next(iter(kit.finals(root / "batch").values()))
+        assert (final["state"], final.get("limit")) == ("limit-exceeded", "writes")
+        listing = root / "batch" / "sessions" / "present" / "R3-LIST-1" / "s1" / \
+            "workspace.listing.json"
+        paths = [e["path"] for e in json.loads(listing.read_text())["entries"]]
+        assert any(p.startswith("bad") for p in paths), paths
+        for path in paths:
+            path.encode("utf-8")  # UnicodeEncodeError: a lone surrogate
