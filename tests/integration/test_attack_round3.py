@@ -44,6 +44,12 @@ valid stream) through the real ``run`` under real bwrap, with small limits.
   ``path`` is ``"bad\\udcff"`` (``json.dumps`` of the ``surrogateescape`` string):
   what `campaign._json_text` exists to keep out of the batch's JSON (serde_json refuses
   it, jq replaces it); the ledger beside it writes ``bad\\xff``.
+* **The scripted provider's body bound counts bytes, not what they parse to.** Four
+  requests of 32 MiB (`demo._server.MAX_REQUEST_BYTES`; 128 MiB in flight, the bound's
+  whole budget), each ``{"messages":[{},{},...]}``, posted through the egress proxy at once:
+  the runner's peak RSS was 3,171 MiB (the provider runs in the runner's process; the
+  session's ``--max-memory`` was 512M). `BODIES_IN_FLIGHT_BYTES` says it exists because
+  "64 bodies of MAX_REQUEST_BYTES are 2 GiB": parsed, 128 MiB of them is 3 GiB.
 * **``report --json`` writes C1 controls and bidi overrides raw.** It dumps with
   ``ensure_ascii=False``: a served model or Claude Code version holding U+009B (CSI) or
   U+202E reaches the terminal as those characters (``status --json`` writes ``\\u009b``).
@@ -159,6 +165,23 @@ try:
     os.posix_fallocate(fd, 0, 1 << 30)
 except OSError:
     pass
+init()
+finish()
+'''
+POSTS: Final = INIT + r'''
+import socket, threading
+url = os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
+body = b'{"model":"m","max_tokens":1,"messages":[' + b"{}," * ((32 << 20) // 3 - 1000) + b'{}]}'
+def post():
+    with socket.create_connection(("127.0.0.1", 3128), timeout=60) as s:
+        s.sendall(("POST %s/v1/messages HTTP/1.1\r\nHost: %s\r\nContent-Type: "
+                   "application/json\r\nx-api-key: k\r\nContent-Length: %d\r\n"
+                   "Connection: close\r\n\r\n" % (url, url.split("//")[1], len(body))
+                   ).encode() + body)
+        s.recv(100)
+threads = [threading.Thread(target=post) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
 init()
 finish()
 '''
@@ -336,3 +359,28 @@ def test_the_listing_of_a_session_past_its_writes_limit_holds_no_lone_surrogate(
         assert any(p.startswith("bad") for p in paths), paths
         for path in paths:
             path.encode("utf-8")  # UnicodeEncodeError: a lone surrogate
+
+
+def test_request_bodies_within_the_scripted_providers_bounds_cost_the_runner_bounded_memory(
+        bwrap: str) -> None:  # fmt: skip
+    """FAILS now: 3,171 MiB of the runner's RSS for four 32 MiB bodies (128 MiB in flight)."""
+    with kit.host_dir("hw-r3-posts-") as root:
+        corpus = kit.write_corpus(root / "corpus", {"R3-POST-1": "attack now."}, tools=["Bash"])
+        harness = kit.write_harness(root / "claude", POSTS)
+        kit.write_script(root / "scripts", "unused", "no task says this")
+        proc = kit.start_cli("run", str(corpus), "--tier", "regression", "--batch-dir",
+                             str(root / "batch"), "--harness", str(harness), "--provider",
+                             "scripted", "--scripts", str(root / "scripts"), "--concurrency",
+                             "1", "--retries", "0", *SMALL, "--max-memory", "512M",
+                             env=kit.base_env())  # fmt: skip
+        peak = 0
+        try:
+            while proc.poll() is None:
+                peak = max(peak, _peak_rss(proc.pid))
+                time.sleep(0.02)
+            out, err = proc.communicate(timeout=kit.CLI_TIMEOUT_S)
+        except BaseException:
+            kit.kill_group(proc)
+            raise
+        assert proc.returncode == 0, out + err
+        assert peak < 1024 * MIB, f"the runner's peak RSS was {peak // MIB} MiB"
