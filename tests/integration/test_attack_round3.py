@@ -17,6 +17,11 @@ valid stream) through the real ``run`` under real bwrap, with small limits.
   under ``RLIMIT_FSIZE``, so only the sampler stops them) wrote 3,840 MiB into the host's
   /var/tmp with ``--max-writes 64M`` (the harness's own cap; 135 MiB without the flood).
   Seen: ``limit-exceeded: the session wrote 3932300 KiB ... over its 64 MiB``.
+* **Unlinked files are invisible to the sampler** (a runner that is not root). The walk
+  counts what a directory reaches; a file made ``O_TMPFILE`` (or unlinked while open) is in
+  none. 64 such files of 60 MiB, held open 4 s: /var/tmp's free space fell 3,840 MiB with
+  ``--max-writes 64M``, and the session was ``recorded`` (the space comes back when it
+  ends; meanwhile the host, and the batch's own writes, may find the disk full).
 * **Blank lines cost the runner a core.** 16 MiB of "\\n" (under the default
   ``--max-stdout 256M``): 90 s of wall and 82 s of the runner's CPU for one session
   (4 MiB: 22 s; linear, so the default 256 MiB is about 23 minutes of a core, inside the
@@ -185,6 +190,18 @@ threads = [threading.Thread(target=post) for _ in range(4)]
 init()
 finish()
 '''
+UNLINKED: Final = INIT + r'''
+fds = []
+for n in range(64):
+    fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o600)
+    for _ in range(60):
+        os.write(fd, b"u" * MIB)
+    fds.append(fd)
+os.fsync(fds[-1])
+time.sleep(4)
+init()
+finish()
+'''
 SMALL: Final = ("--max-writes", "64M", "--max-tmp", "8M")
 
 
@@ -195,15 +212,23 @@ def _used_bytes(*roots: Path) -> int:
     return int(out[-1].split()[0]) if out else 0
 
 
-def _non_root_peak(task: str) -> tuple[int, dict[str, object]]:
+def _free_drop(start: os.statvfs_result) -> int:
+    """How far the free space of /var/tmp's file system fell below ``start`` (bytes)."""
+    now = os.statvfs("/var/tmp")
+    return (start.f_bfree - now.f_bfree) * now.f_frsize
+
+
+def _non_root_peak(task: str, harness_text: str = STARVE, *,
+                   free_space: bool = False) -> tuple[int, dict[str, object]]:  # fmt: skip
     """`STARVE` run by a runner that is not root whose runner root is on disk (a real host's
     /var/tmp; the suites' tmpfs would charge the files to memory); the most the runner root
-    and the batch held while it ran, and the session's final record."""
+    and the batch held while it ran (with ``free_space``: how far /var/tmp's free space fell,
+    which sees unlinked files too), and the session's final record."""
     with non_root_runner() as runner, kit.host_dir("hw-r3-") as root:
         if runner.user is None:
             pytest.skip("needs root to set up the unprivileged runner")
         corpus = kit.write_corpus(root / "corpus", {"R3-WRITE-1": task}, tools=["Bash"])
-        harness = kit.write_harness(root / "claude", STARVE)
+        harness = kit.write_harness(root / "claude", harness_text)
         kit.write_script(root / "scripts", "unused", "no task says this")
         _open_to(root, runner.user)
         disk_root = root / "runner-root"
@@ -220,11 +245,12 @@ def _non_root_peak(task: str) -> tuple[int, dict[str, object]]:
         argv[shell] = argv[shell].replace(tmpfs, f"mount --bind {disk_root} {RUNNER_ROOT}")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=runner.env(), cwd=kit.REPO)  # fmt: skip
-        peak = 0
+        peak, start = 0, os.statvfs("/var/tmp")
         try:
             while proc.poll() is None:
                 with contextlib.suppress(ValueError, IndexError):
-                    peak = max(peak, _used_bytes(disk_root, root / "batch"))
+                    peak = max(peak, _free_drop(start) if free_space else
+                               _used_bytes(disk_root, root / "batch"))  # fmt: skip
                 time.sleep(0.1)
             out, err = proc.communicate(timeout=kit.CLI_TIMEOUT_S)
         except BaseException:
@@ -250,6 +276,14 @@ def test_without_the_flood_the_sampler_stops_the_same_writer_early(bwrap: str) -
     peak, final = _non_root_peak("control now.")
     assert (final["state"], final.get("limit")) == ("limit-exceeded", "writes")
     assert peak < 512 * MIB, peak
+
+
+def test_unlinked_files_of_a_runner_that_is_not_root_count_against_the_writes_limit(
+        bwrap: str) -> None:  # fmt: skip
+    """FAILS now: 3,840 MiB of the host's disk taken, the session ``recorded``."""
+    peak, final = _non_root_peak("attack now.", UNLINKED, free_space=True)
+    assert peak < 512 * MIB, (f"/var/tmp lost {peak // MIB} MiB to a session with a 64 MiB "
+                              f"writes limit, which ended {final['state']}")
 
 
 def _run_root(prefix: str, harness_text: str, *args: str) -> \
