@@ -22,6 +22,11 @@ valid stream) through the real ``run`` under real bwrap, with small limits.
   none. 64 such files of 60 MiB, held open 4 s: /var/tmp's free space fell 3,840 MiB with
   ``--max-writes 64M``, and the session was ``recorded`` (the space comes back when it
   ends; meanwhile the host, and the batch's own writes, may find the disk full).
+* **Blank lines end another session ``timed-out``.** The egress proxy and the scripted
+  provider's replies go through the same loop: beside a session printing 8 MiB of blank
+  lines (concurrency 2), an honest session's first request to the provider took 43.3 s
+  (3 ms alone); with ``--watchdog 15`` the honest session ended ``timed-out: the no-output
+  watchdog fired`` and the flooding one was ``recorded``.
 * **Blank lines cost the runner a core.** 16 MiB of "\\n" (under the default
   ``--max-stdout 256M``): 90 s of wall and 82 s of the runner's CPU for one session
   (4 MiB: 22 s; linear, so the default 256 MiB is about 23 minutes of a core, inside the
@@ -200,6 +205,23 @@ for n in range(64):
 os.fsync(fds[-1])
 time.sleep(4)
 init()
+finish()
+'''
+NEIGHBOURS: Final = INIT + r'''
+import socket
+init()
+if "flood" in task:
+    for _ in range(8):
+        out(b"\n" * MIB)
+else:  # honest: asks the provider (through the egress proxy) now and then
+    url = os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
+    time.sleep(2)
+    for _ in range(15):
+        with socket.create_connection(("127.0.0.1", 3128), timeout=120) as s:
+            s.sendall(("GET %s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+                       % (url, url.split("//")[1])).encode())
+            s.recv(100)
+        time.sleep(0.5)
 finish()
 '''
 SMALL: Final = ("--max-writes", "64M", "--max-tmp", "8M")
@@ -418,3 +440,22 @@ def test_request_bodies_within_the_scripted_providers_bounds_cost_the_runner_bou
             raise
         assert proc.returncode == 0, out + err
         assert peak < 1024 * MIB, f"the runner's peak RSS was {peak // MIB} MiB"
+
+
+def test_a_neighbours_blank_lines_do_not_end_an_honest_session_timed_out(bwrap: str) -> None:
+    """FAILS now: the honest session ends ``timed-out`` (its provider requests waited 40 s)."""
+    with kit.host_dir("hw-r3-pair-") as root:
+        corpus = kit.write_corpus(root / "corpus", {"R3-FLOOD-1": "flood now.",
+                                                    "R3-HONEST-1": "be honest now."},
+                                  tools=["Bash"])  # fmt: skip
+        harness = kit.write_harness(root / "claude", NEIGHBOURS)
+        kit.write_script(root / "scripts", "unused", "no task says this")
+        proc = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir",
+                       str(root / "batch"), "--harness", str(harness), "--provider",
+                       "scripted", "--scripts", str(root / "scripts"), "--concurrency", "2",
+                       "--retries", "0", *SMALL, "--max-stdout", "256M", "--watchdog", "15",
+                       env=kit.base_env())  # fmt: skip
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        finals = {probe: r for (probe, _), r in kit.finals(root / "batch").items()}
+        honest = finals["R3-HONEST-1"]
+        assert honest["state"] == "recorded", honest["reason"]
