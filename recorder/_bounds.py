@@ -42,3 +42,10 @@ characters): a longer one ends the session ``limit-exceeded`` and is not kept (3
 each made one recorded session's ledger line 63 MB and its transcript 94 MB)."""
 MAX_KEPT_ID_CHARS: Final = 256
 """A call that is not kept still pairs with its result by its id, when the id is this short."""
+MAX_SESSION_LINES: Final = 1_000_000
+"""The most stdout lines one session may print: the driver ends it ``limit-exceeded`` at
+the next one (docs/recorder.md "Sharing the event loop"). The pinned CLI's captures print
+tens of lines, a long real session thousands; each line costs the runner a parse on the
+event loop every session shares (a blank one about 0.3 us, a short JSON one 1.5 us), and
+16 MiB of blank lines, 16.8 million of them, cost 82 s of the runner's CPU before the
+bound, under the default stdout bound. A million lines is a second or two of a core."""

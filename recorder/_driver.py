@@ -5,7 +5,8 @@ comes from `sandbox` (`sandbox.open_confined` for a session, `sandbox.open_child
 for a plain one), which owns spawning, the lifeline, the reap and ``OSError``.
 Rule sources: RC-01 (the transform reads the stdout pipe), BC-03 (line cap),
 BC-13 (stderr drained concurrently), docs/bench.md (memory) (pull-based
-reading), docs/confinement.md "Limits" (the stdout bound, ``--max-stdout``).
+reading), docs/confinement.md "Limits" (the stdout bound, ``--max-stdout``, and the same
+bound on stderr), docs/recorder.md "Sharing the event loop" (the yields, the line bound).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "POST_RESULT_GRACE_S",
     "REAP_TIMEOUT_S",
     "STDERR_TAIL_BYTES",
+    "YIELD_AFTER_S",
     "DriveEnd",
     "DriveResult",
     "drive_child",
@@ -49,8 +51,14 @@ POST_RESULT_GRACE_S: Final = 30.0
 it (docs/batch.md "Session states", ``--post-result-grace``): a harness that hangs after its
 result is a known CLI fault, and background subagents print within seconds."""
 
+YIELD_AFTER_S: Final = 0.002
+"""Seconds of line handling after which the pump yields to the event loop, within one read
+(docs/recorder.md "Sharing the event loop"): the sandbox's limit watch, the egress proxy,
+the scripted provider and every other session of the runner share the loop, and one read
+of the pipe (1 MiB) may hold a million lines."""
+
 DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long",
-                   "stdout-limit"]
+                   "stdout-limit", "stderr-limit", "line-limit"]
 """How a drive ended: the child exited by itself, or the driver stopped it for a reason."""
 LineSink: TypeAlias = Callable[[bytes], bool | None]
 """Takes one stdout line; returns True when it was a result line (the post-result grace
@@ -59,7 +67,9 @@ ChunkSink: TypeAlias = Callable[[bytes], None]
 """Takes every stdout chunk as it was read from the pipe, before it is split into lines (the
 kept stream: exactly the bytes received, cut lines and over-long lines included)."""
 _PumpEnd = Literal["eof", "watchdog", "line-too-long", "consumer-failed", "drain-cut",
-                   "stdout-limit"]
+                   "stdout-limit", "line-limit"]
+_LIMIT_ENDS: Final = ("stdout-limit", "stderr-limit", "line-limit")
+"""The ends of a bound passed: the child is killed at once, and no tail is given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,19 +82,22 @@ class DriveResult:
     end: DriveEnd
     """``exited`` (by itself), ``timed-out`` (wall limit), ``watchdog`` (no stdout byte
     for ``watchdog_s``), ``post-result-grace`` (after a result line, neither a stdout byte
-    nor the exit for ``post_result_grace_s``), ``line-too-long`` or ``stdout-limit`` (it
-    printed more than ``max_stdout_bytes``); in all but ``exited`` the driver stopped it."""
+    nor the exit for ``post_result_grace_s``), ``line-too-long``, ``stdout-limit`` (it
+    printed more than ``max_stdout_bytes``), ``stderr-limit`` (more than
+    ``max_stderr_bytes`` on stderr) or ``line-limit`` (more than ``max_lines`` lines); in
+    all but ``exited`` the driver stopped it."""
     tail: bytes | None
     """The final stdout fragment that had no newline (a cut line), None when the
-    stream ended on a newline or with nothing; None for ``line-too-long`` and
-    ``stdout-limit``."""
+    stream ended on a newline or with nothing; None for ``line-too-long`` and the
+    ``*-limit`` ends."""
     lines: int
-    """Lines handed to ``on_line``."""
+    """Lines handed to ``on_line`` (for ``line-limit``: ``max_lines``)."""
     stdout_bytes: int
     """Bytes read from stdout (for ``stdout-limit``: at most the bound plus one read,
     `READ_CHUNK_BYTES`)."""
     stderr_bytes: int
-    """Bytes read from stderr (only the last `STDERR_TAIL_BYTES` are kept)."""
+    """Bytes read from stderr (only the last `STDERR_TAIL_BYTES` are kept; for
+    ``stderr-limit``: at most the bound plus one read)."""
     duration_s: float
     """Seconds from spawn to reaped (monotonic clock)."""
     line_too_long: LineTooLong | None
@@ -113,6 +126,8 @@ async def drive_child(
     on_chunk: ChunkSink | None = None,
     on_idle: Callable[[], None] | None = None,
     max_stdout_bytes: int | None = None,
+    max_stderr_bytes: int | None = None,
+    max_lines: int | None = None,
 ) -> DriveResult:
     """Read ``child``'s stdout to its end, handing each line to ``on_line``; reap it.
 
@@ -141,6 +156,18 @@ async def drive_child(
     ending), ``end="stdout-limit"``. ``on_chunk`` has then received at most the
     bound plus one read; ``on_line`` nothing of the read that passed it.
 
+    **Stderr bound** (the same page): the bytes read from stderr are counted as they
+    are read; past ``max_stderr_bytes`` the drain stops reading and the child is
+    killed at once, ``end="stderr-limit"``.
+
+    **Line bound** (docs/recorder.md "Sharing the event loop"): the line that would be
+    line ``max_lines + 1`` is not handed to ``on_line``; the child is killed at once,
+    ``end="line-limit"``.
+
+    **Sharing the loop:** the pump yields to the event loop (a checkpoint) whenever
+    `YIELD_AFTER_S` seconds of line handling have passed since it last did, so a read
+    full of tiny lines holds the loop at most about that long plus one line's handling.
+
     **Cancellation:** the child is reaped as above (shielded, bounded), the
     stderr tail written, then the cancellation propagates.
 
@@ -164,6 +191,8 @@ async def drive_child(
             (the kept stream flushes what it holds then, so a runner killed while a
             session is quiet loses none of what it received).
         max_stdout_bytes: Most bytes the child may print on stdout (None: no bound).
+        max_stderr_bytes: Most bytes the child may print on stderr (None: no bound).
+        max_lines: Most stdout lines handed to ``on_line`` (None: no bound).
 
     Returns:
         The observed facts. Exit statuses, signals, limits and an over-long line
@@ -176,7 +205,8 @@ async def drive_child(
     """
     session = _Session(child, on_line, watchdog_s=watchdog_s,
                        post_result_grace_s=post_result_grace_s, on_chunk=on_chunk,
-                       on_idle=on_idle, max_stdout_bytes=max_stdout_bytes)  # fmt: skip
+                       on_idle=on_idle, max_stdout_bytes=max_stdout_bytes,
+                       max_stderr_bytes=max_stderr_bytes, max_lines=max_lines)  # fmt: skip
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
     except BaseException:
@@ -194,8 +224,8 @@ async def drive_child(
     return DriveResult(
         exit_status=child.returncode,
         end=end,
-        tail=None if end in ("line-too-long", "stdout-limit") else session.stdout_tail(),
-        lines=session.reader.lines,
+        tail=None if end == "line-too-long" or end in _LIMIT_ENDS else session.stdout_tail(),
+        lines=session.handed,
         stdout_bytes=session.reader.bytes_received,
         stderr_bytes=session.stderr_bytes,
         duration_s=time.monotonic() - child.started,
@@ -211,7 +241,8 @@ class _Session:
     def __init__(
         self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float,
         on_chunk: ChunkSink | None = None, on_idle: Callable[[], None] | None = None,
-        max_stdout_bytes: int | None = None,
+        max_stdout_bytes: int | None = None, max_stderr_bytes: int | None = None,
+        max_lines: int | None = None,
     ) -> None:
         self._child = child
         self._on_line = on_line
@@ -221,8 +252,13 @@ class _Session:
         self._grace_s = post_result_grace_s
         self._result_seen = False  # a result line arrived: the grace bounds silence from now
         self.reader = LineReader(self._receive_stdout, max_stream_bytes=max_stdout_bytes)
+        self._max_stderr = max_stderr_bytes
+        self._max_lines = max_lines
+        self.handed = 0  # lines handed to on_line
         self.stderr_ring = bytearray()
         self.stderr_bytes = 0
+        self._stderr_over = False  # the drain saw more than max_stderr_bytes
+        self._main: anyio.CancelScope | None = None  # the supervision the drain may end
         self.failure: Exception | None = None
         self.too_long: LineTooLong | None = None
         self._stderr_eof = anyio.Event()
@@ -235,10 +271,14 @@ class _Session:
             tg.start_soon(self._drain_stderr)
             watch = anyio.CancelScope()
             tg.start_soon(self._watch_exit, watch)
-            end = await self._supervise(wall_limit_s)
+            end: DriveEnd = "stderr-limit"  # if the drain ends the supervision
+            with anyio.CancelScope() as self._main:
+                end = await self._supervise(wall_limit_s)
+            if self._stderr_over:
+                end = "stderr-limit"
             watch.cancel()
             # A limit passed ends the child at once, as the sandbox's watch ends a session.
-            await self._child.reap(0.0 if end == "stdout-limit" else grace_s)
+            await self._child.reap(0.0 if end in _LIMIT_ENDS else grace_s)
             with anyio.move_on_after(DRAIN_AFTER_EXIT_S):  # stderr may also be held open
                 await self._stderr_eof.wait()
             tg.cancel_scope.cancel()
@@ -264,8 +304,8 @@ class _Session:
         pumped = await self._pump()
         if pumped == "line-too-long":
             return "line-too-long"
-        if pumped == "stdout-limit":
-            return "stdout-limit"
+        if pumped in ("stdout-limit", "line-limit"):
+            return pumped
         if pumped == "eof":
             with anyio.move_on_after(self._silence_bound()[0]):  # stdout closed, it lingers
                 await self._child.wait_exit()
@@ -274,14 +314,24 @@ class _Session:
         return self._silence_bound()[1]
 
     async def _pump(self) -> _PumpEnd:
+        clock, bound = time.perf_counter, self._max_lines
+        yield_at = clock() + YIELD_AFTER_S
         try:
             async for line in self.reader:
+                if bound is not None and self.handed >= bound:
+                    return "line-limit"
+                self.handed += 1
                 try:
                     if self._on_line(line):
                         self._result_seen = True
                 except Exception as exc:  # re-raised by drive_child once the child is reaped
                     self.failure = exc
                     return "consumer-failed"
+                # Others share the loop, and a read may hold a million lines: the clock is
+                # read every 16th line (a line's handling is a microsecond or more).
+                if not self.handed & 15 and clock() >= yield_at:
+                    await anyio.lowlevel.checkpoint()
+                    yield_at = clock() + YIELD_AFTER_S
         except LineTooLong as exc:
             self.too_long = exc
             return "line-too-long"
@@ -324,12 +374,17 @@ class _Session:
                 raise _Silence
 
     async def _drain_stderr(self) -> None:
-        ring = self.stderr_ring
+        ring, bound = self.stderr_ring, self._max_stderr
         while chunk := await self._child.read("stderr"):
             self.stderr_bytes += len(chunk)
             ring += chunk
             if len(ring) > STDERR_TAIL_BYTES:
                 del ring[: len(ring) - STDERR_TAIL_BYTES]
+            if bound is not None and self.stderr_bytes > bound:
+                self._stderr_over = True  # the bound passed: read no more, end the session
+                if self._main is not None:
+                    self._main.cancel()
+                break
         self._stderr_eof.set()
 
     async def _watch_exit(self, scope: anyio.CancelScope) -> None:

@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 End: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long",
-                        "stdout-limit"]
+                        "stdout-limit", "stderr-limit", "line-limit"]
 """How the driver saw the stream end (`recorder._driver.DriveEnd`)."""
 
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
@@ -173,6 +173,9 @@ class StreamObserver:
             or restarts (docs/batch.md "Session states"; `recorder.drive_child`).
         """
         self._lines += 1
+        if not line or line.isspace():  # never JSON: counted without a decoder's exception
+            self._anomaly(line)
+            return False
         obj = observe_line(line)
         if obj is None:
             self._anomaly(line)
@@ -262,6 +265,12 @@ class StreamObserver:
         if end == "stdout-limit":  # the caller names the bound in limit_exceeded
             return "limit-exceeded", ("limit-exceeded: it printed more on stdout than its "
                                       "bound (--max-stdout)")
+        if end == "stderr-limit":
+            return "limit-exceeded", ("limit-exceeded: it printed more on stderr than its "
+                                      "bound (--max-stdout, applied to stderr)")
+        if end == "line-limit":
+            return "limit-exceeded", ("limit-exceeded: it printed more lines on stdout than "
+                                      "a session may (docs/recorder.md)")
         if end == "line-too-long":
             return "line-too-long", "line-too-long: " + (
                 self._too_long or f"line {self._lines + 1} exceeded the reader's line cap")

@@ -51,7 +51,8 @@ __all__ = [
 MiB: Final = 1024 * 1024
 GiB: Final = 1024 * MiB
 
-LimitName: TypeAlias = Literal["processes", "memory", "tmp", "writes", "connections", "stdout"]
+LimitName: TypeAlias = Literal["processes", "memory", "tmp", "writes", "connections", "stdout",
+                              "stderr", "lines"]
 """The limits whose passing ends a session (``open files`` only refuses the call)."""
 
 

@@ -18,8 +18,10 @@ from sandbox._limits import LimitHit, format_bytes
 LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
                       "tmp": "--max-tmp", "writes": "--max-writes",
                       "connections": "--max-connections",
-                      "stdout": "--max-stdout"}  # fmt: skip
-"""The option that sets each limit, named in a ``limit-exceeded`` reason."""
+                      "stdout": "--max-stdout", "stderr": "--max-stdout, applied to stderr",
+                      "lines": "a fixed bound: docs/recorder.md"}  # fmt: skip
+"""The option that sets each limit, named in a ``limit-exceeded`` reason (the bound on a
+session's lines is no option: docs/recorder.md "Sharing the event loop")."""
 
 
 

@@ -88,7 +88,8 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
         else:
             tail = line
     end = final.end if final.end in ("exited", "timed-out", "watchdog", "line-too-long",
-                                     "post-result-grace", "stdout-limit") else "exited"
+                                     "post-result-grace", "stdout-limit", "stderr-limit",
+                                     "line-limit") else "exited"
     too_long = final.reason if end == "line-too-long" else None
     # A limit the sandbox saw passed is not in the stream: it stays what the runner saw.
     obs = observer.finish(end=end, exit_status=final.exit_status,  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from campaign.supervisor._writes import host_writes
 from campaign.supervisor._writes import refused_write as refused_write
 from campaign.supervisor._writes import write_remedy as write_remedy
 from recorder._atomic import write_atomic
+from recorder._bounds import MAX_SESSION_LINES
 from recorder._command import PERMISSION_MODE, harness_command
 from recorder._driver import drive_child
 from recorder._event import UnreadFile, build_event, observed_calls
@@ -217,11 +218,16 @@ def _left_out_note(left_out: list[str]) -> str:
 
 
 def _stdout_hit(end: str, limits: Limits) -> LimitHit | None:
-    """The stdout bound as a limit passed, when the driver ended the session for it
-    (``end="stdout-limit"``; docs/confinement.md "Limits")."""
-    if end != "stdout-limit" or limits.stdout_bytes is None:
+    """The runner's bound on what a session prints as a limit passed, when the driver ended
+    the session for it: ``end="stdout-limit"`` (``--max-stdout``), ``"stderr-limit"`` (the
+    same bound on stderr; docs/confinement.md "Limits") or ``"line-limit"``
+    (`MAX_SESSION_LINES`; docs/recorder.md "Sharing the event loop"); else None."""
+    if end == "line-limit":
+        return LimitHit("lines", f"printed more than {MAX_SESSION_LINES:,} lines on stdout")
+    if end not in ("stdout-limit", "stderr-limit") or limits.stdout_bytes is None:
         return None
-    return LimitHit("stdout", f"printed more than {format_bytes(limits.stdout_bytes)} on stdout")
+    stream = "stdout" if end == "stdout-limit" else "stderr"
+    return LimitHit(stream, f"printed more than {format_bytes(limits.stdout_bytes)} on {stream}")
 
 
 def _discard(workspace: Path) -> None:
@@ -346,6 +352,7 @@ async def _drive(
                     on_chunk=keeper.write if keeper is not None else None,
                     on_idle=keeper.flush if keeper is not None else None,
                     max_stdout_bytes=ctx.limits.stdout_bytes,
+                    max_stderr_bytes=ctx.limits.stdout_bytes, max_lines=MAX_SESSION_LINES,
                 )
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _refused_confinement(exc)
