@@ -74,7 +74,8 @@ async def test_a_session_past_the_line_bound_is_ended_at_once(tmp_path: Path) ->
     code = "import os\nwhile True:\n    os.write(1, b'\\n' * 65536)\n"
     result, _ = await _drive(code, tmp_path, on_line=seen.append, max_lines=200_000)
     assert (result.end, result.lines, len(seen)) == ("line-limit", 200_000, 200_000)
-    assert result.exit_status is not None and result.exit_status < 0  # killed, not exited
+    # Killed, or its next write failed on the closed pipe: never an exit of its own.
+    assert result.exit_status is not None and result.exit_status != 0
     assert result.tail is None
 
 
