@@ -16,7 +16,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
@@ -226,7 +226,7 @@ def _stdout_hit(end: str, limits: Limits) -> LimitHit | None:
         return LimitHit("lines", f"printed more than {MAX_SESSION_LINES:,} lines on stdout")
     if end not in ("stdout-limit", "stderr-limit") or limits.stdout_bytes is None:
         return None
-    stream = "stdout" if end == "stdout-limit" else "stderr"
+    stream: Literal["stdout", "stderr"] = "stdout" if end == "stdout-limit" else "stderr"
     return LimitHit(stream, f"printed more than {format_bytes(limits.stdout_bytes)} on {stream}")
 
 

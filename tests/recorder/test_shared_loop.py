@@ -26,17 +26,16 @@ MiB = 1024 * 1024
 POLICY = InitPolicy("dontAsk", frozenset(), frozenset(), "/home/agent")
 
 
-async def _drive(code: str, tmp_path: Path, **overrides: Any) -> tuple[DriveResult, float]:
-    """Drive a Python child beside a ticker; the result and the longest the loop was held (s)."""
-    held = [0.0]
+async def _drive(code: str, tmp_path: Path, ticks: list[int] | None = None,
+                 **overrides: Any) -> DriveResult:
+    """Drive a Python child beside a ticker task, which counts in ``ticks[0]`` the times the
+    loop let it run."""
+    ticks = [0] if ticks is None else ticks
 
     async def ticker() -> None:
-        last = time.perf_counter()
         while True:
-            await anyio.sleep(0)
-            now = time.perf_counter()
-            held[0] = max(held[0], now - last)
-            last = now
+            await anyio.lowlevel.checkpoint()
+            ticks[0] += 1
 
     params: dict[str, Any] = {"on_line": lambda line: None, "stderr_tail": tmp_path / "tail",
                               "wall_limit_s": 60.0, "watchdog_s": 30.0, "grace_s": 1.0}
@@ -47,7 +46,7 @@ async def _drive(code: str, tmp_path: Path, **overrides: Any) -> tuple[DriveResu
                 tg.start_soon(ticker)
                 result = await drive_child(child, **params)
             tg.cancel_scope.cancel()
-    return result, held[0]
+    return result
 
 
 def _slow(line: bytes) -> None:
@@ -59,20 +58,33 @@ def _slow(line: bytes) -> None:
 
 async def test_the_pump_yields_within_one_read_of_many_lines(tmp_path: Path) -> None:
     """100,000 lines of 9 bytes (under 1 MiB: the child writes them in one write) at 20 us
-    each are 2 s of handling: the loop is never held more than a small multiple of
-    `YIELD_AFTER_S` (without the yield: the whole 2 s)."""
+    each: another task runs at least every `YIELD_AFTER_S` of handling, 100 lines, so no
+    run of lines between two of its turns is longer than ten times that (a machine that
+    deschedules the runner makes the runs shorter, never longer). Without the yield the
+    other task runs only between reads: runs of tens of thousands of lines."""
+    ticks = [0]
+    seen: list[int] = []
+
+    def on_line(line: bytes) -> None:
+        seen.append(ticks[0])
+        _slow(line)
+
     code = "import os\ndata = b'{\"a\":1}\\n' * 100_000\nv = memoryview(data)\n" \
            "while v: v = v[os.write(1, v):]\n"  # fmt: skip
-    result, held = await _drive(code, tmp_path, on_line=_slow)
+    result = await _drive(code, tmp_path, ticks, on_line=on_line)
     assert (result.end, result.lines) == ("exited", 100_000)
-    assert held < 0.1 + 10 * YIELD_AFTER_S, f"the loop was held {held * 1000:.0f} ms"
+    runs: dict[int, int] = {}
+    for tick in seen:
+        runs[tick] = runs.get(tick, 0) + 1
+    longest = max(runs.values())
+    assert longest <= 10 * YIELD_AFTER_S / 20e-6, f"{longest} lines without a yield"
 
 
 async def test_a_session_past_the_line_bound_is_ended_at_once(tmp_path: Path) -> None:
     """Line ``bound + 1`` is not handed on; the child, which would print forever, is killed."""
     seen: list[bytes] = []
     code = "import os\nwhile True:\n    os.write(1, b'\\n' * 65536)\n"
-    result, _ = await _drive(code, tmp_path, on_line=seen.append, max_lines=200_000)
+    result = await _drive(code, tmp_path, on_line=seen.append, max_lines=200_000)
     assert (result.end, result.lines, len(seen)) == ("line-limit", 200_000, 200_000)
     # Killed, or its next write failed on the closed pipe: never an exit of its own.
     assert result.exit_status is not None and result.exit_status != 0
@@ -85,7 +97,7 @@ async def test_a_session_past_the_stderr_bound_is_ended_at_once(tmp_path: Path) 
     code = ("import os, time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n"
             "    os.write(2, b'e' * 65536)\n")  # fmt: skip
     started = time.monotonic()
-    result, _ = await _drive(code, tmp_path, max_stderr_bytes=4 * MiB)
+    result = await _drive(code, tmp_path, max_stderr_bytes=4 * MiB)
     assert result.end == "stderr-limit"
     assert 4 * MiB < result.stderr_bytes <= 4 * MiB + 1 * MiB
     assert time.monotonic() - started < 30
@@ -94,7 +106,7 @@ async def test_a_session_past_the_stderr_bound_is_ended_at_once(tmp_path: Path) 
 
 async def test_stderr_under_its_bound_changes_nothing(tmp_path: Path) -> None:
     code = "import os\nos.write(2, b'e' * 100_000)\nos.write(1, b'{}\\n')\n"
-    result, _ = await _drive(code, tmp_path, max_stderr_bytes=4 * MiB, max_lines=1)
+    result = await _drive(code, tmp_path, max_stderr_bytes=4 * MiB, max_lines=1)
     assert (result.end, result.exit_status, result.lines, result.stderr_bytes) == (
         "exited", 0, 1, 100_000)
 
