@@ -361,8 +361,11 @@ def _peak_rss(pid: int) -> int:
 
 
 def test_one_long_stdout_line_costs_the_runner_a_bounded_memory(bwrap: str) -> None:
-    """FAILS now: 1,788 MiB of the runner's RSS for three 60 MiB lines (54 MiB with short
-    ones). A bound a few times the 64 MiB line cap is what the line cap is for."""
+    """Three 60 MiB lines of 20 million empty objects each held the runner 1,788 MiB (54 MiB
+    with short lines). A bound a few times the 64 MiB line cap is what the line cap is for.
+    Such a line is not decoded: it may decode to more JSON values than one line may
+    (`recorder._bounds.MAX_LINE_VALUES`), so the session ends ``limit-exceeded`` naming the
+    line (docs/recorder.md); the batch's one session is not recorded: exit 5."""
     with kit.host_dir("hw-r3-wide-") as root:
         corpus = kit.write_corpus(root / "corpus", {"R3-WIDE-1": "attack now."}, tools=["Bash"])
         harness = kit.write_harness(root / "claude", WIDE)
@@ -381,10 +384,12 @@ def test_one_long_stdout_line_costs_the_runner_a_bounded_memory(bwrap: str) -> N
         except BaseException:
             kit.kill_group(proc)
             raise
-        assert proc.returncode == 0, out + err
-        final = next(iter(kit.finals(root / "batch").values()))
-        assert final["state"] == "recorded", final["reason"]
         assert peak < 384 * MIB, f"the runner's peak RSS was {peak // MIB} MiB"
+        assert proc.returncode == 5, out + err
+        final = next(iter(kit.finals(root / "batch").values()))
+        assert final["state"] == "limit-exceeded", final["reason"]
+        assert "stdout line 2 (62914652 bytes) may hold" in final["reason"], final["reason"]
+        assert "over the 1000000 one line may decode to" in final["reason"], final["reason"]
 
 
 def test_rc08_counts_a_glued_short_option_and_a_brace_expansion(bwrap: str) -> None:
