@@ -424,7 +424,9 @@ def test_the_listing_of_a_session_past_its_writes_limit_holds_no_lone_surrogate(
 
 def test_request_bodies_within_the_scripted_providers_bounds_cost_the_runner_bounded_memory(
         bwrap: str) -> None:  # fmt: skip
-    """FAILS now: 3,171 MiB of the runner's RSS for four 32 MiB bodies (128 MiB in flight)."""
+    """Four 32 MiB bodies (128 MiB in flight) of 11 million empty objects each held the
+    runner 3,171 MiB. Each may decode to more JSON values than one body may
+    (demo/_server.py `MAX_REQUEST_VALUES`): answered 413 undecoded (docs/provider.md)."""
     with kit.host_dir("hw-r3-posts-") as root:
         corpus = kit.write_corpus(root / "corpus", {"R3-POST-1": "attack now."}, tools=["Bash"])
         harness = kit.write_harness(root / "claude", POSTS)
