@@ -120,6 +120,7 @@ def observe_line(line: bytes) -> dict[str, Any] | None:
     except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
         return parse_line(line)
     if observed.type == "system" and observed.subtype == "init":
+        del observed  # let go before the reference decodes it again: one line's objects at once
         return parse_line(line)
     return {key: value for key in OBSERVED_KEYS
             if (value := getattr(observed, key)) is not msgspec.UNSET}
