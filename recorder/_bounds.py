@@ -42,3 +42,14 @@ characters): a longer one ends the session ``limit-exceeded`` and is not kept (3
 each made one recorded session's ledger line 63 MB and its transcript 94 MB)."""
 MAX_KEPT_ID_CHARS: Final = 256
 """A call that is not kept still pairs with its result by its id, when the id is this short."""
+MAX_LINE_VALUES: Final = 1_000_000
+"""The most JSON values one stdout line may decode to, counted before it is decoded as its
+bytes ``{``, ``[`` and ``,`` (`recorder._harness.json_values`, an over-count: those inside
+strings count too): a line past it is not decoded and the session ends ``limit-exceeded``.
+The line's bytes are bounded by the reader's line cap; what they decode to is not: three
+60 MiB lines of ``{},{},...`` (20 million empty objects each) held the runner 1.8 GB. A value
+costs at most about 150 bytes decoded (measured: ``{"a":1.5}``, a dict and a `Decimal` for
+two of the bytes counted), so this holds one line's objects to about 150 MB. The real lines
+count at most 104 (the largest, 1.4 MB, 21); a line shorter than this bound in bytes
+is never refused, and the longest real text a line carries (a Read result, printed twice)
+is far below it (docs/recorder.md)."""
