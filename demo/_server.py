@@ -48,7 +48,10 @@ whole batch, so nothing a session sends is held past its request but bounded tab
 (demo/_held.py): tool_result texts cut and bounded per session and in all, the misses'
 kinds, the fault counters' keys. A body is read only when its ``Content-Length`` is at most
 `MAX_REQUEST_BYTES` (else 413, unread) and it fits, with the bodies being handled at that
-moment, in `BODIES_IN_FLIGHT_BYTES` (else 529 overloaded, unread: the CLI retries).
+moment, in `BODIES_IN_FLIGHT_BYTES` (else 529 overloaded, unread: the CLI retries). What a
+body decodes to is bounded too, before it is decoded: at most `MAX_REQUEST_VALUES` JSON
+values (its ``{``, ``[`` and ``,`` counted; else 413, undecoded), and at most
+`VALUES_IN_FLIGHT` over the bodies being handled (else 529, undecoded).
 """
 
 
@@ -68,6 +71,8 @@ from typing import TYPE_CHECKING, Any, Final, Self
 from urllib.parse import urlsplit
 
 import anyio
+
+from recorder._harness import json_values
 
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
@@ -94,6 +99,21 @@ BODIES_IN_FLIGHT_BYTES: Final = 128 * 1024 * 1024
 """Most bytes of request bodies being read and handled at once, every session together: a
 body that would pass it is answered 529 ``overloaded_error`` unread (the CLI retries). A
 session may hold 64 connections at once, and 64 bodies of `MAX_REQUEST_BYTES` are 2 GiB."""
+MAX_REQUEST_VALUES: Final = 500_000
+"""The most JSON values one body may decode to, counted before it is decoded as its bytes
+``{``, ``[`` and ``,`` (`recorder._harness.json_values`, an over-count): a body past it is
+answered 413 ``request_too_large`` undecoded. A body's bytes are bounded; what they decode
+to was not: four 32 MiB bodies of ``{},{},...`` (11 million empty objects each) held the
+runner 3.2 GB. A value costs at most about 150 bytes decoded (a dict and a float for two of
+the bytes counted), so one body's objects stay near 75 MB. A scripted session's requests are
+a conversation: the pinned CLI's requests in `headwater-campaign demo` (system prompt, tools'
+schemas, a few turns) count 1,305 to 1,396 (80 to 85 KB); a tool result as large as the CLI
+sends (a Read's 25,000 tokens, about 100 KB) adds at most that many, even one of commas."""
+VALUES_IN_FLIGHT: Final = 1_000_000
+"""Most JSON values of the bodies being decoded and handled at once, every session together
+(counted as `MAX_REQUEST_VALUES` counts them): a body that would pass it is answered 529
+``overloaded_error`` undecoded (the CLI retries). `BODIES_IN_FLIGHT_BYTES` lets 64 bodies of
+2 MiB in at once, each under `MAX_REQUEST_VALUES`; this keeps their objects near 150 MB."""
 FAULT_KEYS: Final = 4096
 """Most ``(session, script, turn)`` fault counters kept; past it the oldest is dropped (its
 session would see that turn's faults again: only a session that sent thousands of ids)."""
@@ -144,6 +164,9 @@ class ScriptedProvider:
             instrument; None (the default) logs nothing.
         max_request_bytes: The largest body read (`MAX_REQUEST_BYTES`).
         bodies_in_flight_bytes: Most body bytes handled at once (`BODIES_IN_FLIGHT_BYTES`).
+        max_request_values: The most JSON values one body may decode to
+            (`MAX_REQUEST_VALUES`).
+        values_in_flight: Most JSON values of the bodies handled at once (`VALUES_IN_FLIGHT`).
         tool_results: The table of tool_results kept (`ToolResults`, its default bounds).
 
     Raises:
@@ -155,6 +178,8 @@ class ScriptedProvider:
         overloaded_first: int = 0, request_log: Path | None = None,
         max_request_bytes: int = MAX_REQUEST_BYTES,
         bodies_in_flight_bytes: int = BODIES_IN_FLIGHT_BYTES,
+        max_request_values: int = MAX_REQUEST_VALUES,
+        values_in_flight: int = VALUES_IN_FLIGHT,
         tool_results: ToolResults | None = None,
     ) -> None:
         named = [
@@ -178,6 +203,9 @@ class ScriptedProvider:
         self.max_request_bytes = max_request_bytes
         self._bodies_bound = bodies_in_flight_bytes
         self._bodies_bytes = 0
+        self.max_request_values = max_request_values
+        self._values_bound = values_in_flight
+        self._values = 0
         self._overloaded_left = overloaded_first
         self._request_log_path = request_log
         self._request_log: RequestLog | None = None
@@ -197,6 +225,20 @@ class ScriptedProvider:
         """Give back what `_reserve` took."""
         with self._lock:
             self._bodies_bytes -= length
+
+    def _reserve_values(self, values: int) -> bool:
+        """Take ``values`` of the decoded bodies' budget (`VALUES_IN_FLIGHT`); False, and
+        nothing taken, when they do not fit beside the bodies being handled."""
+        with self._lock:
+            if self._values + values > self._values_bound:
+                return False
+            self._values += values
+            return True
+
+    def _release_values(self, values: int) -> None:
+        """Give back what `_reserve_values` took."""
+        with self._lock:
+            self._values -= values
 
     def _overloaded(self) -> bool:
         """Whether this request is one of the first ``overloaded_first`` (counts it)."""
@@ -450,22 +492,59 @@ class _Handler(BaseHTTPRequestHandler):
             provider._release(length)
 
     def _post(self, provider: ScriptedProvider, session: str, length: int) -> None:
-        """Read, parse and answer one body of ``length`` bytes (its budget taken)."""
+        """Read one body of ``length`` bytes (its budget taken); decode and answer it when what
+        it may decode to is within `MAX_REQUEST_VALUES` and fits in `VALUES_IN_FLIGHT`."""
         try:
-            body = json.loads(self.rfile.read(length)) if length > 0 else None
-        except (ValueError, OSError, RecursionError):
+            data = self.rfile.read(length) if length > 0 else b""
+        except OSError:
+            data = b""
+        values = json_values(data)
+        bound = provider.max_request_values
+        if values > bound:  # never decoded: what it builds is not bounded by its bytes
+            provider._count_error()
+            provider._log(self.path, session, None, f"body of {length} bytes undecoded: it "
+                          f"may hold {values} JSON values, over the provider's {bound} "
+                          "(MAX_REQUEST_VALUES)")
+            self._send_json(413, error_body("request_too_large", f"body may hold {values} "
+                                            f"JSON values, over the {bound} one body may hold"))
+            return
+        if not provider._reserve_values(values):  # never decoded: too much at once
+            provider._count_error()
+            provider._log(self.path, session, None, f"body of {length} bytes undecoded: the "
+                          "bodies being handled hold the provider's bound of JSON values")
+            self._send_json(529, error_body(_ERROR_TYPES[529], "too many request values at "
+                                                               "once"))
+            return
+        try:
+            decided = self._decode(provider, session, data)
+        finally:  # the decoded body is let go before its answer is sent, however slowly
+            provider._release_values(values)
+        del data
+        if decided is not None:
+            self._answer(*decided)
+
+    def _decode(self, provider: ScriptedProvider, session: str,
+                data: bytes) -> tuple[_Reply, bool] | None:
+        """Decode one body (its budgets taken): its reply and whether it asked for a stream,
+        or None when it was answered already (not a JSON object, or an overloaded spell)."""
+        try:
+            body = json.loads(data) if data else None
+        except (ValueError, RecursionError):
             body = None
         provider._log(self.path, session, body if isinstance(body, dict) else None,
                       None if isinstance(body, dict) else "body is not a JSON object")
         if not isinstance(body, dict):
             provider._count_error()
             self._send_json(400, error_body("invalid_request_error", "body is not a JSON object"))
-            return
+            return None
         if provider._overloaded():
             self._send_json(529, error_body(_ERROR_TYPES[529], "overloaded for a while"))
-            return
-        reply = provider._decide(body, session=session)
-        streaming = body.get("stream") is True
+            return None
+        return provider._decide(body, session=session), body.get("stream") is True
+
+    def _answer(self, reply: _Reply, streaming: bool) -> None:
+        """Send ``reply``: its fault, or its turn as a stream or one message."""
+        provider = self.server.provider
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
         try:
             if isinstance(reply.fault, HttpFault):

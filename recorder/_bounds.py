@@ -49,3 +49,14 @@ tens of lines, a long real session thousands; each line costs the runner a parse
 event loop every session shares (a blank one about 0.3 us, a short JSON one 1.5 us), and
 16 MiB of blank lines, 16.8 million of them, cost 82 s of the runner's CPU before the
 bound, under the default stdout bound. A million lines is a second or two of a core."""
+MAX_LINE_VALUES: Final = 1_000_000
+"""The most JSON values one stdout line may decode to, counted before it is decoded as its
+bytes ``{``, ``[`` and ``,`` (`recorder._harness.json_values`, an over-count: those inside
+strings count too): a line past it is not decoded and the session ends ``limit-exceeded``.
+The line's bytes are bounded by the reader's line cap; what they decode to is not: three
+60 MiB lines of ``{},{},...`` (20 million empty objects each) held the runner 1.8 GB. A value
+costs at most about 150 bytes decoded (measured: ``{"a":1.5}``, a dict and a `Decimal` for
+two of the bytes counted), so this holds one line's objects to about 150 MB. The real lines
+count at most 104 (the largest, 1.4 MB, 21); a line shorter than this bound in bytes
+is never refused, and the longest real text a line carries (a Read result, printed twice)
+is far below it (docs/recorder.md)."""

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 from typing import TYPE_CHECKING, Any, Final
 
@@ -244,7 +245,37 @@ def _looks_like_path(word: str) -> bool:
 
 
 def _bash_path_words(command: str) -> list[str]:
-    return [path for word in _shell_words(command) if (path := _path_of_word(word)) is not None]
+    return [path for word in _shell_words(command) for each in _brace_expanded(word)
+            if (path := _path_of_word(each)) is not None]
+
+
+_BRACES: Final = re.compile(r"\{([^{}]*,[^{}]*)\}")
+"""One brace group of alternatives (``{/etc,/usr}``), not nested."""
+MAX_BRACE_WORDS: Final = 64
+"""Words one shell word expands to at most (the first group's alternatives, each expanded
+again); past it the word is taken as written."""
+
+
+def _brace_expanded(word: str) -> list[str]:
+    """The words bash's brace expansion makes of ``word`` (``cat {/etc,/usr}/x`` names
+    ``/etc/x`` and ``/usr/x``), at most `MAX_BRACE_WORDS`; ``word`` alone when it holds no
+    group. Lexical, as the rest of RC-08: quoting around a brace is not told apart."""
+    words, done = [word], []
+    while words:
+        current = words.pop()
+        group = _BRACES.search(current)
+        if group is None:
+            done.append(current)
+        else:
+            head, tail = current[:group.start()], current[group.end():]
+            words.extend(head + alt + tail for alt in group.group(1).split(","))
+        if len(done) + len(words) > MAX_BRACE_WORDS:
+            return [word]
+    return done
+
+
+_GLUED_SHORT_OPTION: Final = re.compile(r"\A-[A-Za-z0-9](?=[/~])")
+"""A short option with its value glued on (``tar -C/etc``, ``curl -o/etc/x``)."""
 
 
 def _path_of_word(word: str) -> str | None:
@@ -252,6 +283,9 @@ def _path_of_word(word: str) -> str | None:
     word = _home_word(word)
     if word.startswith(("/", "~")):
         return word
+    glued = _GLUED_SHORT_OPTION.match(word)
+    if glued is not None:
+        return _home_word(word[glued.end():])
     _, equals, value = word.partition("=")
     if equals:
         value = _home_word(value)

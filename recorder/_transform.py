@@ -53,6 +53,7 @@ from recorder._bounds import ANOMALIES_KEPT as ANOMALIES_KEPT
 from recorder._bounds import ANOMALY_EXCERPT_BYTES as ANOMALY_EXCERPT_BYTES
 from recorder._bounds import MAX_CALL_ARGUMENT_CHARS as MAX_CALL_ARGUMENT_CHARS
 from recorder._bounds import MAX_KEPT_ID_CHARS as MAX_KEPT_ID_CHARS
+from recorder._bounds import MAX_LINE_VALUES as MAX_LINE_VALUES
 from recorder._bounds import MAX_MESSAGE_CHARS as MAX_MESSAGE_CHARS
 from recorder._bounds import MAX_NAME_CHARS as MAX_NAME_CHARS
 from recorder._bounds import MAX_REASON_CHARS as MAX_REASON_CHARS
@@ -67,6 +68,7 @@ from recorder._harness import (
     is_allowed_before_init,
     is_main_thread,
     is_synthetic,
+    json_values,
     line_kind,
     message_of,
     observe_line,
@@ -176,6 +178,8 @@ class StreamObserver:
         if not line or line.isspace():  # never JSON: counted without a decoder's exception
             self._anomaly(line)
             return False
+        if self._too_many_values(line):
+            return False  # not decoded: what it would build is not bounded by its bytes
         obj = observe_line(line)
         if obj is None:
             self._anomaly(line)
@@ -401,6 +405,16 @@ class StreamObserver:
         if (not oversized and (key := WRITE_TOOLS.get(tool))
                 and isinstance(path := inputs.get(key), str) and path):
             self._produced.setdefault(path, None)  # the path is the argument, already counted
+
+    def _too_many_values(self, line: bytes) -> bool:
+        """Whether ``line`` may decode to more than `MAX_LINE_VALUES` JSON values (its bytes
+        counted, `json_values`); says so. A line no longer than the bound cannot pass it."""
+        if len(line) <= MAX_LINE_VALUES or (values := json_values(line)) <= MAX_LINE_VALUES:
+            return False
+        self._limit(f"limit-exceeded: stdout line {self._lines} ({len(line)} bytes) may hold "
+                    f"{values} JSON values (its braces, brackets and commas), over the "
+                    f"{MAX_LINE_VALUES} one line may decode to: it was not decoded")
+        return True
 
     def _name(self, what: str, value: str | None) -> str | None:
         """``value``, unless it is longer than `MAX_NAME_CHARS` (then None, and the limit)."""

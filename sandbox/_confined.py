@@ -385,7 +385,10 @@ def _watch(spec: ConfinedSpec, dirs: ConfinedDirs, cgroup: SessionCgroup,
     writable = [dirs.log_dir, dirs.config_dir]
     if not spec.workspace_read_only:
         writable.insert(0, dirs.workspace)
-    return LimitWatch(limits, cgroup, writable, baseline, spec.limit_checks)
+    # A per-file bound means the writes are sampled, not held by a store's size: what the
+    # session unlinked but holds open is counted too (docs/storage.md).
+    return LimitWatch(limits, cgroup, writable, baseline, spec.limit_checks,
+                      count_unlinked=spec.file_bytes is not None)
 
 
 def _swept_cgroups(spec: ConfinedSpec) -> CgroupHost:

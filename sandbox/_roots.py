@@ -22,7 +22,7 @@ OWN_ROOT_MODE: Final = 0o700
 
 
 def usable_root(root: Path, name: str) -> Path:
-    """``root`` if this runner may make entries in it (making it if missing), else its own.
+    """``root`` if this runner may make entries in it (or make it), else its own.
 
     Args:
         root: The shared root (e.g. ``/var/tmp/headwater-campaign/cfg``).
@@ -30,11 +30,13 @@ def usable_root(root: Path, name: str) -> Path:
 
     Returns:
         ``root``, or ``/var/tmp/headwater-campaign-<uid>/<name>`` (its parent made
-        0700 when missing; the root itself is the caller's to make and mode).
+        0700 when missing). The root itself is never made here: it is the caller's to make
+        and mode (the config root is 0711), so a sweep that finds it missing leaves no
+        root of the umask's mode behind.
     """
     with contextlib.suppress(OSError):
-        root.mkdir(parents=True, exist_ok=True)
-        if os.access(root, os.W_OK | os.X_OK):
+        root.parent.mkdir(parents=True, exist_ok=True)
+        if os.access(root if root.exists() else root.parent, os.W_OK | os.X_OK):
             return root
     own = Path(OWN_ROOT.format(uid=os.geteuid()))
     own.mkdir(mode=OWN_ROOT_MODE, exist_ok=True)

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
+from sandbox.storage._unlinked import unlinked_bytes
+
 from ._groups import single_unwrapped
 from ._limits import LimitHit, Limits, format_bytes
 
@@ -156,7 +158,8 @@ class LimitWatch:
     """
 
     def __init__(self, limits: Limits, cgroup: SessionCgroup, writable: Sequence[Path],
-                 baseline_bytes: int, checks: Sequence[Callable[[], LimitHit | None]] = ()) -> None:
+                 baseline_bytes: int, checks: Sequence[Callable[[], LimitHit | None]] = (),
+                 *, count_unlinked: bool = False) -> None:
         self.limits = limits
         self.hit: LimitHit | None = None
         self.peaks: dict[str, int] = {}
@@ -165,6 +168,7 @@ class LimitWatch:
         self._baseline = baseline_bytes
         self._checks = tuple(checks)
         self._pid1: int | None = None
+        self._unlinked_on = _devices(self._writable) if count_unlinked else frozenset()
 
     def __repr__(self) -> str:
         return f"<LimitWatch {self._cgroup.path.name} hit={self.hit}>"
@@ -266,6 +270,8 @@ class LimitWatch:
         assert limit is not None
         try:
             written = allocated_bytes(self._writable) - self._baseline
+            if self._unlinked_on:  # sampled bound: what the session unlinked but holds too
+                written += unlinked_bytes(self._cgroup.procs(), self._unlinked_on)
         except _Unmeasurable as exc:
             return LimitHit("writes", f"the session made {exc}, so its writes cannot be "
                             "measured")  # fmt: skip
@@ -275,6 +281,17 @@ class LimitWatch:
                             f"workspace, log and config directories, over its "
                             f"{format_bytes(limit)}")  # fmt: skip
         return None
+
+
+def _devices(roots: Sequence[Path]) -> frozenset[int]:
+    """``st_dev`` of each root that exists."""
+    found = set()
+    for root in roots:
+        try:
+            found.add(os.stat(root).st_dev)
+        except OSError:
+            continue
+    return frozenset(found)
 
 
 @asynccontextmanager

@@ -44,9 +44,10 @@ def cmd_report(args: argparse.Namespace) -> int:
                 why = f"its directory {page.parent} does not exist"
             raise UsageError(f"--html {page}: cannot write the page there: {why}") from exc
     if args.json:
-        # json_safe: a batch path that is not UTF-8 reads as \xHH (docs/batch.md).
-        sys.stdout.write(json.dumps(json_safe(report_json(report)), indent=1,
-                                    ensure_ascii=False) + "\n")
+        # json_safe: a batch path that is not UTF-8 reads as \xHH (docs/batch.md); ASCII, as
+        # status --json: a session's C1 control or bidi override reaches the terminal as \u
+        # escapes, never raw (docs/cli.md, "What a session wrote, on the terminal").
+        sys.stdout.write(json.dumps(json_safe(report_json(report)), indent=1) + "\n")
     else:
         print_report(report, sys.stdout)
     if args.html is not None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 import jinja2
 
 from campaign._plan import harness_version
+from campaign._terminal_text import block
 
 from ._chart import answer_chart, colour
 from ._json import REPORT_FORMAT
@@ -59,9 +60,12 @@ def render_page(report: Report) -> str:
         rows = probe_rows(p)
         probes.append({"figures": p, "rows": rows, "chart": answer_chart(p, labels, index=i),
                        "marked": any(any(row.marked) for row in rows)})  # its legend only there
-    return _environment().get_template(TEMPLATE).render(
+    # `block`: a control a session sent (ESC, BEL, C1, a bidi override) is written as an
+    # escape, so `cat` of the page cannot replay it (docs/cli.md); HTML escaping is the
+    # template's.
+    return block(_environment().get_template(TEMPLATE).render(
         report=report, labels=labels, colours=[colour(i) for i in range(len(labels))],
         describes_only=DESCRIBES_ONLY, mark_note=MARK_NOTE,
         layout=layout_line(report),
         standings=[standing_lines(b) for b in report.batches], probes=probes,
-        arm_rows=arm_rows(report), runner=harness_version(), json_format=REPORT_FORMAT)
+        arm_rows=arm_rows(report), runner=harness_version(), json_format=REPORT_FORMAT))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
+from campaign._json_text import json_safe
 from recorder._atomic import write_atomic
 from sandbox._reclaim import copy_regular
 from sandbox.storage import SessionStore, copy_out, list_tree, open_session_store, store_size
@@ -131,7 +132,8 @@ def keep(stage: Staged, *, workspace: Path, log_dir: Path, log_bytes: int,
         _clear(workspace)
         if over_writes:
             listing = list_tree(stage.workspace)
-            record = json.dumps(listing.as_record(), indent=1, sort_keys=True) + "\n"
+            # A name that is not UTF-8 as \xHH text, never a lone surrogate (docs/batch.md).
+            record = json.dumps(json_safe(listing.as_record()), indent=1, sort_keys=True) + "\n"
             write_atomic(workspace.with_name(LISTING_NAME), record.encode())
             left = [f"the workspace's data, past the writes limit ({len(listing.entries)} "
                     f"entries and their sizes listed in {LISTING_NAME})"]

@@ -307,7 +307,8 @@ def test_without_the_flood_the_sampler_stops_the_same_writer_early(bwrap: str) -
 
 def test_unlinked_files_of_a_runner_that_is_not_root_count_against_the_writes_limit(
         bwrap: str) -> None:  # fmt: skip
-    """FAILS now: 3,840 MiB of the host's disk taken, the session ``recorded``."""
+    """Was red: 3,840 MiB of the host's disk taken, the session ``recorded``; a sampled bound
+    now counts the unlinked files a session holds open (docs/storage.md)."""
     peak, final = _non_root_peak("attack now.", UNLINKED, free_space=True)
     assert peak < 512 * MIB, (f"/var/tmp lost {peak // MIB} MiB to a session with a 64 MiB "
                               f"writes limit, which ended {final['state']}")
@@ -353,7 +354,7 @@ def test_a_session_flooding_stderr_is_held_to_a_bound(bwrap: str) -> None:
 
 
 def test_report_json_puts_no_c1_control_or_bidi_override_on_the_terminal(bwrap: str) -> None:
-    """FAILS now: ``report --json`` writes U+009B, U+0085 and U+202E raw (ensure_ascii=False)."""
+    """Was red: ``report --json`` wrote U+009B, U+0085 and U+202E raw (ensure_ascii=False)."""
     _, final, report = _run_root("hw-r3-json-", FIELDS)
     assert final["state"] == "recorded", final["reason"]
     assert report.returncode == 0, report.stderr
@@ -374,8 +375,11 @@ def _peak_rss(pid: int) -> int:
 
 
 def test_one_long_stdout_line_costs_the_runner_a_bounded_memory(bwrap: str) -> None:
-    """FAILS now: 1,788 MiB of the runner's RSS for three 60 MiB lines (54 MiB with short
-    ones). A bound a few times the 64 MiB line cap is what the line cap is for."""
+    """Three 60 MiB lines of 20 million empty objects each held the runner 1,788 MiB (54 MiB
+    with short lines). A bound a few times the 64 MiB line cap is what the line cap is for.
+    Such a line is not decoded: it may decode to more JSON values than one line may
+    (`recorder._bounds.MAX_LINE_VALUES`), so the session ends ``limit-exceeded`` naming the
+    line (docs/recorder.md); the batch's one session is not recorded: exit 5."""
     with kit.host_dir("hw-r3-wide-") as root:
         corpus = kit.write_corpus(root / "corpus", {"R3-WIDE-1": "attack now."}, tools=["Bash"])
         harness = kit.write_harness(root / "claude", WIDE)
@@ -394,25 +398,28 @@ def test_one_long_stdout_line_costs_the_runner_a_bounded_memory(bwrap: str) -> N
         except BaseException:
             kit.kill_group(proc)
             raise
-        assert proc.returncode == 0, out + err
-        final = next(iter(kit.finals(root / "batch").values()))
-        assert final["state"] == "recorded", final["reason"]
         assert peak < 384 * MIB, f"the runner's peak RSS was {peak // MIB} MiB"
+        assert proc.returncode == 5, out + err
+        final = next(iter(kit.finals(root / "batch").values()))
+        assert final["state"] == "limit-exceeded", final["reason"]
+        assert "stdout line 2 (62914652 bytes) may hold" in final["reason"], final["reason"]
+        assert "over the 1000000 one line may decode to" in final["reason"], final["reason"]
 
 
 def test_rc08_counts_a_glued_short_option_and_a_brace_expansion(bwrap: str) -> None:
-    """FAILS now: ``outside_paths`` is 1 (only ``cat /etc/passwd``), not 1 + 3."""
+    """Was red: ``outside_paths`` was 1 (only ``cat /etc/passwd``), not 1 + 3 (docs/recorder.md:
+    a short option's glued value and each word of a brace expansion are path words)."""
     text = RC08.replace("COMMANDS", repr((COUNTED, *EVADED)))
     _, final, _ = _run_root("hw-r3-rc08-", text)
     assert final["state"] == "recorded", final["reason"]
-    assert final["outside_paths"] >= 1 + len(EVADED), (
+    assert int(str(final["outside_paths"])) >= 1 + len(EVADED), (
         f"outside_paths {final['outside_paths']}: {EVADED} not counted")
 
 
 def test_the_listing_of_a_session_past_its_writes_limit_holds_no_lone_surrogate(
         bwrap: str) -> None:  # fmt: skip
-    """FAILS now: the listing names ``bad\\udcff``; `campaign._json_text` writes
-    ``bad\\xff``."""
+    """Was red: the listing named ``bad\\udcff``; it now writes ``bad\\xff``, as
+    `campaign._json_text` does everywhere (docs/batch.md)."""
     if os.geteuid() != 0:
         pytest.skip("the runner must be root for its store")
     with kit.host_dir("hw-r3-list-") as root:
@@ -432,7 +439,9 @@ def test_the_listing_of_a_session_past_its_writes_limit_holds_no_lone_surrogate(
 
 def test_request_bodies_within_the_scripted_providers_bounds_cost_the_runner_bounded_memory(
         bwrap: str) -> None:  # fmt: skip
-    """FAILS now: 3,171 MiB of the runner's RSS for four 32 MiB bodies (128 MiB in flight)."""
+    """Four 32 MiB bodies (128 MiB in flight) of 11 million empty objects each held the
+    runner 3,171 MiB. Each may decode to more JSON values than one body may
+    (demo/_server.py `MAX_REQUEST_VALUES`): answered 413 undecoded (docs/provider.md)."""
     with kit.host_dir("hw-r3-posts-") as root:
         corpus = kit.write_corpus(root / "corpus", {"R3-POST-1": "attack now."}, tools=["Bash"])
         harness = kit.write_harness(root / "claude", POSTS)

@@ -96,6 +96,17 @@ HOME = "/run/headwater/config"
         ("cat ~/../etc/passwd", {"/run/headwater/etc/passwd"}),  # .. lexically, from HOME
         ("ls ~root", {"~root"}),  # another user's home: as written, outside
         ("echo $HOMEWORK", set()),  # another variable
+        # a short option's value glued on: the rest of the word is the path
+        ("tar -C/etc -cf out.tar .", {"/etc"}),
+        ("curl -o/var/tmp/x http://h", {"/var/tmp/x"}),
+        ("cp -t~/x a", {f"{HOME}/x"}),
+        ("ls -la -1", set()),  # options without a path
+        # brace expansion: each alternative is a word of its own
+        ("cat {/etc,/srv}/passwd", {"/etc/passwd", "/srv/passwd"}),
+        ("cat docs/{a,b}.md", set()),  # alternatives inside the workspace
+        ("echo {a,b}", set()),
+        ("cat /srv/{a,{b,c}}", {"/srv/a", "/srv/b", "/srv/c"}),  # nested, as bash expands
+        ("cat /srv/" + "{a,b}" * 7, {"/srv/" + "{a,b}" * 7}),  # 128 words: taken as written
     ],
 )
 def test_outside_paths_bash_value_words_and_home(command: str, expected: set[str]) -> None:

@@ -86,3 +86,18 @@ def test_the_page_explains_the_mark_only_under_a_table_that_has_one(report: Repo
         assert (MARK_NOTE.replace(">", "&gt;") in section) is marked, figures.id
     assert any(any(r.marked) for p in report.probes for r in probe_rows(p))  # both seen
     assert not all(any(r.marked) for p in report.probes for r in probe_rows(p))
+
+
+def test_a_control_a_session_sent_is_an_escape_in_the_page(tmp_path: Path) -> None:
+    # cat of the page must not replay a session's ESC, BEL, C1 or bidi override (docs/cli.md).
+    from campaign.report import build_report, render_page
+    from tests.report.batches import HandBatch
+
+    hostile = "m\x1b]0;owned\x07\x9b31m\u202e"
+    b = HandBatch(tmp_path / "b", {"HW-PRB-0001": (["yes"], [])})
+    b.attempt("present", "HW-PRB-0001", 1, answer="yes", calls=[], served=hostile,
+              version=hostile)
+    page = render_page(build_report([b.close()]))
+    assert "\\x1b]0;owned\\x07\\x9b31m\\u202e" in page
+    assert not [c for c in page if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f
+                or c == "\u202e"]

@@ -11,10 +11,14 @@ from sandbox import _roots
 from sandbox._roots import usable_root
 
 
-def test_a_writable_shared_root_is_used_and_made(tmp_path: Path) -> None:
+def test_a_writable_shared_root_is_used_and_left_to_its_caller_to_make(tmp_path: Path) -> None:
+    # The caller makes the root with its own mode (the config root 0711): made here, it had
+    # the umask's 0755 (found by the second attack from inside).
     root = tmp_path / "shared" / "cfg"
     assert usable_root(root, "cfg") == root
-    assert root.is_dir()
+    assert root.parent.is_dir() and not root.exists()
+    root.mkdir(mode=0o711)
+    assert usable_root(root, "cfg") == root
 
 
 def test_a_shared_root_the_runner_may_not_write_gives_its_own(
