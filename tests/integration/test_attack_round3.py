@@ -1,8 +1,9 @@
 """Round three of the attacks on a session's confinement: the ones that got through.
 
-Every test here FAILS on the code it was written against (main at e22abda): each asserts
-the behaviour the rules ask for, and the attack shows the runner does otherwise. They are
-the red half of a fix; none of the product was changed with them.
+Every test here was red on the code it was written against (main at e22abda): each asserts
+the behaviour the rules ask for, where the attack showed the runner did otherwise; each is
+now the test of its fix (docs/recorder.md "Sharing the event loop", docs/storage.md,
+docs/cli.md, docs/recorder.md RC-08). The findings as they were seen:
 
 Each runs a stand-in harness (one self-contained /usr/bin/python3 file: the attack, then a
 valid stream) through the real ``run`` under real bwrap, with small limits.
@@ -286,7 +287,7 @@ def _non_root_peak(task: str, harness_text: str = STARVE, *,
 
 def test_a_blank_line_flood_does_not_blind_the_writes_sampler_of_a_runner_that_is_not_root(
         bwrap: str) -> None:  # fmt: skip
-    """FAILS now: 3,840 MiB on the host for a 64 MiB limit (the control: 135 MiB).
+    """Was red: 3,840 MiB on the host for a 64 MiB limit (the control: 135 MiB).
 
     The flood (12.6 million blank lines) now also passes the bound on a session's lines
     (docs/recorder.md "Sharing the event loop"), which may end it first: either limit is
@@ -331,7 +332,7 @@ def _run_root(prefix: str, harness_text: str, *args: str) -> \
 
 
 def test_sixteen_mib_of_blank_lines_cost_the_runner_seconds_not_minutes(bwrap: str) -> None:
-    """FAILS now: 90 s (82 s of the runner's CPU) for 16 MiB under the default stdout bound;
+    """Was red: 90 s (82 s of the runner's CPU) for 16 MiB under the default stdout bound;
     16 MiB of ``{}`` lines take 8.5 s, and an honest session about 1 s.
 
     16.8 million lines are past the bound on a session's lines (1,000,000:
@@ -345,7 +346,7 @@ def test_sixteen_mib_of_blank_lines_cost_the_runner_seconds_not_minutes(bwrap: s
 
 
 def test_a_session_flooding_stderr_is_held_to_a_bound(bwrap: str) -> None:
-    """FAILS now: 7.5 GB on stderr in 10 s, ``recorded``; nothing bounds stderr's bytes."""
+    """Was red: 7.5 GB on stderr in 10 s, ``recorded``; stderr is now held to --max-stdout."""
     took, final, _ = _run_root("hw-r3-stderr-", STDERR, "--max-stdout", "8M")
     assert final["state"] == "limit-exceeded", (
         f"{final['state']} after {took:.0f} s of an unbounded stderr: {final['reason']}")
@@ -465,7 +466,7 @@ def test_request_bodies_within_the_scripted_providers_bounds_cost_the_runner_bou
 
 
 def test_a_neighbours_blank_lines_do_not_end_an_honest_session_timed_out(bwrap: str) -> None:
-    """FAILS now: the honest session ends ``timed-out`` (its provider requests waited 40 s)."""
+    """Was red: the honest session ended ``timed-out`` (its provider requests waited 40 s)."""
     with kit.host_dir("hw-r3-pair-") as root:
         corpus = kit.write_corpus(root / "corpus", {"R3-FLOOD-1": "flood now.",
                                                     "R3-HONEST-1": "be honest now."},
