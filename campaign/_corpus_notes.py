@@ -67,5 +67,5 @@ def _irregular_line(corpus: Corpus, rel: str) -> str:
         what = f"a symlink to {one_line(target)}"
     else:
         what = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-    return (f"{one_line(rel)} is {what}: outside the tree, never copied into a workspace "
-            "(only regular files are sealed)")
+    return (f"{one_line(rel)} is {what}: not itself part of the tree, and never copied "
+            "into a workspace (only regular files are sealed)")

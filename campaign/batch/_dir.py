@@ -186,8 +186,8 @@ def _setup_leftover(path: Path, batch: Path) -> bool:
     if (batch / "plan.yaml").exists():
         return path.name == LOCK_NAME
     name = path.name
-    if name == "config.yaml":
-        return _reads_as_config(batch)
+    if name == "config.yaml":  # a runner takes the lock (.lock) before it writes the config
+        return (batch / LOCK_NAME).exists() and _reads_as_config(batch)
     return name in _SETUP_FILES or (name.startswith((".config.yaml.", ".plan.yaml.",
                                                      ".tree.json."))
                                     and name.endswith(".tmp"))

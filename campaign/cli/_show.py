@@ -120,7 +120,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         asked = f"{args.arm} {args.probe} {args.session}"
         if any(f"{k.arm} {k.probe} {k.session}" == asked for k in fold.sessions):
             raise UsageError(one_line(f"session {asked} of batch {batch} is planned but has no "
-                                      "attempt yet: nothing to show (`status` lists what is "
+                                      "attempt yet: nothing to show (`status` counts what is "
                                       "queued; `resume` runs it)"))
         known = sorted(f"{k.arm} {k.probe} {k.session}" for k in fold.sessions
                        if k.probe == args.probe or k.arm == args.arm)[:10]

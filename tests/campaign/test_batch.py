@@ -86,6 +86,16 @@ def test_one_stray_batch_file_is_not_offered_to_resume(tmp_path: Path, stray: st
     assert "resume" not in str(info.value)
 
 
+def test_another_batchs_config_yaml_alone_is_never_taken_for_a_set_up(tmp_path: Path) -> None:
+    # A runner takes the lock before it writes config.yaml: a batch's config.yaml with no
+    # .lock beside it (copied there) is not a killed runner's set-up, and is never replaced.
+    b = tmp_path / "b"
+    b.mkdir()
+    shutil.copy(FORMAT1 / "config.yaml", b / "config.yaml")
+    with pytest.raises(BatchDirRefused, match="not empty"):
+        prepare_batch_dir(b, command="run", home=tmp_path / "home")
+
+
 def test_a_users_own_config_yaml_is_never_overwritten(tmp_path: Path) -> None:
     # Found by a user: a directory holding only their config.yaml was taken for a killed
     # runner's set-up and the file replaced. Only a batch's config counts as a left-over.

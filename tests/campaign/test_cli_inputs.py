@@ -225,8 +225,8 @@ def test_plan_names_symlinks_and_other_entries_that_are_not_regular_files(
     os.mkfifo(corpus / "docs" / "pipe")
     proc = _cli("plan", str(corpus))
     assert proc.returncode == 0, proc.stderr
-    assert "note: docs/guide.md is a symlink to /etc/hostname: outside the tree" in proc.stderr
-    assert "note: docs/pipe is a named pipe: outside the tree" in proc.stderr
+    assert "note: docs/guide.md is a symlink to /etc/hostname: not itself part" in proc.stderr
+    assert "note: docs/pipe is a named pipe: not itself part of the tree" in proc.stderr
 
 
 def test_a_corpus_with_many_irregular_entries_is_noted_within_a_bound(tmp_path: Path) -> None:
@@ -245,5 +245,5 @@ def test_a_symlink_target_with_a_newline_cannot_forge_a_note(tmp_path: Path) -> 
     shutil.copytree(EXAMPLE, corpus)
     (corpus / "docs" / "odd").symlink_to("x\nnote: forged\x1b]0;t\x07")
     proc = _cli("plan", str(corpus))
-    assert "note: docs/odd is a symlink to x\\nnote: forged\\x1b]0;t\\x07: outside" in proc.stderr
+    assert "note: docs/odd is a symlink to x\\nnote: forged\\x1b]0;t\\x07: not" in proc.stderr
     assert "\x1b" not in proc.stderr and "\nnote: forged" not in proc.stderr

@@ -805,4 +805,4 @@ def test_record_notes_a_symlink_of_the_corpus_by_name_and_target(
     (corpus / "docs" / "alias.md").symlink_to("notes.md")
     run = record(corpus, tmp_path / "b", harness)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "note: docs/alias.md is a symlink to notes.md: outside the tree" in run.stderr
+    assert "note: docs/alias.md is a symlink to notes.md: not itself part of the tree" in run.stderr
