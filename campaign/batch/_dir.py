@@ -122,6 +122,12 @@ def prepare_batch_dir(
             "outside the home directory. Pass --batch-dir under /var/tmp or another path",
         )
     _refuse_kernel_tree(batch_dir, resolved)
+    if not must_be_new and resolved.is_dir() and not (resolved / "plan.yaml").exists() \
+            and any(not _setup_leftover(p, resolved) for p in resolved.iterdir()):
+        # record adds to a batch or starts one in an empty directory; refused before its
+        # lock, so a refused directory is left exactly as it was (no .lock, its mode).
+        raise BatchDirRefused(batch_dir, "usage", "exists and is not empty and is not a batch "
+                              "(it holds no plan.yaml): pass an empty or new --batch-dir")
     if must_be_new and resolved.exists():
         if not resolved.is_dir():
             raise BatchDirRefused(batch_dir, "usage", "exists and is not a directory")

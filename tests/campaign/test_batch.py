@@ -107,15 +107,17 @@ def test_a_users_own_config_yaml_is_never_overwritten(tmp_path: Path) -> None:
     assert (b / "config.yaml").read_text() == "my: precious\n"
 
 
-def test_a_directory_refused_later_keeps_its_mode(tmp_path: Path) -> None:
-    # record prepares an existing directory, then refuses it when it holds no batch: the
-    # user's directory must not have become 0700 on the way.
+def test_record_into_a_directory_that_holds_no_batch_leaves_it_as_it_was(
+        tmp_path: Path) -> None:
+    # Found by users: a refused record had made the directory 0700 and left a .lock in it.
     b = tmp_path / "b"
     b.mkdir(mode=0o755)
     os.chmod(b, 0o755)
     (b / "notes.txt").write_text("mine")
-    prepare_batch_dir(b, command="record", home=tmp_path / "home", must_be_new=False)
+    with pytest.raises(BatchDirRefused, match="is not a batch"):
+        prepare_batch_dir(b, command="record", home=tmp_path / "home", must_be_new=False)
     assert stat.S_IMODE(b.stat().st_mode) == 0o755
+    assert sorted(p.name for p in b.iterdir()) == ["notes.txt"]
 
 
 def test_a_full_directory_that_holds_no_batch_is_not_offered_to_resume(tmp_path: Path) -> None:

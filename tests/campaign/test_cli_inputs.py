@@ -71,7 +71,7 @@ def test_record_refuses_a_directory_that_is_not_a_batch(tmp_path: Path) -> None:
     proc = _cli("record", "--corpus", str(EXAMPLE), "--probe", "HW-PRB-0001", "--arm", "present",
                 "--batch-dir", str(d), "--api-key-env", "HW_KEY")
     assert proc.returncode == 2 and "not a batch" in proc.stderr
-    assert sorted(p.name for p in d.iterdir()) == [".lock", "something.txt"]
+    assert sorted(p.name for p in d.iterdir()) == ["something.txt"]  # as it was: no .lock
 
 
 @pytest.mark.parametrize("arm", ["bogus", "no-hook"])
