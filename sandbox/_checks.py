@@ -15,9 +15,8 @@ import posixpath
 import pwd
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from ._argv import HARNESS_MOUNT
 from ._capture import Run
@@ -28,12 +27,11 @@ from ._lease import LEASE_ROOT
 from ._pool import MAX_POOL_USERS, SessionPool, session_pool
 from ._privileges import SESSION_USER, SessionUser, drop_argv
 from ._probes import STDERR_TAIL_CHARS, probe_spec, run_confined
+from ._report import Check as Check
+from ._report import Verdict as Verdict
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-Verdict = Literal["ok", "broken", "unverified"]
-"""``ok``: verified to work; ``broken``: verified not to work; ``unverified``: could not tell."""
 
 BWRAP_VERSION_TIMEOUT_S: Final = 10.0
 """``bwrap --version`` prints and exits at once; 10 s only absorbs a loaded host."""
@@ -95,24 +93,6 @@ _CAUSES: Final = (
         "check the mount bwrap names",
     ),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One preflight answer.
-
-    Attributes:
-        name: e.g. ``"bwrap"``, ``"host-layout"``, ``"session-user"``,
-            ``"user-namespaces"``, ``"sandbox"``, ``"harness"``.
-        verdict: ``ok``, ``broken`` or ``unverified``.
-        detail: What was seen, for a human: a version, bwrap's own message, a cause.
-        fix: What to do when not ok; empty when ok.
-    """
-
-    name: str
-    verdict: Verdict
-    detail: str
-    fix: str = ""
 
 
 def check_bwrap(bwrap: str, timeout_s: float) -> tuple[Check, str | None]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._preflight import PreflightReport
+    from ._report import PreflightReport
 
 
 class SandboxError(Exception):

@@ -11,7 +11,6 @@ live in `sandbox._checks`.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from ._cgroup import find_cgroups, sweep_once
@@ -32,6 +31,7 @@ from ._checks import (
 from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from ._lease import hold_lease
+from ._report import PreflightReport as PreflightReport
 from .storage._check import check_storage
 
 if TYPE_CHECKING:
@@ -44,47 +44,6 @@ __all__ = ["Check", "PreflightReport", "Verdict", "preflight", "raise_for", "use
 
 AS_SESSIONS: Final[Literal["as-sessions"]] = "as-sessions"
 """`preflight`'s default ``euid``: probe as the sessions of this runner will run."""
-
-
-@dataclass(frozen=True, slots=True)
-class PreflightReport:
-    """Every check preflight ran, in order (RC-05).
-
-    Attributes:
-        checks: The answers; never empty when built by `preflight`.
-    """
-
-    checks: tuple[Check, ...]
-
-    @property
-    def ok(self) -> bool:
-        """True when there are checks and every one is ``ok``."""
-        return bool(self.checks) and all(check.verdict == "ok" for check in self.checks)
-
-    @property
-    def broken(self) -> bool:
-        """True when any check is verified ``broken`` (doctor exit 12)."""
-        return any(check.verdict == "broken" for check in self.checks)
-
-    @property
-    def unverified(self) -> bool:
-        """True when any check could not run (doctor exit 4 when nothing is broken)."""
-        return any(check.verdict == "unverified" for check in self.checks)
-
-    @property
-    def problems(self) -> tuple[str, ...]:
-        """One line per check that is not ok: ``name: verdict: detail (fix: ...)``."""
-        return tuple(
-            f"{c.name}: {c.verdict}: {c.detail}" + (f" (fix: {c.fix})" if c.fix else "")
-            for c in self.checks
-            if c.verdict != "ok"
-        )
-
-    @property
-    def harness_version(self) -> str | None:
-        """The harness's ``--version`` line as run inside the sandbox, when that check is ok."""
-        found = [c for c in self.checks if c.name == "harness" and c.verdict == "ok"]
-        return found[0].detail if found else None
 
 
 def preflight(
