@@ -57,30 +57,22 @@ values (its ``{``, ``[`` and ``,`` counted; else 413, undecoded), and at most
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import struct
-import sys
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self
-from urllib.parse import urlsplit
 
 import anyio
 
-from recorder._harness import json_values
-
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
-from ._scripts import CutFault, Fault, HttpFault, Script, TextBlock, Turn
-from ._wire import error_body, first_user_text, stream_events, turn_index, whole_message
+from ._scripts import Fault, Script, TextBlock, Turn
+from ._wire import first_user_text, turn_index
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from ._http import _Server
 
 NO_SCRIPT_TEXT: Final = "no script for this request"
 """The final text served to a request that no script covers."""
@@ -296,6 +288,8 @@ class ScriptedProvider:
             if self._request_log_path is not None and self._request_log is None:
                 self._request_log = RequestLog(self._request_log_path)
             try:
+                from ._http import _Handler, _Server  # the HTTP side imports this module
+
                 server = _Server((self._host, self._port), _Handler)
             except OSError:
                 self._close_log()
@@ -433,178 +427,6 @@ class ScriptedProvider:
                 return _Reply(turn, model, fault)
             hits -= fault.times
         return _Reply(turn, model)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # Handlers are bounded by their socket timeout; stop() must not wait on them.
-    block_on_close = False
-    # socketserver's default backlog is 5: sixteen connections at once (a batch's sessions,
-    # or a test's threads) on a loaded host overflowed it, and a connection was reset.
-    request_queue_size = 128
-    provider: ScriptedProvider
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Count a client gone away quietly; anything else is a bug and keeps its traceback."""
-        self.provider._count_error()
-        if not isinstance(sys.exc_info()[1], OSError):
-            super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = HANDLER_TIMEOUT_S
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the base class's per-request stderr line."""
-
-    def do_GET(self) -> None:
-        self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
-
-    def do_POST(self) -> None:
-        provider = self.server.provider
-        if urlsplit(self.path).path != "/v1/messages":
-            self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
-            return
-        session = self.headers.get(SESSION_HEADER, "")
-        try:
-            length = max(int(self.headers.get("Content-Length", "0")), 0)
-        except ValueError:
-            length = 0
-        bound = provider.max_request_bytes
-        if length > bound:  # never read: the runner would hold it
-            provider._count_error()
-            provider._log(self.path, session, None, f"body of {length} bytes unread: over "
-                          f"the provider's {bound} bytes (MAX_REQUEST_BYTES)")
-            self._send_json(413, error_body("request_too_large", f"body over {bound} bytes"))
-            return
-        if not provider._reserve(length):  # never read: with the bodies in flight, too much
-            provider._count_error()
-            provider._log(self.path, session, None, f"body of {length} bytes unread: the "
-                          "bodies being handled hold the provider's bound")
-            self._send_json(529, error_body(_ERROR_TYPES[529], "too many request bytes at "
-                                                               "once"))
-            return
-        try:
-            self._post(provider, session, length)
-        finally:
-            provider._release(length)
-
-    def _post(self, provider: ScriptedProvider, session: str, length: int) -> None:
-        """Read one body of ``length`` bytes (its budget taken); decode and answer it when what
-        it may decode to is within `MAX_REQUEST_VALUES` and fits in `VALUES_IN_FLIGHT`."""
-        try:
-            data = self.rfile.read(length) if length > 0 else b""
-        except OSError:
-            data = b""
-        values = json_values(data)
-        bound = provider.max_request_values
-        if values > bound:  # never decoded: what it builds is not bounded by its bytes
-            provider._count_error()
-            provider._log(self.path, session, None, f"body of {length} bytes undecoded: it "
-                          f"may hold {values} JSON values, over the provider's {bound} "
-                          "(MAX_REQUEST_VALUES)")
-            self._send_json(413, error_body("request_too_large", f"body may hold {values} "
-                                            f"JSON values, over the {bound} one body may hold"))
-            return
-        if not provider._reserve_values(values):  # never decoded: too much at once
-            provider._count_error()
-            provider._log(self.path, session, None, f"body of {length} bytes undecoded: the "
-                          "bodies being handled hold the provider's bound of JSON values")
-            self._send_json(529, error_body(_ERROR_TYPES[529], "too many request values at "
-                                                               "once"))
-            return
-        try:
-            decided = self._decode(provider, session, data)
-        finally:  # the decoded body is let go before its answer is sent, however slowly
-            provider._release_values(values)
-        del data
-        if decided is not None:
-            self._answer(*decided)
-
-    def _decode(self, provider: ScriptedProvider, session: str,
-                data: bytes) -> tuple[_Reply, bool] | None:
-        """Decode one body (its budgets taken): its reply and whether it asked for a stream,
-        or None when it was answered already (not a JSON object, or an overloaded spell)."""
-        try:
-            body = json.loads(data) if data else None
-        except (ValueError, RecursionError):
-            body = None
-        provider._log(self.path, session, body if isinstance(body, dict) else None,
-                      None if isinstance(body, dict) else "body is not a JSON object")
-        if not isinstance(body, dict):
-            provider._count_error()
-            self._send_json(400, error_body("invalid_request_error", "body is not a JSON object"))
-            return None
-        if provider._overloaded():
-            self._send_json(529, error_body(_ERROR_TYPES[529], "overloaded for a while"))
-            return None
-        return provider._decide(body, session=session), body.get("stream") is True
-
-    def _answer(self, reply: _Reply, streaming: bool) -> None:
-        """Send ``reply``: its fault, or its turn as a stream or one message."""
-        provider = self.server.provider
-        message_id = f"msg_{uuid.uuid4().hex[:24]}"
-        try:
-            if isinstance(reply.fault, HttpFault):
-                status = reply.fault.status
-                self._send_json(status, error_body(_ERROR_TYPES[status], f"scripted {status}"))
-            elif isinstance(reply.fault, CutFault):
-                self._cut(reply, message_id) if streaming else self._reset()
-            elif streaming:
-                self._send_stream(
-                    stream_events(reply.turn, model=reply.model, message_id=message_id)
-                )
-            else:
-                self._send_json(
-                    200, whole_message(reply.turn, model=reply.model, message_id=message_id)
-                )
-        except OSError:  # the CLI went away mid-answer (it was killed, or it timed out)
-            provider._count_error()
-            self.close_connection = True
-
-    def _head(self, status: int, content_type: str, extra: Mapping[str, str]) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
-        self.send_header("Connection", "close")
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True
-
-    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self._head(status, "application/json", {"Content-Length": str(len(data))})
-        self.wfile.write(data)
-
-    def _send_stream(
-        self, events: Sequence[Mapping[str, Any]], *, cut_after: int | None = None
-    ) -> None:
-        self._head(
-            200, "text/event-stream", {"Cache-Control": "no-cache", "Transfer-Encoding": "chunked"}
-        )
-        for n, event in enumerate(events):
-            if n == cut_after:
-                self._reset()
-                return
-            frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-        self.wfile.write(b"0\r\n\r\n")
-
-    def _cut(self, reply: _Reply, message_id: str) -> None:
-        events = stream_events(reply.turn, model=reply.model, message_id=message_id)
-        self._send_stream(events, cut_after=CUT_AFTER_EVENTS)
-
-    def _reset(self) -> None:
-        """Close the connection with a TCP reset (the client sees ECONNRESET, not an end)."""
-        # SO_LINGER on with a zero timeout makes close() send RST (socket(7)).
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        # close() waits for the makefile() objects to go; detach() frees the fd now,
-        # and later writes by the base class fail as OSError on the detached socket.
-        os.close(self.connection.detach())
-        self.close_connection = True
 
 
 _BEGINS_CHARS: Final = 60
