@@ -84,6 +84,7 @@ from ._groups import single_unwrapped
 from ._limits import LimitHit
 from ._owner import TAG, runner_gone, runner_tag
 from ._roots import usable_root
+from .network import listen_unix
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -370,7 +371,7 @@ async def open_egress_proxy(
         directory.mkdir(mode=0o700)
     try:
         path = directory / "egress.sock"
-        listener = await anyio.create_unix_listener(path, mode=0o600)
+        listener = await listen_unix(path, mode=0o600)  # a deep root passes 107 bytes
         if owner is not None:
             os.chown(directory, *owner)
             os.chown(path, *owner)

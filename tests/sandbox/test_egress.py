@@ -19,6 +19,7 @@ import resource
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from sandbox._egress import (
     parse_proxy_request,
 )
 from sandbox._egress_http import NotTLS, refusal, tls_server_name
+from sandbox.network import connect_unix
 
 pytestmark = [pytest.mark.timeout(30)]
 
@@ -72,6 +74,12 @@ class Upstream:
                 with contextlib.suppress(OSError):
                     conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
 
+    def wait_for(self, connections: int, timeout: float = 10) -> None:
+        """Wait until ``connections`` connections were served (the last may still close)."""
+        deadline = time.monotonic() + timeout
+        while len(self.received) < connections and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def __enter__(self) -> Upstream:
         self._thread.start()
         return self
@@ -90,7 +98,7 @@ def upstream() -> Iterator[Upstream]:
 
 async def _ask(sock: Path, request: bytes, *, half_close: bool = False) -> bytes:
     with anyio.fail_after(10):
-        stream = await anyio.connect_unix(sock)
+        stream = await connect_unix(sock)
         async with stream:
             await stream.send(request)
             if half_close:
@@ -207,6 +215,7 @@ async def test_a_tunnel_passes_only_tls_naming_the_provider(tmp_path: Path,
         other = await _ask(proxy.socket_path, connect + _hello("evil.example"))
         plain = await _ask(proxy.socket_path, connect + b"GET / HTTP/1.1\r\nHost: evil\r\n\r\n")
         stats = proxy.stats()
+    upstream.wait_for(3)
     established = b"HTTP/1.1 200 Connection established\r\n\r\n"
     assert right.startswith(established) and right.endswith(b"ok")
     assert other == established and plain == established  # then closed, nothing relayed
@@ -222,7 +231,7 @@ async def test_a_tunnel_passes_only_tls_naming_the_provider(tmp_path: Path,
 async def test_one_connection_past_the_cap_is_refused_and_names_the_limit(tmp_path: Path) -> None:
     async with open_egress_proxy(Target("127.0.0.1", 9), root=tmp_path,
                                  max_connections=3) as proxy:  # fmt: skip
-        held = [await anyio.connect_unix(proxy.socket_path) for _ in range(3)]
+        held = [await connect_unix(proxy.socket_path) for _ in range(3)]
         await anyio.sleep(0.2)  # each is being served (waiting for its head)
         assert proxy.limit_hit() is None
         refused = await _ask(proxy.socket_path, b"")

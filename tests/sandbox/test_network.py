@@ -44,6 +44,7 @@ from sandbox._network import (
     BRIDGE_URL,
     network_preflight,
 )
+from sandbox.network import connect_unix
 
 PY = "/usr/bin/python3"  # Debian's, under /usr: visible inside the sandbox (RC-02)
 MERGED_USR = HostLayout(symlinks=(("/bin", "usr/bin"), ("/lib", "usr/lib")), directories=())
@@ -219,7 +220,7 @@ def repository() -> Iterator[Server]:
 
 async def _ask(sock: Path, request: bytes) -> bytes:
     with anyio.fail_after(10):
-        stream = await anyio.connect_unix(sock)
+        stream = await connect_unix(sock)
         async with stream:
             await stream.send(request)
             data = b""
@@ -289,7 +290,7 @@ async def test_proxy_is_gone_after_cancellation_with_a_tunnel_open(
 ) -> None:
     with anyio.move_on_after(0.5):
         async with open_egress_proxy(Target("127.0.0.1", provider.port), root=tmp_path) as proxy:
-            stream = await anyio.connect_unix(proxy.socket_path)
+            stream = await connect_unix(proxy.socket_path)
             await stream.send(f"CONNECT 127.0.0.1:{provider.port} HTTP/1.1\r\n\r\n".encode())
             await anyio.sleep_forever()
     await stream.aclose()
