@@ -38,10 +38,16 @@ from itertools import pairwise
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Literal
 
-from recorder._command import DISALLOWED_TOOLS, PERMISSION_MODE, SETTING_SOURCES
-from recorder._digest import digest_bytes, digest_text, tree_digest
-from recorder._vocab import ARMS as ARMS
-from recorder._vocab import Arm as Arm
+from recorder import ARMS as ARMS
+from recorder import (
+    DISALLOWED_TOOLS,
+    PERMISSION_MODE,
+    SETTING_SOURCES,
+    digest_bytes,
+    digest_text,
+    tree_digest,
+)
+from recorder import Arm as Arm
 
 from ._errors import ArmError
 

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, Final
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
-from recorder._digest import DIGEST_PREFIX, digest_bytes, digest_file, tree_digest
+from recorder import DIGEST_PREFIX, digest_bytes, digest_file, tree_digest
 
 from ._chunkscan import CHUNK_BYTES, LARGE_FILE_BYTES
 from ._corpus_files import QUIET_S as QUIET_S

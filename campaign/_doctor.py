@@ -23,28 +23,33 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from recorder._command import harness_command
-from recorder._driver import DriveResult, drive_child
-from recorder._initcheck import host_skill_names
-from sandbox._argv import HARNESS_MOUNT
-from sandbox._checks import Check, check_session_user
-from sandbox._config import host_credentials
-from sandbox._confined import open_confined
-from sandbox._errors import CredentialsMissing, PoolBusy, SessionUserUnusable, SpawnFailed
-from sandbox._layout import measure_host_layout
-from sandbox._lease import hold_lease
-from sandbox._limit_checks import check_limits
-from sandbox._network import network_preflight
-from sandbox._preflight import PreflightReport, preflight
-from sandbox._probes import probe_spec
-from sandbox._process import run_sync
+from recorder import DriveResult, drive_child, harness_command, host_skill_names
+from sandbox import (
+    HARNESS_MOUNT,
+    Check,
+    CredentialsMissing,
+    PoolBusy,
+    PreflightReport,
+    SessionUserUnusable,
+    SpawnFailed,
+    check_limits,
+    check_session_user,
+    hold_lease,
+    host_credentials,
+    measure_host_layout,
+    network_preflight,
+    open_confined,
+    preflight,
+    probe_spec,
+    run_sync,
+)
 
-from .batch._dir import default_root, is_under_home
+from .batch import default_root, is_under_home
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from sandbox._confined import ConfinedSpec
+    from sandbox import ConfinedSpec
 
 SKILLS_PROBE_TIMEOUT_S: Final = 60.0
 """The init line comes before any request (about 1 s measured); a cold 240 MB binary may take

@@ -34,8 +34,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from recorder._digest import digest_text, tree_digest
-from recorder._initcheck import McpConfigError, declared_mcp_servers_of
+from recorder import McpConfigError, declared_mcp_servers_of, digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
 from ._corpus import PROBE_YML, SHELF, Corpus, Tier, TierConfig

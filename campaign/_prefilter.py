@@ -56,9 +56,7 @@ from typing import IO, TYPE_CHECKING, Final
 
 import anyio
 
-from sandbox._capture import run_bounded_sync
-from sandbox._errors import SpawnFailed
-from sandbox._process import Child, run_sync, spawn
+from sandbox import Child, SpawnFailed, run_bounded_sync, run_sync, spawn
 
 from ._chunkscan import LARGE_FILE_BYTES
 from ._corpus_files import FileSignature

@@ -15,9 +15,9 @@ from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from recorder._validation import describe_validation as _describe
-from recorder._vocab import Arm as Arm
-from recorder._vocab import Tier as Tier
+from recorder import Arm as Arm
+from recorder import Tier as Tier
+from recorder import describe_validation as _describe
 
 ID_PATTERN: Final = r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$"
 ID_RE: Final = re.compile(ID_PATTERN.replace("$", r"\Z"))

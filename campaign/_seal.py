@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from recorder._digest import DIGEST_PREFIX
+from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._arms import check_arm

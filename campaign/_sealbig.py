@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
-from recorder._digest import DIGEST_PREFIX
+from recorder import DIGEST_PREFIX
 
 from ._arms import Removal
 from ._chunkscan import Found, read_chunks, scan, skip_ranges

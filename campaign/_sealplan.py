@@ -38,7 +38,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
-from recorder._digest import DIGEST_PREFIX
+from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes

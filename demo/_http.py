@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from recorder._harness import json_values
+from recorder import json_values
 
 from ._scripts import CutFault, HttpFault
 from ._server import (

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from recorder._validation import describe_errors
+from recorder import describe_errors
 
 
 class _Strict(BaseModel):

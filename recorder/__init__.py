@@ -1,1 +1,62 @@
-"""recorder package (see docs/internals.md)."""
+"""The recorder: one harness session's stream turned into its event, and its transcript.
+
+This module is the one way in from outside the package (the import contracts of
+pyproject.toml). What it offers, by concern:
+
+* the session's command and its drive: `harness_command`, `drive_child`, `DriveResult`;
+* the stream read and judged: `StreamObserver`, `Observation`, the init check
+  (`InitPolicy`, `declared_mcp_servers_of`, `McpConfigError`), `build_event`;
+* the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`
+  and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
+* digests, costs (`decimal_cost`, `cost_cents`, `CostSum`), atomic writes and the bounds
+  on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
+* the checker of a transcript file (`check_transcript_file`) and the optional checker a
+  probe names (`run_checker`).
+
+The transcript's models, layout and writer are the subpackage `recorder.transcript`.
+See docs/internals.md.
+"""
+
+from __future__ import annotations
+
+from ._atomic import fsync_dir as fsync_dir
+from ._atomic import write_atomic as write_atomic
+from ._bounds import MAX_SESSION_LINES as MAX_SESSION_LINES
+from ._check import check_transcript_file as check_transcript_file
+from ._command import DISALLOWED_TOOLS as DISALLOWED_TOOLS
+from ._command import PERMISSION_MODE as PERMISSION_MODE
+from ._command import SETTING_SOURCES as SETTING_SOURCES
+from ._command import harness_command as harness_command
+from ._cost import CostSum as CostSum
+from ._cost import cost_cents as cost_cents
+from ._cost import decimal_cost as decimal_cost
+from ._digest import DIGEST_PREFIX as DIGEST_PREFIX
+from ._digest import digest_bytes as digest_bytes
+from ._digest import digest_file as digest_file
+from ._digest import digest_text as digest_text
+from ._digest import tree_digest as tree_digest
+from ._driver import DriveResult as DriveResult
+from ._driver import drive_child as drive_child
+from ._event import UnreadFile as UnreadFile
+from ._event import build_event as build_event
+from ._event import observed_calls as observed_calls
+from ._findings import run_checker as run_checker
+from ._harness import json_values as json_values
+from ._initcheck import InitPolicy as InitPolicy
+from ._initcheck import McpConfigError as McpConfigError
+from ._initcheck import declared_mcp_servers_of as declared_mcp_servers_of
+from ._initcheck import host_skill_names as host_skill_names
+from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
+from ._transform import Observation as Observation
+from ._transform import StreamObserver as StreamObserver
+from ._validation import describe_errors as describe_errors
+from ._validation import describe_validation as describe_validation
+from ._vocab import ARMS as ARMS
+from ._vocab import NOTHING_SPENT as NOTHING_SPENT
+from ._vocab import STATES as STATES
+from ._vocab import Arm as Arm
+from ._vocab import SessionState as SessionState
+from ._vocab import Tier as Tier
+from ._vocab import is_failure as is_failure
+from ._vocab import is_recorded as is_recorded
+from ._vocab import is_refusal as is_refusal

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, final
 
 import anyio
 
-from sandbox._process import DRAIN_AFTER_EXIT_S as DRAIN_AFTER_EXIT_S
-from sandbox._process import GRACE_S as GRACE_S
-from sandbox._process import REAP_TIMEOUT_S as REAP_TIMEOUT_S
-from sandbox._process import Child
+from sandbox import DRAIN_AFTER_EXIT_S as DRAIN_AFTER_EXIT_S
+from sandbox import GRACE_S as GRACE_S
+from sandbox import REAP_TIMEOUT_S as REAP_TIMEOUT_S
+from sandbox import Child
 
 from ._atomic import write_atomic
 from ._errors import LineTooLong, StdoutTooLarge

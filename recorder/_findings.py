@@ -45,15 +45,19 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from recorder._driver import drive_child
-from sandbox._confined import ConfinedDirs, ConfinedSpec, open_confined
-from sandbox._env import SESSION_PATH
-from sandbox._errors import SessionUserUnusable, SpawnFailed
+from sandbox import (
+    SESSION_PATH,
+    ConfinedDirs,
+    ConfinedSpec,
+    SessionUserUnusable,
+    SpawnFailed,
+    open_confined,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from sandbox._layout import HostLayout
-    from sandbox._privileges import SessionUser
+    from sandbox import HostLayout, SessionUser
 
 CHECKER_MOUNT: Final = "/opt/headwater/checker"
 """Where the checker executable appears inside its sandbox: a path of its own."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, final
 
-from sandbox._process import STDOUT_PIPE_BYTES
+from sandbox import STDOUT_PIPE_BYTES
 
 from ._errors import LineTooLong, StdoutTooLarge
 

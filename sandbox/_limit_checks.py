@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ._capture import Run, capture
-from ._checks import Check
 from ._confined import open_confined
 from ._errors import ConfinementUnavailable, SessionUserUnusable, SpawnFailed
 from ._limits import LimitHit, Limits, MiB
 from ._probes import probe_spec
 from ._process import run_sync
+from ._report import Check
 
 if TYPE_CHECKING:
     from ._confined import ConfinedSpec

@@ -32,7 +32,7 @@ from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from ._lease import hold_lease
 from ._report import PreflightReport as PreflightReport
-from .storage._check import check_storage
+from .storage import check_storage
 
 if TYPE_CHECKING:
     from pathlib import Path

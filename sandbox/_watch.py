@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
-from sandbox.storage._unlinked import unlinked_bytes
+from sandbox.storage import unlinked_bytes
 
 from ._groups import single_unwrapped
 from ._limits import LimitHit, Limits, format_bytes

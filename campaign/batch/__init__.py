@@ -1,1 +1,52 @@
 """The batch directory: its layout, lock, typed ledger, options, config, fold and transcripts."""
+
+from __future__ import annotations
+
+from ._builder import session_order as session_order
+from ._config import BatchConfig as BatchConfig
+from ._config import BatchFileError as BatchFileError
+from ._config import batch_budget as batch_budget
+from ._config import read_batch as read_batch
+from ._config import workspace_note as workspace_note
+from ._dir import default_root as default_root
+from ._dir import is_under_home as is_under_home
+from ._dir import session_paths as session_paths
+from ._dir import transcript_path as transcript_path
+from ._fold import ArmCounts as ArmCounts
+from ._fold import BatchFold as BatchFold
+from ._fold import BatchStatistics as BatchStatistics
+from ._fold import Failure as Failure
+from ._fold import SessionKey as SessionKey
+from ._fold import SessionLog as SessionLog
+from ._journal import Journal as Journal
+from ._ledger import LEDGER_NAME as LEDGER_NAME
+from ._ledger import LedgerCorrupt as LedgerCorrupt
+from ._ledger import read_ledger as read_ledger
+from ._lock import BatchBusy as BatchBusy
+from ._lock import BatchLock as BatchLock
+from ._lock import lock_holder as lock_holder
+from ._open import SCRIPTED_API_KEY as SCRIPTED_API_KEY
+from ._open import BatchRefused as BatchRefused
+from ._open import BatchRequest as BatchRequest
+from ._open import OpenBatch as OpenBatch
+from ._open import compare_batch as compare_batch
+from ._open import host_skill_dirs as host_skill_dirs
+from ._open import open_batch as open_batch
+from ._options import CONCURRENCY as CONCURRENCY
+from ._options import POST_RESULT_GRACE_S as POST_RESULT_GRACE_S
+from ._options import RETRIES as RETRIES
+from ._options import RETRY_BACKOFF_S as RETRY_BACKOFF_S
+from ._options import SESSION_TIMEOUT_S as SESSION_TIMEOUT_S
+from ._options import WATCHDOG_S as WATCHDOG_S
+from ._options import BatchOptions as BatchOptions
+from ._options import ResumeOverrides as ResumeOverrides
+from ._provider import ScriptedDouble as ScriptedDouble
+from ._records import Budget as Budget
+from ._records import BudgetStopRecord as BudgetStopRecord
+from ._records import FinalRecord as FinalRecord
+from ._records import RederivedRecord as RederivedRecord
+from ._records import StartedRecord as StartedRecord
+from ._records import StoppedRecord as StoppedRecord
+from ._records import StopReason as StopReason
+from ._records import utc_now as utc_now
+from ._tree import read_tree as read_tree

@@ -23,8 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from recorder._cost import CostSum, decimal_cost
-from recorder._vocab import NOTHING_SPENT, is_recorded
+from recorder import NOTHING_SPENT, CostSum, decimal_cost, is_recorded
 from recorder.transcript import (
     Event,
     Identity,

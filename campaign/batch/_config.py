@@ -21,7 +21,7 @@ from ruamel.yaml.error import YAMLError
 
 from campaign._plan import Plan, dump_plan
 from campaign._schema import describe_validation
-from recorder._atomic import write_atomic
+from recorder import write_atomic
 from sandbox import CONFIG_MOUNT, LOG_MOUNT
 
 from ._options import BatchOptions

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from recorder._vocab import is_failure, is_recorded, is_refusal
+from recorder import is_failure, is_recorded, is_refusal
 
 from ._records import (
     BudgetStopRecord,

@@ -28,7 +28,7 @@ import anyio
 from pydantic import ValidationError
 
 from campaign._json_text import json_safe
-from recorder._atomic import fsync_dir
+from recorder import fsync_dir
 
 from ._records import RECORD_ADAPTER, LedgerHeader, LedgerRecord, TornRecord
 from ._sequence import AttemptOrder

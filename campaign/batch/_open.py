@@ -41,14 +41,20 @@ from campaign._errors import CampaignError
 from campaign._largefiles import large_file_notes
 from campaign._plan import harness_version
 from campaign._seal import check_folds
-from recorder._initcheck import McpConfigError, declared_mcp_servers_of
-from sandbox._config import Credentials, sweep_config_root
-from sandbox._errors import PreflightFailed, SessionUserUnusable
-from sandbox._grants import grants_revoked
-from sandbox._network import network_preflight
-from sandbox._pool import ensure_session_pool
-from sandbox._preflight import Check, PreflightReport, raise_for
-from sandbox._scratch import sweep_killed_runners
+from recorder import McpConfigError, declared_mcp_servers_of
+from sandbox import (
+    Check,
+    Credentials,
+    PreflightFailed,
+    PreflightReport,
+    SessionUserUnusable,
+    ensure_session_pool,
+    grants_revoked,
+    network_preflight,
+    raise_for,
+    sweep_config_root,
+    sweep_killed_runners,
+)
 from sandbox.storage import stores_kernel_bounded
 
 from ._config import (
@@ -303,7 +309,7 @@ def _refuse_other_format(path: Path, config: BatchConfig, what: str) -> None:
 
 def _new_config(request: BatchRequest, harness: str, network: Literal["confined", "host"],
                 note: str, url: str = "") -> BatchConfig:
-    from campaign.supervisor._spec import ORDER_ALGORITHM
+    from campaign.supervisor import ORDER_ALGORITHM
 
     plan = request.plan
     return BatchConfig(options=request.options, facts=BatchFacts(

@@ -13,8 +13,8 @@ from typing import Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recorder._vocab import Tier
-from sandbox._limits import (
+from recorder import Tier
+from sandbox import (
     DEFAULT_CONNECTIONS,
     DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES,

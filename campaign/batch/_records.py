@@ -25,8 +25,8 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
 
 from campaign._json_text import json_safe
-from recorder._vocab import Arm, SessionState
-from sandbox._limits import LimitName
+from recorder import Arm, SessionState
+from sandbox import LimitName
 
 LEDGER_FORMAT: Final = 1
 """Version of the ledger's record shapes; a ledger of another version is refused."""

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from recorder._atomic import write_atomic
+from recorder import write_atomic
 
 if TYPE_CHECKING:
     from pathlib import Path

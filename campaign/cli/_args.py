@@ -13,9 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from campaign.batch._options import BatchOptions, ResumeOverrides
-from sandbox import MAX_POOL_USERS, check_workspace_path, default_workspace_path
-from sandbox._limits import MIN_STDOUT_BYTES, MiB, format_bytes
+from campaign.batch import BatchOptions, ResumeOverrides
+from sandbox import (
+    MAX_POOL_USERS,
+    MIN_STDOUT_BYTES,
+    MiB,
+    check_workspace_path,
+    default_workspace_path,
+    format_bytes,
+)
 
 from ._errors import UsageError
 

@@ -21,18 +21,29 @@ from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
 from campaign._plan import Plan, compose_plan, load_plan_file, recompose
 from campaign._terminal_text import block, one_line
-from campaign.batch._config import BatchFileError, batch_budget, read_batch
-from campaign.batch._dir import transcript_path
-from campaign.batch._open import SCRIPTED_API_KEY, BatchRequest, OpenBatch, open_batch
-from campaign.supervisor._budget import Budgets
-from campaign.supervisor._fanout import BatchOutcome, RunLimits, Supervisor
-from campaign.supervisor._session import BatchContext
-from campaign.supervisor._spec import SessionSpec, planned_sessions, session_order
+from campaign.batch import (
+    SCRIPTED_API_KEY,
+    BatchFileError,
+    BatchRequest,
+    OpenBatch,
+    batch_budget,
+    open_batch,
+    read_batch,
+    transcript_path,
+)
+from campaign.supervisor import (
+    BatchContext,
+    BatchOutcome,
+    Budgets,
+    RunLimits,
+    SessionSpec,
+    Supervisor,
+    planned_sessions,
+    session_order,
+)
 from demo import example_paths
-from recorder._initcheck import McpConfigError, declared_mcp_servers_of
-from sandbox._config import Credentials, host_credentials
-from sandbox._errors import CredentialsMissing
-from sandbox._layout import measure_host_layout
+from recorder import McpConfigError, declared_mcp_servers_of
+from sandbox import Credentials, CredentialsMissing, host_credentials, measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
 from ._console import StderrConsole, StdoutConsole, stdout_gone
@@ -44,7 +55,7 @@ from ._view import LiveView, arms_table
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from campaign.batch._options import BatchOptions
+    from campaign.batch import BatchOptions
 
 DEFAULT_TIER = "campaign"
 """The tier when neither --tier nor --plan names one."""
@@ -254,7 +265,7 @@ def _workspace_path(options: BatchOptions) -> str:
 
 
 def _skill_dirs() -> tuple[Path, ...]:
-    from campaign.batch._open import host_skill_dirs
+    from campaign.batch import host_skill_dirs
 
     return host_skill_dirs()
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 from campaign._terminal_text import one_line
 
 if TYPE_CHECKING:
-    from sandbox._preflight import PreflightReport
+    from sandbox import PreflightReport
 
 LABELS: Final = {"ok": "verified ok", "broken": "verified broken", "unverified": "could not verify"}
 """How the three answers are printed (never a pass for "could not verify")."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from campaign.supervisor._fanout import BatchOutcome
+    from campaign.supervisor import BatchOutcome
 
 EXIT_OK: Final = 0
 EXIT_BUG: Final = 1

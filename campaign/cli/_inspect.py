@@ -15,10 +15,9 @@ from campaign._largefiles import large_file_notes
 from campaign._plan import dump_plan
 from campaign._seal import check_folds, explain, seal_workspace
 from campaign._terminal_text import one_line
-from campaign.batch._open import host_skill_dirs
-from recorder._check import check_transcript_file
-from sandbox._config import sweep_config_root
-from sandbox._scratch import sweep_killed_runners
+from campaign.batch import host_skill_dirs
+from recorder import check_transcript_file
+from sandbox import sweep_config_root, sweep_killed_runners
 
 from ._args import corpus_of, resolve_harness
 from ._batch import compose, default_harness, load_corpus_or_usage

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 from campaign._errors import CampaignError
 from campaign._terminal_text import block
-from campaign.batch._lock import BatchBusy
-from campaign.supervisor._writes import refused_write, write_remedy
-from sandbox._errors import PreflightFailed
+from campaign.batch import BatchBusy
+from campaign.supervisor import refused_write, write_remedy
+from sandbox import PreflightFailed
 
 from ._console import stdout_gone
 from ._errors import (

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from campaign._plan import harness_version
-from campaign.batch._options import (
+from campaign.batch import (
     CONCURRENCY,
     POST_RESULT_GRACE_S,
     RETRIES,
@@ -18,8 +18,7 @@ from campaign.batch._options import (
     SESSION_TIMEOUT_S,
     WATCHDOG_S,
 )
-from sandbox import MAX_POOL_USERS
-from sandbox._limits import (
+from sandbox import (
     DEFAULT_CONNECTIONS,
     DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES,
@@ -27,6 +26,7 @@ from sandbox._limits import (
     DEFAULT_STDOUT_BYTES,
     DEFAULT_TMP_BYTES,
     DEFAULT_WRITE_BYTES,
+    MAX_POOL_USERS,
     MIN_STDOUT_BYTES,
     format_bytes,
 )

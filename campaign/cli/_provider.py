@@ -12,13 +12,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from campaign.batch._open import BatchRefused
+from campaign.batch import BatchRefused
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from campaign.batch._options import BatchOptions
-    from campaign.batch._provider import ScriptedDouble
+    from campaign.batch import BatchOptions, ScriptedDouble
 
 PUBLIC_API_URL: Final = "https://api.anthropic.com"
 """Where sessions go without ``--provider-url``: the Anthropic Messages API."""

@@ -13,14 +13,10 @@ from typing import TYPE_CHECKING
 import anyio
 
 from campaign._terminal_text import block, one_line
-from campaign.batch._dir import transcript_path
-from campaign.batch._open import BatchRequest, open_batch
-from campaign.batch._records import FinalRecord
-from campaign.supervisor._fanout import RunLimits, Supervisor
-from campaign.supervisor._session import BatchContext
-from campaign.supervisor._spec import SessionSpec
-from recorder._vocab import is_recorded, is_refusal
-from sandbox._layout import measure_host_layout
+from campaign.batch import BatchRequest, FinalRecord, open_batch, transcript_path
+from campaign.supervisor import BatchContext, RunLimits, SessionSpec, Supervisor
+from recorder import is_recorded, is_refusal
+from sandbox import measure_host_layout
 
 from ._args import corpus_of, resolve_harness
 from ._batch import _options, compose, credentials_for, default_harness, load_corpus_or_usage
@@ -29,8 +25,7 @@ from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageErro
 from ._provider import start_provider
 
 if TYPE_CHECKING:
-    from campaign.batch._fold import BatchFold
-    from campaign.batch._options import BatchOptions
+    from campaign.batch import BatchFold, BatchOptions
 
 
 def next_record_name(fold: BatchFold, *, arm: str, probe: str) -> str:
@@ -103,7 +98,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def _last_final(ledger: Path, spec: SessionSpec) -> FinalRecord | None:
-    from campaign.batch._ledger import read_ledger
+    from campaign.batch import read_ledger
 
     last = None
     for record in read_ledger(ledger):
@@ -120,7 +115,7 @@ def _workspace_path(options: BatchOptions) -> str:
 
 
 def _skill_dirs() -> tuple[Path, ...]:
-    from campaign.batch._open import host_skill_dirs
+    from campaign.batch import host_skill_dirs
 
     return host_skill_dirs()
 

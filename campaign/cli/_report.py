@@ -17,8 +17,8 @@ from pathlib import Path
 
 from campaign._json_text import json_safe
 from campaign.report import build_report, print_report, render_page, report_json
-from campaign.supervisor._writes import refused_write
-from recorder._atomic import write_atomic
+from campaign.supervisor import refused_write
+from recorder import write_atomic
 
 from ._errors import EXIT_OK, UsageError
 

@@ -15,14 +15,17 @@ import anyio
 from campaign._errors import CampaignError
 from campaign._plan import recompose
 from campaign._terminal_text import one_line
-from campaign.batch._config import BatchFileError, read_batch, workspace_note
-from campaign.batch._dir import transcript_path
-from campaign.batch._journal import Journal
-from campaign.batch._lock import BatchLock
-from campaign.batch._open import compare_batch
-from campaign.batch._tree import read_tree
-from campaign.supervisor._retranscribe import retranscribe
-from campaign.supervisor._spec import planned_sessions
+from campaign.batch import (
+    BatchFileError,
+    BatchLock,
+    Journal,
+    compare_batch,
+    read_batch,
+    read_tree,
+    transcript_path,
+    workspace_note,
+)
+from campaign.supervisor import planned_sessions, retranscribe
 
 from ._args import corpus_of
 from ._batch import load_corpus_or_usage

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from campaign._terminal_text import block, one_line
-from campaign.batch._dir import session_paths
-from campaign.batch._ledger import LedgerCorrupt, read_ledger
-from campaign.batch._records import FinalRecord, StartedRecord
-from campaign.supervisor._streams import FINAL_TEXT_NAME
+from campaign.batch import FinalRecord, LedgerCorrupt, StartedRecord, read_ledger, session_paths
+from campaign.supervisor import FINAL_TEXT_NAME
 
 from ._errors import EXIT_OK, UsageError
 from ._status import fold_batch

@@ -19,11 +19,19 @@ from typing import Any
 
 from campaign._json_text import json_safe
 from campaign._terminal_text import one_line
-from campaign.batch._config import BatchConfig, BatchFileError, batch_budget, read_batch
-from campaign.batch._fold import BatchFold, BatchStatistics, SessionLog
-from campaign.batch._ledger import LedgerCorrupt, read_ledger
-from campaign.batch._lock import lock_holder
-from campaign.supervisor._spec import planned_sessions
+from campaign.batch import (
+    BatchConfig,
+    BatchFileError,
+    BatchFold,
+    BatchStatistics,
+    LedgerCorrupt,
+    SessionLog,
+    batch_budget,
+    lock_holder,
+    read_batch,
+    read_ledger,
+)
+from campaign.supervisor import planned_sessions
 
 from ._console import StdoutConsole
 from ._errors import EXIT_OK, UsageError

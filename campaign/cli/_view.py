@@ -28,9 +28,8 @@ from ._console import StderrConsole
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from campaign.batch._fold import ArmCounts, BatchStatistics, Failure
-    from campaign.batch._records import FinalRecord
-    from campaign.supervisor._fanout import InFlight, LiveStatistics
+    from campaign.batch import ArmCounts, BatchStatistics, Failure, FinalRecord
+    from campaign.supervisor import InFlight, LiveStatistics
 
 IN_FLIGHT_SHOWN: Final = 8
 """Sessions in flight listed by name; the rest are counted."""

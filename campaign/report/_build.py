@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from campaign.batch._builder import session_order
+from campaign.batch import session_order
 
 from ._errors import BatchesDiffer, SameBatchTwice
 from ._figures import columns_of, figures, rfc3339
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from campaign._plan import Plan
-    from campaign.batch._fold import SessionLog
+    from campaign.batch import SessionLog
 
     from ._model import Layout
     from ._reading import BatchReading

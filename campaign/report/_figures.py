@@ -14,7 +14,7 @@ import datetime as dt
 import statistics
 from typing import TYPE_CHECKING, Final
 
-from recorder._vocab import STATES, is_recorded
+from recorder import STATES, is_recorded
 
 from ._model import AnswerShare, ArmSummary, Cell, Column, Difference, ProbeFigures, ReadShare
 from ._stats import newcombe, quartiles, wilson

@@ -20,15 +20,20 @@ from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Final
 
-from campaign.batch._config import BatchFileError
-from campaign.batch._config import read_batch as read_batch_files
-from campaign.batch._fold import BatchFold, SessionKey
-from campaign.batch._ledger import LEDGER_NAME, LedgerCorrupt, read_ledger
-from campaign.batch._lock import lock_holder
-from campaign.batch._records import FinalRecord, StartedRecord
-from campaign.supervisor._spec import planned_sessions
-from recorder._cost import decimal_cost
-from recorder._vocab import NOTHING_SPENT, is_recorded
+from campaign.batch import (
+    LEDGER_NAME,
+    BatchFileError,
+    BatchFold,
+    FinalRecord,
+    LedgerCorrupt,
+    SessionKey,
+    StartedRecord,
+    lock_holder,
+    read_ledger,
+)
+from campaign.batch import read_batch as read_batch_files
+from campaign.supervisor import planned_sessions
+from recorder import NOTHING_SPENT, decimal_cost, is_recorded
 
 from ._errors import NotABatch
 
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from campaign._plan import Plan
-    from campaign.batch._config import BatchConfig
+    from campaign.batch import BatchConfig
 
 _SUM_PRECISION: Final = 200
 """Decimal digits kept while summing USD: the sum is exact, as RC-14 asks."""

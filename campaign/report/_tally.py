@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING, Final
 
-from recorder._cost import cost_cents
-from recorder._vocab import is_failure, is_recorded, is_refusal
+from recorder import cost_cents, is_failure, is_recorded, is_refusal
 
 from ._model import Cost
 from ._reading import Spend, epoch_s
 
 if TYPE_CHECKING:
-    from campaign.batch._fold import SessionLog
+    from campaign.batch import SessionLog
 
     from ._reading import BatchReading, Outcome
 

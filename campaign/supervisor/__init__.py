@@ -1,1 +1,19 @@
 """The supervisor: resolved session specs, their order, one attempt, the fan-out and budgets."""
+
+from __future__ import annotations
+
+from ._budget import Budgets as Budgets
+from ._fanout import BatchOutcome as BatchOutcome
+from ._fanout import InFlight as InFlight
+from ._fanout import LiveStatistics as LiveStatistics
+from ._fanout import RunLimits as RunLimits
+from ._fanout import Supervisor as Supervisor
+from ._retranscribe import retranscribe as retranscribe
+from ._session import BatchContext as BatchContext
+from ._spec import ORDER_ALGORITHM as ORDER_ALGORITHM
+from ._spec import SessionSpec as SessionSpec
+from ._spec import planned_sessions as planned_sessions
+from ._spec import session_order as session_order
+from ._streams import FINAL_TEXT_NAME as FINAL_TEXT_NAME
+from ._writes import refused_write as refused_write
+from ._writes import write_remedy as write_remedy

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
-from campaign.batch._records import Budget
+from campaign.batch import Budget
 
 _CENTS_PER_USD: Final = Decimal(100)
 

@@ -10,10 +10,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from campaign.supervisor._streams import StreamKeeper
-from recorder._event import observed_calls
-from recorder._transform import Observation, StreamObserver
-from sandbox._cgroup import EMPTY_TIMEOUT_S
-from sandbox._limits import LimitHit, format_bytes
+from recorder import Observation, StreamObserver, observed_calls
+from sandbox import EMPTY_TIMEOUT_S, LimitHit, format_bytes
 
 LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
                       "tmp": "--max-tmp", "writes": "--max-writes",

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Final, Protocol
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from campaign.batch._records import BudgetStopRecord, StoppedRecord, StopReason
-from recorder._vocab import is_recorded
+from campaign.batch import BudgetStopRecord, StoppedRecord, StopReason
+from recorder import is_recorded
 
 from ._budget import Budgets, BudgetVerdict
 from ._heap import TRIM_EVERY_S, give_back_heap
@@ -37,9 +37,7 @@ from ._session import BatchContext, run_attempt
 from ._writes import HostWriteRefused, refused_write, write_remedy
 
 if TYPE_CHECKING:
-    from campaign.batch._fold import BatchStatistics, SessionKey
-    from campaign.batch._journal import Journal
-    from campaign.batch._records import FinalRecord
+    from campaign.batch import BatchStatistics, FinalRecord, Journal, SessionKey
 
     from ._spec import SessionSpec
 
@@ -382,7 +380,7 @@ class Supervisor:
 
     def _escalate(self) -> None:
         """A second signal: end every session still running now, without the grace."""
-        from sandbox._process import kill_running_now
+        from sandbox import kill_running_now
 
         kill_running_now()
 

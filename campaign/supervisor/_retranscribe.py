@@ -22,14 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from campaign._json_text import json_text
 from campaign._plan import harness_version
-from campaign.batch._dir import session_paths
-from campaign.batch._fold import SessionKey
-from campaign.batch._ledger import read_ledger
-from campaign.batch._records import FinalRecord, RederivedRecord
-from recorder._event import build_event, observed_calls
-from recorder._initcheck import InitPolicy
-from recorder._transform import StreamObserver
-from recorder._vocab import is_recorded
+from campaign.batch import FinalRecord, RederivedRecord, SessionKey, read_ledger, session_paths
+from recorder import InitPolicy, StreamObserver, build_event, is_recorded, observed_calls
 
 from ._facts import uncontained_reason
 from ._streams import stream_lines
@@ -39,7 +33,7 @@ if TYPE_CHECKING:
 
     from campaign._corpus import Corpus
     from campaign._plan import Plan
-    from campaign.batch._journal import Journal
+    from campaign.batch import Journal
 
 
 @dataclass(slots=True)

@@ -24,8 +24,7 @@ from campaign._corpus import Corpus
 from campaign._errors import SealRefused
 from campaign._plan import Plan
 from campaign._seal import seal_workspace
-from campaign.batch._dir import session_paths
-from campaign.batch._records import FinalRecord, StartedRecord, utc_now
+from campaign.batch import FinalRecord, StartedRecord, session_paths, utc_now
 from campaign.supervisor._facts import (
     Progress,
     kept_stream_check,
@@ -40,33 +39,55 @@ from campaign.supervisor._writes import HostWriteRefused as HostWriteRefused
 from campaign.supervisor._writes import host_writes
 from campaign.supervisor._writes import refused_write as refused_write
 from campaign.supervisor._writes import write_remedy as write_remedy
-from recorder._atomic import write_atomic
-from recorder._bounds import MAX_SESSION_LINES
-from recorder._command import PERMISSION_MODE, harness_command
-from recorder._driver import drive_child
-from recorder._event import UnreadFile, build_event, observed_calls
-from recorder._findings import run_checker
-from recorder._initcheck import InitPolicy, declared_mcp_servers_of, host_skill_names
-from recorder._transform import StreamObserver
-from sandbox._argv import CONFIG_MOUNT, HARNESS_MOUNT, LOG_MOUNT, NetworkMode
-from sandbox._config import Credentials, session_config_dir
-from sandbox._confined import ConfinedSpec, Sandbox, open_confined
-from sandbox._egress import EgressProxy
-from sandbox._env import session_environment
-from sandbox._errors import ConfinementUnavailable, SessionUserUnusable
-from sandbox._layout import HostLayout
-from sandbox._lease import lease_user
-from sandbox._limits import DEFAULT_LIMITS, DEFAULT_WRITE_BYTES, LimitHit, Limits, format_bytes
-from sandbox._network import BRIDGE_URL, open_session_egress
-from sandbox._pool import SessionPool, session_pool
-from sandbox._privileges import SessionUser
-from sandbox._remove import remove_tree
+from recorder import (
+    MAX_SESSION_LINES,
+    PERMISSION_MODE,
+    InitPolicy,
+    StreamObserver,
+    UnreadFile,
+    build_event,
+    declared_mcp_servers_of,
+    drive_child,
+    harness_command,
+    host_skill_names,
+    observed_calls,
+    run_checker,
+    write_atomic,
+)
+from sandbox import (
+    BRIDGE_URL,
+    CONFIG_MOUNT,
+    DEFAULT_LIMITS,
+    DEFAULT_WRITE_BYTES,
+    HARNESS_MOUNT,
+    LOG_MOUNT,
+    ConfinedSpec,
+    ConfinementUnavailable,
+    Credentials,
+    EgressProxy,
+    HostLayout,
+    LimitHit,
+    Limits,
+    NetworkMode,
+    Sandbox,
+    SessionPool,
+    SessionUser,
+    SessionUserUnusable,
+    format_bytes,
+    lease_user,
+    open_confined,
+    open_session_egress,
+    remove_tree,
+    session_config_dir,
+    session_environment,
+    session_pool,
+)
 from sandbox.storage import file_size_limit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from campaign.batch._journal import Journal
+    from campaign.batch import Journal
 
     from ._spec import SessionSpec
 

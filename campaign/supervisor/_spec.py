@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from campaign.batch._fold import SessionKey
+from campaign.batch import SessionKey
 
 if TYPE_CHECKING:
     from campaign._plan import Plan, PlanArm, PlanProbe

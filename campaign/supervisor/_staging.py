@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from campaign._json_text import json_safe
-from recorder._atomic import write_atomic
-from sandbox._reclaim import copy_regular
+from recorder import write_atomic
+from sandbox import copy_regular
 from sandbox.storage import SessionStore, copy_out, list_tree, open_session_store, store_size
 
 if TYPE_CHECKING:

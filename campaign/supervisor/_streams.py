@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, BinaryIO, Final
 
 import zstandard
 
-from recorder._lines import MAX_LINE_BYTES
+from recorder import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -10,6 +10,7 @@ the per-file bound a runner that is not root sets (``RLIMIT_FSIZE``).
 
 from __future__ import annotations
 
+from ._check import check_storage as check_storage
 from ._copy import CopyReport as CopyReport
 from ._copy import Skipped as Skipped
 from ._copy import copy_out as copy_out
@@ -25,3 +26,4 @@ from ._store import SessionStore as SessionStore
 from ._store import open_session_store as open_session_store
 from ._store import stores_kernel_bounded as stores_kernel_bounded
 from ._sweep import sweep_stores as sweep_stores
+from ._unlinked import unlinked_bytes as unlinked_bytes

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Final
 
-from .._checks import Check
+from .._report import Check
 from ._errors import StoreNotRemoved, StoreUnavailable
 from ._store import STORE_ROOT, open_session_store
 
