@@ -40,6 +40,8 @@ from ._options import SESSION_TIMEOUT_S as SESSION_TIMEOUT_S
 from ._options import WATCHDOG_S as WATCHDOG_S
 from ._options import BatchOptions as BatchOptions
 from ._options import ResumeOverrides as ResumeOverrides
+from ._preflight import check_skills as check_skills
+from ._preflight import sandbox_checks as sandbox_checks
 from ._provider import ScriptedDouble as ScriptedDouble
 from ._records import Budget as Budget
 from ._records import BudgetStopRecord as BudgetStopRecord

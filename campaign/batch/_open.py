@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._arms import arms_without_effect, harness_flags
 from campaign._corpus_notes import corpus_notes
-from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
 from campaign._largefiles import large_file_notes
 from campaign._plan import harness_version
@@ -73,6 +72,7 @@ from ._dir import prepare_batch_dir
 from ._harness import bounded_version
 from ._journal import Journal
 from ._lock import LOCK_NAME, BatchLock
+from ._preflight import sandbox_checks
 from ._provider import ProviderStart, ScriptedDouble
 from ._records import InvocationRecord
 from ._tree import files_moved, read_tree, write_tree

@@ -1,6 +1,6 @@
 """``doctor``'s output: one line per check and its exit status (docs/cli.md).
 
-The checks themselves (`campaign._doctor`) print nothing; the command line prints their
+The checks themselves (`campaign.doctor`) print nothing; the command line prints their
 report here, every detail escaped (a detail may quote what a program printed).
 """
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from campaign._arms import arms_without_effect
 from campaign._corpus_notes import corpus_notes
-from campaign._doctor import doctor_checks
 from campaign._errors import CampaignError
 from campaign._largefiles import large_file_notes
 from campaign._plan import dump_plan
 from campaign._seal import check_folds, explain, seal_workspace
 from campaign._terminal_text import one_line
 from campaign.batch import host_skill_dirs
+from campaign.doctor import doctor_checks
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
@@ -88,7 +88,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """``doctor``: every host check, three answers each; 0 all ok, 12 any broken, else 4.
 
     Reads and probes only: it removes left-over credentials copies (and says
-    so) but creates no user; see campaign._doctor for the checks.
+    so) but creates no user; see campaign.doctor for the checks.
     """
     err = StderrConsole()
     for left in sweep_config_root():

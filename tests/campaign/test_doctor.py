@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign._doctor import check_network
 from campaign.cli._doctor_view import LABELS, exit_status, print_report
+from campaign.doctor import doctor_checks
 from sandbox import Check, PreflightReport
 from tests.integration import kit
 
@@ -125,18 +125,15 @@ def test_a_batch_stops_with_12_before_any_session_when_a_skill_is_shadowed(
     assert not (batch / "sessions").exists()
 
 
-def test_network_answers_with_network_preflight_when_it_exists(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    seen: list[str] = []
-
-    def network_preflight(*, bwrap: str = "bwrap", lease_wait_s: float | None = None) -> Check:
-        seen.append(bwrap)
-        return Check("network", "broken", "no netns", "fix it")
-
-    monkeypatch.setattr("campaign._doctor.network_preflight", network_preflight)
-    assert check_network("/usr/bin/bwrap") == Check("network", "broken", "no netns", "fix it")
-    assert seen == ["/usr/bin/bwrap"]
+def test_without_bwrap_doctor_cannot_verify_the_network_and_says_why() -> None:
+    """doctor's network answer is the sandbox's network preflight, run for real: with no bwrap
+    it cannot verify (never a pass) and points at the bwrap check."""
+    report = doctor_checks(bwrap="/nonexistent/bwrap", harness=None, host_skill_dirs=(),
+                           api_key_env=None)  # fmt: skip
+    network = report.checks[-1]
+    assert network.name == "network" and network.verdict == "unverified", network
+    assert "/nonexistent/bwrap" in network.detail and "bwrap check" in network.detail
+    assert tuple(c.name for c in report.checks) == CHECKS
 
 
 @pytest.mark.parametrize(

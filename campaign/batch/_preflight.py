@@ -1,25 +1,16 @@
-"""``doctor`` and the checks that run before every batch: three answers per check, with fixes.
+"""The checks that run before every batch: the sandbox's preflight and the skills check.
 
-The sandbox part is `sandbox.preflight` (bwrap, host layout, session user,
-user namespaces, the sandbox, the harness inside it). This module adds what
-needs the runner's view: for ``doctor``, the per-session limits exercised in
-a sandbox (`sandbox._limit_checks`, about a second); the credentials (never
-printed), the default batch root outside ``$HOME`` (RC-06), host skill
-directories that would shadow a skill the harness lists (every session
-refused by RC-07), and network confinement
-(`sandbox._network.network_preflight`). It prints nothing: the command line prints the
-report (`campaign.cli._doctor_view`).
-
-Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is
-verified broken, 4 otherwise. Before a batch, the sandbox checks and the
-skills check run once; any that is not ok stops the batch with exit 12
-before any session, credentials copy or spend.
+`sandbox_checks` is `sandbox.preflight` (bwrap, the host layout, the session user, user
+namespaces, the sandbox, the harness inside it) plus ``skills``: no host skill directory has
+the name of a skill the harness lists, or every session's init line would be refused (RC-07).
+Any check that is not verified ok stops the batch with exit 12 before any session, credentials
+copy or spend. ``doctor`` runs these and more (`campaign.doctor`); neither prints: the command
+line prints the report.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -27,29 +18,24 @@ from recorder import DriveResult, drive_child, harness_command, host_skill_names
 from sandbox import (
     HARNESS_MOUNT,
     Check,
-    CredentialsMissing,
-    PoolBusy,
     PreflightReport,
     SessionUserUnusable,
     SpawnFailed,
-    check_limits,
     check_session_user,
     hold_lease,
-    host_credentials,
     measure_host_layout,
-    network_preflight,
     open_confined,
     preflight,
     probe_spec,
     run_sync,
 )
 
-from .batch import default_root, is_under_home
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sandbox import ConfinedSpec
+
+__all__ = ["check_skills", "sandbox_checks"]
 
 SKILLS_PROBE_TIMEOUT_S: Final = 60.0
 """The init line comes before any request (about 1 s measured); a cold 240 MB binary may take
@@ -61,11 +47,6 @@ PROBE_API_KEY: Final = "headwater-doctor-placeholder-not-a-key"
 """A placeholder so the harness starts without credentials; no request ever succeeds."""
 PROBE_TASK: Final = "headwater doctor: list your skills (this session is stopped at once)"
 PROBE_MODEL: Final = "headwater-doctor-probe"
-DOCTOR_LEASE_WAIT_S: Final = 60.0
-"""Seconds ``doctor``'s probes wait at most for a free session user while other runners'
-sessions hold the whole pool; then the probe is "could not verify" (a batch waits as long as
-it takes instead)."""
-
 
 def sandbox_checks(
     *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path],
@@ -92,62 +73,6 @@ def sandbox_checks(
     checks.append(check_skills(report, bwrap=bwrap, harness=harness, dirs=host_skill_dirs,
                                lease_wait_s=lease_wait_s))  # fmt: skip
     return PreflightReport(tuple(checks))
-
-
-def doctor_checks(
-    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
-) -> PreflightReport:
-    """Every check of ``doctor``, in order: `sandbox_checks`, limits, credentials, batch root,
-    network. Its probes wait at most `DOCTOR_LEASE_WAIT_S` for a free session user."""
-    report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs,
-                            lease_wait_s=DOCTOR_LEASE_WAIT_S)  # fmt: skip
-    checks = [*report.checks, _limits(report, bwrap), check_credentials(api_key_env),
-              check_batch_root()]
-    checks.append(check_network(bwrap, lease_wait_s=DOCTOR_LEASE_WAIT_S))
-    return PreflightReport(tuple(checks))
-
-
-def _limits(report: PreflightReport, bwrap: str) -> Check:
-    """``limits`` (`sandbox._limit_checks`), once a session's sandbox is known to start."""
-    if any(c.name == "sandbox" and c.verdict != "ok" for c in report.checks):
-        return Check("limits", "unverified", "not run: the sandbox does not start")
-    _, pool, usable = check_session_user(None)
-    if not usable:
-        return Check("limits", "unverified", "not run: see the session-user check")
-    try:
-        with hold_lease(pool, timeout_s=DOCTOR_LEASE_WAIT_S) as user:
-            return check_limits(bwrap, measure_host_layout(), user)
-    except PoolBusy as exc:
-        return Check("limits", "unverified", f"not run: {exc.detail}")
-    except SessionUserUnusable as exc:
-        return Check("limits", "unverified", f"not run: {exc} (see the session-user check)")
-
-
-def check_credentials(api_key_env: str | None) -> Check:
-    """``credentials``: the key variable or the host's ``.credentials.json`` is there; no value."""
-    try:
-        found = host_credentials(api_key_env=api_key_env, environ=os.environ)
-    except CredentialsMissing as exc:
-        return Check("credentials", "broken", f"{exc.detail} (only a real batch needs "
-                     "credentials: `demo` and `run --provider scripted` give their sessions a "
-                     "placeholder key for the scripted loopback provider)",
-                     "log in with Claude Code on the host (it writes .credentials.json), or "
-                     "pass --api-key-env NAME naming a variable that holds the key")  # fmt: skip
-    if found.api_key_env is not None:
-        return Check("credentials", "ok", f"an API key in ${found.api_key_env} (not printed)")
-    return Check("credentials", "ok", f"{found.credentials_file} present (not printed)")
-
-
-def check_batch_root() -> Check:
-    """``batch-root``: the default batch root resolves outside ``$HOME`` (RC-06)."""
-    home_env = os.environ.get("HOME")
-    home = Path(home_env).resolve() if home_env else None
-    root = default_root(home=home)
-    if is_under_home(root, home=home):
-        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) "
-                     "(docs/glossary.md: RC-06)",
-                     "pass --batch-dir outside $HOME, e.g. under /var/tmp")  # fmt: skip
-    return Check("batch-root", "ok", f"{root} (outside $HOME {home})")
 
 
 def check_skills(
@@ -243,9 +168,3 @@ def _is_init(line: bytes) -> bool:
     return isinstance(value, dict) and value.get("type") == "system" and (
         value.get("subtype") == "init"
     )
-
-
-def check_network(bwrap: str, *, lease_wait_s: float | None = None) -> Check:
-    """``network``: can a session run confined to the provider (`network_preflight`), its
-    probe's session user waited for at most ``lease_wait_s`` (None: as long as it takes)."""
-    return network_preflight(bwrap=bwrap, lease_wait_s=lease_wait_s)

@@ -1,0 +1,99 @@
+"""``doctor``: every check a batch needs, and what only ``doctor`` checks; three answers each.
+
+The checks that run before every batch are `campaign.batch.sandbox_checks` (the sandbox's
+preflight and the skills check). ``doctor`` adds what needs the runner's view: the
+per-session limits exercised in a sandbox (about a second), the credentials (never printed),
+the default batch root outside ``$HOME`` (RC-06), and network confinement (the sandbox's
+network preflight). It prints nothing: the command line prints the report.
+
+Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is verified
+broken, 4 otherwise (a check that could not verify is never printed as a pass).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from campaign.batch import default_root, is_under_home, sandbox_checks
+from sandbox import (
+    Check,
+    CredentialsMissing,
+    PoolBusy,
+    PreflightReport,
+    SessionUserUnusable,
+    check_limits,
+    check_session_user,
+    hold_lease,
+    host_credentials,
+    measure_host_layout,
+    network_preflight,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["DOCTOR_LEASE_WAIT_S", "check_batch_root", "check_credentials", "doctor_checks"]
+
+DOCTOR_LEASE_WAIT_S: Final = 60.0
+"""Seconds ``doctor``'s probes wait at most for a free session user while other runners'
+sessions hold the whole pool; then the probe is "could not verify" (a batch waits as long as
+it takes instead)."""
+
+
+
+def doctor_checks(
+    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
+) -> PreflightReport:
+    """Every check of ``doctor``, in order: `sandbox_checks`, limits, credentials, batch root,
+    network. Its probes wait at most `DOCTOR_LEASE_WAIT_S` for a free session user."""
+    report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs,
+                            lease_wait_s=DOCTOR_LEASE_WAIT_S)  # fmt: skip
+    checks = [*report.checks, _limits(report, bwrap), check_credentials(api_key_env),
+              check_batch_root()]
+    checks.append(network_preflight(bwrap=bwrap, lease_wait_s=DOCTOR_LEASE_WAIT_S))
+    return PreflightReport(tuple(checks))
+
+
+def _limits(report: PreflightReport, bwrap: str) -> Check:
+    """``limits`` (`sandbox._limit_checks`), once a session's sandbox is known to start."""
+    if any(c.name == "sandbox" and c.verdict != "ok" for c in report.checks):
+        return Check("limits", "unverified", "not run: the sandbox does not start")
+    _, pool, usable = check_session_user(None)
+    if not usable:
+        return Check("limits", "unverified", "not run: see the session-user check")
+    try:
+        with hold_lease(pool, timeout_s=DOCTOR_LEASE_WAIT_S) as user:
+            return check_limits(bwrap, measure_host_layout(), user)
+    except PoolBusy as exc:
+        return Check("limits", "unverified", f"not run: {exc.detail}")
+    except SessionUserUnusable as exc:
+        return Check("limits", "unverified", f"not run: {exc} (see the session-user check)")
+
+
+def check_credentials(api_key_env: str | None) -> Check:
+    """``credentials``: the key variable or the host's ``.credentials.json`` is there; no value."""
+    try:
+        found = host_credentials(api_key_env=api_key_env, environ=os.environ)
+    except CredentialsMissing as exc:
+        return Check("credentials", "broken", f"{exc.detail} (only a real batch needs "
+                     "credentials: `demo` and `run --provider scripted` give their sessions a "
+                     "placeholder key for the scripted loopback provider)",
+                     "log in with Claude Code on the host (it writes .credentials.json), or "
+                     "pass --api-key-env NAME naming a variable that holds the key")  # fmt: skip
+    if found.api_key_env is not None:
+        return Check("credentials", "ok", f"an API key in ${found.api_key_env} (not printed)")
+    return Check("credentials", "ok", f"{found.credentials_file} present (not printed)")
+
+
+def check_batch_root() -> Check:
+    """``batch-root``: the default batch root resolves outside ``$HOME`` (RC-06)."""
+    home_env = os.environ.get("HOME")
+    home = Path(home_env).resolve() if home_env else None
+    root = default_root(home=home)
+    if is_under_home(root, home=home):
+        return Check("batch-root", "broken", f"{root} is inside $HOME ({home}) "
+                     "(docs/glossary.md: RC-06)",
+                     "pass --batch-dir outside $HOME, e.g. under /var/tmp")  # fmt: skip
+    return Check("batch-root", "ok", f"{root} (outside $HOME {home})")
