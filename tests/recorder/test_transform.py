@@ -12,7 +12,7 @@ import json
 import tracemalloc
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -543,34 +543,45 @@ def test_outside_paths_collected_per_call() -> None:
     assert obs.outside_paths == {"/etc/hostname", "/home/agent/.x"}
 
 
+ENDED_WITHOUT_RESULT: Final = "no-result"
+"""An odd line is skipped (an anomaly, STYLE.md 5); the stream then ends without a result line."""
+
+
 @pytest.mark.parametrize(
-    "odd",
+    ("odd", "state"),
     [
-        b'{"type":"assistant","message":"not an object"}',
-        b'{"type":"assistant","message":{"content":"text, not blocks"}}',
-        b'{"type":"assistant","message":{"content":[1,null,{"type":"tool_use"}]}}',
-        b'{"type":"assistant","message":{"content":[{"type":"tool_use","id":["x"],"name":"Bash",'
-        b'"input":null}]}}',
-        b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":{"a":1}}]}}',
-        b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t",'
-        b'"content":[{"text":5}]}]}}',
-        b'{"type":"result","is_error":"no","total_cost_usd":"0.1","api_error_status":true}',
-        b'{"type":"system","subtype":"init","mcp_servers":{}}',
-        b'{"type":42}',
-        b"{}",
-        b"",
-        b"1e999999",
+        (b'{"type":"assistant","message":"not an object"}', ENDED_WITHOUT_RESULT),
+        (b'{"type":"assistant","message":{"content":"text, not blocks"}}', ENDED_WITHOUT_RESULT),
+        (b'{"type":"assistant","message":{"content":[1,null,{"type":"tool_use"}]}}',
+         ENDED_WITHOUT_RESULT),
+        (b'{"type":"assistant","message":{"content":[{"type":"tool_use","id":["x"],"name":"Bash",'
+         b'"input":null}]}}', ENDED_WITHOUT_RESULT),
+        (b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":{"a":1}}]}}',
+         ENDED_WITHOUT_RESULT),
+        (b'{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t",'
+         b'"content":[{"text":5}]}]}}', ENDED_WITHOUT_RESULT),
+        # a result line whose is_error is not exactly false fails closed
+        (b'{"type":"result","is_error":"no","total_cost_usd":"0.1","api_error_status":true}',
+         "harness-error"),
+        # every init line is policed (RC-07): this one lacks the policed fields
+        (b'{"type":"system","subtype":"init","mcp_servers":{}}', "refused-init"),
+        (b'{"type":42}', ENDED_WITHOUT_RESULT),
+        (b"{}", ENDED_WITHOUT_RESULT),
+        (b"", ENDED_WITHOUT_RESULT),
+        (b"1e999999", ENDED_WITHOUT_RESULT),
     ],
 )
-def test_feed_tolerates_odd_shapes(odd: bytes) -> None:
-    """Every release adds shapes: nothing a line holds may raise (STYLE.md 5, tolerant parsing)."""
+def test_an_odd_shape_raises_nothing_and_ends_the_session_as_its_rule_says(
+        odd: bytes, state: str) -> None:
+    """Every release adds shapes: nothing a line holds may raise (STYLE.md 5, tolerant parsing),
+    and each odd line ends the session in the one state its rule gives."""
     observer = StreamObserver(policy=POLICY, workspace=WS)
     observer.feed(init())
     observer.feed(tool_use("t", "Bash", {"command": "ls"}))
     observer.feed(odd)
     observer.feed(text("x", msg="m2"))
     observation = observer.finish(end="exited", exit_status=0, tail=None)
-    assert observation.state in {"recorded", "harness-error", "refused-init", "no-result"}
+    assert observation.state == state, observation.reason
 
 
 def test_result_line_fails_closed() -> None:
