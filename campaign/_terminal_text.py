@@ -29,6 +29,11 @@ from typing import Final
 
 from rich.text import Text
 
+PIPE_WIDTH: Final = 10_000
+"""Columns of a console that is not a terminal (a pipe, a log, a file): so wide that a table
+takes the width it needs and no line is wrapped or a column cut. The report's and the command
+line's consoles both use it."""
+
 _ESCAPED: Final = re.compile(
     "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 """Every character `one_line` writes as an escape (module docstring)."""

@@ -35,6 +35,7 @@ from ._digest import digest_bytes as digest_bytes
 from ._digest import digest_file as digest_file
 from ._digest import digest_text as digest_text
 from ._digest import tree_digest as tree_digest
+from ._driver import POST_RESULT_GRACE_S as POST_RESULT_GRACE_S
 from ._driver import DriveResult as DriveResult
 from ._driver import drive_child as drive_child
 from ._event import UnreadFile as UnreadFile

@@ -33,7 +33,6 @@ from ._open import compare_batch as compare_batch
 from ._open import host_skill_dirs as host_skill_dirs
 from ._open import open_batch as open_batch
 from ._options import CONCURRENCY as CONCURRENCY
-from ._options import POST_RESULT_GRACE_S as POST_RESULT_GRACE_S
 from ._options import RETRIES as RETRIES
 from ._options import RETRY_BACKOFF_S as RETRY_BACKOFF_S
 from ._options import SESSION_TIMEOUT_S as SESSION_TIMEOUT_S

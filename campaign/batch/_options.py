@@ -13,7 +13,7 @@ from typing import Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from recorder import Tier
+from recorder import POST_RESULT_GRACE_S, Tier
 from sandbox import (
     DEFAULT_CONNECTIONS,
     DEFAULT_MEMORY_BYTES,
@@ -30,8 +30,6 @@ SESSION_TIMEOUT_S: Final = 1800.0
 """Default wall limit of one session, seconds (docs/cli.md "Defaults")."""
 WATCHDOG_S: Final = 600.0
 """Default no-output watchdog, seconds: no stdout byte for this long ends the session."""
-POST_RESULT_GRACE_S: Final = 30.0
-"""Default post-result grace, seconds: a harness silent this long after its result is ended."""
 RETRIES: Final = 2
 """Default further attempts per session per invocation, for retryable states."""
 CONCURRENCY: Final = 2

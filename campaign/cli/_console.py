@@ -6,12 +6,11 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any
 
 from rich.console import Console
 
-PIPE_WIDTH: Final = 10_000
-"""Off a terminal, tables take the width they need: a log or a file gets every column whole."""
+from campaign._terminal_text import PIPE_WIDTH
 
 
 class StdoutConsole(Console):

@@ -12,12 +12,12 @@ from typing import Final, NoReturn
 from campaign._plan import harness_version
 from campaign.batch import (
     CONCURRENCY,
-    POST_RESULT_GRACE_S,
     RETRIES,
     RETRY_BACKOFF_S,
     SESSION_TIMEOUT_S,
     WATCHDOG_S,
 )
+from recorder import POST_RESULT_GRACE_S
 from sandbox import (
     DEFAULT_CONNECTIONS,
     DEFAULT_MEMORY_BYTES,

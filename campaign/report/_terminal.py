@@ -9,14 +9,14 @@ figures are the page's.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from campaign._terminal_text import cell, one_line
+from campaign._terminal_text import PIPE_WIDTH, cell, one_line
 
 from ._text import (
     DESCRIBES_ONLY,
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from ._model import Report
     from ._text import Row
 
-PIPE_WIDTH: Final = 10_000
-"""Off a terminal, lines are never wrapped: tables take the width they need."""
 
 
 class _Console(Console):
