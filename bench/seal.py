@@ -58,8 +58,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from campaign._corpus import QUIET_S, Corpus, load_corpus
 from campaign._seal import seal_workspace, verify_workspace
+from campaign.corpus._corpus import QUIET_S, Corpus, load_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -215,12 +215,12 @@ _LOAD_ONCE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-import campaign._corpus
+import campaign.corpus._corpus
 corpus_dir = Path(sys.argv[2])
-campaign._corpus.load_corpus(corpus_dir)  # warm: imports, page cache, allocator
+campaign.corpus._corpus.load_corpus(corpus_dir)  # warm: imports, page cache, allocator
 start = time.perf_counter()
-campaign._corpus.load_corpus(corpus_dir)
-print(time.perf_counter() - start, campaign._corpus.__file__)
+campaign.corpus._corpus.load_corpus(corpus_dir)
+print(time.perf_counter() - start, campaign.corpus._corpus.__file__)
 """
 """One timed `load_corpus` of the checkout argv[1] over the corpus argv[2], in a fresh process."""
 

@@ -54,7 +54,7 @@ from ._errors import ArmError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from ._corpus import Corpus
+    from campaign.corpus import Corpus
 
 
 _CLAUDE_MD: Final = frozenset({"CLAUDE.md", "CLAUDE.local.md"})

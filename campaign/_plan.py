@@ -17,7 +17,7 @@ The built-in planner selects every probe on the shelf; the tier selects arms
 and repetitions. A plan file (``--plan``) may select fewer probes. The plan
 lists the corpus's untyped files (``untyped_files``: Markdown under docs/
 without front matter) and refuses an allowed-tools entry the pinned harness
-does not know (`campaign._tools`).
+does not know (`campaign.corpus._tools`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,22 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from campaign.corpus import (
+    DIGEST_PATTERN,
+    PROBE_YML,
+    SHELF,
+    Corpus,
+    Tier,
+    TierConfig,
+    check_allowed_tools,
+    describe_validation,
+    describe_yaml_error,
+    load_yaml,
+)
 from recorder import McpConfigError, declared_mcp_servers_of, digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
-from ._corpus import PROBE_YML, SHELF, Corpus, Tier, TierConfig
 from ._errors import PlanError, TreeMismatch, UnknownTier
-from ._schema import DIGEST_PATTERN, describe_validation
-from ._tools import check_allowed_tools
-from ._yamlload import describe_yaml_error, load_yaml
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
@@ -206,7 +214,7 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
         UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
         PlanError: the shelf holds no probe; the corpus's ``.mcp.json`` cannot be read.
         UnknownTool: probe.yml's ``tools`` holds an entry the pinned harness does not
-            know (`campaign._tools.check_allowed_tools`).
+            know (`campaign.corpus._tools.check_allowed_tools`).
         ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object (`arm_spec`).
     """
     declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}

@@ -22,7 +22,7 @@ the seal searches each file itself; once grep is done, its list applies.
 Rule (completeness): every way the matcher names a document holds one of
 its anchors, so a file grep does not list names nothing, and the seal may
 copy it without searching it, *provided it copies the very bytes grep read*.
-Two checks prove that, both from `campaign._corpus_files.FileSignature` (a write
+Two checks prove that, both from `campaign.corpus._corpus_files.FileSignature` (a write
 or a rename sets ctime to the current time, and nothing sets it back):
 
 * every directory of the corpus, stat'ed again once grep has finished, has
@@ -56,14 +56,14 @@ from typing import IO, TYPE_CHECKING, Final
 
 import anyio
 
+from campaign.corpus import FileSignature, file_size
 from sandbox import Child, SpawnFailed, run_bounded_sync, run_sync, spawn
 
 from ._chunkscan import LARGE_FILE_BYTES
-from ._corpus_files import FileSignature
-from ._largefiles import file_size
 
 if TYPE_CHECKING:
-    from ._corpus import Corpus
+    from campaign.corpus import Corpus
+
     from ._sealplan import Names
 
 GREP: Final = "/usr/bin/grep"
@@ -74,7 +74,7 @@ GREP_TIMEOUT_S: Final = 600.0
 GREP_VERSION_TIMEOUT_S: Final = 30.0
 """``grep --version`` prints at once; the bound only absorbs a loaded host."""
 _EXCLUDED_TOP: Final = frozenset({".git"})
-"""Top-level entries the corpus never holds (`campaign._corpus.load_corpus`)."""
+"""Top-level entries the corpus never holds (`campaign.corpus._corpus.load_corpus`)."""
 
 
 _KNOWN_GNU: set[str] = set()

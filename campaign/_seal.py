@@ -26,12 +26,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from campaign.corpus import HEADWATER, SHELF
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._arms import check_arm
 from ._chunkscan import LARGE_FILE_BYTES
-from ._corpus import HEADWATER, SHELF
 from ._errors import SealRefused, WorkspaceNotEmpty
 from ._names import Text
 from ._sealplan import (
@@ -50,8 +50,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from campaign.corpus import Corpus
+
     from ._arms import Removal
-    from ._corpus import Corpus
 
 __all__ = ["SealPlan", "SealResult", "check_folds", "explain", "plan_seal", "seal_workspace",
            "verify_workspace"]

@@ -38,13 +38,12 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
+from campaign.corpus import HEADWATER, SHELF, FileSignature, split_lines
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
 from ._chunkscan import LARGE_FILE_BYTES, read_chunks
-from ._corpus import HEADWATER, SHELF, split_lines
-from ._corpus_files import FileSignature
 from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer
 from ._prefilter import Prefilter
@@ -52,7 +51,7 @@ from ._prefilter import Prefilter
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
-    from ._corpus import Corpus, Probe
+    from campaign.corpus import Corpus, Probe
 
 BINARY_SNIFF_BYTES: Final = 8192
 """A NUL byte in this many leading bytes marks a file binary (the heuristic of git and grep)."""

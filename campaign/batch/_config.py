@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from campaign._plan import Plan, dump_plan
-from campaign._schema import describe_validation
+from campaign.corpus import describe_validation
 from recorder import write_atomic
 from sandbox import CONFIG_MOUNT, LOG_MOUNT
 

@@ -35,12 +35,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._arms import arms_without_effect, harness_flags
-from campaign._corpus_notes import corpus_notes
 from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
-from campaign._largefiles import large_file_notes
 from campaign._plan import harness_version
 from campaign._seal import check_folds
+from campaign.corpus import corpus_notes, large_file_notes
 from recorder import McpConfigError, declared_mcp_servers_of
 from sandbox import (
     Check,
@@ -78,8 +77,8 @@ from ._records import InvocationRecord
 from ._tree import files_moved, read_tree, write_tree
 
 if TYPE_CHECKING:
-    from campaign._corpus import Corpus
     from campaign._plan import Plan
+    from campaign.corpus import Corpus
 
     from ._fold import SessionKey
     from ._options import BatchOptions

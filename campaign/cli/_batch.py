@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import anyio
 from rich.console import Console
 
-from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
 from campaign._plan import Plan, compose_plan, load_plan_file, recompose
 from campaign._terminal_text import block, one_line
@@ -31,6 +30,7 @@ from campaign.batch import (
     read_batch,
     transcript_path,
 )
+from campaign.corpus import Corpus, load_corpus
 from campaign.supervisor import (
     BatchContext,
     BatchOutcome,

@@ -31,9 +31,9 @@ from ._streams import stream_lines
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from campaign._corpus import Corpus
     from campaign._plan import Plan
     from campaign.batch import Journal
+    from campaign.corpus import Corpus
 
 
 @dataclass(slots=True)

@@ -26,11 +26,11 @@ from campaign._arms import (
     is_layer_path,
     mcp_servers,
 )
-from campaign._corpus import Corpus, load_corpus
 from campaign._errors import ArmError, PlanError
 from campaign._plan import compose_plan, dump_plan, load_plan_file
 from campaign._seal import SealResult, seal_workspace
 from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
+from campaign.corpus._corpus import Corpus, load_corpus
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]

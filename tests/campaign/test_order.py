@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import load_corpus
 from campaign._plan import Plan, compose_plan
+from campaign.corpus._corpus import load_corpus
 from campaign.supervisor._spec import ORDER_ALGORITHM, session_order
 from tests.campaign.corpora import probe_yml, write_files
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from campaign._corpus import Corpus, load_corpus
 from campaign._errors import ArmError, SealRefused, UnknownProbe, WorkspaceNotEmpty
 from campaign._names import Text, doc_names
 from campaign._prefilter import candidates
 from campaign._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
 from campaign._sealplan import names_for
+from campaign.corpus._corpus import Corpus, load_corpus
 from sandbox._process import Child, run_sync, spawn
 from tests.campaign.corpora import (
     ANSWER_KEY,
@@ -347,8 +347,8 @@ def test_a_corpus_changed_since_loading_is_refused(corpus: Corpus, tmp_path: Pat
 
 
 def _clock(monkeypatch: pytest.MonkeyPatch, ahead_s: float) -> None:
-    """Loading starts ``ahead_s`` seconds from now, as campaign._corpus sees it."""
-    import campaign._corpus as corpus_module
+    """Loading starts ``ahead_s`` seconds from now, as campaign.corpus._corpus sees it."""
+    import campaign.corpus._corpus as corpus_module
 
     real = time.time_ns
     monkeypatch.setattr(corpus_module, "time",
