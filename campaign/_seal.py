@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from campaign.corpus import HEADWATER, SHELF
+from campaign.plan import check_arm
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
-from ._arms import check_arm
 from ._chunkscan import LARGE_FILE_BYTES
 from ._errors import SealRefused, WorkspaceNotEmpty
 from ._names import Text
@@ -51,8 +51,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from campaign.corpus import Corpus
-
-    from ._arms import Removal
+    from campaign.plan import Removal
 
 __all__ = ["SealPlan", "SealResult", "check_folds", "explain", "plan_seal", "seal_workspace",
            "verify_workspace"]

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from campaign.corpus import FileSignature
+from campaign.plan import Removal
 from recorder import DIGEST_PREFIX
 
-from ._arms import Removal
 from ._chunkscan import Found, read_chunks, scan, skip_ranges
 from ._errors import SealRefused
 from ._names import DocNames, Naming, Text, find_word

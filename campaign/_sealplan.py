@@ -10,7 +10,7 @@ short, for probe P (names as `campaign._names` finds them):
 3. Remove every file that names P (id, path, unique file name, relative
    link, title; or a path holding P's id), except a fold of P.
 4. Remove each answer key of P, and every line elsewhere that names one.
-5. Apply the arm (`campaign._arms.arm_effect`).
+5. Apply the arm (`campaign.plan._arms.arm_effect`).
 
 (Rule 6, the verification, and the executor are in `campaign._seal`.)
 
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from campaign.corpus import HEADWATER, SHELF, FileSignature, split_lines
+from campaign.plan import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
-from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
 from ._chunkscan import LARGE_FILE_BYTES, read_chunks
 from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer

@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from campaign._arms import arms_without_effect, harness_flags
 from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
-from campaign._plan import harness_version
 from campaign._seal import check_folds
 from campaign.corpus import corpus_notes, large_file_notes
+from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_flags, harness_version
 from recorder import McpConfigError, declared_mcp_servers_of
 from sandbox import (
     Check,
@@ -77,8 +76,8 @@ from ._records import InvocationRecord
 from ._tree import files_moved, read_tree, write_tree
 
 if TYPE_CHECKING:
-    from campaign._plan import Plan
     from campaign.corpus import Corpus
+    from campaign.plan import Plan
 
     from ._fold import SessionKey
     from ._options import BatchOptions
@@ -308,8 +307,6 @@ def _refuse_other_format(path: Path, config: BatchConfig, what: str) -> None:
 
 def _new_config(request: BatchRequest, harness: str, network: Literal["confined", "host"],
                 note: str, url: str = "") -> BatchConfig:
-    from campaign.supervisor import ORDER_ALGORITHM
-
     plan = request.plan
     return BatchConfig(options=request.options, facts=BatchFacts(
         runner=harness_version(), harness_version=harness, network=network, network_note=note,

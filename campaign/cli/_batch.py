@@ -18,7 +18,6 @@ import anyio
 from rich.console import Console
 
 from campaign._errors import CampaignError
-from campaign._plan import Plan, compose_plan, load_plan_file, recompose
 from campaign._terminal_text import block, one_line
 from campaign.batch import (
     SCRIPTED_API_KEY,
@@ -31,6 +30,7 @@ from campaign.batch import (
     transcript_path,
 )
 from campaign.corpus import Corpus, load_corpus
+from campaign.plan import Plan, compose_plan, load_plan_file, recompose
 from campaign.supervisor import (
     BatchContext,
     BatchOutcome,

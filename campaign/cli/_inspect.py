@@ -7,14 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign._arms import arms_without_effect
 from campaign._doctor import doctor_checks
 from campaign._errors import CampaignError
-from campaign._plan import dump_plan
 from campaign._seal import check_folds, explain, seal_workspace
 from campaign._terminal_text import one_line
 from campaign.batch import host_skill_dirs
 from campaign.corpus import corpus_notes, large_file_notes
+from campaign.plan import arms_without_effect, dump_plan
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NoReturn
 
-from campaign._plan import harness_version
 from campaign.batch import (
     CONCURRENCY,
     POST_RESULT_GRACE_S,
@@ -18,6 +17,7 @@ from campaign.batch import (
     SESSION_TIMEOUT_S,
     WATCHDOG_S,
 )
+from campaign.plan import harness_version
 from sandbox import (
     DEFAULT_CONNECTIONS,
     DEFAULT_MEMORY_BYTES,

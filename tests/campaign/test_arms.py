@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from campaign._arms import (
+from campaign._errors import ArmError, PlanError
+from campaign._seal import SealResult, seal_workspace
+from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
+from campaign.corpus._corpus import Corpus, load_corpus
+from campaign.plan._arms import (
     ARMS,
     NOTHING,
     apply_arm,
@@ -26,11 +30,7 @@ from campaign._arms import (
     is_layer_path,
     mcp_servers,
 )
-from campaign._errors import ArmError, PlanError
-from campaign._plan import compose_plan, dump_plan, load_plan_file
-from campaign._seal import SealResult, seal_workspace
-from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
-from campaign.corpus._corpus import Corpus, load_corpus
+from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -294,8 +294,8 @@ def test_an_arm_reads_only_the_settings_files_it_edits_and_those_bounded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # docs/arms.md: only no-hook's settings files (and .mcp.json) are read; each at most
     # MAX_READ_LAYER_BYTES, a bigger one refused (here the bound is 64 bytes).
-    from campaign import _arms
-    from campaign._arms import arm_spec, reads_bytes
+    from campaign.plan import _arms
+    from campaign.plan._arms import arm_spec, reads_bytes
 
     assert reads_bytes("no-hook", ".claude/settings.json")
     assert not reads_bytes("no-hook", ".claude/skills/s/SKILL.md")

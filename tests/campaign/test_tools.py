@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from campaign._errors import CampaignError, UnknownTool
-from campaign._plan import compose_plan, dump_plan, load_plan_file
 from campaign.corpus._corpus import load_corpus
 from campaign.corpus._tools import (
     KNOWN_TOOLS,
@@ -24,6 +23,7 @@ from campaign.corpus._tools import (
     check_allowed_tools,
     known_tools,
 )
+from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
 from tests.campaign.corpora import minimal_corpus, probe_yml, write_files
 
 REPO = Path(__file__).resolve().parents[2]

@@ -36,9 +36,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from campaign._plan import compose_plan
 from campaign.batch._journal import Journal
 from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import compose_plan
 from campaign.supervisor._session import BatchContext, run_attempt
 from campaign.supervisor._spec import SessionSpec
 from demo import ScriptedProvider, load_scripts

@@ -38,6 +38,7 @@ from itertools import pairwise
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Literal
 
+from campaign._errors import ArmError
 from recorder import ARMS as ARMS
 from recorder import (
     DISALLOWED_TOOLS,
@@ -48,8 +49,6 @@ from recorder import (
     tree_digest,
 )
 from recorder import Arm as Arm
-
-from ._errors import ArmError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -8,7 +8,7 @@ Digest rules (docs/plan.md, "The six identity members"; the file shape is there 
 * ``read_set`` - `tree_digest` over the selected probe files and what they examine.
 * ``seed`` - the caller's. ``harness`` - ``headwater-campaign <version>``.
 
-Each arm of the tier is stated with its identity (`campaign._arms.ArmSpec`):
+Each arm of the tier is stated with its identity (`campaign.plan._arms.ArmSpec`):
 its allowed tools, the digest of its workspace layer and of its harness flags,
 so a plan file fixes what every arm ran, and the session passes
 ``plan.arm_spec(arm).allowed_tools`` to the harness.
@@ -34,6 +34,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from campaign._errors import PlanError, TreeMismatch, UnknownTier
 from campaign.corpus import (
     DIGEST_PATTERN,
     PROBE_YML,
@@ -49,7 +50,6 @@ from campaign.corpus import (
 from recorder import McpConfigError, declared_mcp_servers_of, digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
-from ._errors import PlanError, TreeMismatch, UnknownTier
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
@@ -87,7 +87,7 @@ class PlanProbe(_Closed):
 
 
 class PlanArm(_Closed):
-    """One arm as the plan runs it (`campaign._arms.ArmSpec`)."""
+    """One arm as the plan runs it (`campaign.plan._arms.ArmSpec`)."""
 
     arm: Arm
     allowed_tools: tuple[str, ...]
