@@ -58,8 +58,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from campaign._seal import seal_workspace, verify_workspace
 from campaign.corpus._corpus import QUIET_S, Corpus, load_corpus
+from campaign.seal._seal import seal_workspace, verify_workspace
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -285,7 +285,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--fresh", action="store_true",
                         help="load the corpus right after writing it: no file is quiet, so the "
-                             "seal searches every file itself (campaign/_prefilter.py)")
+                             "seal searches every file itself (campaign/seal/_prefilter.py)")
     parser.add_argument("--load-only", action="store_true",
                         help="time load_corpus only (no seal, cp or grep)")
     parser.add_argument("--compare-load", type=Path, metavar="CHECKOUT",

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
-from campaign._seal import check_folds
 from campaign.corpus import corpus_notes, large_file_notes
 from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_flags, harness_version
+from campaign.seal import check_folds
 from recorder import McpConfigError, declared_mcp_servers_of
 from sandbox import (
     Check,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from campaign._doctor import doctor_checks
 from campaign._errors import CampaignError
-from campaign._seal import check_folds, explain, seal_workspace
 from campaign._terminal_text import one_line
 from campaign.batch import host_skill_dirs
 from campaign.corpus import corpus_notes, large_file_notes
 from campaign.plan import arms_without_effect, dump_plan
+from campaign.seal import check_folds, explain, seal_workspace
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 

@@ -105,7 +105,7 @@ class Corpus:
     signature holds."""
     directories: Mapping[str, FileSignature] | None = None
     """relpath ("" the root) -> each directory's `FileSignature` at load, taken before the
-    files'; None when a directory changed within `QUIET_S` of loading (`campaign._prefilter`
+    files'; None when a directory changed within `QUIET_S` of loading (`campaign.seal._prefilter`
     is then not used)."""
 
     @property

@@ -3,7 +3,7 @@
 `campaign.corpus._corpus.load_corpus` walks the corpus once (`walk_corpus`), then
 takes a `FileSignature` of every directory (`quiet_directories`) and of every
 file that has been quiet for `QUIET_S`, before it reads each file: the seal
-and `campaign._prefilter` trust a digest only while its signature holds.
+and `campaign.seal._prefilter` trust a digest only while its signature holds.
 Problems are `Refused` (one file, one problem), which `load_corpus` turns
 into `campaign._errors.CorpusError` naming the corpus root.
 """
@@ -115,7 +115,7 @@ def quiet_directories(root: Path, directories: list[str],
 
     Taken before any file's signature: a directory entry renamed, added or
     removed later changes its directory's ctime, so a path that resolves the
-    same way at load and later resolves to the same file (`campaign._prefilter`).
+    same way at load and later resolves to the same file (`campaign.seal._prefilter`).
     """
     found: dict[str, FileSignature] = {}
     for rel in directories:

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import anyio
 
 from campaign._errors import SealRefused
-from campaign._seal import seal_workspace
 from campaign.batch import FinalRecord, StartedRecord, session_paths, utc_now
 from campaign.corpus import Corpus
 from campaign.plan import Plan
+from campaign.seal import seal_workspace
 from campaign.supervisor._facts import (
     Progress,
     kept_stream_check,

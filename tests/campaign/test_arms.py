@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from campaign._errors import ArmError, PlanError
-from campaign._seal import SealResult, seal_workspace
 from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
 from campaign.corpus._corpus import Corpus, load_corpus
 from campaign.plan._arms import (
@@ -31,6 +30,7 @@ from campaign.plan._arms import (
     mcp_servers,
 )
 from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
+from campaign.seal._seal import SealResult, seal_workspace
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]

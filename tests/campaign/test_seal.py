@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from campaign._errors import ArmError, SealRefused, UnknownProbe, WorkspaceNotEmpty
-from campaign._names import Text, doc_names
-from campaign._prefilter import candidates
-from campaign._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
-from campaign._sealplan import names_for
 from campaign.corpus._corpus import Corpus, load_corpus
+from campaign.seal._names import Text, doc_names
+from campaign.seal._prefilter import candidates
+from campaign.seal._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
+from campaign.seal._sealplan import names_for
 from sandbox._process import Child, run_sync, spawn
 from tests.campaign.corpora import (
     ANSWER_KEY,
@@ -358,7 +358,7 @@ def _clock(monkeypatch: pytest.MonkeyPatch, ahead_s: float) -> None:
 @pytest.fixture(autouse=True, params=["fresh", "quiet"])
 def loading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test of this module twice: corpora loaded right after writing them (every file
-    searched), and 10 s later (quiet: the prefilter's files only, campaign._prefilter)."""
+    searched), and 10 s later (quiet: the prefilter's files only, campaign.seal._prefilter)."""
     _clock(monkeypatch, 10.0 if request.param == "quiet" else 0.0)
     return str(request.param)
 
@@ -462,7 +462,7 @@ def test_verification_refuses_a_symlink(corpus: Corpus, tmp_path: Path) -> None:
 def test_the_seals_own_verification_catches_a_bad_executor(
         corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer that corrupts one copy is refused, though the plan judged the bytes clean."""
-    from campaign import _seal as seal_module
+    from campaign.seal import _seal as seal_module
 
     real = seal_module._write
 
@@ -549,12 +549,12 @@ def test_verification_searches_binary_files_too(tmp_path: Path) -> None:
         verify_workspace(corpus, "HW-PRB-0001", ws)
 
 
-# --- the prefilter (campaign/_prefilter.py) ------------------------------------------------
+# --- the prefilter (campaign/seal/_prefilter.py) ------------------------------------------------
 
 def test_without_grep_the_seal_searches_every_file_and_agrees(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     with_grep, _ = _seal(corpus, tmp_path / "a")
@@ -567,7 +567,7 @@ def test_without_grep_the_seal_searches_every_file_and_agrees(
 def test_the_prefilter_lists_every_file_that_names_the_probe_or_a_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Completeness, file by file, against the matcher itself (campaign._names)."""
+    """Completeness, file by file, against the matcher itself (campaign.seal._names)."""
     files = seal_files()
     files["ops/mixed.txt"] = "see hW-pRb-001 here\n"
     files["ops/wrapped.txt"] = "WHICH decision\r\n governs\t\tthe\vretry\fbudget\n"
@@ -604,7 +604,7 @@ def test_a_write_between_the_seals_fstat_and_its_read_is_seen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size, after the fstat that gave the size: the fstat after the read shows it."""
-    import campaign._sealplan as sealplan
+    import campaign.seal._sealplan as sealplan
 
     files = {**seal_files(), "notes/plain.md": "x" * len(LEAK)}
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
@@ -625,7 +625,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """grep reads a clean decoy in place of notes/; the swap back is seen in the ctimes."""
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     files = {**seal_files(), "notes/leak.md": LEAK}
     root = seal_corpus(tmp_path / "c", files)
@@ -655,7 +655,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
 def test_only_gnu_grep_at_its_fixed_path_is_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     fake = tmp_path / "grep"
     fake.write_text("#!/bin/sh\necho 'grep (BSD grep, GNU compatible) 2.6.0-FreeBSD'\n")
@@ -678,7 +678,7 @@ def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
 
 
 class _HeldGrep:
-    """Wraps grep's spawn (campaign._prefilter): grep starts only when released, through a
+    """Wraps grep's spawn (campaign.seal._prefilter): grep starts only when released, through a
     shell that waits on a FIFO before it execs grep; `release` lets it go and waits for it."""
 
     def __init__(self, fifo: Path) -> None:
@@ -703,8 +703,8 @@ def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
 ) -> None:
     """The seal reads leak.md (naming the probe), then the file is cleaned and grep runs: grep's
     list came after the read, so it must not spare leak.md its search."""
-    import campaign._prefilter as prefilter
-    import campaign._sealplan as sealplan
+    import campaign.seal._prefilter as prefilter
+    import campaign.seal._sealplan as sealplan
 
     files = {**seal_files(), "notes/leak.md": LEAK}
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
@@ -734,8 +734,8 @@ def test_a_seal_that_fails_midway_stops_its_grep_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Not at a later garbage collection: the traceback keeps the plan's generator alive."""
-    import campaign._prefilter as prefilter
-    import campaign._seal as seal
+    import campaign.seal._prefilter as prefilter
+    import campaign.seal._seal as seal
 
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     closed: list[bool] = []
@@ -756,7 +756,7 @@ def test_a_seal_that_fails_midway_stops_its_grep_at_once(
 def test_a_grep_that_floods_stderr_cannot_hang_the_seal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     fake = tmp_path / "grep"
     fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "grep (GNU grep) 3.8"; '

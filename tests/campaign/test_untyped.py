@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign._seal import seal_workspace
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import compose_plan
+from campaign.seal._seal import seal_workspace
 from recorder._digest import digest_bytes
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
 

@@ -1,6 +1,6 @@
 """Searching a large file for names in bounded memory: overlapping windows of its bytes.
 
-The seal (`campaign._sealbig`) reads a file over `LARGE_FILE_BYTES` in chunks of
+The seal (`campaign.seal._sealbig`) reads a file over `LARGE_FILE_BYTES` in chunks of
 `CHUNK_BYTES`, never whole (docs/sealing.md, "Large files"). Names are searched
 in windows: each window is the previous window's last `overlap` bytes followed
 by the next chunk, so any occurrence no longer than ``overlap - 4`` bytes lies,

@@ -1,7 +1,7 @@
 """The plan of a seal (RC-09): one decision per corpus file, computed by reading, never writing.
 
 The rules, the word boundaries and the examples are in docs/sealing.md; in
-short, for probe P (names as `campaign._names` finds them):
+short, for probe P (names as `campaign.seal._names` finds them):
 
 1. Never copy ``docs/probes/`` (the shelf), ``.headwater/``, ``.git/`` or
    anything that is not a regular file.
@@ -12,9 +12,9 @@ short, for probe P (names as `campaign._names` finds them):
 4. Remove each answer key of P, and every line elsewhere that names one.
 5. Apply the arm (`campaign.plan._arms.arm_effect`).
 
-(Rule 6, the verification, and the executor are in `campaign._seal`.)
+(Rule 6, the verification, and the executor are in `campaign.seal._seal`.)
 
-Rules 3-4 search a file only when the prefilter (`campaign._prefilter`, one
+Rules 3-4 search a file only when the prefilter (`campaign.seal._prefilter`, one
 grep for every name's anchor) lists it, or when the file is not provably the
 one grep read (its `FileSignature` is not the one taken at load); a file
 that holds no anchor names nothing.
@@ -38,13 +38,13 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
+from campaign._errors import SealRefused, UnknownProbe
 from campaign.corpus import HEADWATER, SHELF, FileSignature, split_lines
 from campaign.plan import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._chunkscan import LARGE_FILE_BYTES, read_chunks
-from ._errors import SealRefused, UnknownProbe
 from ._names import DocNames, Naming, Text, doc_names, states_answer
 from ._prefilter import Prefilter
 
@@ -165,7 +165,7 @@ def check_folds(corpus: Corpus, probe_id: str) -> None:
 
 
 def _check_large_fold(probe: Probe, fold: str, path: str) -> None:
-    """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
+    """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`_sealbig`)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         binary = _sealbig.facts(read_chunks(fd)).binary
@@ -196,7 +196,7 @@ class FileDecision:
     digest: str | None = None
     """``sha256:`` digest of ``data`` (computed here, on the planning thread)."""
     source: str | None = field(default=None, repr=False)
-    """A large file (`campaign._sealbig`): ``data`` is None and the executor copies this host
+    """A large file (`campaign.seal._sealbig`): ``data`` is None and the executor copies this host
     path chunk by chunk, without the byte ranges ``drops``; ``digest`` is what it must give."""
     drops: tuple[tuple[int, int], ...] = field(default=(), repr=False)
     """Byte ranges ``[start, end)`` of ``source`` left out (answer keys' lines)."""
@@ -333,7 +333,7 @@ def _decide(corpus: Corpus, names: Names, arm: str,
             yield FileDecision(rel, "remove", None, 0, (gone,))
             continue
         # Asked *before* the read: grep had finished by then, so a file unchanged from the
-        # load to the fstat after our read is the file grep read (campaign._prefilter).
+        # load to the fstat after our read is the file grep read (campaign.seal._prefilter).
         maybe = prefilter.listed()
         if not reads_bytes(arm, rel) and _size(probe_id, rel, root) > LARGE_FILE_BYTES:
             yield _decide_large(corpus, names, arm, rel, os.path.join(root, rel), maybe)
@@ -348,7 +348,7 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         fold = None
         quiet = corpus.signatures.get(rel) == signature  # the bytes the load (and grep) read
         if quiet and maybe is not None and rel not in maybe:
-            pass  # holds no anchor of any name, so names nothing (campaign._prefilter)
+            pass  # holds no anchor of any name, so names nothing (campaign.seal._prefilter)
         elif not binary:
             new, removals, fold = _judge(rel, data, names)
         elif (gone := _binary_naming(rel, data, names)) is not None:
@@ -384,7 +384,7 @@ def _size(probe_id: str, rel: str, root: str) -> int:
 
 def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
                   maybe: frozenset[str] | None) -> FileDecision:
-    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`).
+    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign.seal._sealbig`).
 
     A layer file here is one whose arm effect follows from its path (`reads_bytes`): kept,
     or removed without a read.

@@ -1,7 +1,7 @@
 """Seal a session's workspace (RC-09): the one executor, the verification pass, the manifest.
 
 The plan (rules 1-5: what is copied, removed, rewritten, and why) is
-`campaign._sealplan`; docs/sealing.md states every rule. Here:
+`campaign.seal._sealplan`; docs/sealing.md states every rule. Here:
 
 * the executor writes each kept file from the bytes the plan judged, with the
   corpus file's mode bits, into an empty directory (no links: a session writes
@@ -26,13 +26,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from campaign._errors import SealRefused, WorkspaceNotEmpty
 from campaign.corpus import HEADWATER, SHELF
 from campaign.plan import check_arm
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._chunkscan import LARGE_FILE_BYTES
-from ._errors import SealRefused, WorkspaceNotEmpty
 from ._names import Text
 from ._sealplan import (
     FileDecision,
@@ -183,7 +183,7 @@ class _Verifier:
     def check_large(self, rel: str, path: str, written: FileDecision | None = None) -> None:
         """`check` for a file the executor copied in chunks, or one over `LARGE_FILE_BYTES`.
 
-        Read back in chunks (`campaign._sealbig.verify`). A file the plan copied
+        Read back in chunks (`campaign.seal._sealbig.verify`). A file the plan copied
         unchanged is not searched again when its digest read back is the plan's;
         any other is searched. A digest other than the plan's means the corpus
         file changed between the plan's read and the copy: refused.
@@ -332,7 +332,7 @@ def seal_workspace(corpus: Corpus, *, probe_id: str, arm: str = "present",
                    out: Path) -> SealResult:
     """Build the sealed workspace of one session of ``probe_id`` under ``arm`` in ``out``.
 
-    The plan (`campaign._sealplan.iter_seal`) streams one decision per corpus
+    The plan (`campaign.seal._sealplan.iter_seal`) streams one decision per corpus
     file into the executor, which writes it; then `verify_workspace` reads the
     finished workspace back and computes the manifest.
 

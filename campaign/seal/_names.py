@@ -188,7 +188,7 @@ class DocNames:
 
     def anchors(self) -> list[bytes]:
         """POSIX extended regexes, one per kind of name: a text that names the document holds
-        a match of one of them, ignoring the case of ``A-Z`` (`campaign._prefilter`).
+        a match of one of them, ignoring the case of ``A-Z`` (`campaign.seal._prefilter`).
 
         The id; the file name (in every path, file name and unencoded relative
         link); ``%`` (a percent-encoded link); the title, its words separated

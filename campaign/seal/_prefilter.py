@@ -7,14 +7,14 @@ pass, on another CPU. So when a seal starts, `Prefilter` starts::
 
     LC_ALL=C grep -r -l -Z -z -a -i -E -D skip -e ANCHOR... -- TOP-LEVEL-ENTRIES
 
-where the anchors are each document's `campaign._names.DocNames.anchors`
+where the anchors are each document's `campaign.seal._names.DocNames.anchors`
 (its id, its file name, ``%``, its title with ``[[:space:]]+`` between the
 words), and lists the files holding any of them. ``-z`` makes each file one
 record, so a title wrapped over lines still matches; ``-a`` searches binary
 files as text, as the seal does; ``-i`` in the C locale folds ``A-Z`` only, as
 `bytes.lower` does; ``-D skip`` never opens a FIFO or device; symlinks are
 not followed (``-r``, and no top-level symlink is passed). A file over
-`campaign._chunkscan.LARGE_FILE_BYTES` is left out (``--exclude`` of its file
+`campaign.seal._chunkscan.LARGE_FILE_BYTES` is left out (``--exclude`` of its file
 name: ``-z`` would make grep hold it whole), and every file of that name is
 in the answer, so the seal searches it itself, in chunks. While grep runs,
 the seal searches each file itself; once grep is done, its list applies.
@@ -145,7 +145,7 @@ class Prefilter:
 
     Args:
         corpus: the loaded corpus (its root is searched).
-        names: the probe's and the answer keys' names (`campaign._sealplan.names_for`).
+        names: the probe's and the answer keys' names (`campaign.seal._sealplan.names_for`).
 
     Never raises for a grep problem: the answer is then None for good.
     """
