@@ -42,7 +42,7 @@ from campaign.supervisor import (
     session_order,
 )
 from demo import example_paths
-from recorder import McpConfigError, declared_mcp_servers_of
+from recorder import McpConfigError
 from sandbox import Credentials, CredentialsMissing, host_credentials, measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
@@ -81,9 +81,8 @@ def default_harness() -> Path:
 def load_corpus_or_usage(root: Path) -> Corpus:
     """`load_corpus`, with its errors as usage errors (exit 2)."""
     try:
-        corpus = load_corpus(root.expanduser().resolve())
-        declared_mcp_servers_of(corpus.root)  # a malformed .mcp.json is bad input, not a bug
-    except McpConfigError as exc:
+        corpus = load_corpus(root.expanduser().resolve())  # reads and checks its .mcp.json
+    except McpConfigError as exc:  # a malformed .mcp.json is bad input, not a bug
         raise UsageError(f"corpus {root}: {exc}") from exc
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc

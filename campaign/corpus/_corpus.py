@@ -33,7 +33,15 @@ from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
 from campaign._errors import CorpusError
-from recorder import DIGEST_PREFIX, digest_bytes, digest_file, tree_digest
+from recorder import (
+    DIGEST_PREFIX,
+    MCP_JSON,
+    McpDeclaration,
+    digest_bytes,
+    digest_file,
+    read_mcp_declaration,
+    tree_digest,
+)
 
 from ._corpus_files import CHUNK_BYTES, LARGE_FILE_BYTES, Refused, quiet_directories, walk_corpus
 from ._corpus_files import QUIET_S as QUIET_S
@@ -107,6 +115,10 @@ class Corpus:
     """relpath ("" the root) -> each directory's `FileSignature` at load, taken before the
     files'; None when a directory changed within `QUIET_S` of loading (`campaign.seal._prefilter`
     is then not used)."""
+    mcp: McpDeclaration = field(
+        default_factory=lambda: McpDeclaration(Path(MCP_JSON), frozenset()))
+    """The root ``.mcp.json``'s servers, read once at load by the one reader
+    (`recorder.read_mcp_declaration`); none when the corpus has no regular one."""
 
     @property
     def ids(self) -> frozenset[str]:
@@ -387,6 +399,8 @@ def load_corpus(root: Path) -> Corpus:
             an ``examines`` path, fold or answer key is not a file; a fold or
             answer key names an unknown probe; a fold lies under docs/ or
             .headwater/. The message names the root and the file.
+        McpConfigError: the root ``.mcp.json`` breaks a rule of
+            `recorder.read_mcp_declaration` (a malformed server declaration is bad input).
         OSError: a file cannot be read (permissions, I/O).
     """
     if not root.exists():
@@ -416,6 +430,8 @@ def _load(root: Path) -> Corpus:
         probes=dict(sorted(reading.probes.items())), documents=reading.documents,
         tree=tree_digest(reading.files), lock=lock, lock_source=source,
         untyped=tuple(reading.untyped), signatures=signatures, directories=quiet_dirs,
+        mcp=read_mcp_declaration(root) if MCP_JSON in reading.files
+        else McpDeclaration(root / MCP_JSON, frozenset()),
     )
 
 

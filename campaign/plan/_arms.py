@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
@@ -48,6 +47,7 @@ from recorder import (
     digest_text,
     tree_digest,
 )
+from recorder import MCP_JSON as MCP_JSON
 from recorder import Arm as Arm
 
 if TYPE_CHECKING:
@@ -58,9 +58,6 @@ if TYPE_CHECKING:
 
 _CLAUDE_MD: Final = frozenset({"CLAUDE.md", "CLAUDE.local.md"})
 _SETTINGS: Final = frozenset({"settings.json", "settings.local.json"})
-MCP_JSON: Final = ".mcp.json"
-_SERVER_NAME: Final = re.compile(r"\A[A-Za-z0-9_-]+\Z")
-"""An MCP server name that fits in ``mcp__<server>`` and in a space-joined tool list."""
 
 NOTHING: Final[dict[str, str]] = {
     "absent": "the corpus has no harness layer (no .claude/, CLAUDE.md, CLAUDE.local.md or "
@@ -249,21 +246,10 @@ def layer_of(paths: Iterable[str], read: Callable[[str], bytes], digests: dict[s
 def mcp_servers(corpus: Corpus) -> tuple[str, ...]:
     """The server names the corpus's root ``.mcp.json`` declares (sorted; none without one).
 
-    Raises:
-        ArmError: the file is not a JSON object with an object ``mcpServers``,
-            or a server name is not ``[A-Za-z0-9_-]+``.
+    Read once, when the corpus was loaded, by the one reader
+    (`recorder.read_mcp_declaration`, which refuses a name that is not ``[A-Za-z0-9_-]+``).
     """
-    if MCP_JSON not in corpus.files:
-        return ()
-    value = _settings(MCP_JSON, read_layer_file(corpus.root / MCP_JSON, MCP_JSON, "mcp"), "mcp")
-    servers = value.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        raise ArmError("mcp", f"{MCP_JSON}: mcpServers is not a JSON object")
-    for name in servers:
-        if not _SERVER_NAME.match(name):
-            raise ArmError("mcp", f"{MCP_JSON}: server name {name!r} is not [A-Za-z0-9_-]+, so "
-                                  "it cannot be allowed as mcp__<server>")
-    return tuple(sorted(servers))
+    return corpus.mcp.sorted()
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,8 +287,8 @@ def arm_spec(corpus: Corpus, arm: str, tools: Iterable[str]) -> ArmSpec:
     naming its probe changes that session's workspace, not the arm.
 
     Raises:
-        ArmError: ``arm`` is unknown; a settings file is not JSON; ``mcp``
-            over a bad ``.mcp.json`` (see `mcp_servers`).
+        ArmError: ``arm`` is unknown; a settings file is not JSON. (A bad
+            ``.mcp.json`` was refused when the corpus was loaded.)
     """
     check_arm(arm)
     allowed = tuple(tools)

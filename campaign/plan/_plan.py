@@ -47,7 +47,7 @@ from campaign.corpus import (
     describe_yaml_error,
     load_yaml,
 )
-from recorder import McpConfigError, declared_mcp_servers_of, digest_text, tree_digest
+from recorder import digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
 
@@ -172,12 +172,9 @@ def _files(corpus: Corpus, paths: Iterable[str]) -> tuple[FileDigest, ...]:
 
 
 def _check_tools(corpus: Corpus, tools: tuple[str, ...], source: str) -> None:
-    """`check_allowed_tools` against the servers the corpus's root ``.mcp.json`` declares."""
-    try:
-        servers = declared_mcp_servers_of(corpus.root)
-    except McpConfigError as exc:
-        raise PlanError(source, f"the corpus's .mcp.json cannot be read: {exc}") from exc
-    check_allowed_tools(tools, mcp_servers=servers, source=source)
+    """`check_allowed_tools` against the servers the corpus's root ``.mcp.json`` declares
+    (`Corpus.mcp`, read once at load)."""
+    check_allowed_tools(tools, mcp_servers=corpus.mcp.servers, source=source)
 
 
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],

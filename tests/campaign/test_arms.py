@@ -31,6 +31,7 @@ from campaign.plan._arms import (
 )
 from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
 from campaign.seal._seal import SealResult, seal_workspace
+from recorder import McpConfigError
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,10 +143,9 @@ def test_mcp_tool_already_listed_is_not_repeated(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ['{"mcpServers": {"a b": {}}}', '{"mcpServers": []}', "[1]"])
 def test_mcp_refuses_a_declaration_it_cannot_allow(tmp_path: Path, text: str) -> None:
-    corpus = _full_corpus(tmp_path / "c")
-    (corpus.root / ".mcp.json").write_text(text)
-    with pytest.raises(ArmError):
-        mcp_servers(corpus)
+    # Refused when the corpus is loaded (its one read, by the one reader), for every arm.
+    with pytest.raises(McpConfigError, match=r"\.mcp\.json"):
+        load_corpus(write_files(tmp_path / "c", {**_full_files(), ".mcp.json": text}))
 
 
 def test_the_session_gets_the_arms_tool_list(tmp_path: Path) -> None:
