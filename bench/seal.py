@@ -59,6 +59,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from campaign.corpus._corpus import QUIET_S, Corpus, load_corpus
+from campaign.seal import resolve_session
 from campaign.seal._seal import seal_workspace, verify_workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -260,7 +261,7 @@ def _cp_grep(src: Path, dst: Path) -> None:
 
 
 def _seal(corpus: Corpus, out: Path) -> object:
-    return seal_workspace(corpus, probe_id=PROBE, arm="present", out=out)
+    return seal_workspace(corpus, resolve_session(corpus, PROBE, "present"), out=out)
 
 
 def _verify_time(corpus: Corpus, out: Path, runs: int) -> float:
@@ -269,7 +270,7 @@ def _verify_time(corpus: Corpus, out: Path, runs: int) -> float:
     times = []
     for _ in range(runs + 1):
         start = time.perf_counter()
-        verify_workspace(corpus, PROBE, out)
+        verify_workspace(corpus, resolve_session(corpus, PROBE, "present"), out)
         times.append(time.perf_counter() - start)
     shutil.rmtree(out)
     return statistics.median(times[1:])

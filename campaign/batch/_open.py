@@ -38,8 +38,7 @@ from campaign._doctor import sandbox_checks
 from campaign._errors import CampaignError
 from campaign.corpus import corpus_notes, large_file_notes
 from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_flags, harness_version
-from campaign.seal import check_folds
-from recorder import McpConfigError, declared_mcp_servers_of
+from campaign.seal import ResolvedSessions, resolve_sessions
 from sandbox import (
     Check,
     Credentials,
@@ -131,16 +130,19 @@ class OpenBatch:
     credentials: Credentials
     scripted: ScriptedDouble | None = None
     """The scripted provider this invocation started, when the batch uses one."""
+    sessions: ResolvedSessions = field(kw_only=True)
+    """The sessions this invocation may run, resolved once (`campaign.seal.resolve_sessions`)."""
 
 
-def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> None:
-    try:
-        declared_mcp_servers_of(request.corpus.root)  # a malformed .mcp.json is bad input
-        for probe in request.probes_used:
-            check_folds(request.corpus, probe)
-        same = arms_without_effect(request.corpus, request.arms_used, request.plan.tools)
-    except McpConfigError as exc:
-        raise BatchRefused(f"corpus {request.corpus.root}: {exc}") from exc
+def _refuse_unfixable(request: BatchRequest,
+                      notify: Callable[[str], None]) -> ResolvedSessions:
+    """The batch's sessions resolved once (each probe's folds checked: a bad one refuses),
+    after refusing what no retry would fix; notes and warnings to ``notify``."""
+    plan, used = request.plan, frozenset(request.probes_used)
+    sessions = resolve_sessions(request.corpus, [p for p in plan.probes if p.id in used],
+                                [plan.arm_spec(arm) for arm in request.arms_used])
+    same = arms_without_effect(request.corpus, request.arms_used, plan.tools,
+                               identities={a.arm: a.identity for a in plan.arm_specs})
     if same and not request.options.allow_identical_arms:
         raise BatchRefused("; ".join(same) + ". Its sessions would repeat that arm's; drop the "
                            "arm from the tier, or pass --allow-identical-arms to run it anyway")
@@ -148,6 +150,7 @@ def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> N
         notify(f"warning: {line} (run anyway: --allow-identical-arms)")
     for line in [*corpus_notes(request.corpus), *large_file_notes(request.corpus)]:
         notify(f"note: {line}")
+    return sessions
 
 
 def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
@@ -329,7 +332,7 @@ def open_batch(request: BatchRequest, *,
         PreflightFailed: confinement cannot be set up (exit 12); nothing was spent.
         OSError: the host refused a write while the batch was being set up.
     """
-    _refuse_unfixable(request, notify)
+    sessions = _refuse_unfixable(request, notify)
     path = prepare_batch_dir(request.batch_dir, command=request.options.command,
                              must_be_new=request.mode == "new")
     options = request.options
@@ -373,4 +376,5 @@ def open_batch(request: BatchRequest, *,
                 yield OpenBatch(path=path, options=options, config=config, plan=request.plan,
                                 corpus=request.corpus, journal=journal, invocation=number,
                                 provider_url=url, network=network,
-                                credentials=request.credentials, scripted=scripted)
+                                credentials=request.credentials, scripted=scripted,
+                                sessions=sessions)

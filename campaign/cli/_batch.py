@@ -244,7 +244,7 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
         provider_url=opened.provider_url, layout=measure_host_layout(),
         session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
         post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
-        workspace_path=_workspace_path(options),
+        workspace_path=_workspace_path(options), sessions=opened.sessions,
         host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
         keep_streams=options.keep_streams,
         network=opened.network, limits=options.session_limits())

@@ -51,7 +51,7 @@ from recorder import MCP_JSON as MCP_JSON
 from recorder import Arm as Arm
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from campaign.corpus import Corpus
 
@@ -308,7 +308,8 @@ def arm_layer_digest(corpus: Corpus, arm: str) -> str:
     return arm_spec(corpus, arm, corpus.config.tools).layer
 
 
-def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str]) -> list[str]:
+def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str], *,
+                        identities: Mapping[str, str] | None = None) -> list[str]:
     """One message per arm of ``arms`` whose identity equals present's or an earlier arm's.
 
     Such an arm's component does not exist in the corpus, so its sessions would
@@ -318,17 +319,27 @@ def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str
     the later one's sessions would repeat the earlier one's: ``"arm
     no-claude-md is the same as arm absent: they remove the same files"``.
 
+    ``identities`` (arm -> `ArmSpec.identity`, a plan's ``arm_specs``) are taken as given:
+    only an arm not in it (present, when the tier runs without it) is computed.
+
     Raises:
         ArmError: see `arm_spec`.
     """
     tools = tuple(tools)
-    present = arm_spec(corpus, "present", tools).identity
+    known = dict(identities or {})
+
+    def identity_of(arm: str) -> str:
+        if arm not in known:
+            known[arm] = arm_spec(corpus, arm, tools).identity
+        return known[arm]
+
+    present = identity_of("present")
     found: list[str] = []
     seen: dict[str, str] = {present: "present"}
     for arm in arms:
         if arm == "present":
             continue
-        identity = arm_spec(corpus, arm, tools).identity
+        identity = identity_of(arm)
         if identity == present:
             found.append(f"arm {arm} differs from present in nothing: {NOTHING[arm]}")
         elif identity in seen:

@@ -177,6 +177,26 @@ def _check_tools(corpus: Corpus, tools: tuple[str, ...], source: str) -> None:
     check_allowed_tools(tools, mcp_servers=corpus.mcp.servers, source=source)
 
 
+def plan_probe(corpus: Corpus, probe_id: str) -> PlanProbe:
+    """The probe ``probe_id`` of ``corpus`` as a plan states it (KeyError: not on the shelf)."""
+    p = corpus.probes[probe_id]
+    return PlanProbe(id=p.id, title=p.title, path=p.path, digest=p.digest, task=p.task,
+                     answers=p.answers,
+                     examines=tuple(FileDigest(path=e, digest=corpus.files[e])
+                                    for e in p.examines))
+
+
+def plan_arm(corpus: Corpus, arm: str, tools: Iterable[str]) -> PlanArm:
+    """``arm`` over ``corpus`` with ``tools`` as a plan states it (`campaign.plan._arms.arm_spec`).
+
+    Raises:
+        ArmError: see `arm_spec`.
+    """
+    a = arm_spec(corpus, arm, tools)
+    return PlanArm.model_validate({"arm": a.arm, "allowed_tools": a.allowed_tools,
+                                   "layer": a.layer, "flags": a.flags, "identity": a.identity})
+
+
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
            repetitions: int, seed: int, harness: str, model: str,
            tools: tuple[str, ...], tools_source: str | None = None) -> Plan:
@@ -185,12 +205,7 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
     _check_tools(corpus, tools, tools_source or f"corpus {corpus.root}: {PROBE_YML} `tools`")
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
-    probes = [
-        PlanProbe(id=p.id, title=p.title, path=p.path, digest=p.digest, task=p.task,
-                  answers=p.answers,
-                  examines=tuple(FileDigest(path=e, digest=corpus.files[e]) for e in p.examines))
-        for p in chosen
-    ]
+    probes = [plan_probe(corpus, p.id) for p in chosen]
     specs = [arm_spec(corpus, arm, tools) for arm in arms]
     return Plan.model_validate({
         "tree": corpus.tree, "lock": corpus.lock, "selection": selection_digest(ids),

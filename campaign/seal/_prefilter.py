@@ -64,7 +64,7 @@ from ._chunkscan import LARGE_FILE_BYTES
 if TYPE_CHECKING:
     from campaign.corpus import Corpus
 
-    from ._sealplan import Names
+    from ._names import Names
 
 GREP: Final = "/usr/bin/grep"
 """Debian's GNU grep (package ``grep``, Essential): a fixed path, never the caller's PATH."""

@@ -29,7 +29,7 @@ from ._chunkscan import Found, read_chunks, scan, skip_ranges
 from ._names import DocNames, Naming, Text, find_word
 
 if TYPE_CHECKING:
-    from ._sealplan import Names
+    from ._names import Names
 
 BINARY_SNIFF_BYTES: Final = 8192
 """As `campaign.seal._sealplan.BINARY_SNIFF_BYTES`: a NUL byte this early marks a file binary."""

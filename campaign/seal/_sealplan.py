@@ -20,7 +20,7 @@ one grep read (its `FileSignature` is not the one taken at load); a file
 that holds no anchor names nothing.
 
 `iter_seal` is the plan: it reads the corpus and yields one `FileDecision` per
-corpus file, writing nothing; `plan_seal` collects it for ``seal --explain``.
+corpus file, writing nothing; `campaign.seal._seal.plan_seal` collects it.
 The executor consumes the same iterator, so each file is read once, judged,
 and written from the very bytes that were judged. Binary files (a NUL byte in
 the first 8 KiB, or not UTF-8) are searched as bytes: one that names the probe
@@ -30,23 +30,22 @@ other is copied untouched.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import posixpath
 import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._errors import SealRefused, UnknownProbe
-from campaign.corpus import HEADWATER, SHELF, FileSignature, split_lines
-from campaign.plan import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
+from campaign.corpus import FileSignature, split_lines
+from campaign.plan import Removal, arm_effect, is_layer_path, reads_bytes
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
 from ._chunkscan import LARGE_FILE_BYTES, read_chunks
-from ._names import DocNames, Naming, Text, doc_names, states_answer
+from ._names import DocNames, Names, Naming, Text, states_answer
 from ._prefilter import Prefilter
+from ._rules import broken_path_rule
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
@@ -89,42 +88,6 @@ def is_text(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-@dataclass(frozen=True)
-class Names:
-    """What the seal of one probe searches for: the probe's names and its answer keys'."""
-
-    probe: Probe
-    probe_names: DocNames
-    keys: tuple[DocNames, ...]
-    folds: frozenset[str]
-    key_paths: frozenset[str]
-
-
-def names_for(corpus: Corpus, probe_id: str) -> Names:
-    """The names the seal and the verification of ``probe_id`` search for.
-
-    Raises:
-        UnknownProbe: ``probe_id`` is not on the shelf.
-    """
-    if probe_id not in corpus.probes:
-        raise UnknownProbe(probe_id, corpus.probes)
-    probe = corpus.probes[probe_id]
-    bases: dict[str, int] = {}
-    for rel in corpus.files:
-        base = posixpath.basename(rel)
-        bases[base] = bases.get(base, 0) + 1
-    ids = {path: doc_id for doc_id, path in corpus.documents.items()}
-
-    def of(path: str, title: str | None) -> DocNames:
-        unique = bases.get(posixpath.basename(path), 0) <= 1
-        return doc_names(path, doc_id=ids.get(path), title=title, unique_name=unique)
-
-    keys = corpus.answer_keys_of(probe_id)
-    return Names(probe=probe, probe_names=of(probe.path, probe.title),
-                 keys=tuple(of(k, None) for k in keys), folds=frozenset(corpus.folds_of(probe_id)),
-                 key_paths=frozenset(keys))
 
 
 def _excerpt(text: Text, naming: Naming) -> str:
@@ -296,24 +259,18 @@ def _corpus_changed(probe_id: str, rel: str, why: str) -> SealRefused:
                                             "the plan's tree no longer describes it")
 
 
-def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
-              names: Names | None = None) -> Generator[FileDecision, None, None]:
-    """The seal of ``probe_id`` under ``arm``, one decision per corpus file. Reads, never writes.
+def iter_seal(corpus: Corpus, names: Names, arm: str) -> Generator[FileDecision, None, None]:
+    """The seal of ``names``' probe under ``arm``, one decision per corpus file. Reads, never
+    writes.
 
-    The probe, the arm and the folds are checked when this is called; the
-    files are read one at a time as the iterator is consumed (one file's
-    bytes in memory at a time).
+    The probe, the arm and the folds were checked when the session was resolved
+    (`campaign.seal.resolve_sessions`); the files are read one at a time as the
+    iterator is consumed (one file's bytes in memory at a time).
 
-    Raises:
-        UnknownProbe: ``probe_id`` is not on the shelf.
-        ArmError: ``arm`` is unknown; while iterating, a settings file the
-            arm edits is not JSON.
-        SealRefused: a declared fold states a declared answer or is binary;
-            while iterating, a corpus file is gone or no longer regular.
+    Raises (while iterating):
+        ArmError: a settings file the arm edits is not JSON.
+        SealRefused: a corpus file is gone, no longer regular, or changed since loading.
     """
-    check_arm(arm)
-    names = names if names is not None else names_for(corpus, probe_id)
-    check_folds(corpus, probe_id)
     return _decisions(corpus, names, arm)
 
 
@@ -416,16 +373,9 @@ def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
 
 
 def _without_reading(rel: str, names: Names) -> Removal | None:
-    pid = names.probe.id
-    if rel.startswith(SHELF):
-        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace")
-    if rel.startswith(HEADWATER):
-        return Removal(rel, ".headwater/ never enters a workspace: it names every probe")
-    if rel in names.key_paths:
-        return Removal(rel, f"an answer key of {pid}, declared in probe.yml")
-    if rel not in names.folds and names.probe_names.in_path(rel):
-        return Removal(rel, f"its path names {pid} by id")
-    return None
+    """Rules 1 and 3-4 by path alone (`campaign.seal._rules`): the removal, or None."""
+    rule = broken_path_rule(rel, names)
+    return None if rule is None else Removal(rel, rule.removal.format(probe=names.probe.id))
 
 
 @dataclass
@@ -438,17 +388,3 @@ class SealPlan:
     def removals(self) -> list[Removal]:
         """Every removal, in corpus path order."""
         return [r for d in self.decisions for r in d.removals]
-
-
-def plan_seal(corpus: Corpus, probe_id: str, arm: str = "present") -> SealPlan:
-    """`iter_seal` collected, without the file bytes. Reads, never writes.
-
-    Raises:
-        see `iter_seal`.
-    """
-    plan = SealPlan()
-    with contextlib.closing(iter_seal(corpus, probe_id, arm)) as decisions:  # stops the grep
-        for d in decisions:
-            plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals,
-                                               d.binary, d.fold_naming))
-    return plan

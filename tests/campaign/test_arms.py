@@ -30,6 +30,7 @@ from campaign.plan._arms import (
     mcp_servers,
 )
 from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
+from campaign.seal import resolve_session
 from campaign.seal._seal import SealResult, seal_workspace
 from recorder import McpConfigError
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
@@ -83,9 +84,9 @@ def _arm_changes(result: SealResult) -> dict[str, str]:
 @pytest.mark.parametrize("probe", ["HW-PRB-001", "HW-PRB-002"])
 def test_each_arm_changes_exactly_its_component(corpus: Corpus, tmp_path: Path, arm: str,
                                                 probe: str) -> None:
-    result = seal_workspace(corpus, probe_id=probe, arm=arm, out=tmp_path / "ws")
+    result = seal_workspace(corpus, resolve_session(corpus, probe, arm), out=tmp_path / "ws")
     assert _arm_changes(result) == EXPECTED[arm]
-    present = seal_workspace(corpus, probe_id=probe, arm="present", out=tmp_path / "p")
+    present = seal_workspace(corpus, resolve_session(corpus, probe, "present"), out=tmp_path / "p")
     gone = {p for p, kind in EXPECTED[arm].items() if kind == "file"}
     assert set(result.manifest) == set(present.manifest) - gone
     same = set(result.manifest) - set(EXPECTED[arm])
@@ -93,13 +94,13 @@ def test_each_arm_changes_exactly_its_component(corpus: Corpus, tmp_path: Path, 
 
 
 def test_no_hook_keeps_every_other_setting(corpus: Corpus, tmp_path: Path) -> None:
-    seal_workspace(corpus, probe_id="HW-PRB-001", arm="no-hook", out=tmp_path / "ws")
+    seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "no-hook"), out=tmp_path / "ws")
     settings = json.loads((tmp_path / "ws/.claude/settings.json").read_text())
     assert settings == {k: v for k, v in SETTINGS.items() if k != "hooks"}
 
 
 def test_absent_leaves_no_empty_layer_directory(corpus: Corpus, tmp_path: Path) -> None:
-    seal_workspace(corpus, probe_id="HW-PRB-001", arm="absent", out=tmp_path / "ws")
+    seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "absent"), out=tmp_path / "ws")
     assert not (tmp_path / "ws/.claude").exists() and not (tmp_path / "ws/pkg").exists()
 
 
