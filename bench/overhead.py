@@ -72,8 +72,8 @@ def make_corpus(work: Path, repetitions: int) -> tuple[Path, Path]:
 
 def bare(work: Path, corpus: Path, scripts: Path, n: int) -> list[dict[str, float]]:
     """N bare runs of the CLI in a plain copy of the corpus; wall and CPU of each."""
-    from campaign._corpus import load_corpus
-    from campaign._plan import compose_plan
+    from campaign.corpus._corpus import load_corpus
+    from campaign.plan._plan import compose_plan
     from demo import ScriptedProvider, load_scripts
     from recorder._command import harness_command
     from sandbox._config import Credentials

@@ -43,8 +43,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
 from campaign.batch._config import (
     BatchConfig,
     BatchFacts,
@@ -60,6 +58,8 @@ from campaign.batch._records import (
     StartedRecord,
     StoppedRecord,
 )
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan
 from campaign.supervisor._spec import session_order
 
 ARMS = ("present", "absent")

@@ -58,8 +58,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from campaign._corpus import QUIET_S, Corpus, load_corpus
-from campaign._seal import seal_workspace, verify_workspace
+from campaign.corpus._corpus import QUIET_S, Corpus, load_corpus
+from campaign.seal import resolve_session
+from campaign.seal._seal import seal_workspace, verify_workspace
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -215,12 +216,12 @@ _LOAD_ONCE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-import campaign._corpus
+import campaign.corpus._corpus
 corpus_dir = Path(sys.argv[2])
-campaign._corpus.load_corpus(corpus_dir)  # warm: imports, page cache, allocator
+campaign.corpus._corpus.load_corpus(corpus_dir)  # warm: imports, page cache, allocator
 start = time.perf_counter()
-campaign._corpus.load_corpus(corpus_dir)
-print(time.perf_counter() - start, campaign._corpus.__file__)
+campaign.corpus._corpus.load_corpus(corpus_dir)
+print(time.perf_counter() - start, campaign.corpus._corpus.__file__)
 """
 """One timed `load_corpus` of the checkout argv[1] over the corpus argv[2], in a fresh process."""
 
@@ -260,7 +261,7 @@ def _cp_grep(src: Path, dst: Path) -> None:
 
 
 def _seal(corpus: Corpus, out: Path) -> object:
-    return seal_workspace(corpus, probe_id=PROBE, arm="present", out=out)
+    return seal_workspace(corpus, resolve_session(corpus, PROBE, "present"), out=out)
 
 
 def _verify_time(corpus: Corpus, out: Path, runs: int) -> float:
@@ -269,7 +270,7 @@ def _verify_time(corpus: Corpus, out: Path, runs: int) -> float:
     times = []
     for _ in range(runs + 1):
         start = time.perf_counter()
-        verify_workspace(corpus, PROBE, out)
+        verify_workspace(corpus, resolve_session(corpus, PROBE, "present"), out)
         times.append(time.perf_counter() - start)
     shutil.rmtree(out)
     return statistics.median(times[1:])
@@ -285,7 +286,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--fresh", action="store_true",
                         help="load the corpus right after writing it: no file is quiet, so the "
-                             "seal searches every file itself (campaign/_prefilter.py)")
+                             "seal searches every file itself (campaign/seal/_prefilter.py)")
     parser.add_argument("--load-only", action="store_true",
                         help="time load_corpus only (no seal, cp or grep)")
     parser.add_argument("--compare-load", type=Path, metavar="CHECKOUT",

@@ -52,7 +52,7 @@ class CorpusError(CampaignError):
 
 
 class UnknownTool(CampaignError):
-    """An allowed-tools entry the pinned harness does not know (`campaign._tools`).
+    """An allowed-tools entry the pinned harness does not know (`campaign.corpus._tools`).
 
     Raised when a plan is composed or a plan file is read, before anything is
     spent: a name the harness does not know would silently allow nothing.

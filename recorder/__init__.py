@@ -6,6 +6,7 @@ pyproject.toml). What it offers, by concern:
 * the session's command and its drive: `harness_command`, `drive_child`, `DriveResult`;
 * the stream read and judged: `StreamObserver`, `Observation`, the init check
   (`InitPolicy`, `declared_mcp_servers_of`, `McpConfigError`), `build_event`;
+* the one reader of a ``.mcp.json`` (`read_mcp_declaration`, `McpDeclaration`);
 * the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`
   and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
 * digests, costs (`decimal_cost`, `cost_cents`, `CostSum`), atomic writes and the bounds
@@ -43,10 +44,13 @@ from ._event import build_event as build_event
 from ._event import observed_calls as observed_calls
 from ._findings import run_checker as run_checker
 from ._harness import json_values as json_values
+from ._initcheck import MCP_JSON as MCP_JSON
 from ._initcheck import InitPolicy as InitPolicy
 from ._initcheck import McpConfigError as McpConfigError
+from ._initcheck import McpDeclaration as McpDeclaration
 from ._initcheck import declared_mcp_servers_of as declared_mcp_servers_of
 from ._initcheck import host_skill_names as host_skill_names
+from ._initcheck import read_mcp_declaration as read_mcp_declaration
 from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
 from ._transform import Observation as Observation
 from ._transform import StreamObserver as StreamObserver

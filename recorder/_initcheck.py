@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -51,6 +52,11 @@ FAILED_STATUS: Final = "failed"
 MAX_MCP_JSON_BYTES: Final = 8 << 20
 """The most of a workspace's ``.mcp.json`` read (bytes); a bigger one is refused unread
 (the corpus's own is held to the same bound by the arms: docs/arms.md)."""
+MCP_JSON: Final = ".mcp.json"
+"""The server declaration's name, at a workspace's (and a corpus's) root."""
+SERVER_NAME: Final = re.compile(r"\A[A-Za-z0-9_-]+\Z")
+"""A declared MCP server name: one that fits in ``mcp__<server>`` and in a space-joined tool
+list (the ``mcp`` arm allows each as a tool; docs/arms.md)."""
 VALUE_REPR_CHARS: Final = 120
 """Characters of a refused value quoted in a reason: enough to recognise it, never a flood."""
 
@@ -121,26 +127,43 @@ def failed_declared_mcp_servers(init: dict[str, Any], policy: InitPolicy) -> lis
     ]
 
 
-def declared_mcp_servers_of(workspace: Path) -> frozenset[str]:
-    """The MCP server names the workspace's ``.mcp.json`` declares.
+@dataclass(frozen=True, slots=True)
+class McpDeclaration:
+    """The MCP servers a directory's ``.mcp.json`` declares, read and checked once."""
+
+    path: Path
+    """The file read (it may be absent: then ``servers`` is empty)."""
+    servers: frozenset[str]
+    """The keys of ``mcpServers``, each matching `SERVER_NAME`."""
+
+    def sorted(self) -> tuple[str, ...]:
+        """``servers`` in code-point order (the ``mcp`` arm's tool order)."""
+        return tuple(sorted(self.servers))
+
+
+def read_mcp_declaration(directory: Path) -> McpDeclaration:
+    """The one reader of a ``.mcp.json``: the servers ``directory``'s declares, every check made.
+
+    Rules: at most `MAX_MCP_JSON_BYTES` read (a bigger file is refused unread);
+    UTF-8 JSON; an object; its ``mcpServers`` (absent: none) an object; every
+    server name `SERVER_NAME`. Refusing to guess keeps RC-07 closed, and the
+    ``mcp`` arm can allow every declared server as ``mcp__<server>``.
 
     Args:
-        workspace: the sealed workspace on the host.
+        directory: a corpus root or a sealed workspace on the host.
 
     Returns:
-        The keys of ``mcpServers``; empty when the file is absent or has no
-        ``mcpServers`` key (then any server the init line shows refuses).
+        The declaration; empty servers when the file is absent.
 
     Raises:
-        McpConfigError: the file is not UTF-8 JSON, is not an object, or its
-            ``mcpServers`` is not an object. Refusing to guess keeps RC-07 closed.
+        McpConfigError: any rule above is broken (naming the file and the rule).
     """
-    path = workspace / ".mcp.json"
+    path = directory / MCP_JSON
     try:
         with path.open("rb") as fp:
             raw = fp.read(MAX_MCP_JSON_BYTES + 1)
     except FileNotFoundError:
-        return frozenset()
+        return McpDeclaration(path, frozenset())
     if len(raw) > MAX_MCP_JSON_BYTES:
         raise McpConfigError(path, f"over {MAX_MCP_JSON_BYTES:,} bytes, the most a server "
                                    "declaration is read")
@@ -153,7 +176,20 @@ def declared_mcp_servers_of(workspace: Path) -> frozenset[str]:
     servers = value.get("mcpServers", {})
     if not isinstance(servers, dict):
         raise McpConfigError(path, f"mcpServers is {type(servers).__name__}, not an object")
-    return frozenset(servers)
+    for name in servers:
+        if not SERVER_NAME.match(name):
+            raise McpConfigError(path, f"server name {name!r} is not [A-Za-z0-9_-]+, so it "
+                                       "cannot be allowed as mcp__<server>")
+    return McpDeclaration(path, frozenset(servers))
+
+
+def declared_mcp_servers_of(workspace: Path) -> frozenset[str]:
+    """The MCP server names the workspace's ``.mcp.json`` declares (`read_mcp_declaration`).
+
+    Raises:
+        McpConfigError: see `read_mcp_declaration`.
+    """
+    return read_mcp_declaration(workspace).servers
 
 
 def host_skill_names(dirs: Iterable[Path]) -> frozenset[str]:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from pathlib import Path
 
-    from campaign._plan import Plan
+    from campaign.plan import Plan
 
     from ._records import FinalRecord, RederivedRecord, StartedRecord
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from pydantic import BaseModel
 
-    from campaign._plan import Plan
+    from campaign.plan import Plan
 
     from ._builder import FrozenArm
     from ._records import LedgerRecord

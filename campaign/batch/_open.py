@@ -34,13 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from campaign._arms import arms_without_effect, harness_flags
-from campaign._corpus_notes import corpus_notes
 from campaign._errors import CampaignError
-from campaign._largefiles import large_file_notes
-from campaign._plan import harness_version
-from campaign._seal import check_folds
-from recorder import McpConfigError, declared_mcp_servers_of
+from campaign.corpus import corpus_notes, large_file_notes
+from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_flags, harness_version
+from campaign.seal import ResolvedSessions, resolve_sessions
 from sandbox import (
     Check,
     Credentials,
@@ -78,8 +75,8 @@ from ._records import InvocationRecord
 from ._tree import files_moved, read_tree, write_tree
 
 if TYPE_CHECKING:
-    from campaign._corpus import Corpus
-    from campaign._plan import Plan
+    from campaign.corpus import Corpus
+    from campaign.plan import Plan
 
     from ._fold import SessionKey
     from ._options import BatchOptions
@@ -133,16 +130,19 @@ class OpenBatch:
     credentials: Credentials
     scripted: ScriptedDouble | None = None
     """The scripted provider this invocation started, when the batch uses one."""
+    sessions: ResolvedSessions = field(kw_only=True)
+    """The sessions this invocation may run, resolved once (`campaign.seal.resolve_sessions`)."""
 
 
-def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> None:
-    try:
-        declared_mcp_servers_of(request.corpus.root)  # a malformed .mcp.json is bad input
-        for probe in request.probes_used:
-            check_folds(request.corpus, probe)
-        same = arms_without_effect(request.corpus, request.arms_used, request.plan.tools)
-    except McpConfigError as exc:
-        raise BatchRefused(f"corpus {request.corpus.root}: {exc}") from exc
+def _refuse_unfixable(request: BatchRequest,
+                      notify: Callable[[str], None]) -> ResolvedSessions:
+    """The batch's sessions resolved once (each probe's folds checked: a bad one refuses),
+    after refusing what no retry would fix; notes and warnings to ``notify``."""
+    plan, used = request.plan, frozenset(request.probes_used)
+    sessions = resolve_sessions(request.corpus, [p for p in plan.probes if p.id in used],
+                                [plan.arm_spec(arm) for arm in request.arms_used])
+    same = arms_without_effect(request.corpus, request.arms_used, plan.tools,
+                               identities={a.arm: a.identity for a in plan.arm_specs})
     if same and not request.options.allow_identical_arms:
         raise BatchRefused("; ".join(same) + ". Its sessions would repeat that arm's; drop the "
                            "arm from the tier, or pass --allow-identical-arms to run it anyway")
@@ -150,6 +150,7 @@ def _refuse_unfixable(request: BatchRequest, notify: Callable[[str], None]) -> N
         notify(f"warning: {line} (run anyway: --allow-identical-arms)")
     for line in [*corpus_notes(request.corpus), *large_file_notes(request.corpus)]:
         notify(f"note: {line}")
+    return sessions
 
 
 def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
@@ -309,8 +310,6 @@ def _refuse_other_format(path: Path, config: BatchConfig, what: str) -> None:
 
 def _new_config(request: BatchRequest, harness: str, network: Literal["confined", "host"],
                 note: str, url: str = "") -> BatchConfig:
-    from campaign.supervisor import ORDER_ALGORITHM
-
     plan = request.plan
     return BatchConfig(options=request.options, facts=BatchFacts(
         runner=harness_version(), harness_version=harness, network=network, network_note=note,
@@ -333,7 +332,7 @@ def open_batch(request: BatchRequest, *,
         PreflightFailed: confinement cannot be set up (exit 12); nothing was spent.
         OSError: the host refused a write while the batch was being set up.
     """
-    _refuse_unfixable(request, notify)
+    sessions = _refuse_unfixable(request, notify)
     path = prepare_batch_dir(request.batch_dir, command=request.options.command,
                              must_be_new=request.mode == "new")
     options = request.options
@@ -377,4 +376,5 @@ def open_batch(request: BatchRequest, *,
                 yield OpenBatch(path=path, options=options, config=config, plan=request.plan,
                                 corpus=request.corpus, journal=journal, invocation=number,
                                 provider_url=url, network=network,
-                                credentials=request.credentials, scripted=scripted)
+                                credentials=request.credentials, scripted=scripted,
+                                sessions=sessions)

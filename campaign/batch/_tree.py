@@ -4,7 +4,7 @@ plan.yaml keeps the ``tree`` digest of every corpus file but lists only the
 read set's files; when a file outside the read set changes, the digest alone
 cannot say which. A new batch therefore keeps the listing the digest was
 made from: ``{"format": 1, "files": {relpath: "sha256:..."}}``, every regular
-file of the corpus (corpus names are UTF-8: `campaign._corpus_files`), written
+file of the corpus (corpus names are UTF-8: `campaign.corpus._corpus_files`), written
 atomically before plan.yaml (docs/batch.md, "Layout"). A batch made before
 it existed has none; its refusals then say only that a file outside the read
 set moved.

@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 from rich.console import Console
 
-from campaign._corpus import Corpus, load_corpus
 from campaign._errors import CampaignError
-from campaign._plan import Plan, compose_plan, load_plan_file, recompose
 from campaign._terminal_text import block, one_line
 from campaign.batch import (
     SCRIPTED_API_KEY,
@@ -31,6 +29,8 @@ from campaign.batch import (
     read_batch,
     transcript_path,
 )
+from campaign.corpus import Corpus, load_corpus
+from campaign.plan import Plan, compose_plan, load_plan_file, recompose
 from campaign.supervisor import (
     BatchContext,
     BatchOutcome,
@@ -42,7 +42,7 @@ from campaign.supervisor import (
     session_order,
 )
 from demo import example_paths
-from recorder import McpConfigError, declared_mcp_servers_of
+from recorder import McpConfigError
 from sandbox import Credentials, CredentialsMissing, host_credentials, measure_host_layout
 
 from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
@@ -81,9 +81,8 @@ def default_harness() -> Path:
 def load_corpus_or_usage(root: Path) -> Corpus:
     """`load_corpus`, with its errors as usage errors (exit 2)."""
     try:
-        corpus = load_corpus(root.expanduser().resolve())
-        declared_mcp_servers_of(corpus.root)  # a malformed .mcp.json is bad input, not a bug
-    except McpConfigError as exc:
+        corpus = load_corpus(root.expanduser().resolve())  # reads and checks its .mcp.json
+    except McpConfigError as exc:  # a malformed .mcp.json is bad input, not a bug
         raise UsageError(f"corpus {root}: {exc}") from exc
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
@@ -245,7 +244,7 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
         provider_url=opened.provider_url, layout=measure_host_layout(),
         session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
         post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
-        workspace_path=_workspace_path(options),
+        workspace_path=_workspace_path(options), sessions=opened.sessions,
         host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
         keep_streams=options.keep_streams,
         network=opened.network, limits=options.session_limits())

@@ -7,15 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from campaign._arms import arms_without_effect
-from campaign._corpus_notes import corpus_notes
 from campaign._errors import CampaignError
-from campaign._largefiles import large_file_notes
-from campaign._plan import dump_plan
-from campaign._seal import check_folds, explain, seal_workspace
 from campaign._terminal_text import one_line
 from campaign.batch import host_skill_dirs
+from campaign.corpus import corpus_notes, large_file_notes
 from campaign.doctor import doctor_checks
+from campaign.plan import arms_without_effect, dump_plan
+from campaign.seal import check_folds, explain, resolve_session, seal_workspace
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
@@ -57,7 +55,8 @@ def cmd_seal(args: argparse.Namespace) -> int:
     if args.probe not in corpus.probes:
         raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
     try:
-        result = seal_workspace(corpus, probe_id=args.probe, arm=args.arm, out=args.out)
+        session = resolve_session(corpus, args.probe, args.arm)
+        result = seal_workspace(corpus, session, out=args.out)
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     if args.explain:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NoReturn
 
-from campaign._plan import harness_version
 from campaign.batch import (
     CONCURRENCY,
     RETRIES,
@@ -17,6 +16,7 @@ from campaign.batch import (
     SESSION_TIMEOUT_S,
     WATCHDOG_S,
 )
+from campaign.plan import harness_version
 from recorder import POST_RESULT_GRACE_S
 from sandbox import (
     DEFAULT_CONNECTIONS,

@@ -70,7 +70,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             layout=measure_host_layout(), session_timeout_s=options.session_timeout_s,
             watchdog_s=options.watchdog_s, post_result_grace_s=options.post_result_grace_s,
             invocation=opened.invocation, host_skill_dirs=_skill_dirs(),
-            workspace_path=_workspace_path(options),
+            workspace_path=_workspace_path(options), sessions=opened.sessions,
             produced_extra=tuple(args.produced), network=opened.network,
             limits=options.session_limits())
         supervisor = Supervisor(

@@ -13,7 +13,6 @@ from pathlib import Path
 import anyio
 
 from campaign._errors import CampaignError
-from campaign._plan import recompose
 from campaign._terminal_text import one_line
 from campaign.batch import (
     BatchFileError,
@@ -25,6 +24,7 @@ from campaign.batch import (
     transcript_path,
     workspace_note,
 )
+from campaign.plan import recompose
 from campaign.supervisor import planned_sessions, retranscribe
 
 from ._args import corpus_of

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from campaign._plan import Plan
     from campaign.batch import SessionLog
+    from campaign.plan import Plan
 
     from ._model import Layout
     from ._reading import BatchReading

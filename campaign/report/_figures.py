@@ -23,7 +23,7 @@ from ._tally import ArmTally, CellTally, cost_of
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from campaign._plan import Plan, PlanProbe
+    from campaign.plan import Plan, PlanProbe
 
     from ._tally import GroupTally
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Final
 
 import jinja2
 
-from campaign._plan import harness_version
 from campaign._terminal_text import block
+from campaign.plan import harness_version
 
 from ._chart import answer_chart, colour
 from ._json import REPORT_FORMAT

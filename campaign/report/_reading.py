@@ -40,8 +40,8 @@ from ._errors import NotABatch
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from campaign._plan import Plan
     from campaign.batch import BatchConfig
+    from campaign.plan import Plan
 
 _SUM_PRECISION: Final = 200
 """Decimal digits kept while summing USD: the sum is exact, as RC-14 asks."""

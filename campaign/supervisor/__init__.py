@@ -1,4 +1,4 @@
-"""The supervisor: resolved session specs, their order, one attempt, the fan-out and budgets."""
+"""The supervisor: resolved session specs (in the plan's order), one attempt, the fan-out."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from ._fanout import RunLimits as RunLimits
 from ._fanout import Supervisor as Supervisor
 from ._retranscribe import retranscribe as retranscribe
 from ._session import BatchContext as BatchContext
-from ._spec import ORDER_ALGORITHM as ORDER_ALGORITHM
 from ._spec import SessionSpec as SessionSpec
 from ._spec import planned_sessions as planned_sessions
 from ._spec import session_order as session_order

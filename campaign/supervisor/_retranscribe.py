@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from campaign._json_text import json_text
-from campaign._plan import harness_version
 from campaign.batch import FinalRecord, RederivedRecord, SessionKey, read_ledger, session_paths
+from campaign.plan import harness_version
 from recorder import InitPolicy, StreamObserver, build_event, is_recorded, observed_calls
 
 from ._facts import uncontained_reason
@@ -31,9 +31,9 @@ from ._streams import stream_lines
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from campaign._corpus import Corpus
-    from campaign._plan import Plan
     from campaign.batch import Journal
+    from campaign.corpus import Corpus
+    from campaign.plan import Plan
 
 
 @dataclass(slots=True)

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import anyio
 
-from campaign._corpus import Corpus
 from campaign._errors import SealRefused
-from campaign._plan import Plan
-from campaign._seal import seal_workspace
 from campaign.batch import FinalRecord, StartedRecord, session_paths, utc_now
+from campaign.corpus import Corpus
+from campaign.plan import Plan
+from campaign.seal import ResolvedSessions, seal_workspace
 from campaign.supervisor._facts import (
     Progress,
     kept_stream_check,
@@ -118,6 +118,8 @@ class BatchContext:
     """The ledger's number of the invocation running these sessions."""
     workspace_path: str
     """Where every session sees its workspace (``--workspace-path``; RC-02, blind sessions)."""
+    sessions: ResolvedSessions
+    """Each probe and arm the batch may run, resolved once (`campaign.seal.resolve_sessions`)."""
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()
     discard_workspaces: bool = False
@@ -277,9 +279,9 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
         async with staged(sealed_bytes=ctx.sealed_extent[0], sealed_files=ctx.sealed_extent[1],
                           write_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES) as stage:
             try:
+                session = ctx.sessions.of(spec.probe.id, spec.arm.arm)  # resolved per batch
                 sealed = await anyio.to_thread.run_sync(
-                    lambda: seal_workspace(ctx.corpus, probe_id=spec.probe.id,
-                                           arm=spec.arm.arm, out=stage.workspace))
+                    lambda: seal_workspace(ctx.corpus, session, out=stage.workspace))
             except SealRefused as exc:
                 await anyio.to_thread.run_sync(_keep_refused, stage, paths)
                 return _final(spec, attempt, ctx, started, state="refused-seal",
@@ -330,6 +332,8 @@ async def _drive(
                             path=stage.config_dir) as cfg:
         policy = InitPolicy(
             permission_mode=PERMISSION_MODE,
+            # The workspace's own declaration, not the batch's: the file this session's
+            # harness loads, after the arm (absent has none). A proof of the sealed file.
             declared_mcp_servers=declared_mcp_servers_of(stage.workspace),
             host_skill_names=host_skill_names([*ctx.host_skill_dirs, cfg / "skills"]),
             config_dir=CONFIG_MOUNT, cwd=inside,

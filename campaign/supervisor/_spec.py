@@ -1,35 +1,22 @@
-"""Session specs, resolved, and the order a batch runs them in.
+"""Session specs, resolved, and the batch's sessions in its order.
 
 A `SessionSpec` carries everything a session needs of its probe and its arm
 (the task, the declared answers, the allowed tools), taken once from the
-plan: nothing downstream looks a probe up by id again.
-
-The order (docs/batch.md, "Order"), algorithm `ORDER_ALGORITHM`: repetition
-by repetition; within a repetition the probes are shuffled, and each probe's
-arms are shuffled and run one after the other. So both arms meet the same
-provider conditions over a night (arms are interleaved, repetitions too), and
-a batch stopped early holds comparable arms. The shuffles are Fisher-Yates
-draws from SHA-256 of the seed, the repetition and what is shuffled, so the
-order is the same on every machine and every Python for a given seed.
+plan: nothing downstream looks a probe up by id again. The order itself is
+the plan's (`campaign.plan.batch_order`, docs/batch.md "Order").
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING
 
 from campaign.batch import SessionKey
+from campaign.plan import batch_order
 
 if TYPE_CHECKING:
-    from campaign._plan import Plan, PlanArm, PlanProbe
-
-ORDER_ALGORITHM: Final = "repetitions-in-turn, probes and arms shuffled by sha256(seed), v1"
-"""Named in config.yaml so a reader can tell how a batch was ordered."""
-
-_T = TypeVar("_T")
-
+    from campaign.plan import Plan, PlanArm, PlanProbe
 
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
@@ -55,27 +42,11 @@ class SessionSpec:
         return f"<SessionSpec {self.arm.arm} {self.probe.id} {self.session} #{self.position}>"
 
 
-def _shuffled(items: Sequence[_T], *, label: str) -> list[_T]:
-    """Fisher-Yates over ``items``, each draw an integer from SHA-256 of ``label`` and the step."""
-    out = list(items)
-    for i in range(len(out) - 1, 0, -1):
-        digest = hashlib.sha256(f"{label}:{i}".encode()).digest()
-        j = int.from_bytes(digest, "big") % (i + 1)
-        out[i], out[j] = out[j], out[i]
-    return out
-
-
 def session_order(plan: Plan) -> Iterator[SessionSpec]:
-    """Every session of ``plan`` in the batch order, lazily (`ORDER_ALGORITHM`)."""
-    position = 0
-    for rep in range(1, plan.repetitions + 1):
-        probes = _shuffled(plan.probes, label=f"{plan.seed}:{rep}:probes")
-        for probe in probes:
-            arms = _shuffled(plan.arm_specs, label=f"{plan.seed}:{rep}:{probe.id}:arms")
-            for arm in arms:
-                yield SessionSpec(probe=probe, arm=arm, repetition=rep, session=f"s{rep}",
-                                  position=position)
-                position += 1
+    """Every session of ``plan`` in the batch order, lazily (`campaign.plan.ORDER_ALGORITHM`)."""
+    for o in batch_order(plan):
+        yield SessionSpec(probe=o.probe, arm=o.arm, repetition=o.repetition,
+                          session=f"s{o.repetition}", position=o.position)
 
 
 def planned_sessions(plan: Plan) -> Iterator[tuple[SessionKey, int]]:

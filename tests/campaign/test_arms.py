@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign._arms import (
+from campaign._errors import ArmError, PlanError
+from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
+from campaign.corpus._corpus import Corpus, load_corpus
+from campaign.plan._arms import (
     ARMS,
     NOTHING,
     apply_arm,
@@ -26,11 +29,10 @@ from campaign._arms import (
     is_layer_path,
     mcp_servers,
 )
-from campaign._corpus import Corpus, load_corpus
-from campaign._errors import ArmError, PlanError
-from campaign._plan import compose_plan, dump_plan, load_plan_file
-from campaign._seal import SealResult, seal_workspace
-from campaign.batch._builder import ArmTranscript, arm_tools_and_identity
+from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
+from campaign.seal import resolve_session
+from campaign.seal._seal import SealResult, seal_workspace
+from recorder import McpConfigError
 from tests.campaign.corpora import SETTINGS, probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,9 +84,9 @@ def _arm_changes(result: SealResult) -> dict[str, str]:
 @pytest.mark.parametrize("probe", ["HW-PRB-001", "HW-PRB-002"])
 def test_each_arm_changes_exactly_its_component(corpus: Corpus, tmp_path: Path, arm: str,
                                                 probe: str) -> None:
-    result = seal_workspace(corpus, probe_id=probe, arm=arm, out=tmp_path / "ws")
+    result = seal_workspace(corpus, resolve_session(corpus, probe, arm), out=tmp_path / "ws")
     assert _arm_changes(result) == EXPECTED[arm]
-    present = seal_workspace(corpus, probe_id=probe, arm="present", out=tmp_path / "p")
+    present = seal_workspace(corpus, resolve_session(corpus, probe, "present"), out=tmp_path / "p")
     gone = {p for p, kind in EXPECTED[arm].items() if kind == "file"}
     assert set(result.manifest) == set(present.manifest) - gone
     same = set(result.manifest) - set(EXPECTED[arm])
@@ -92,13 +94,13 @@ def test_each_arm_changes_exactly_its_component(corpus: Corpus, tmp_path: Path, 
 
 
 def test_no_hook_keeps_every_other_setting(corpus: Corpus, tmp_path: Path) -> None:
-    seal_workspace(corpus, probe_id="HW-PRB-001", arm="no-hook", out=tmp_path / "ws")
+    seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "no-hook"), out=tmp_path / "ws")
     settings = json.loads((tmp_path / "ws/.claude/settings.json").read_text())
     assert settings == {k: v for k, v in SETTINGS.items() if k != "hooks"}
 
 
 def test_absent_leaves_no_empty_layer_directory(corpus: Corpus, tmp_path: Path) -> None:
-    seal_workspace(corpus, probe_id="HW-PRB-001", arm="absent", out=tmp_path / "ws")
+    seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "absent"), out=tmp_path / "ws")
     assert not (tmp_path / "ws/.claude").exists() and not (tmp_path / "ws/pkg").exists()
 
 
@@ -142,10 +144,9 @@ def test_mcp_tool_already_listed_is_not_repeated(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ['{"mcpServers": {"a b": {}}}', '{"mcpServers": []}', "[1]"])
 def test_mcp_refuses_a_declaration_it_cannot_allow(tmp_path: Path, text: str) -> None:
-    corpus = _full_corpus(tmp_path / "c")
-    (corpus.root / ".mcp.json").write_text(text)
-    with pytest.raises(ArmError):
-        mcp_servers(corpus)
+    # Refused when the corpus is loaded (its one read, by the one reader), for every arm.
+    with pytest.raises(McpConfigError, match=r"\.mcp\.json"):
+        load_corpus(write_files(tmp_path / "c", {**_full_files(), ".mcp.json": text}))
 
 
 def test_the_session_gets_the_arms_tool_list(tmp_path: Path) -> None:
@@ -294,8 +295,8 @@ def test_an_arm_reads_only_the_settings_files_it_edits_and_those_bounded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # docs/arms.md: only no-hook's settings files (and .mcp.json) are read; each at most
     # MAX_READ_LAYER_BYTES, a bigger one refused (here the bound is 64 bytes).
-    from campaign import _arms
-    from campaign._arms import arm_spec, reads_bytes
+    from campaign.plan import _arms
+    from campaign.plan._arms import arm_spec, reads_bytes
 
     assert reads_bytes("no-hook", ".claude/settings.json")
     assert not reads_bytes("no-hook", ".claude/skills/s/SKILL.md")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
 from campaign.batch._fold import SessionKey
 from campaign.batch._journal import Journal
 from campaign.batch._records import FinalRecord, StartedRecord
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan
 from recorder.transcript import Event, parse_transcript, render_transcript
 from tests.campaign.corpora import probe_yml, write_files
 

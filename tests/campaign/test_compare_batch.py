@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
 from campaign.batch._open import compare_batch
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import NO_LOCK_SOURCE, load_corpus
 from campaign._errors import CampaignError, CorpusError
-from campaign._markdown import task_of
+from campaign.corpus._corpus import NO_LOCK_SOURCE, load_corpus
+from campaign.corpus._markdown import task_of
 from recorder._digest import digest_bytes
 from tests.campaign.corpora import (
     doc,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign import _corpus
-from campaign._corpus import load_corpus
 from campaign._errors import CorpusError
+from campaign.corpus import _corpus
+from campaign.corpus._corpus import load_corpus
 from tests.campaign.corpora import write_files
 
 PROBE_YML = "tiers:\n  campaign: {arms: [present], repetitions: 1}\ntools: [Read]\nmodel: m\n"

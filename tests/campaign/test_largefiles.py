@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from campaign._corpus import load_corpus
-from campaign._largefiles import large_file_notes
+from campaign.corpus._corpus import load_corpus
+from campaign.corpus._largefiles import large_file_notes
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "demo" / "example" / "corpus"

@@ -1,11 +1,11 @@
-"""Front matter and lines (campaign._markdown): the split, against its definition by lines."""
+"""Front matter and lines (campaign.corpus): the split, against its definition by lines."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaign._markdown import opens_front_matter, split_front_matter, split_lines
+from campaign.corpus._markdown import opens_front_matter, split_front_matter, split_lines
 
 
 def _by_definition(text: str) -> tuple[str | None, str]:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
-from campaign.supervisor._spec import ORDER_ALGORITHM, session_order
+from campaign.corpus._corpus import load_corpus
+from campaign.plan import ORDER_ALGORITHM
+from campaign.plan._plan import Plan, compose_plan
+from campaign.supervisor import session_order
 from tests.campaign.corpora import probe_yml, write_files
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from campaign._corpus import load_corpus
 from campaign._errors import PlanError, TreeMismatch, UnknownTier
-from campaign._plan import Plan, compose_plan, dump_plan, load_plan_file
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan, dump_plan, load_plan_file
 from tests.campaign.corpora import minimal_corpus, probe_doc, seal_corpus, write_files
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "demo" / "example" / "corpus"

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
 from campaign.batch._journal import Journal
 from campaign.batch._ledger import Ledger
 from campaign.batch._records import FinalRecord, StartedRecord
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan
 from recorder._check import check_transcript_file
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
 from tests.hostile import HOSTILE, HOSTILE_IDS, assert_unforged, prose_of, rule_literal

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from campaign._corpus import Corpus, load_corpus
 from campaign._errors import ArmError, SealRefused, UnknownProbe, WorkspaceNotEmpty
-from campaign._names import Text, doc_names
-from campaign._prefilter import candidates
-from campaign._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
-from campaign._sealplan import names_for
+from campaign.corpus._corpus import Corpus, load_corpus
+from campaign.seal import resolve_session
+from campaign.seal._names import Text, doc_names, names_for
+from campaign.seal._prefilter import candidates
+from campaign.seal._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
 from sandbox._process import Child, run_sync, spawn
 from tests.campaign.corpora import (
     ANSWER_KEY,
@@ -52,7 +52,7 @@ def corpus(tmp_path: Path) -> Corpus:
 def _seal(corpus: Corpus, tmp_path: Path, probe: str = "HW-PRB-001",
           arm: str = "present") -> tuple[SealResult, Path]:
     out = tmp_path / f"ws-{probe}-{arm}"
-    return seal_workspace(corpus, probe_id=probe, arm=arm, out=out), out
+    return seal_workspace(corpus, resolve_session(corpus, probe, arm), out=out), out
 
 
 def _variant(tmp_path: Path, changes: dict[str, str | bytes]) -> Corpus:
@@ -208,7 +208,7 @@ def test_fold_that_states_an_answer_is_refused(tmp_path: Path, line: str) -> Non
     corpus = _variant(tmp_path, {"src/retry.py": f"# by docs/probes/retry-budget.md\n# {line}\n"})
     out = tmp_path / "ws"
     with pytest.raises(SealRefused) as caught:
-        seal_workspace(corpus, probe_id="HW-PRB-001", arm="present", out=out)
+        seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "present"), out=out)
     assert (caught.value.path, caught.value.line) == ("src/retry.py", 2)
     assert caught.value.exit_status == 2 and "src/retry.py:2" in str(caught.value)
     assert "states the declared answer" in str(caught.value)
@@ -314,16 +314,16 @@ def test_mode_bits_are_kept_and_nothing_is_linked(tmp_path: Path) -> None:
 def test_out_must_be_new_or_empty(corpus: Corpus, tmp_path: Path) -> None:
     out = write_files(tmp_path / "ws", {"x": "occupied"})
     with pytest.raises(WorkspaceNotEmpty):
-        seal_workspace(corpus, probe_id="HW-PRB-001", arm="present", out=out)
+        seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "present"), out=out)
     (out / "x").unlink()
-    seal_workspace(corpus, probe_id="HW-PRB-001", arm="present", out=out)
+    seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "present"), out=out)
 
 
 def test_unknown_probe_and_arm_are_refused_before_writing(corpus: Corpus, tmp_path: Path) -> None:
     with pytest.raises(UnknownProbe, match="HW-PRB-404"):
-        seal_workspace(corpus, probe_id="HW-PRB-404", arm="present", out=tmp_path / "a")
+        seal_workspace(corpus, resolve_session(corpus, "HW-PRB-404", "present"), out=tmp_path / "a")
     with pytest.raises(ArmError, match="presnt"):
-        seal_workspace(corpus, probe_id="HW-PRB-001", arm="presnt", out=tmp_path / "b")
+        seal_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "presnt"), out=tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
@@ -347,8 +347,8 @@ def test_a_corpus_changed_since_loading_is_refused(corpus: Corpus, tmp_path: Pat
 
 
 def _clock(monkeypatch: pytest.MonkeyPatch, ahead_s: float) -> None:
-    """Loading starts ``ahead_s`` seconds from now, as campaign._corpus sees it."""
-    import campaign._corpus as corpus_module
+    """Loading starts ``ahead_s`` seconds from now, as campaign.corpus._corpus sees it."""
+    import campaign.corpus._corpus as corpus_module
 
     real = time.time_ns
     monkeypatch.setattr(corpus_module, "time",
@@ -358,7 +358,7 @@ def _clock(monkeypatch: pytest.MonkeyPatch, ahead_s: float) -> None:
 @pytest.fixture(autouse=True, params=["fresh", "quiet"])
 def loading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test of this module twice: corpora loaded right after writing them (every file
-    searched), and 10 s later (quiet: the prefilter's files only, campaign._prefilter)."""
+    searched), and 10 s later (quiet: the prefilter's files only, campaign.seal._prefilter)."""
     _clock(monkeypatch, 10.0 if request.param == "quiet" else 0.0)
     return str(request.param)
 
@@ -409,7 +409,7 @@ def test_a_quiet_corpus_seals_to_the_digests_it_was_loaded_with(
 def test_plan_seal_writes_nothing_and_agrees_with_the_seal(corpus: Corpus,
                                                          tmp_path: Path) -> None:
     before = sorted(tmp_path.rglob("*"))
-    plan = plan_seal(corpus, "HW-PRB-001", "absent")
+    plan = plan_seal(corpus, resolve_session(corpus, "HW-PRB-001", "absent"))
     assert sorted(tmp_path.rglob("*")) == before
     result, _ = _seal(corpus, tmp_path, arm="absent")
     assert plan.removals == result.removals
@@ -419,14 +419,15 @@ def test_plan_seal_writes_nothing_and_agrees_with_the_seal(corpus: Corpus,
 
 def test_verification_of_a_clean_workspace(corpus: Corpus, tmp_path: Path) -> None:
     result, out = _seal(corpus, tmp_path)
-    assert verify_workspace(corpus, "HW-PRB-001", out) == (result.manifest, [])
+    session = resolve_session(corpus, "HW-PRB-001", "present")
+    assert verify_workspace(corpus, session, out) == (result.manifest, [])
 
 
 def test_verification_names_the_file_and_line(corpus: Corpus, tmp_path: Path) -> None:
     _, out = _seal(corpus, tmp_path)
     (out / "docs/guide/other-probe.md").write_text("one\nnow HW-PRB-001 leaks\n")
     with pytest.raises(SealRefused) as caught:
-        verify_workspace(corpus, "HW-PRB-001", out)
+        verify_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "present"), out)
     assert (caught.value.path, caught.value.line) == ("docs/guide/other-probe.md", 2)
     assert "docs/guide/other-probe.md:2" in str(caught.value)
 
@@ -449,20 +450,20 @@ def test_verification_refuses_each_kind_of_name(corpus: Corpus, tmp_path: Path, 
     _, out = _seal(corpus, tmp_path)
     write_files(out, {path: text})
     with pytest.raises(SealRefused, match=path.replace(".", r"\.")):
-        verify_workspace(corpus, "HW-PRB-001", out)
+        verify_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "present"), out)
 
 
 def test_verification_refuses_a_symlink(corpus: Corpus, tmp_path: Path) -> None:
     _, out = _seal(corpus, tmp_path)
     (out / "src/link").symlink_to("/etc/hostname")
     with pytest.raises(SealRefused, match="not a regular file"):
-        verify_workspace(corpus, "HW-PRB-001", out)
+        verify_workspace(corpus, resolve_session(corpus, "HW-PRB-001", "present"), out)
 
 
 def test_the_seals_own_verification_catches_a_bad_executor(
         corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer that corrupts one copy is refused, though the plan judged the bytes clean."""
-    from campaign import _seal as seal_module
+    from campaign.seal import _seal as seal_module
 
     real = seal_module._write
 
@@ -519,7 +520,8 @@ def test_example_corpus_seals_every_probe(tmp_path: Path, arm: str) -> None:
         result, out = _seal(corpus, tmp_path, probe, arm)
         assert not [p for p in result.manifest if p.startswith(("docs/probes/", ".headwater/"))]
         assert not set(corpus.answer_keys_of(probe)) & set(result.manifest)
-        assert verify_workspace(corpus, probe, out) == (result.manifest, result.binary)
+        session = resolve_session(corpus, probe, "present")
+        assert verify_workspace(corpus, session, out) == (result.manifest, result.binary)
 
 
 def test_seal_non_utf8_file_naming_the_probe_is_removed_whole(tmp_path: Path) -> None:
@@ -531,7 +533,8 @@ def test_seal_non_utf8_file_naming_the_probe_is_removed_whole(tmp_path: Path) ->
     (root / "notes-binary.bin").write_bytes(b"\x00\x01 HW-PRB-0001 \x02")
     (root / "innocent.bin").write_bytes(b"\x00\x01 nothing here \x02")
     corpus = load_corpus(root)
-    result = seal_workspace(corpus, probe_id="HW-PRB-0001", arm="present", out=tmp_path / "ws")
+    session = resolve_session(corpus, "HW-PRB-0001", "present")
+    result = seal_workspace(corpus, session, out=tmp_path / "ws")
     removed = {r.path for r in result.removals}
     assert {"docs/notes/latin1.txt", "notes-binary.bin"} <= removed
     assert not (tmp_path / "ws" / "docs" / "notes" / "latin1.txt").exists()
@@ -543,18 +546,18 @@ def test_verification_searches_binary_files_too(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLE, root)
     corpus = load_corpus(root)
     ws = tmp_path / "ws"
-    seal_workspace(corpus, probe_id="HW-PRB-0001", arm="present", out=ws)
+    seal_workspace(corpus, resolve_session(corpus, "HW-PRB-0001", "present"), out=ws)
     (ws / "planted.bin").write_bytes(b"\xff\xfe HW-PRB-0001 \x00")
     with pytest.raises(SealRefused):
-        verify_workspace(corpus, "HW-PRB-0001", ws)
+        verify_workspace(corpus, resolve_session(corpus, "HW-PRB-0001", "present"), ws)
 
 
-# --- the prefilter (campaign/_prefilter.py) ------------------------------------------------
+# --- the prefilter (campaign/seal/_prefilter.py) ------------------------------------------------
 
 def test_without_grep_the_seal_searches_every_file_and_agrees(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     with_grep, _ = _seal(corpus, tmp_path / "a")
@@ -567,7 +570,7 @@ def test_without_grep_the_seal_searches_every_file_and_agrees(
 def test_the_prefilter_lists_every_file_that_names_the_probe_or_a_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Completeness, file by file, against the matcher itself (campaign._names)."""
+    """Completeness, file by file, against the matcher itself (campaign.seal._names)."""
     files = seal_files()
     files["ops/mixed.txt"] = "see hW-pRb-001 here\n"
     files["ops/wrapped.txt"] = "WHICH decision\r\n governs\t\tthe\vretry\fbudget\n"
@@ -604,7 +607,7 @@ def test_a_write_between_the_seals_fstat_and_its_read_is_seen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size, after the fstat that gave the size: the fstat after the read shows it."""
-    import campaign._sealplan as sealplan
+    import campaign.seal._sealplan as sealplan
 
     files = {**seal_files(), "notes/plain.md": "x" * len(LEAK)}
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
@@ -625,7 +628,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """grep reads a clean decoy in place of notes/; the swap back is seen in the ctimes."""
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     files = {**seal_files(), "notes/leak.md": LEAK}
     root = seal_corpus(tmp_path / "c", files)
@@ -655,7 +658,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
 def test_only_gnu_grep_at_its_fixed_path_is_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     fake = tmp_path / "grep"
     fake.write_text("#!/bin/sh\necho 'grep (BSD grep, GNU compatible) 2.6.0-FreeBSD'\n")
@@ -678,7 +681,7 @@ def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
 
 
 class _HeldGrep:
-    """Wraps grep's spawn (campaign._prefilter): grep starts only when released, through a
+    """Wraps grep's spawn (campaign.seal._prefilter): grep starts only when released, through a
     shell that waits on a FIFO before it execs grep; `release` lets it go and waits for it."""
 
     def __init__(self, fifo: Path) -> None:
@@ -703,8 +706,8 @@ def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
 ) -> None:
     """The seal reads leak.md (naming the probe), then the file is cleaned and grep runs: grep's
     list came after the read, so it must not spare leak.md its search."""
-    import campaign._prefilter as prefilter
-    import campaign._sealplan as sealplan
+    import campaign.seal._prefilter as prefilter
+    import campaign.seal._sealplan as sealplan
 
     files = {**seal_files(), "notes/leak.md": LEAK}
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
@@ -734,8 +737,8 @@ def test_a_seal_that_fails_midway_stops_its_grep_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Not at a later garbage collection: the traceback keeps the plan's generator alive."""
-    import campaign._prefilter as prefilter
-    import campaign._seal as seal
+    import campaign.seal._prefilter as prefilter
+    import campaign.seal._seal as seal
 
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     closed: list[bool] = []
@@ -756,7 +759,7 @@ def test_a_seal_that_fails_midway_stops_its_grep_at_once(
 def test_a_grep_that_floods_stderr_cannot_hang_the_seal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import campaign._prefilter as prefilter
+    import campaign.seal._prefilter as prefilter
 
     fake = tmp_path / "grep"
     fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "grep (GNU grep) 3.8"; '

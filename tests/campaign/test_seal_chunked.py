@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from campaign import _chunkscan, _seal, _sealbig, _sealplan
+from campaign.seal import _chunkscan, _seal, _sealbig, _sealplan
 from tests.campaign.test_seal import *  # noqa: F403 (the same tests, collected again here)
 
 

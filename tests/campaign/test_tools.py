@@ -1,4 +1,4 @@
-"""Allowed tools (campaign._tools): the pinned harness's list, and the plan-time refusal.
+"""Allowed tools (campaign.corpus._tools): the pinned harness's list, and the plan-time refusal.
 
 The list is checked against its source, the init lines of the real captures
 of the pinned CLI (tests/fixtures/captures/), and the pin against the
@@ -15,10 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import load_corpus
 from campaign._errors import CampaignError, UnknownTool
-from campaign._plan import compose_plan, dump_plan, load_plan_file
-from campaign._tools import KNOWN_TOOLS, PINNED_HARNESS_VERSION, check_allowed_tools, known_tools
+from campaign.corpus._corpus import load_corpus
+from campaign.corpus._tools import (
+    KNOWN_TOOLS,
+    PINNED_HARNESS_VERSION,
+    check_allowed_tools,
+    known_tools,
+)
+from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
 from tests.campaign.corpora import minimal_corpus, probe_yml, write_files
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import compose_plan
-from campaign._seal import seal_workspace
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import compose_plan
+from campaign.seal import resolve_session
+from campaign.seal._seal import seal_workspace
 from recorder._digest import digest_bytes
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
 
@@ -44,7 +45,7 @@ def root(tmp_path: Path) -> Path:
 def test_untyped_files_are_sealed_and_armed_like_every_file(root: Path, tmp_path: Path,
                                                             arm: str, nested_kept: bool) -> None:
     corpus = load_corpus(root)
-    result = seal_workspace(corpus, probe_id=PROBE, arm=arm, out=tmp_path / arm)
+    result = seal_workspace(corpus, resolve_session(corpus, PROBE, arm), out=tmp_path / arm)
     raw = {rel: (root / rel).read_bytes() for rel in (NESTED, README)}
     assert result.manifest[README] == digest_bytes(raw[README])  # copied unchanged
     assert NAMING not in result.manifest  # names the probe by id: removed (RC-09)

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import compose_plan
 from campaign.batch._config import BatchConfig, BatchFacts, OrderFacts, write_config, write_plan
 from campaign.batch._fold import ArmCounts, BatchFold, SessionKey
 from campaign.batch._ledger import Ledger
@@ -22,6 +20,8 @@ from campaign.batch._options import BatchOptions
 from campaign.batch._records import FinalRecord, InvocationRecord, StartedRecord, StoppedRecord
 from campaign.cli._status import status_data
 from campaign.cli._view import LiveView, arms_table, duration, usd
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import compose_plan
 from campaign.supervisor._fanout import LiveStatistics
 from tests.campaign.corpora import probe_yml, write_files
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml.error import YAMLError
 
-from campaign._yamlload import (
+from campaign.corpus._yamlload import (
     c_load,
     describe_yaml_error,
     fast_path_admits,

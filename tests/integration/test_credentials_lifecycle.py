@@ -36,9 +36,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import compose_plan
 from campaign.batch._journal import Journal
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import compose_plan
+from campaign.seal import resolve_sessions
 from campaign.supervisor._session import BatchContext, run_attempt
 from campaign.supervisor._spec import SessionSpec
 from demo import ScriptedProvider, load_scripts
@@ -135,9 +136,11 @@ def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
         kit.write_script(root / "scripts", "LIFE-SLOW", TASKS["LIFE-SLOW"],
                          [kit.bash("t1", SLOW_SLEEP)])  # fmt: skip
         (root / "batch").mkdir()
+        plan = compose_plan(corpus, tier="regression")
+        sessions = resolve_sessions(corpus, plan.probes, plan.arm_specs)
         with ScriptedProvider(load_scripts(root / "scripts")) as provider:
             ctx = BatchContext(
-                batch=root / "batch", corpus=corpus, plan=compose_plan(corpus, tier="regression"),
+                batch=root / "batch", corpus=corpus, plan=plan, sessions=sessions,
                 harness=harness, bwrap=bwrap,
                 credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY),
                 provider_url=provider.url, layout=measure_host_layout(),

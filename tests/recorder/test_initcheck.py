@@ -16,6 +16,7 @@ from recorder._initcheck import (
     declared_mcp_servers_of,
     failed_declared_mcp_servers,
     host_skill_names,
+    read_mcp_declaration,
 )
 
 BUG_INPUTS = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
@@ -230,6 +231,21 @@ def test_declared_mcp_servers_of_unparsable_raises(tmp_path: Path, text: str) ->
     (tmp_path / ".mcp.json").write_bytes(text.encode("latin-1"))
     with pytest.raises(McpConfigError, match=r"\.mcp\.json"):
         declared_mcp_servers_of(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["a b", "x/y", "", "é", "a\nb"])
+def test_a_server_name_that_cannot_be_a_tool_name_is_refused(tmp_path: Path, name: str) -> None:
+    # The one reader checks the name too: the mcp arm allows each server as mcp__<server>.
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"ok": {}, name: {}}}))
+    with pytest.raises(McpConfigError, match="is not \\[A-Za-z0-9_-\\]\\+"):
+        read_mcp_declaration(tmp_path)
+
+
+def test_the_declaration_names_its_file_and_sorts_its_servers(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"b-2": {}, "A_1": {}}}')
+    declaration = read_mcp_declaration(tmp_path)
+    assert declaration.path == tmp_path / ".mcp.json"
+    assert declaration.sorted() == ("A_1", "b-2")
 
 
 def test_a_mcp_json_over_the_bound_is_refused_unread(tmp_path: Path,

@@ -11,12 +11,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
 from campaign.batch._config import BatchConfig, BatchFacts, OrderFacts, write_config, write_plan
 from campaign.batch._ledger import Ledger
 from campaign.batch._options import BatchOptions
 from campaign.batch._records import FinalRecord, InvocationRecord, StartedRecord, StoppedRecord
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
 
 T0 = dt.datetime(2026, 12, 1, 9, 0, 0, tzinfo=dt.UTC)

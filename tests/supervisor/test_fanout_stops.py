@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from campaign._corpus import load_corpus
-from campaign._plan import Plan, compose_plan
 from campaign.batch._fold import SessionKey
 from campaign.batch._journal import Journal
 from campaign.batch._ledger import read_ledger
 from campaign.batch._records import FinalRecord, StartedRecord, StoppedRecord
+from campaign.corpus._corpus import load_corpus
+from campaign.plan._plan import Plan, compose_plan
 from campaign.supervisor import _fanout
 from campaign.supervisor._fanout import RunLimits, Supervisor
 from campaign.supervisor._spec import planned_sessions

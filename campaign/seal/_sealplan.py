@@ -1,7 +1,7 @@
 """The plan of a seal (RC-09): one decision per corpus file, computed by reading, never writing.
 
 The rules, the word boundaries and the examples are in docs/sealing.md; in
-short, for probe P (names as `campaign._names` finds them):
+short, for probe P (names as `campaign.seal._names` finds them):
 
 1. Never copy ``docs/probes/`` (the shelf), ``.headwater/``, ``.git/`` or
    anything that is not a regular file.
@@ -10,17 +10,17 @@ short, for probe P (names as `campaign._names` finds them):
 3. Remove every file that names P (id, path, unique file name, relative
    link, title; or a path holding P's id), except a fold of P.
 4. Remove each answer key of P, and every line elsewhere that names one.
-5. Apply the arm (`campaign._arms.arm_effect`).
+5. Apply the arm (`campaign.plan._arms.arm_effect`).
 
-(Rule 6, the verification, and the executor are in `campaign._seal`.)
+(Rule 6, the verification, and the executor are in `campaign.seal._seal`.)
 
-Rules 3-4 search a file only when the prefilter (`campaign._prefilter`, one
+Rules 3-4 search a file only when the prefilter (`campaign.seal._prefilter`, one
 grep for every name's anchor) lists it, or when the file is not provably the
 one grep read (its `FileSignature` is not the one taken at load); a file
 that holds no anchor names nothing.
 
 `iter_seal` is the plan: it reads the corpus and yields one `FileDecision` per
-corpus file, writing nothing; `plan_seal` collects it for ``seal --explain``.
+corpus file, writing nothing; `campaign.seal._seal.plan_seal` collects it.
 The executor consumes the same iterator, so each file is read once, judged,
 and written from the very bytes that were judged. Binary files (a NUL byte in
 the first 8 KiB, or not UTF-8) are searched as bytes: one that names the probe
@@ -30,29 +30,27 @@ other is copied untouched.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import posixpath
 import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
+from campaign._errors import SealRefused, UnknownProbe
+from campaign.corpus import FileSignature, split_lines
+from campaign.plan import Removal, arm_effect, is_layer_path, reads_bytes
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
-from ._arms import Removal, arm_effect, check_arm, is_layer_path, reads_bytes
 from ._chunkscan import LARGE_FILE_BYTES, read_chunks
-from ._corpus import HEADWATER, SHELF, split_lines
-from ._corpus_files import FileSignature
-from ._errors import SealRefused, UnknownProbe
-from ._names import DocNames, Naming, Text, doc_names, states_answer
+from ._names import DocNames, Names, Naming, Text, states_answer
 from ._prefilter import Prefilter
+from ._rules import broken_path_rule
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Iterator
 
-    from ._corpus import Corpus, Probe
+    from campaign.corpus import Corpus, Probe
 
 BINARY_SNIFF_BYTES: Final = 8192
 """A NUL byte in this many leading bytes marks a file binary (the heuristic of git and grep)."""
@@ -90,42 +88,6 @@ def is_text(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-@dataclass(frozen=True)
-class Names:
-    """What the seal of one probe searches for: the probe's names and its answer keys'."""
-
-    probe: Probe
-    probe_names: DocNames
-    keys: tuple[DocNames, ...]
-    folds: frozenset[str]
-    key_paths: frozenset[str]
-
-
-def names_for(corpus: Corpus, probe_id: str) -> Names:
-    """The names the seal and the verification of ``probe_id`` search for.
-
-    Raises:
-        UnknownProbe: ``probe_id`` is not on the shelf.
-    """
-    if probe_id not in corpus.probes:
-        raise UnknownProbe(probe_id, corpus.probes)
-    probe = corpus.probes[probe_id]
-    bases: dict[str, int] = {}
-    for rel in corpus.files:
-        base = posixpath.basename(rel)
-        bases[base] = bases.get(base, 0) + 1
-    ids = {path: doc_id for doc_id, path in corpus.documents.items()}
-
-    def of(path: str, title: str | None) -> DocNames:
-        unique = bases.get(posixpath.basename(path), 0) <= 1
-        return doc_names(path, doc_id=ids.get(path), title=title, unique_name=unique)
-
-    keys = corpus.answer_keys_of(probe_id)
-    return Names(probe=probe, probe_names=of(probe.path, probe.title),
-                 keys=tuple(of(k, None) for k in keys), folds=frozenset(corpus.folds_of(probe_id)),
-                 key_paths=frozenset(keys))
 
 
 def _excerpt(text: Text, naming: Naming) -> str:
@@ -166,7 +128,7 @@ def check_folds(corpus: Corpus, probe_id: str) -> None:
 
 
 def _check_large_fold(probe: Probe, fold: str, path: str) -> None:
-    """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`)."""
+    """`check_folds` for one fold over `LARGE_FILE_BYTES`, read in chunks (`_sealbig`)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         binary = _sealbig.facts(read_chunks(fd)).binary
@@ -197,7 +159,7 @@ class FileDecision:
     digest: str | None = None
     """``sha256:`` digest of ``data`` (computed here, on the planning thread)."""
     source: str | None = field(default=None, repr=False)
-    """A large file (`campaign._sealbig`): ``data`` is None and the executor copies this host
+    """A large file (`campaign.seal._sealbig`): ``data`` is None and the executor copies this host
     path chunk by chunk, without the byte ranges ``drops``; ``digest`` is what it must give."""
     drops: tuple[tuple[int, int], ...] = field(default=(), repr=False)
     """Byte ranges ``[start, end)`` of ``source`` left out (answer keys' lines)."""
@@ -297,24 +259,18 @@ def _corpus_changed(probe_id: str, rel: str, why: str) -> SealRefused:
                                             "the plan's tree no longer describes it")
 
 
-def iter_seal(corpus: Corpus, probe_id: str, arm: str = "present", *,
-              names: Names | None = None) -> Generator[FileDecision, None, None]:
-    """The seal of ``probe_id`` under ``arm``, one decision per corpus file. Reads, never writes.
+def iter_seal(corpus: Corpus, names: Names, arm: str) -> Generator[FileDecision, None, None]:
+    """The seal of ``names``' probe under ``arm``, one decision per corpus file. Reads, never
+    writes.
 
-    The probe, the arm and the folds are checked when this is called; the
-    files are read one at a time as the iterator is consumed (one file's
-    bytes in memory at a time).
+    The probe, the arm and the folds were checked when the session was resolved
+    (`campaign.seal.resolve_sessions`); the files are read one at a time as the
+    iterator is consumed (one file's bytes in memory at a time).
 
-    Raises:
-        UnknownProbe: ``probe_id`` is not on the shelf.
-        ArmError: ``arm`` is unknown; while iterating, a settings file the
-            arm edits is not JSON.
-        SealRefused: a declared fold states a declared answer or is binary;
-            while iterating, a corpus file is gone or no longer regular.
+    Raises (while iterating):
+        ArmError: a settings file the arm edits is not JSON.
+        SealRefused: a corpus file is gone, no longer regular, or changed since loading.
     """
-    check_arm(arm)
-    names = names if names is not None else names_for(corpus, probe_id)
-    check_folds(corpus, probe_id)
     return _decisions(corpus, names, arm)
 
 
@@ -334,7 +290,7 @@ def _decide(corpus: Corpus, names: Names, arm: str,
             yield FileDecision(rel, "remove", None, 0, (gone,))
             continue
         # Asked *before* the read: grep had finished by then, so a file unchanged from the
-        # load to the fstat after our read is the file grep read (campaign._prefilter).
+        # load to the fstat after our read is the file grep read (campaign.seal._prefilter).
         maybe = prefilter.listed()
         if not reads_bytes(arm, rel) and _size(probe_id, rel, root) > LARGE_FILE_BYTES:
             yield _decide_large(corpus, names, arm, rel, os.path.join(root, rel), maybe)
@@ -349,7 +305,7 @@ def _decide(corpus: Corpus, names: Names, arm: str,
         fold = None
         quiet = corpus.signatures.get(rel) == signature  # the bytes the load (and grep) read
         if quiet and maybe is not None and rel not in maybe:
-            pass  # holds no anchor of any name, so names nothing (campaign._prefilter)
+            pass  # holds no anchor of any name, so names nothing (campaign.seal._prefilter)
         elif not binary:
             new, removals, fold = _judge(rel, data, names)
         elif (gone := _binary_naming(rel, data, names)) is not None:
@@ -385,7 +341,7 @@ def _size(probe_id: str, rel: str, root: str) -> int:
 
 def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
                   maybe: frozenset[str] | None) -> FileDecision:
-    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign._sealbig`).
+    """The decision on one file over `LARGE_FILE_BYTES`, read in chunks (`campaign.seal._sealbig`).
 
     A layer file here is one whose arm effect follows from its path (`reads_bytes`): kept,
     or removed without a read.
@@ -417,16 +373,9 @@ def _decide_large(corpus: Corpus, names: Names, arm: str, rel: str, path: str,
 
 
 def _without_reading(rel: str, names: Names) -> Removal | None:
-    pid = names.probe.id
-    if rel.startswith(SHELF):
-        return Removal(rel, "the probe shelf docs/probes/ never enters a workspace")
-    if rel.startswith(HEADWATER):
-        return Removal(rel, ".headwater/ never enters a workspace: it names every probe")
-    if rel in names.key_paths:
-        return Removal(rel, f"an answer key of {pid}, declared in probe.yml")
-    if rel not in names.folds and names.probe_names.in_path(rel):
-        return Removal(rel, f"its path names {pid} by id")
-    return None
+    """Rules 1 and 3-4 by path alone (`campaign.seal._rules`): the removal, or None."""
+    rule = broken_path_rule(rel, names)
+    return None if rule is None else Removal(rel, rule.removal.format(probe=names.probe.id))
 
 
 @dataclass
@@ -439,17 +388,3 @@ class SealPlan:
     def removals(self) -> list[Removal]:
         """Every removal, in corpus path order."""
         return [r for d in self.decisions for r in d.removals]
-
-
-def plan_seal(corpus: Corpus, probe_id: str, arm: str = "present") -> SealPlan:
-    """`iter_seal` collected, without the file bytes. Reads, never writes.
-
-    Raises:
-        see `iter_seal`.
-    """
-    plan = SealPlan()
-    with contextlib.closing(iter_seal(corpus, probe_id, arm)) as decisions:  # stops the grep
-        for d in decisions:
-            plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals,
-                                               d.binary, d.fold_naming))
-    return plan

@@ -15,11 +15,12 @@ import os
 import stat
 from typing import TYPE_CHECKING, Final
 
-from campaign._corpus import SHELF, off_shelf
 from campaign._terminal_text import one_line
 
+from ._corpus import SHELF, off_shelf
+
 if TYPE_CHECKING:
-    from campaign._corpus import Corpus
+    from ._corpus import Corpus
 
 NAMED: Final = 20
 """Entries of one kind a note names; further ones are counted in one more line."""

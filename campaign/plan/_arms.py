@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Literal
 
+from campaign._errors import ArmError
 from recorder import ARMS as ARMS
 from recorder import (
     DISALLOWED_TOOLS,
@@ -47,21 +47,17 @@ from recorder import (
     digest_text,
     tree_digest,
 )
+from recorder import MCP_JSON as MCP_JSON
 from recorder import Arm as Arm
 
-from ._errors import ArmError
-
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
-    from ._corpus import Corpus
+    from campaign.corpus import Corpus
 
 
 _CLAUDE_MD: Final = frozenset({"CLAUDE.md", "CLAUDE.local.md"})
 _SETTINGS: Final = frozenset({"settings.json", "settings.local.json"})
-MCP_JSON: Final = ".mcp.json"
-_SERVER_NAME: Final = re.compile(r"\A[A-Za-z0-9_-]+\Z")
-"""An MCP server name that fits in ``mcp__<server>`` and in a space-joined tool list."""
 
 NOTHING: Final[dict[str, str]] = {
     "absent": "the corpus has no harness layer (no .claude/, CLAUDE.md, CLAUDE.local.md or "
@@ -250,21 +246,10 @@ def layer_of(paths: Iterable[str], read: Callable[[str], bytes], digests: dict[s
 def mcp_servers(corpus: Corpus) -> tuple[str, ...]:
     """The server names the corpus's root ``.mcp.json`` declares (sorted; none without one).
 
-    Raises:
-        ArmError: the file is not a JSON object with an object ``mcpServers``,
-            or a server name is not ``[A-Za-z0-9_-]+``.
+    Read once, when the corpus was loaded, by the one reader
+    (`recorder.read_mcp_declaration`, which refuses a name that is not ``[A-Za-z0-9_-]+``).
     """
-    if MCP_JSON not in corpus.files:
-        return ()
-    value = _settings(MCP_JSON, read_layer_file(corpus.root / MCP_JSON, MCP_JSON, "mcp"), "mcp")
-    servers = value.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        raise ArmError("mcp", f"{MCP_JSON}: mcpServers is not a JSON object")
-    for name in servers:
-        if not _SERVER_NAME.match(name):
-            raise ArmError("mcp", f"{MCP_JSON}: server name {name!r} is not [A-Za-z0-9_-]+, so "
-                                  "it cannot be allowed as mcp__<server>")
-    return tuple(sorted(servers))
+    return corpus.mcp.sorted()
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +287,8 @@ def arm_spec(corpus: Corpus, arm: str, tools: Iterable[str]) -> ArmSpec:
     naming its probe changes that session's workspace, not the arm.
 
     Raises:
-        ArmError: ``arm`` is unknown; a settings file is not JSON; ``mcp``
-            over a bad ``.mcp.json`` (see `mcp_servers`).
+        ArmError: ``arm`` is unknown; a settings file is not JSON. (A bad
+            ``.mcp.json`` was refused when the corpus was loaded.)
     """
     check_arm(arm)
     allowed = tuple(tools)
@@ -323,7 +308,8 @@ def arm_layer_digest(corpus: Corpus, arm: str) -> str:
     return arm_spec(corpus, arm, corpus.config.tools).layer
 
 
-def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str]) -> list[str]:
+def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str], *,
+                        identities: Mapping[str, str] | None = None) -> list[str]:
     """One message per arm of ``arms`` whose identity equals present's or an earlier arm's.
 
     Such an arm's component does not exist in the corpus, so its sessions would
@@ -333,17 +319,27 @@ def arms_without_effect(corpus: Corpus, arms: Iterable[str], tools: Iterable[str
     the later one's sessions would repeat the earlier one's: ``"arm
     no-claude-md is the same as arm absent: they remove the same files"``.
 
+    ``identities`` (arm -> `ArmSpec.identity`, a plan's ``arm_specs``) are taken as given:
+    only an arm not in it (present, when the tier runs without it) is computed.
+
     Raises:
         ArmError: see `arm_spec`.
     """
     tools = tuple(tools)
-    present = arm_spec(corpus, "present", tools).identity
+    known = dict(identities or {})
+
+    def identity_of(arm: str) -> str:
+        if arm not in known:
+            known[arm] = arm_spec(corpus, arm, tools).identity
+        return known[arm]
+
+    present = identity_of("present")
     found: list[str] = []
     seen: dict[str, str] = {present: "present"}
     for arm in arms:
         if arm == "present":
             continue
-        identity = arm_spec(corpus, arm, tools).identity
+        identity = identity_of(arm)
         if identity == present:
             found.append(f"arm {arm} differs from present in nothing: {NOTHING[arm]}")
         elif identity in seen:

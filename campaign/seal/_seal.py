@@ -1,7 +1,7 @@
 """Seal a session's workspace (RC-09): the one executor, the verification pass, the manifest.
 
 The plan (rules 1-5: what is copied, removed, rewritten, and why) is
-`campaign._sealplan`; docs/sealing.md states every rule. Here:
+`campaign.seal._sealplan`; docs/sealing.md states every rule. Here:
 
 * the executor writes each kept file from the bytes the plan judged, with the
   corpus file's mode bits, into an empty directory (no links: a session writes
@@ -26,23 +26,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from campaign._errors import SealRefused, WorkspaceNotEmpty
+from campaign.corpus import HEADWATER, SHELF
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
-from ._arms import check_arm
 from ._chunkscan import LARGE_FILE_BYTES
-from ._corpus import HEADWATER, SHELF
-from ._errors import SealRefused, WorkspaceNotEmpty
-from ._names import Text
+from ._names import Names, Text
+from ._rules import broken_path_rule
 from ._sealplan import (
     FileDecision,
-    Names,
     SealPlan,
     check_folds,
     is_text,
     iter_seal,
-    names_for,
-    plan_seal,
     read_all,
 )
 
@@ -50,8 +47,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from ._arms import Removal
-    from ._corpus import Corpus
+    from campaign.corpus import Corpus
+    from campaign.plan import Removal
+
+    from ._resolved import SessionPlan
 
 __all__ = ["SealPlan", "SealResult", "check_folds", "explain", "plan_seal", "seal_workspace",
            "verify_workspace"]
@@ -183,7 +182,7 @@ class _Verifier:
     def check_large(self, rel: str, path: str, written: FileDecision | None = None) -> None:
         """`check` for a file the executor copied in chunks, or one over `LARGE_FILE_BYTES`.
 
-        Read back in chunks (`campaign._sealbig.verify`). A file the plan copied
+        Read back in chunks (`campaign.seal._sealbig.verify`). A file the plan copied
         unchanged is not searched again when its digest read back is the plan's;
         any other is searched. A digest other than the plan's means the corpus
         file changed between the plan's read and the copy: refused.
@@ -278,15 +277,14 @@ def _read(path: str) -> bytes:
 
 
 def _check_path(rel: str, names: Names) -> None:
-    pid = names.probe.id
-    if rel.startswith((SHELF, HEADWATER)):
-        raise SealRefused(pid, rel, None, f"{rel.split('/')[0]}/ must not be in a sealed "
-                                          "workspace" if rel.startswith(HEADWATER)
-                          else "the probe shelf must not be in a sealed workspace")
-    if rel in names.key_paths:
-        raise SealRefused(pid, rel, None, "an answer key of the probe is in the workspace")
-    if rel not in names.folds and names.probe_names.in_path(rel):
-        raise SealRefused(pid, rel, None, "its path names the probe by id")
+    """Rule 6 by path (`campaign.seal._rules`, the table the plan removed by).
+
+    Raises:
+        SealRefused: the workspace holds a file whose path breaks a rule.
+    """
+    rule = broken_path_rule(rel, names)
+    if rule is not None:
+        raise SealRefused(names.probe.id, rel, None, rule.refusal)
 
 
 def _check_text(rel: str, data: bytes, names: Names) -> None:
@@ -300,7 +298,7 @@ def _check_text(rel: str, data: bytes, names: Names) -> None:
                               f"names the answer key {key.path} by {hit.how}")
 
 
-def verify_workspace(corpus: Corpus, probe_id: str, workspace: Path
+def verify_workspace(corpus: Corpus, session: SessionPlan, workspace: Path
                      ) -> tuple[dict[str, str], list[str]]:
     """Rule 6 of RC-09: read every file of ``workspace`` back and judge it; digest it.
 
@@ -310,7 +308,7 @@ def verify_workspace(corpus: Corpus, probe_id: str, workspace: Path
 
     Args:
         corpus: the corpus the workspace was sealed from.
-        probe_id: the probe whose session will run in it.
+        session: the session that will run in it (its probe's `Names`).
         workspace: the finished workspace (after the arm).
 
     Returns:
@@ -318,28 +316,41 @@ def verify_workspace(corpus: Corpus, probe_id: str, workspace: Path
         the binary or non-UTF-8 files (searched as bytes like the rest).
 
     Raises:
-        UnknownProbe: ``probe_id`` is not on the shelf.
         SealRefused: see the module doc; the message names the file and line.
             The workspace is left as it is, for inspection.
     """
-    verifier = _Verifier(corpus, names_for(corpus, probe_id))
-    for rel, path in _walk(str(workspace), probe_id):
+    verifier = _Verifier(corpus, session.names)
+    for rel, path in _walk(str(workspace), session.probe.id):
         verifier.check(rel, path)
     return verifier.finish(workspace)
 
 
-def seal_workspace(corpus: Corpus, *, probe_id: str, arm: str = "present",
-                   out: Path) -> SealResult:
-    """Build the sealed workspace of one session of ``probe_id`` under ``arm`` in ``out``.
+def plan_seal(corpus: Corpus, session: SessionPlan) -> SealPlan:
+    """`iter_seal` of ``session`` collected, without the file bytes. Reads, never writes.
 
-    The plan (`campaign._sealplan.iter_seal`) streams one decision per corpus
-    file into the executor, which writes it; then `verify_workspace` reads the
-    finished workspace back and computes the manifest.
+    Raises:
+        see `iter_seal`.
+    """
+    plan = SealPlan()
+    decisions = iter_seal(corpus, session.names, session.arm.arm)
+    with contextlib.closing(decisions):  # stops the grep
+        for d in decisions:
+            plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals,
+                                               d.binary, d.fold_naming))
+    return plan
+
+
+def seal_workspace(corpus: Corpus, session: SessionPlan, *, out: Path) -> SealResult:
+    """Build the sealed workspace of one attempt of ``session`` in ``out``.
+
+    The plan (`campaign.seal._sealplan.iter_seal`) streams one decision per corpus
+    file into the executor, which writes it; the verifier reads each written
+    file back, and the finished workspace is walked for the manifest.
 
     Args:
         corpus: from `load_corpus`.
-        probe_id: a probe of the shelf.
-        arm: a member of the RC-14 arm vocabulary.
+        session: the session's `SessionPlan`, resolved once per batch (its probe's
+            `Names`, its arm, its folds checked: `resolve_sessions`).
         out: the workspace directory; must not exist, or be an empty directory.
 
     Returns:
@@ -348,18 +359,14 @@ def seal_workspace(corpus: Corpus, *, probe_id: str, arm: str = "present",
         name the probe.
 
     Raises:
-        UnknownProbe: ``probe_id`` is not on the shelf (nothing written).
-        ArmError: ``arm`` is unknown (nothing written), or a settings file
-            the arm edits is not JSON.
+        ArmError: a settings file the arm edits is not JSON.
         WorkspaceNotEmpty: ``out`` is not new or empty (nothing written).
-        SealRefused: a fold states an answer (nothing written); the corpus
-            changed since loading; or the verification found a name (``out``
-            is left for inspection; no session may run in it).
+        SealRefused: the corpus changed since loading; or the verification
+            found a name (``out`` is left for inspection; no session may run in it).
     """
-    check_arm(arm)
-    names = names_for(corpus, probe_id)
-    verifier = _Verifier(corpus, names)
-    decisions = iter_seal(corpus, probe_id, arm, names=names)  # refuses a bad fold: no write
+    probe_id, arm = session.probe.id, session.arm.arm
+    verifier = _Verifier(corpus, session.names)
+    decisions = iter_seal(corpus, session.names, arm)
     # closing(): an exception here must stop the prefilter's grep now, not at a later gc.
     with contextlib.closing(decisions):
         _prepare(out)

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from ._errors import UnknownTool
+from campaign._errors import UnknownTool
 
 PINNED_HARNESS_VERSION: Final = "2.1.197"
 """The Claude Code version the Makefile installs (``HARNESS_VERSION``) and the plan checks."""

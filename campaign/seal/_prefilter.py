@@ -7,14 +7,14 @@ pass, on another CPU. So when a seal starts, `Prefilter` starts::
 
     LC_ALL=C grep -r -l -Z -z -a -i -E -D skip -e ANCHOR... -- TOP-LEVEL-ENTRIES
 
-where the anchors are each document's `campaign._names.DocNames.anchors`
+where the anchors are each document's `campaign.seal._names.DocNames.anchors`
 (its id, its file name, ``%``, its title with ``[[:space:]]+`` between the
 words), and lists the files holding any of them. ``-z`` makes each file one
 record, so a title wrapped over lines still matches; ``-a`` searches binary
 files as text, as the seal does; ``-i`` in the C locale folds ``A-Z`` only, as
 `bytes.lower` does; ``-D skip`` never opens a FIFO or device; symlinks are
 not followed (``-r``, and no top-level symlink is passed). A file over
-`campaign._chunkscan.LARGE_FILE_BYTES` is left out (``--exclude`` of its file
+`campaign.seal._chunkscan.LARGE_FILE_BYTES` is left out (``--exclude`` of its file
 name: ``-z`` would make grep hold it whole), and every file of that name is
 in the answer, so the seal searches it itself, in chunks. While grep runs,
 the seal searches each file itself; once grep is done, its list applies.
@@ -22,7 +22,7 @@ the seal searches each file itself; once grep is done, its list applies.
 Rule (completeness): every way the matcher names a document holds one of
 its anchors, so a file grep does not list names nothing, and the seal may
 copy it without searching it, *provided it copies the very bytes grep read*.
-Two checks prove that, both from `campaign._corpus_files.FileSignature` (a write
+Two checks prove that, both from `campaign.corpus._corpus_files.FileSignature` (a write
 or a rename sets ctime to the current time, and nothing sets it back):
 
 * every directory of the corpus, stat'ed again once grep has finished, has
@@ -56,15 +56,15 @@ from typing import IO, TYPE_CHECKING, Final
 
 import anyio
 
+from campaign.corpus import FileSignature, file_size
 from sandbox import Child, SpawnFailed, run_bounded_sync, run_sync, spawn
 
 from ._chunkscan import LARGE_FILE_BYTES
-from ._corpus_files import FileSignature
-from ._largefiles import file_size
 
 if TYPE_CHECKING:
-    from ._corpus import Corpus
-    from ._sealplan import Names
+    from campaign.corpus import Corpus
+
+    from ._names import Names
 
 GREP: Final = "/usr/bin/grep"
 """Debian's GNU grep (package ``grep``, Essential): a fixed path, never the caller's PATH."""
@@ -74,7 +74,7 @@ GREP_TIMEOUT_S: Final = 600.0
 GREP_VERSION_TIMEOUT_S: Final = 30.0
 """``grep --version`` prints at once; the bound only absorbs a loaded host."""
 _EXCLUDED_TOP: Final = frozenset({".git"})
-"""Top-level entries the corpus never holds (`campaign._corpus.load_corpus`)."""
+"""Top-level entries the corpus never holds (`campaign.corpus._corpus.load_corpus`)."""
 
 
 _KNOWN_GNU: set[str] = set()
@@ -145,7 +145,7 @@ class Prefilter:
 
     Args:
         corpus: the loaded corpus (its root is searched).
-        names: the probe's and the answer keys' names (`campaign._sealplan.names_for`).
+        names: the probe's and the answer keys' names (`campaign.seal._sealplan.names_for`).
 
     Never raises for a grep problem: the answer is then None for good.
     """

@@ -25,9 +25,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 from urllib.parse import unquote
+
+from campaign._errors import UnknownProbe
+
+if TYPE_CHECKING:
+    from campaign.corpus import Corpus, Probe
 
 _IDENT: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _PATH_BEFORE_STOP: Final = _IDENT | frozenset(b".-")
@@ -188,7 +194,7 @@ class DocNames:
 
     def anchors(self) -> list[bytes]:
         """POSIX extended regexes, one per kind of name: a text that names the document holds
-        a match of one of them, ignoring the case of ``A-Z`` (`campaign._prefilter`).
+        a match of one of them, ignoring the case of ``A-Z`` (`campaign.seal._prefilter`).
 
         The id; the file name (in every path, file name and unencoded relative
         link); ``%`` (a percent-encoded link); the title, its words separated
@@ -302,3 +308,70 @@ def states_answer(line: str, answer: str) -> bool:
         if find_word(hay, name, lead=name[0] in _IDENT, tail=name[-1] in _IDENT) < 0:
             return False
     return True
+
+
+@dataclass(frozen=True)
+class Names:
+    """What the seal of one probe searches for: the probe's names and its answer keys'."""
+
+    probe: Probe
+    probe_names: DocNames
+    keys: tuple[DocNames, ...]
+    folds: frozenset[str]
+    key_paths: frozenset[str]
+
+
+@dataclass(frozen=True)
+class NameCensus:
+    """What naming a document depends on across the whole corpus, counted once per corpus.
+
+    A bare file name names a document only when no other corpus file has that
+    name (`doc_names`' ``unique_name``), and a document is named by its ``id:``;
+    so each probe's `Names` needs every basename's count and every path's id.
+    Built once per batch (`of`) and shared by every probe's `Names`.
+    """
+
+    corpus: Corpus
+    bases: Mapping[str, int]
+    """File name -> how many corpus files have it."""
+    ids: Mapping[str, str]
+    """Document path -> its ``id:``."""
+
+    @classmethod
+    def of(cls, corpus: Corpus) -> NameCensus:
+        """The census of ``corpus``: one pass over its file names and documents."""
+        bases: dict[str, int] = {}
+        for rel in corpus.files:
+            base = posixpath.basename(rel)
+            bases[base] = bases.get(base, 0) + 1
+        return cls(corpus, bases, {path: doc_id for doc_id, path in corpus.documents.items()})
+
+    def names_of(self, probe_id: str) -> Names:
+        """The names the seal and the verification of ``probe_id`` search for.
+
+        Raises:
+            UnknownProbe: ``probe_id`` is not on the shelf.
+        """
+        corpus = self.corpus
+        if probe_id not in corpus.probes:
+            raise UnknownProbe(probe_id, corpus.probes)
+        probe = corpus.probes[probe_id]
+
+        def of(path: str, title: str | None) -> DocNames:
+            unique = self.bases.get(posixpath.basename(path), 0) <= 1
+            return doc_names(path, doc_id=self.ids.get(path), title=title, unique_name=unique)
+
+        keys = corpus.answer_keys_of(probe_id)
+        return Names(probe=probe, probe_names=of(probe.path, probe.title),
+                     keys=tuple(of(k, None) for k in keys),
+                     folds=frozenset(corpus.folds_of(probe_id)), key_paths=frozenset(keys))
+
+
+def names_for(corpus: Corpus, probe_id: str) -> Names:
+    """`NameCensus.of` ``corpus``, then its `Names` of ``probe_id`` (one probe, once: ``seal``
+    and ``verify_workspace``; a batch builds its census once, `campaign.seal.resolve_sessions`).
+
+    Raises:
+        UnknownProbe: ``probe_id`` is not on the shelf.
+    """
+    return NameCensus.of(corpus).names_of(probe_id)

@@ -1,8 +1,8 @@
 """The seal of a large file (over `LARGE_FILE_BYTES`): RC-09 in chunks, never the file whole.
 
-The same rules as `campaign._sealplan` for every other file (docs/sealing.md,
+The same rules as `campaign.seal._sealplan` for every other file (docs/sealing.md,
 "Large files"), read in `CHUNK_BYTES` chunks and searched in overlapping
-windows (`campaign._chunkscan`): the plan passes over the file once for its
+windows (`campaign.seal._chunkscan`): the plan passes over the file once for its
 digest and kind (binary: a NUL byte in its first 8 KiB or not UTF-8) and,
 unless the prefilter proves it names nothing, once more for the names; a file
 that loses answer-key lines is searched once more as it will be written. The
@@ -20,23 +20,23 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
+from campaign._errors import SealRefused
+from campaign.corpus import FileSignature
+from campaign.plan import Removal
 from recorder import DIGEST_PREFIX
 
-from ._arms import Removal
 from ._chunkscan import Found, read_chunks, scan, skip_ranges
-from ._corpus_files import FileSignature
-from ._errors import SealRefused
 from ._names import DocNames, Naming, Text, find_word
 
 if TYPE_CHECKING:
-    from ._sealplan import Names
+    from ._names import Names
 
 BINARY_SNIFF_BYTES: Final = 8192
-"""As `campaign._sealplan.BINARY_SNIFF_BYTES`: a NUL byte this early marks a file binary."""
+"""As `campaign.seal._sealplan.BINARY_SNIFF_BYTES`: a NUL byte this early marks a file binary."""
 _O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _EXCERPT_CHARS: Final = 100
 _IDENT_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-"""Identifier bytes (`campaign._names`): a word's edge of one of these needs a boundary."""
+"""Identifier bytes (`campaign.seal._names`): a word's edge of one of these needs a boundary."""
 
 
 class Facts:
@@ -127,7 +127,7 @@ class Open:
         return read_chunks(self.fd)
 
     def signature(self) -> FileSignature:
-        """The file's `FileSignature` now (taken after a read, as `campaign._sealplan._read`)."""
+        """The file's `FileSignature` now (taken after a read, as `_sealplan._read`)."""
         return FileSignature.of(os.fstat(self.fd))
 
     def close(self) -> None:
@@ -152,7 +152,7 @@ class Judged:
 
 
 def judge(rel: str, src: Open, names: Names, binary: bool) -> Judged:
-    """RC-09 rules 3-4 for one large file, as `campaign._sealplan._judge` (text) or
+    """RC-09 rules 3-4 for one large file, as `campaign.seal._sealplan._judge` (text) or
     `_binary_naming` (binary) decide them for a small one.
 
     Raises:
@@ -253,7 +253,7 @@ def write(target: str, source: str, drops: list[tuple[int, int]], mode: int,
           open_flags: int, exact: bool) -> str:
     """Copy ``source`` to the new file ``target`` without the bytes of ``drops``; its digest.
 
-    ``open_flags``/``exact``: as `campaign._seal._write` creates a file (never
+    ``open_flags``/``exact``: as `campaign.seal._seal._write` creates a file (never
     through a link, never over a file; ``mode`` given at open when ``exact``).
 
     Raises:
@@ -283,7 +283,7 @@ def verify(rel: str, path: str, names: Names, *, search: bool) -> Facts:
     refuse it when it names the probe (a fold excepted) or an answer key.
 
     Raises:
-        SealRefused: as `campaign._seal._check_text`, naming the file and line.
+        SealRefused: as `campaign.seal._seal._check_text`, naming the file and line.
         OSError: the file cannot be read.
     """
     fd = os.open(path, _O_READ)
@@ -335,7 +335,7 @@ def fold_statement(path: str, answers: tuple[str, ...]) -> tuple[int, str] | Non
     (holds every word of it on word boundaries, in any order: `states_answer`), or None.
 
     Read in chunks; a line longer than `LINE_WINDOW_CHARS` is searched in windows that
-    overlap by the longest word + 4 (`campaign._chunkscan`'s rule, on the folded text).
+    overlap by the longest word + 4 (`campaign.seal._chunkscan`'s rule, on the folded text).
     The file must be UTF-8 (the caller checks it first, with `facts`).
 
     Raises:

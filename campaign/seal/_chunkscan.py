@@ -1,6 +1,6 @@
 """Searching a large file for names in bounded memory: overlapping windows of its bytes.
 
-The seal (`campaign._sealbig`) reads a file over `LARGE_FILE_BYTES` in chunks of
+The seal (`campaign.seal._sealbig`) reads a file over `LARGE_FILE_BYTES` in chunks of
 `CHUNK_BYTES`, never whole (docs/sealing.md, "Large files"). Names are searched
 in windows: each window is the previous window's last `overlap` bytes followed
 by the next chunk, so any occurrence no longer than ``overlap - 4`` bytes lies,
@@ -24,12 +24,11 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
+from campaign.corpus import CHUNK_BYTES as CHUNK_BYTES
+from campaign.corpus import LARGE_FILE_BYTES as LARGE_FILE_BYTES
+
 from ._names import Naming, Text
 
-LARGE_FILE_BYTES: Final = 8 << 20
-"""A file larger than this (bytes) is sealed, verified and digested in chunks, never whole."""
-CHUNK_BYTES: Final = 1 << 20
-"""Read size (bytes) of every chunked pass over a file."""
 OVERLAP_BYTES: Final = 64 << 10
 """The least overlap (bytes) of two windows: far above the longest name of any document."""
 

@@ -8,7 +8,7 @@ Digest rules (docs/plan.md, "The six identity members"; the file shape is there 
 * ``read_set`` - `tree_digest` over the selected probe files and what they examine.
 * ``seed`` - the caller's. ``harness`` - ``headwater-campaign <version>``.
 
-Each arm of the tier is stated with its identity (`campaign._arms.ArmSpec`):
+Each arm of the tier is stated with its identity (`campaign.plan._arms.ArmSpec`):
 its allowed tools, the digest of its workspace layer and of its harness flags,
 so a plan file fixes what every arm ran, and the session passes
 ``plan.arm_spec(arm).allowed_tools`` to the harness.
@@ -17,7 +17,7 @@ The built-in planner selects every probe on the shelf; the tier selects arms
 and repetitions. A plan file (``--plan``) may select fewer probes. The plan
 lists the corpus's untyped files (``untyped_files``: Markdown under docs/
 without front matter) and refuses an allowed-tools entry the pinned harness
-does not know (`campaign._tools`).
+does not know (`campaign.corpus._tools`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,22 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
-from recorder import McpConfigError, declared_mcp_servers_of, digest_text, tree_digest
+from campaign._errors import PlanError, TreeMismatch, UnknownTier
+from campaign.corpus import (
+    DIGEST_PATTERN,
+    PROBE_YML,
+    SHELF,
+    Corpus,
+    Tier,
+    TierConfig,
+    check_allowed_tools,
+    describe_validation,
+    describe_yaml_error,
+    load_yaml,
+)
+from recorder import digest_text, tree_digest
 
 from ._arms import Arm, arm_spec
-from ._corpus import PROBE_YML, SHELF, Corpus, Tier, TierConfig
-from ._errors import PlanError, TreeMismatch, UnknownTier
-from ._schema import DIGEST_PATTERN, describe_validation
-from ._tools import check_allowed_tools
-from ._yamlload import describe_yaml_error, load_yaml
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
@@ -79,7 +87,7 @@ class PlanProbe(_Closed):
 
 
 class PlanArm(_Closed):
-    """One arm as the plan runs it (`campaign._arms.ArmSpec`)."""
+    """One arm as the plan runs it (`campaign.plan._arms.ArmSpec`)."""
 
     arm: Arm
     allowed_tools: tuple[str, ...]
@@ -164,12 +172,29 @@ def _files(corpus: Corpus, paths: Iterable[str]) -> tuple[FileDigest, ...]:
 
 
 def _check_tools(corpus: Corpus, tools: tuple[str, ...], source: str) -> None:
-    """`check_allowed_tools` against the servers the corpus's root ``.mcp.json`` declares."""
-    try:
-        servers = declared_mcp_servers_of(corpus.root)
-    except McpConfigError as exc:
-        raise PlanError(source, f"the corpus's .mcp.json cannot be read: {exc}") from exc
-    check_allowed_tools(tools, mcp_servers=servers, source=source)
+    """`check_allowed_tools` against the servers the corpus's root ``.mcp.json`` declares
+    (`Corpus.mcp`, read once at load)."""
+    check_allowed_tools(tools, mcp_servers=corpus.mcp.servers, source=source)
+
+
+def plan_probe(corpus: Corpus, probe_id: str) -> PlanProbe:
+    """The probe ``probe_id`` of ``corpus`` as a plan states it (KeyError: not on the shelf)."""
+    p = corpus.probes[probe_id]
+    return PlanProbe(id=p.id, title=p.title, path=p.path, digest=p.digest, task=p.task,
+                     answers=p.answers,
+                     examines=tuple(FileDigest(path=e, digest=corpus.files[e])
+                                    for e in p.examines))
+
+
+def plan_arm(corpus: Corpus, arm: str, tools: Iterable[str]) -> PlanArm:
+    """``arm`` over ``corpus`` with ``tools`` as a plan states it (`campaign.plan._arms.arm_spec`).
+
+    Raises:
+        ArmError: see `arm_spec`.
+    """
+    a = arm_spec(corpus, arm, tools)
+    return PlanArm.model_validate({"arm": a.arm, "allowed_tools": a.allowed_tools,
+                                   "layer": a.layer, "flags": a.flags, "identity": a.identity})
 
 
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
@@ -180,12 +205,7 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
     _check_tools(corpus, tools, tools_source or f"corpus {corpus.root}: {PROBE_YML} `tools`")
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
-    probes = [
-        PlanProbe(id=p.id, title=p.title, path=p.path, digest=p.digest, task=p.task,
-                  answers=p.answers,
-                  examines=tuple(FileDigest(path=e, digest=corpus.files[e]) for e in p.examines))
-        for p in chosen
-    ]
+    probes = [plan_probe(corpus, p.id) for p in chosen]
     specs = [arm_spec(corpus, arm, tools) for arm in arms]
     return Plan.model_validate({
         "tree": corpus.tree, "lock": corpus.lock, "selection": selection_digest(ids),
@@ -206,7 +226,7 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
         UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
         PlanError: the shelf holds no probe; the corpus's ``.mcp.json`` cannot be read.
         UnknownTool: probe.yml's ``tools`` holds an entry the pinned harness does not
-            know (`campaign._tools.check_allowed_tools`).
+            know (`campaign.corpus._tools.check_allowed_tools`).
         ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object (`arm_spec`).
     """
     declared: dict[str, TierConfig] = {str(k): v for k, v in corpus.config.tiers.items()}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Final
 
-from ._terminal_text import one_line
+from campaign._terminal_text import one_line
 
 if TYPE_CHECKING:
     from ._corpus import Corpus

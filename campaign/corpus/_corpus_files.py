@@ -1,9 +1,9 @@
 """The corpus's files as the file system has them: the walk, and which files are quiet.
 
-`campaign._corpus.load_corpus` walks the corpus once (`walk_corpus`), then
+`campaign.corpus._corpus.load_corpus` walks the corpus once (`walk_corpus`), then
 takes a `FileSignature` of every directory (`quiet_directories`) and of every
 file that has been quiet for `QUIET_S`, before it reads each file: the seal
-and `campaign._prefilter` trust a digest only while its signature holds.
+and `campaign.seal._prefilter` trust a digest only while its signature holds.
 Problems are `Refused` (one file, one problem), which `load_corpus` turns
 into `campaign._errors.CorpusError` naming the corpus root.
 """
@@ -27,6 +27,12 @@ class Refused(Exception):
 QUIET_S: Final = 2.0
 """A file whose status last changed at least this many seconds before loading began gets a
 `FileSignature` (far above any filesystem's timestamp granularity)."""
+LARGE_FILE_BYTES: Final = 8 << 20
+"""A file larger than this (bytes) is read (loaded, sealed, verified,
+digested) in chunks, never whole."""
+CHUNK_BYTES: Final = 1 << 20
+"""Read size (bytes) of every chunked pass over a file."""
+
 
 
 class FileSignature(NamedTuple):
@@ -109,7 +115,7 @@ def quiet_directories(root: Path, directories: list[str],
 
     Taken before any file's signature: a directory entry renamed, added or
     removed later changes its directory's ctime, so a path that resolves the
-    same way at load and later resolves to the same file (`campaign._prefilter`).
+    same way at load and later resolves to the same file (`campaign.seal._prefilter`).
     """
     found: dict[str, FileSignature] = {}
     for rel in directories:

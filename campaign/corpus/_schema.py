@@ -79,7 +79,7 @@ class ProbeConfig(_Closed):
     tiers: dict[Tier, TierConfig] = Field(min_length=1)
     tools: tuple[str, ...]
     """The one ``--allowedTools`` list of every arm (RC-04); checked against the pinned
-    harness when a plan is composed (`campaign._tools`)."""
+    harness when a plan is composed (`campaign.corpus._tools`)."""
     model: str = Field(min_length=1, strict=True)
     checker: str | None = None
     """The findings checker command, run over the workspace (RC-11); optional."""

@@ -2,7 +2,7 @@
 
 Layout (the exact rules are in docs/plan.md):
 
-* ``.headwater/probe.yml`` - a closed mapping (`campaign._schema.ProbeConfig`).
+* ``.headwater/probe.yml`` - a closed mapping (`campaign.corpus._schema.ProbeConfig`).
 * ``docs/probes/*.md`` with front matter - one probe each: ``id``, ``title``,
   ``answers``, ``examines``, and a ``## Task`` section (`task_of`).
 * every other ``docs/**/*.md`` with front matter - a document, with an ``id:``.
@@ -14,7 +14,7 @@ Layout (the exact rules are in docs/plan.md):
 Everything is read once, here: each file's bytes give its digest (the
 ``tree`` entries) and, for Markdown under docs/, its front matter, so plans
 and seals never walk the tree again. Front matter is YAML 1.2 through
-`campaign._yamlload.load_yaml` (a C parser proven against the pure one).
+`campaign.corpus._yamlload.load_yaml` (a C parser proven against the pure one).
 """
 
 from __future__ import annotations
@@ -32,13 +32,20 @@ from typing import Any, BinaryIO, Final
 from pydantic import ValidationError
 from ruamel.yaml.error import YAMLError
 
-from recorder import DIGEST_PREFIX, digest_bytes, digest_file, tree_digest
+from campaign._errors import CorpusError
+from recorder import (
+    DIGEST_PREFIX,
+    MCP_JSON,
+    McpDeclaration,
+    digest_bytes,
+    digest_file,
+    read_mcp_declaration,
+    tree_digest,
+)
 
-from ._chunkscan import CHUNK_BYTES, LARGE_FILE_BYTES
+from ._corpus_files import CHUNK_BYTES, LARGE_FILE_BYTES, Refused, quiet_directories, walk_corpus
 from ._corpus_files import QUIET_S as QUIET_S
 from ._corpus_files import FileSignature as FileSignature
-from ._corpus_files import Refused, quiet_directories, walk_corpus
-from ._errors import CorpusError
 from ._markdown import TaskSectionError, opens_front_matter, split_front_matter, task_of
 from ._markdown import split_lines as split_lines
 from ._schema import ID_RE, ID_RULE, ProbeConfig, ProbeFront, describe_validation
@@ -57,7 +64,7 @@ HEADWATER: Final = ".headwater/"
 FRONT_MATTER_MAX_BYTES: Final = 1 << 20
 """In a Markdown file over `LARGE_FILE_BYTES`, the front matter closes within this many bytes."""
 _CLOSE_BYTES_RE: Final = re.compile(rb"^---\r*\n", re.MULTILINE)
-"""A closing ``---`` line and its newline, as `campaign._markdown.split_front_matter` finds it."""
+"""A closing ``---`` line and its newline, as `_markdown.split_front_matter` finds it."""
 FRONT_MATTER_FIRST_LINE: Final = 2
 """The file line of the front matter's first YAML line (after the opening ``---``)."""
 
@@ -106,8 +113,12 @@ class Corpus:
     signature holds."""
     directories: Mapping[str, FileSignature] | None = None
     """relpath ("" the root) -> each directory's `FileSignature` at load, taken before the
-    files'; None when a directory changed within `QUIET_S` of loading (`campaign._prefilter`
+    files'; None when a directory changed within `QUIET_S` of loading (`campaign.seal._prefilter`
     is then not used)."""
+    mcp: McpDeclaration = field(
+        default_factory=lambda: McpDeclaration(Path(MCP_JSON), frozenset()))
+    """The root ``.mcp.json``'s servers, read once at load by the one reader
+    (`recorder.read_mcp_declaration`); none when the corpus has no regular one."""
 
     @property
     def ids(self) -> frozenset[str]:
@@ -388,6 +399,8 @@ def load_corpus(root: Path) -> Corpus:
             an ``examines`` path, fold or answer key is not a file; a fold or
             answer key names an unknown probe; a fold lies under docs/ or
             .headwater/. The message names the root and the file.
+        McpConfigError: the root ``.mcp.json`` breaks a rule of
+            `recorder.read_mcp_declaration` (a malformed server declaration is bad input).
         OSError: a file cannot be read (permissions, I/O).
     """
     if not root.exists():
@@ -417,6 +430,8 @@ def _load(root: Path) -> Corpus:
         probes=dict(sorted(reading.probes.items())), documents=reading.documents,
         tree=tree_digest(reading.files), lock=lock, lock_source=source,
         untyped=tuple(reading.untyped), signatures=signatures, directories=quiet_dirs,
+        mcp=read_mcp_declaration(root) if MCP_JSON in reading.files
+        else McpDeclaration(root / MCP_JSON, frozenset()),
     )
 
 
