@@ -89,6 +89,10 @@ Mode = Literal["new", "resume", "record"]
 SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
 """The key sessions get against the scripted provider, which accepts anything; not a secret."""
 
+RUN_SETTINGS: Final = ("model", "tier")
+"""Plan members a continued batch keeps besides the measurement's (`Plan.COMPARABLE`): the
+model its sessions asked for and the tier that named its arms."""
+
 
 class BatchRefused(CampaignError):
     """The batch cannot be opened as asked: bad input, not a batch, or it changed (exit 2)."""
@@ -157,17 +161,19 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
                   current_tree: Mapping[str, str] | None = None) -> list[str]:
     """What moved between the batch as recorded and this invocation, in words; [] = nothing.
 
-    The plan members (tree, read set, selection, lock), the planner's version
-    (``harness``), the model, the tier, the arms and their identities, and
-    the harness's (Claude Code's) version. The read set's files that moved are
+    The plan members that make two batches the same measurement (`Plan.COMPARABLE`: tree,
+    lock, selection, read set, seed, the planner's version ``harness``, the arms and their
+    identities); then what this invocation runs with besides (`RUN_SETTINGS`: the model,
+    the tier) and the harness's (Claude Code's) version. The read set's files that moved are
     named from plan.yaml; the others from the batch's ``tree.json``
     (``recorded_tree``, against ``current_tree``, `Corpus.files`), when it has one.
     """
     moved = []
-    for member in ("tree", "read_set", "selection", "lock", "seed", "harness", "model", "tier"):
-        before, now = getattr(recorded, member), getattr(current, member)
-        if before != now:
-            moved.append(f"{member} was {before}, is now {now}")
+    members = [m for m in recorded.moved(current) if m != "arm_specs"]  # the arms: below
+    for member in [*members, *(m for m in RUN_SETTINGS if
+                              getattr(recorded, m) != getattr(current, m))]:
+        moved.append(f"{member} was {getattr(recorded, member)}, is now "
+                     f"{getattr(current, member)}")
     files = files_moved({f.path: f.digest for f in recorded.read_set_files},
                         {f.path: f.digest for f in current.read_set_files},
                         where="in the read set")  # fmt: skip
@@ -181,7 +187,7 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
             moved.append("a file outside the read set changed, was added or was removed (the "
                          "tree covers every file of the corpus; this batch keeps no listing "
                          "of them, so which one cannot be said)")
-    if recorded.arm_specs != current.arm_specs:
+    if "arm_specs" in recorded.moved(current):
         was = ", ".join(f"{a.arm} {a.identity[:19]}" for a in recorded.arm_specs)
         now = ", ".join(f"{a.arm} {a.identity[:19]}" for a in current.arm_specs)
         moved.append(f"the arms (with their identities) were {was}, are now {now}")

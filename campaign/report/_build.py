@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from campaign._plan import Plan
 from campaign.batch import session_order
 
 from ._errors import BatchesDiffer, SameBatchTwice
@@ -25,14 +26,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from campaign._plan import Plan
     from campaign.batch import SessionLog
 
     from ._model import Layout
     from ._reading import BatchReading
 
-MEMBERS: Final = ("tree", "lock", "selection", "read_set", "seed", "harness")
-"""The plan members that must agree for batches to merge (with the arms)."""
+MEMBERS: Final = tuple(m for m in Plan.COMPARABLE if m != "arm_specs")
+"""The plan members that must agree for batches to merge, besides the arms (`Plan.COMPARABLE`,
+the one list; the JSON form's ``members``)."""
 
 
 def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report:
@@ -72,22 +73,17 @@ def _mergeable(readings: list[BatchReading]) -> list[BatchReading]:
     """``readings`` when every one agrees with the first; else `BatchesDiffer`."""
     first = readings[0]
     for other in readings[1:]:
-        for member in MEMBERS:
-            was, now = getattr(first.plan, member), getattr(other.plan, member)
-            if was != now:
-                raise BatchesDiffer(member, first.path, other.path, str(was), str(now))
-        if _arms(first.plan) != _arms(other.plan):
-            raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
-                                _arms_text(other.plan))
+        for member in first.plan.moved(other.plan)[:1]:  # the first that differs is named
+            if member == "arm_specs":
+                raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
+                                    _arms_text(other.plan))
+            raise BatchesDiffer(member, first.path, other.path, str(getattr(first.plan, member)),
+                                str(getattr(other.plan, member)))
     return readings
 
 
-def _arms(plan: Plan) -> tuple[tuple[str, str], ...]:
-    return tuple((a.arm, a.identity) for a in plan.arm_specs)
-
-
 def _arms_text(plan: Plan) -> str:
-    return ", ".join(f"{arm} {identity[:19]}" for arm, identity in _arms(plan))
+    return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
 
 
 def _standing(reading: BatchReading, group: int) -> BatchStanding:
