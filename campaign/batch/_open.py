@@ -83,6 +83,7 @@ if TYPE_CHECKING:
 
     from ._fold import SessionKey
     from ._options import BatchOptions
+    from ._reader import BatchReading
 
 Mode = Literal["new", "resume", "record"]
 """The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
@@ -119,6 +120,10 @@ class BatchRequest:
     sets_budget: bool = False
     """``resume --max-cost-cents N`` was given: this invocation sets the batch's cost budget
     (config.yaml's ``budget``; a new batch's first invocation always sets it)."""
+    reading: BatchReading | None = field(default=None, kw_only=True)
+    """``resume``: the batch as the caller read it (`read_batch`, with its transcripts). Once
+    the lock is taken, when its ledger is still as read (no invocation began since), its
+    config, plan and fold are used instead of reading the files again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,20 +277,22 @@ def provider_note(options: BatchOptions, url: str) -> str:
     return f"Provider: the Messages API at {url}."
 
 
-def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchConfig | None:
+def _existing(path: Path, request: BatchRequest, current_harness: str,
+              reading: BatchReading | None) -> BatchConfig | None:
     """The config of the batch at ``path`` once checked against the request; None = no batch
-    yet (an empty directory, which ``record`` may start)."""
-    if not (path / "plan.yaml").exists():
+    yet (an empty directory, which ``record`` may start). ``reading``: the batch as read
+    (its files are not read again)."""
+    if reading is None and not (path / "plan.yaml").exists():
         if any(p.name != LOCK_NAME for p in path.iterdir()):
             raise BatchRefused(f"{path} is not empty and holds no plan.yaml: it is not a batch; "
                                "pass an empty or new --batch-dir")
         if request.mode == "resume":
             raise BatchRefused(f"{path} holds no batch (no plan.yaml): nothing to resume")
         return None
-    config = read_config(path)
+    config = reading.config if reading is not None else read_config(path)
     what = "resume it" if request.mode == "resume" else "record into it"
     _refuse_other_format(path, config, what)
-    moved = compare_batch(read_plan(path), request.plan,
+    moved = compare_batch(reading.plan if reading is not None else read_plan(path), request.plan,
                           recorded_harness=config.facts.harness_version,
                           current_harness=current_harness, recorded_tree=read_tree(path),
                           current_tree=request.corpus.files)
@@ -346,11 +353,16 @@ def open_batch(request: BatchRequest, *,
     with BatchLock(path), grants_revoked(path):  # taken back before the lock is let go
         # The harness's version as it runs inside the sandbox (the preflight measures it
         # there, bounded): the runner never runs a harness outside the sandbox.
-        if request.mode != "new" and (path / "plan.yaml").exists():  # before any probe
-            _refuse_other_format(path, read_config(path), "resume it" if request.mode ==
+        reading = request.reading
+        if reading is not None and (reading.path != path or not reading.unchanged()):
+            reading = None  # another invocation ran since it was read: read the batch again
+        if request.mode != "new" and (reading is not None or (path / "plan.yaml").exists()):
+            _refuse_other_format(path, reading.config if reading is not None else  # before
+                                 read_config(path), "resume it" if request.mode ==  # any probe
                                  "resume" else "record into it")
         current_harness = _preflight(options, notify)
-        existing = None if request.mode == "new" else _existing(path, request, current_harness)
+        existing = (None if request.mode == "new" else
+                    _existing(path, request, current_harness, reading))
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
         with request.provider(options, notify) as (url, scripted):
@@ -361,7 +373,7 @@ def open_batch(request: BatchRequest, *,
                 _write_plan(path, request.plan)
             with Journal(path, request.plan, planned=request.planned, network=network,
                          provider_note=config.facts.provider_note,
-                         workspace_note=workspace_note(config)) as journal:
+                         workspace_note=workspace_note(config), reading=reading) as journal:
                 if journal.ledger.torn is not None:
                     torn = journal.ledger.torn
                     notify(f"the ledger's last line was cut by a crash ({torn.size_bytes} "

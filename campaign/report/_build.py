@@ -17,7 +17,7 @@ from campaign.batch import session_order
 from ._errors import BatchesDiffer, SameBatchTwice
 from ._figures import columns_of, figures, rfc3339
 from ._model import BatchStanding, Outstanding, Report
-from ._reading import read_batch
+from ._reading import read_for_report
 from ._stats import Z
 from ._tally import tally_group
 from ._warnings import condition_warnings, corpus_warnings
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from campaign.batch import SessionLog
 
     from ._model import Layout
-    from ._reading import BatchReading
+    from ._reading import ReportReading
 
 MEMBERS: Final = tuple(m for m in Plan.COMPARABLE if m != "arm_specs")
 """The plan members that must agree for batches to merge, besides the arms (`Plan.COMPARABLE`,
@@ -53,7 +53,7 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
         if path in seen:
             raise SameBatchTwice(path)
         seen.add(path)
-    readings = [read_batch(path) for path in paths]
+    readings = [read_for_report(path) for path in paths]
     groups = [[r] for r in readings] if side_by_side else [_mergeable(readings)]
     layout: Layout = ("single" if len(readings) == 1 else
                       "side-by-side" if side_by_side else "merged")
@@ -69,7 +69,7 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
                   z=Z)
 
 
-def _mergeable(readings: list[BatchReading]) -> list[BatchReading]:
+def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:
     """``readings`` when every one agrees with the first; else `BatchesDiffer`."""
     first = readings[0]
     for other in readings[1:]:
@@ -86,7 +86,7 @@ def _arms_text(plan: Plan) -> str:
     return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
 
 
-def _standing(reading: BatchReading, group: int) -> BatchStanding:
+def _standing(reading: ReportReading, group: int) -> BatchStanding:
     fold, plan, facts = reading.fold, reading.plan, reading.config.facts
     stopped = fold.stopped
     budget = fold.budget_stop

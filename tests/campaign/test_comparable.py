@@ -22,7 +22,7 @@ from campaign.report._build import MEMBERS, _mergeable
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
 
 if TYPE_CHECKING:
-    from campaign.report._reading import BatchReading
+    from campaign.report._reading import ReportReading
 
 OTHER_DIGEST = "sha256:" + "0" * 64
 SAME_MEASUREMENT = ("tree", "lock", "selection", "read_set", "seed", "harness", "arm_specs")
@@ -64,7 +64,7 @@ def _changed(plan: Plan, member: str) -> Any:
 
 def _merge(plan: Plan, other: Plan) -> None:
     readings = [_Reading(Path("/b/1"), plan), _Reading(Path("/b/2"), other)]
-    _mergeable(cast("list[BatchReading]", readings))
+    _mergeable(cast("list[ReportReading]", readings))
 
 
 def test_the_report_lists_the_same_members_as_the_plan() -> None:
