@@ -138,12 +138,6 @@ class Journal:
                     await anyio.to_thread.run_sync(_write, self.batch, arm, self._spools)
         self.last_render_s = time.monotonic() - started
 
-    def render_now(self, arms: Iterable[str] | None = None) -> None:
-        """`render` on this thread (``record``'s one session; tests)."""
-        for arm in self._frozen(arms):
-            with self._writing(arm.arm):
-                _write(self.batch, arm, self._spools)
-
     @contextlib.contextmanager
     def _writing(self, arm: str) -> Iterator[None]:
         """Keep `behind` true: an arm whose write failed is behind its ledger until one succeeds."""
