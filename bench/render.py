@@ -38,9 +38,9 @@ from recorder.transcript import (
     SessionRow,
     Transcript,
     parse_transcript,
-    render_transcript,
     write_streamed,
 )
+from tests.recorder.oracle import render_transcript
 
 T = TypeVar("T")
 DEFAULT_SIZES = (10_000, 100_000)

@@ -6,7 +6,6 @@ from ._builder import session_order as session_order
 from ._config import BatchConfig as BatchConfig
 from ._config import BatchFileError as BatchFileError
 from ._config import batch_budget as batch_budget
-from ._config import read_batch as read_batch
 from ._config import workspace_note as workspace_note
 from ._dir import default_root as default_root
 from ._dir import is_under_home as is_under_home
@@ -41,10 +40,15 @@ from ._options import BatchOptions as BatchOptions
 from ._options import ResumeOverrides as ResumeOverrides
 from ._preflight import check_skills as check_skills
 from ._preflight import sandbox_checks as sandbox_checks
+from ._projection import Projection as Projection
 from ._provider import ScriptedDouble as ScriptedDouble
+from ._reader import BatchReading as BatchReading
+from ._reader import LedgerWatcher as LedgerWatcher
+from ._reader import read_batch as read_batch
 from ._records import Budget as Budget
 from ._records import BudgetStopRecord as BudgetStopRecord
 from ._records import FinalRecord as FinalRecord
+from ._records import LedgerRecord as LedgerRecord
 from ._records import RederivedRecord as RederivedRecord
 from ._records import StartedRecord as StartedRecord
 from ._records import StoppedRecord as StoppedRecord

@@ -3,9 +3,9 @@
 `ArmTranscript` takes the arm's ``started`` and ``final`` records one at a
 time (the journal hands each over as it is appended) and keeps only small
 facts per session: its row, the ledger offset of its recorded final line,
-costs and versions. `ArmTranscript.freeze` then copies them and `FrozenArm.transcript` (in any
-thread) makes the `Transcript` without
-re-reading the ledger, except each recorded event, read at its offset. So a
+costs and versions. `ArmTranscript.freeze` then copies them, and the
+`FrozenArm` gives `write_streamed` (in any thread) the head and the rows
+without re-reading the ledger, except each recorded event, read at its offset. So a
 render is linear in the arm's sessions, and holding a 10,000-session batch
 costs a few hundred bytes per session, not its events.
 
@@ -28,7 +28,6 @@ from recorder.transcript import (
     Event,
     Identity,
     SessionRow,
-    Transcript,
     prose_for,
     prose_value,
     served_version_of,
@@ -200,7 +199,8 @@ class ArmTranscript:
 
 @dataclass(frozen=True, slots=True)
 class FrozenArm:
-    """What an `ArmTranscript` knew at one moment; `transcript` builds it (reads events)."""
+    """What an `ArmTranscript` knew at one moment: its `head`, `rows` and events
+    (`event_at`), which `recorder.transcript.write_streamed` writes."""
 
     plan: Plan
     arm: str
@@ -219,35 +219,6 @@ class FrozenArm:
     allowed: Counter[str]
     denied: dict[str, Counter[str]]
     outstanding: int
-
-    def transcript(self, events_read: dict[int, Event] | None = None) -> Transcript:
-        """The transcript (linear in sessions; reads each recorded event at its offset).
-
-        Args:
-            events_read: The events an earlier call read, by ledger offset, kept by
-                the caller for the next call (used from one thread at a time): an
-                event found there is not read and validated again (the ledger is
-                append-only, so the line at an offset never changes), and on return
-                it holds exactly the events of this transcript. None reads every event.
-
-        Raises:
-            LedgerCorrupt: a recorded event's line does not read back.
-            pydantic.ValidationError: a recorded event breaks the closed key sets.
-        """
-        known = events_read if events_read is not None else {}
-        kept: dict[int, Event] = {}
-        rows, events = [], []
-        for row, offset in self.rows():
-            rows.append(row)
-            if offset is not None:
-                event = known.get(offset)
-                kept[offset] = event = self.event_at(offset) if event is None else event
-                events.append(event)
-        if events_read is not None:
-            events_read.clear()
-            events_read.update(kept)
-        prose, identity = self.head()
-        return Transcript(identity=identity, events=events, sessions=rows, prose=prose)
 
     def rows(self) -> Iterator[tuple[SessionRow, int | None]]:
         """The table's rows in order, each with its recorded event's ledger offset or None.

@@ -251,11 +251,3 @@ def read_plan(batch: Path) -> Plan:
         raise BatchFileError(path, f"{describe_validation(exc, Plan)} (not a plan this runner "
                                    "wrote)") from exc
 
-
-def read_batch(batch: Path) -> tuple[BatchConfig, Plan]:
-    """``config.yaml`` and ``plan.yaml`` of ``batch``, both read back.
-
-    Raises:
-        BatchFileError: either is missing, not YAML, or not the shape this runner writes.
-    """
-    return read_config(batch), read_plan(batch)

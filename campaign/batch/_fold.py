@@ -2,10 +2,11 @@
 
 `BatchFold.apply` takes each ledger record in order; the fold keeps, per
 session, a few counters and its last final record's small facts (never the
-event itself), and per arm the counts a person watching a batch asks for. It
-is the one reading of the ledger: ``resume`` asks it what did not finish, the
-live view and ``status`` ask it for `BatchStatistics`, and ``record`` asks it
-for the next session name. Pure: no I/O, no clock.
+event itself; only the batch's very last final record is kept whole), and
+per arm the counts a person watching a batch asks for. It is the one reading
+of the ledger: ``resume`` asks it what did not finish, the live view and
+``status`` ask it for `BatchStatistics`, and ``record`` asks it for the next
+session name and the final record its session got. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ class BatchFold:
         records no budget: `campaign.batch._config.batch_budget`)."""
         self.stopped: StoppedRecord | None = None
         self.budget_stop: BudgetStopRecord | None = None
+        self.last_final: FinalRecord | None = None
+        """The last final record folded, whole: the one record the fold keeps (``record``
+        reports its one session's from it instead of reading the ledger back)."""
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
         for key, repetition in planned:
             self._log(key, repetition).planned = True
@@ -255,6 +259,7 @@ class BatchFold:
         return gone
 
     def _final(self, record: FinalRecord) -> None:
+        self.last_final = record
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]

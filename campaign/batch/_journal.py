@@ -21,11 +21,11 @@ import anyio
 
 from recorder.transcript import ItemSpool, write_streamed
 
-from ._builder import ArmTranscript
 from ._dir import transcript_path
-from ._fold import BatchFold, SessionKey
-from ._ledger import Ledger, read_ledger_at
-from ._records import FinalRecord, RederivedRecord, StartedRecord
+from ._fold import BatchFold
+from ._ledger import LEDGER_NAME, Ledger
+from ._projection import Projection, arm_transcripts
+from ._reader import replay_ledger
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
     from campaign.plan import Plan
 
-    from ._builder import FrozenArm
+    from ._builder import ArmTranscript, FrozenArm
+    from ._fold import SessionKey
+    from ._reader import BatchReading
     from ._records import LedgerRecord
 
 
@@ -50,6 +52,10 @@ class Journal:
         provider_note: The sentence on the provider, for every transcript's prose.
         workspace_note: The sentence on where the sessions saw their workspace
             (`campaign.batch._config.workspace_note`), or None.
+        reading: The batch as the caller read it with its transcripts (`read_batch`,
+            ``transcripts=True``, with these arguments): when the ledger is still the one it
+            read, the journal goes on from its fold and transcripts instead of reading the
+            ledger again (the caller holds the batch's lock, so nothing is appended between).
 
     Raises:
         OSError: the ledger cannot be opened or its torn tail set aside.
@@ -57,46 +63,34 @@ class Journal:
     """
 
     def __init__(self, batch: Path, plan: Plan, *, planned: Iterable[tuple[SessionKey, int]],
-                 network: str, provider_note: str, workspace_note: str | None = None) -> None:
+                 network: str, provider_note: str, workspace_note: str | None = None,
+                 reading: BatchReading | None = None) -> None:
         self.batch = batch
-        planned = list(planned)
-        self.ledger = Ledger(batch / "ledger.jsonl")
-        self.fold = BatchFold(planned)
-        keys = [key for key, _ in planned]
-        self.arms: dict[str, ArmTranscript] = {
-            arm: ArmTranscript(plan, arm, ledger=self.ledger.path, network=network,
-                               provider_note=provider_note, planned=keys,
-                               workspace_note=workspace_note)
-            for arm in plan.arms}
+        planned = tuple(planned)
+        self.ledger = Ledger(batch / LEDGER_NAME)
         self._spools: dict[str, ItemSpool] = {}
         """Per arm (from its first render on), the proved items of its events by ledger
         offset: a later render reads and proves only new ones."""
         self.last_render_s = 0.0
+        """Seconds the last `render` took (the supervisor spaces renders by it)."""
         self.behind: set[str] = set()
         """Arms whose transcript file lags the ledger: its last write failed (disk full)."""
-        """Seconds the last `render` took (the supervisor spaces renders by it)."""
-        try:
-            for offset, record in read_ledger_at(self.ledger.path):
-                self._apply(record, offset)
-        except BaseException:
-            self.ledger.close()
-            raise
+        if reading is not None and reading.continues(self.ledger.complete_bytes, plan, planned):
+            self._projection = reading.projection
+        else:
+            self._projection = Projection(BatchFold(planned), arm_transcripts(
+                batch, plan, planned=(key for key, _ in planned), network=network,
+                provider_note=provider_note, workspace_note=workspace_note))
+            try:
+                replay_ledger(self.ledger.path, self._projection)
+            except BaseException:
+                self.ledger.close()
+                raise
+        self.fold: BatchFold = self._projection.fold
+        self.arms: dict[str, ArmTranscript] = self._projection.arms
 
     def _apply(self, record: LedgerRecord, offset: int) -> None:
-        for key, attempt in self.fold.apply(record):
-            interrupted = self.arms.get(key.arm)
-            if interrupted is not None:
-                interrupted.interrupted(key, attempt)
-        if isinstance(record, StartedRecord | FinalRecord | RederivedRecord):
-            arm = self.arms.get(record.arm)
-            if arm is None:
-                return
-            if isinstance(record, StartedRecord):
-                arm.started(record)
-            elif isinstance(record, FinalRecord):
-                arm.final(record, offset, self.fold.key_of(record))
-            else:
-                arm.rederived(record, offset)
+        self._projection.apply(record, offset)
 
     async def record(self, record: BaseModel) -> None:
         """Append ``record`` to the ledger (durable when this returns), then fold it.
@@ -143,12 +137,6 @@ class Journal:
                 with self._writing(arm.arm):
                     await anyio.to_thread.run_sync(_write, self.batch, arm, self._spools)
         self.last_render_s = time.monotonic() - started
-
-    def render_now(self, arms: Iterable[str] | None = None) -> None:
-        """`render` on this thread (``record``'s one session; tests)."""
-        for arm in self._frozen(arms):
-            with self._writing(arm.arm):
-                _write(self.batch, arm, self._spools)
 
     @contextlib.contextmanager
     def _writing(self, arm: str) -> Iterator[None]:

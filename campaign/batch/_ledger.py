@@ -127,6 +127,12 @@ def read_ledger(path: Path) -> Iterator[LedgerRecord]:
 
 def read_ledger_at(path: Path) -> Iterator[tuple[int, LedgerRecord]]:
     """`read_ledger` with each record's byte offset in the file (for `read_record_at`)."""
+    for offset, _, record in read_ledger_spans(path):
+        yield offset, record
+
+
+def read_ledger_spans(path: Path) -> Iterator[tuple[int, int, LedgerRecord]]:
+    """`read_ledger` with each record's line as byte offsets: (start, end after its newline)."""
     try:
         fp = path.open("rb")
     except FileNotFoundError:
@@ -142,8 +148,20 @@ def read_ledger_at(path: Path) -> Iterator[tuple[int, LedgerRecord]]:
                 raise LedgerCorrupt(path, 1, "the first line is not the ledger header")
             if (problem := order.check(record)) is not None:
                 raise LedgerCorrupt(path, number, problem)
-            yield offset, record
+            yield offset, offset + len(raw), record
             offset += len(raw)
+
+
+def complete_bytes(path: Path) -> int:
+    """The bytes of ``path``'s complete lines: up to its last newline (0: none, or no file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0
+    try:
+        return _last_line_start(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 def read_record_at(path: Path, offset: int) -> LedgerRecord:
@@ -178,12 +196,17 @@ class Ledger:
         self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o640)
         self.torn: TornRecord | None = None
         """The fragment set aside at open, if there was one."""
+        self.complete_bytes = 0
+        """The bytes of complete lines the file held when opened (before the header or the
+        ``torn`` record this open may append): what a reader of it then had read."""
         try:
-            if os.fstat(self._fd).st_size == 0:
+            size = os.fstat(self._fd).st_size
+            if size == 0:
                 self.append(LedgerHeader())
                 fsync_dir(path.parent)
             else:
                 self.torn = self._set_aside_torn_tail()
+                self.complete_bytes = size if self.torn is None else self.torn.offset
         except BaseException:
             os.close(self._fd)
             raise

@@ -80,11 +80,16 @@ if TYPE_CHECKING:
 
     from ._fold import SessionKey
     from ._options import BatchOptions
+    from ._reader import BatchReading
 
 Mode = Literal["new", "resume", "record"]
 """The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
 SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
 """The key sessions get against the scripted provider, which accepts anything; not a secret."""
+
+RUN_SETTINGS: Final = ("model", "tier")
+"""Plan members a continued batch keeps besides the measurement's (`Plan.COMPARABLE`): the
+model its sessions asked for and the tier that named its arms."""
 
 
 class BatchRefused(CampaignError):
@@ -112,6 +117,10 @@ class BatchRequest:
     sets_budget: bool = False
     """``resume --max-cost-cents N`` was given: this invocation sets the batch's cost budget
     (config.yaml's ``budget``; a new batch's first invocation always sets it)."""
+    reading: BatchReading | None = field(default=None, kw_only=True)
+    """``resume``: the batch as the caller read it (`read_batch`, with its transcripts). Once
+    the lock is taken, when its ledger is still as read (no invocation began since), its
+    config, plan and fold are used instead of reading the files again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,17 +167,19 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
                   current_tree: Mapping[str, str] | None = None) -> list[str]:
     """What moved between the batch as recorded and this invocation, in words; [] = nothing.
 
-    The plan members (tree, read set, selection, lock), the planner's version
-    (``harness``), the model, the tier, the arms and their identities, and
-    the harness's (Claude Code's) version. The read set's files that moved are
+    The plan members that make two batches the same measurement (`Plan.COMPARABLE`: tree,
+    lock, selection, read set, seed, the planner's version ``harness``, the arms and their
+    identities); then what this invocation runs with besides (`RUN_SETTINGS`: the model,
+    the tier) and the harness's (Claude Code's) version. The read set's files that moved are
     named from plan.yaml; the others from the batch's ``tree.json``
     (``recorded_tree``, against ``current_tree``, `Corpus.files`), when it has one.
     """
     moved = []
-    for member in ("tree", "read_set", "selection", "lock", "seed", "harness", "model", "tier"):
-        before, now = getattr(recorded, member), getattr(current, member)
-        if before != now:
-            moved.append(f"{member} was {before}, is now {now}")
+    members = [m for m in recorded.moved(current) if m != "arm_specs"]  # the arms: below
+    for member in [*members, *(m for m in RUN_SETTINGS if
+                              getattr(recorded, m) != getattr(current, m))]:
+        moved.append(f"{member} was {getattr(recorded, member)}, is now "
+                     f"{getattr(current, member)}")
     files = files_moved({f.path: f.digest for f in recorded.read_set_files},
                         {f.path: f.digest for f in current.read_set_files},
                         where="in the read set")  # fmt: skip
@@ -182,7 +193,7 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
             moved.append("a file outside the read set changed, was added or was removed (the "
                          "tree covers every file of the corpus; this batch keeps no listing "
                          "of them, so which one cannot be said)")
-    if recorded.arm_specs != current.arm_specs:
+    if "arm_specs" in recorded.moved(current):
         was = ", ".join(f"{a.arm} {a.identity[:19]}" for a in recorded.arm_specs)
         now = ", ".join(f"{a.arm} {a.identity[:19]}" for a in current.arm_specs)
         moved.append(f"the arms (with their identities) were {was}, are now {now}")
@@ -267,20 +278,22 @@ def provider_note(options: BatchOptions, url: str) -> str:
     return f"Provider: the Messages API at {url}."
 
 
-def _existing(path: Path, request: BatchRequest, current_harness: str) -> BatchConfig | None:
+def _existing(path: Path, request: BatchRequest, current_harness: str,
+              reading: BatchReading | None) -> BatchConfig | None:
     """The config of the batch at ``path`` once checked against the request; None = no batch
-    yet (an empty directory, which ``record`` may start)."""
-    if not (path / "plan.yaml").exists():
+    yet (an empty directory, which ``record`` may start). ``reading``: the batch as read
+    (its files are not read again)."""
+    if reading is None and not (path / "plan.yaml").exists():
         if any(p.name != LOCK_NAME for p in path.iterdir()):
             raise BatchRefused(f"{path} is not empty and holds no plan.yaml: it is not a batch; "
                                "pass an empty or new --batch-dir")
         if request.mode == "resume":
             raise BatchRefused(f"{path} holds no batch (no plan.yaml): nothing to resume")
         return None
-    config = read_config(path)
+    config = reading.config if reading is not None else read_config(path)
     what = "resume it" if request.mode == "resume" else "record into it"
     _refuse_other_format(path, config, what)
-    moved = compare_batch(read_plan(path), request.plan,
+    moved = compare_batch(reading.plan if reading is not None else read_plan(path), request.plan,
                           recorded_harness=config.facts.harness_version,
                           current_harness=current_harness, recorded_tree=read_tree(path),
                           current_tree=request.corpus.files)
@@ -339,11 +352,16 @@ def open_batch(request: BatchRequest, *,
     with BatchLock(path), grants_revoked(path):  # taken back before the lock is let go
         # The harness's version as it runs inside the sandbox (the preflight measures it
         # there, bounded): the runner never runs a harness outside the sandbox.
-        if request.mode != "new" and (path / "plan.yaml").exists():  # before any probe
-            _refuse_other_format(path, read_config(path), "resume it" if request.mode ==
+        reading = request.reading
+        if reading is not None and (reading.path != path or not reading.unchanged()):
+            reading = None  # another invocation ran since it was read: read the batch again
+        if request.mode != "new" and (reading is not None or (path / "plan.yaml").exists()):
+            _refuse_other_format(path, reading.config if reading is not None else  # before
+                                 read_config(path), "resume it" if request.mode ==  # any probe
                                  "resume" else "record into it")
         current_harness = _preflight(options, notify)
-        existing = None if request.mode == "new" else _existing(path, request, current_harness)
+        existing = (None if request.mode == "new" else
+                    _existing(path, request, current_harness, reading))
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
         with request.provider(options, notify) as (url, scripted):
@@ -354,7 +372,7 @@ def open_batch(request: BatchRequest, *,
                 _write_plan(path, request.plan)
             with Journal(path, request.plan, planned=request.planned, network=network,
                          provider_note=config.facts.provider_note,
-                         workspace_note=workspace_note(config)) as journal:
+                         workspace_note=workspace_note(config), reading=reading) as journal:
                 if journal.ledger.torn is not None:
                     torn = journal.ledger.torn
                     notify(f"the ledger's last line was cut by a crash ({torn.size_bytes} "

@@ -21,12 +21,11 @@ from campaign._errors import CampaignError
 from campaign._terminal_text import block, one_line
 from campaign.batch import (
     SCRIPTED_API_KEY,
-    BatchFileError,
+    BatchReading,
     BatchRequest,
     OpenBatch,
     batch_budget,
     open_batch,
-    read_batch,
     transcript_path,
 )
 from campaign.corpus import Corpus, load_corpus
@@ -49,7 +48,7 @@ from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
 from ._console import StderrConsole, StdoutConsole, stdout_gone
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
 from ._provider import start_provider
-from ._status import fold_batch
+from ._reading import batch_reading
 from ._view import LiveView, arms_table
 
 if TYPE_CHECKING:
@@ -133,6 +132,8 @@ class _Invocation:
     plan: Plan
     batch_dir: Path | None
     sets_budget: bool = False
+    reading: BatchReading | None = None
+    """resume: the batch as read (`open_batch` goes on from it)."""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -166,14 +167,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     """``resume BATCH``: run what did not finish, with the batch's recorded options."""
     batch = Path(args.batch).expanduser().resolve()
-    try:
-        config, recorded = read_batch(batch)
-    except BatchFileError as exc:
-        raise UsageError(f"{exc}; `resume` takes a batch directory made by run or demo") from exc
+    # Read once: config.yaml, plan.yaml and the ledger (with the transcripts, which the
+    # journal goes on from when nothing was appended before the lock is taken).
+    reading = batch_reading(batch, hint="`resume` takes a batch directory made by run or demo",
+                            transcripts=True)
+    config, recorded, fold = reading.config, reading.plan, reading.fold
     if config.options.command == "record":
         raise UsageError(f"batch {batch} was made by `record`, one session at a time; "
                          "record the next session with `record`")
-    fold, _ = fold_batch(batch)
     if not fold.outstanding():
         print(f"nothing to resume: every session of {batch} is finished "
               f"(`headwater-campaign status {batch}`)")
@@ -191,7 +192,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
                          "made, so it cannot be resumed") from exc
     plan = plan.model_copy(update={"model": recorded.model})
     return execute(_Invocation("resume", options, corpus, plan, batch,
-                               sets_budget=overrides.max_cost_cents is not None))
+                               sets_budget=overrides.max_cost_cents is not None,
+                               reading=reading))
 
 
 def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOptions:
@@ -214,7 +216,8 @@ def execute(inv: _Invocation) -> int:
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
         planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
-        probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget)
+        probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget,
+        reading=inv.reading)
     with open_batch(request, notify=lambda text: err.print(block(text), markup=False,
                                                            soft_wrap=True)) as opened:
         _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)

@@ -78,7 +78,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             done_detail=f"record ran one session ({args.arm} {args.probe} {name}); the "
                         "batch's planned sessions are run by run and resume")
         outcome = anyio.run(supervisor.run, [spec], backend="trio")
-        final = _last_final(opened.journal.ledger.path, spec)
+        final = _final_of(opened.journal.fold, spec)
         if outcome.signal is not None:
             err.print(f"stopped by signal {outcome.signal}; the session is in the ledger as "
                       "killed", markup=False)
@@ -97,15 +97,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_CONFINEMENT if is_refusal(final.state) else EXIT_BUG
 
 
-def _last_final(ledger: Path, spec: SessionSpec) -> FinalRecord | None:
-    from campaign.batch import read_ledger
-
-    last = None
-    for record in read_ledger(ledger):
-        if isinstance(record, FinalRecord) and (record.arm, record.probe, record.session) == (
-                spec.arm.arm, spec.probe.id, spec.session):
-            last = record
-    return last
+def _final_of(fold: BatchFold, spec: SessionSpec) -> FinalRecord | None:
+    """The final record this invocation wrote for ``spec``'s session: the last one the
+    journal folded, when it is that session's (its name is new to the batch, so no earlier
+    record is)."""
+    last = fold.last_final
+    if last is not None and (last.arm, last.probe, last.session) == (
+            spec.arm.arm, spec.probe.id, spec.session):
+        return last
+    return None
 
 
 def _workspace_path(options: BatchOptions) -> str:

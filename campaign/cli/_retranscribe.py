@@ -15,30 +15,29 @@ import anyio
 from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
 from campaign.batch import (
-    BatchFileError,
     BatchLock,
     Journal,
     compare_batch,
-    read_batch,
     read_tree,
     transcript_path,
     workspace_note,
 )
 from campaign.plan import recompose
-from campaign.supervisor import planned_sessions, retranscribe
+from campaign.supervisor import retranscribe
 
 from ._args import corpus_of
 from ._batch import load_corpus_or_usage
 from ._errors import EXIT_OK, UsageError, plural
+from ._reading import batch_reading
 
 
 def cmd_retranscribe(args: argparse.Namespace) -> int:
     """``retranscribe``: append a ``rederived`` record per session and render the transcripts."""
     batch = Path(args.batch).expanduser().resolve()
-    try:
-        config, recorded = read_batch(batch)
-    except BatchFileError as exc:
-        raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
+    # The ledger as it stands (retranscribe appends no invocation, so a killed runner's
+    # attempt stays as the ledger shows it); the journal goes on from this reading.
+    reading = batch_reading(batch, transcripts=True, settle=False, corrupt_is_usage=False)
+    config, recorded = reading.config, reading.plan
     root = corpus_of(args) or Path(config.options.corpus)
     corpus = load_corpus_or_usage(root)
     try:
@@ -51,11 +50,11 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
     if moved:
         raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
                          f"{'; '.join(moved)}; give that corpus with --corpus DIR")
-    planned = () if config.options.command == "record" else tuple(planned_sessions(recorded))
-    with BatchLock(batch), Journal(batch, recorded, planned=planned,
+    with BatchLock(batch), Journal(batch, recorded, planned=reading.planned,
                                    network=config.facts.network,
                                    provider_note=config.facts.provider_note,
-                                   workspace_note=workspace_note(config)) as journal:
+                                   workspace_note=workspace_note(config),
+                                   reading=reading) as journal:
         counts = anyio.run(lambda: retranscribe(journal, batch=batch, plan=recorded,
                                                 corpus=corpus), backend="trio")
     print(f"re-derived {plural(counts.rederived, 'session')} from their kept streams")

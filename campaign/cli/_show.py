@@ -20,7 +20,7 @@ from campaign.batch import FinalRecord, LedgerCorrupt, StartedRecord, read_ledge
 from campaign.supervisor import FINAL_TEXT_NAME
 
 from ._errors import EXIT_OK, UsageError
-from ._status import fold_batch
+from ._reading import batch_reading
 
 DIGEST_SHOWN: Final = 19
 """Characters of a digest shown (``sha256:`` and 12 hex digits); the ledger keeps it whole."""
@@ -112,7 +112,7 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
 def cmd_show(args: argparse.Namespace) -> int:
     """``show``: print one session's attempts (module docstring)."""
     batch = Path(args.batch).expanduser().resolve()
-    fold, _ = fold_batch(batch)  # refuses what is not a batch
+    fold = batch_reading(batch, is_dir_first=True).fold  # refuses what is not a batch
     slots = _attempts(batch, args.arm, args.probe, args.session)
     if not slots:
         asked = f"{args.arm} {args.probe} {args.session}"

@@ -19,67 +19,31 @@ from typing import Any
 
 from campaign._json_text import json_safe
 from campaign._terminal_text import one_line
-from campaign.batch import (
-    BatchConfig,
-    BatchFileError,
-    BatchFold,
-    BatchStatistics,
-    LedgerCorrupt,
-    SessionLog,
-    batch_budget,
-    lock_holder,
-    read_batch,
-    read_ledger,
-)
-from campaign.supervisor import planned_sessions
+from campaign.batch import BatchFold, BatchReading, BatchStatistics, SessionLog, batch_budget
 
 from ._console import StdoutConsole
-from ._errors import EXIT_OK, UsageError
+from ._errors import EXIT_OK
+from ._reading import batch_reading
 from ._view import arms_table, budget_line, failures_table
 
 STATUS_FORMAT = 1
 """Version of ``status --json``'s shape."""
 
 
-def fold_batch(batch: Path) -> tuple[BatchFold, BatchConfig]:
-    """The ledger of ``batch`` folded, and the batch's config.
-
-    When no runner holds the batch, its attempts still running were
-    interrupted (`BatchFold.runner_gone`): their costs are unknown.
-
-    Raises:
-        UsageError: no such directory, not a batch, or its ledger holds a line the runner
-            did not write.
-    """
-    if not batch.is_dir():
-        raise UsageError(f"{batch} {'is not a directory' if batch.exists() else 'does not exist'}"
-                         "; give a batch directory made by run, demo or record")
-    try:
-        config, plan = read_batch(batch)
-    except BatchFileError as exc:
-        raise UsageError(f"{exc}; give a batch directory made by run, demo or record") from exc
-    planned = () if config.options.command == "record" else planned_sessions(plan)
-    fold = BatchFold(planned)
-    held = lock_holder(batch) is not None  # asked first: a runner that starts later is seen
-    try:
-        for record in read_ledger(batch / "ledger.jsonl"):
-            fold.apply(record)
-    except LedgerCorrupt as exc:
-        raise UsageError(str(exc)) from exc
-    if not held:
-        fold.runner_gone()
-    return fold, config
-
-
 def _running(fold: BatchFold, holder: int | None) -> list[SessionLog]:
     return [log for log in fold.sessions.values() if log.running] if holder is not None else []
 
 
-def status_data(batch: Path) -> dict[str, Any]:
-    """``status --json``'s object for ``batch``."""
-    fold, config = fold_batch(batch)
+def status_data(batch: Path, reading: BatchReading | None = None) -> dict[str, Any]:
+    """``status --json``'s object for ``batch`` (as ``reading`` read it, or read now).
+
+    Raises:
+        UsageError: not a directory, not a batch, or a ledger line the runner did not write.
+    """
+    reading = reading or batch_reading(batch, is_dir_first=True)
+    fold, config = reading.fold, reading.config
     command = config.options.command
-    holder = lock_holder(batch)
+    holder = reading.holder
     stats = fold.statistics()
     budget = batch_budget(config, fold.last_run)  # the one a resume would run with
     return {
@@ -119,12 +83,13 @@ def _key(log: SessionLog) -> dict[str, Any]:
 def cmd_status(args: argparse.Namespace) -> int:
     """``status``: print the batch's standing (module docstring)."""
     batch = Path(args.batch).expanduser().resolve()
-    data = status_data(batch)
+    reading = batch_reading(batch, is_dir_first=True)
+    data = status_data(batch, reading)
     if args.json:
         sys.stdout.write(json.dumps(json_safe(data), indent=1, sort_keys=True) + "\n")
         return EXIT_OK
-    fold, config = fold_batch(batch)
-    _print(batch, data, fold.statistics(), scripted=config.options.provider == "scripted")
+    _print(batch, data, reading.fold.statistics(),
+           scripted=reading.config.options.provider == "scripted")
     return EXIT_OK
 
 

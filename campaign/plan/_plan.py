@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable
 from io import StringIO
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from ruamel.yaml import YAML
@@ -138,6 +138,17 @@ class Plan(_Closed):
         if tuple(a.arm for a in self.arm_specs) != self.arms:
             raise ValueError("arm_specs must state each arm of `arms`, in that order")
         return self
+
+    COMPARABLE: ClassVar[tuple[str, ...]] = (
+        "tree", "lock", "selection", "read_set", "seed", "harness", "arm_specs")
+    """The members that make two plans the same measurement: equal in each, two batches
+    measure the same thing (``resume`` and ``record`` continue a batch only then, the report
+    merges batches only then, and a given plan file must compose to them). Compared in this
+    order, by `moved`."""
+
+    def moved(self, other: Plan) -> list[str]:
+        """The `COMPARABLE` members in which ``other`` differs from this plan, in that order."""
+        return [m for m in self.COMPARABLE if getattr(self, m) != getattr(other, m)]
 
     def arm_spec(self, arm: str) -> PlanArm:
         """The spec of ``arm``.
@@ -381,13 +392,12 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
                   seed=given.seed, harness=given.harness, model=given.model, tools=given.tools,
                   tools_source=f"{where} `tools`")
-    for member in ("lock", "selection", "read_set", "arm_specs"):
-        if getattr(given, member) != getattr(plan, member):
-            if member == "arm_specs":
-                raise PlanError(where, "an arm's identity differs from what this corpus and "
-                                       "runner compose (another layer or other harness flags)")
-            raise PlanError(where, f"{member} {getattr(given, member)} differs from the "
-                                   f"{getattr(plan, member)} this corpus composes")
+    for member in given.moved(plan):  # tree: checked above; seed, harness: given's own
+        if member == "arm_specs":
+            raise PlanError(where, "an arm's identity differs from what this corpus and "
+                                   "runner compose (another layer or other harness flags)")
+        raise PlanError(where, f"{member} {getattr(given, member)} differs from the "
+                               f"{getattr(plan, member)} this corpus composes")
     return plan
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from campaign.batch import session_order
+from campaign.plan import Plan
 
 from ._errors import BatchesDiffer, SameBatchTwice
 from ._figures import columns_of, figures, rfc3339
 from ._model import BatchStanding, Outstanding, Report
-from ._reading import read_batch
+from ._reading import read_for_report
 from ._stats import Z
 from ._tally import tally_group
 from ._warnings import condition_warnings, corpus_warnings
@@ -29,10 +30,11 @@ if TYPE_CHECKING:
     from campaign.plan import Plan
 
     from ._model import Layout
-    from ._reading import BatchReading
+    from ._reading import ReportReading
 
-MEMBERS: Final = ("tree", "lock", "selection", "read_set", "seed", "harness")
-"""The plan members that must agree for batches to merge (with the arms)."""
+MEMBERS: Final = tuple(m for m in Plan.COMPARABLE if m != "arm_specs")
+"""The plan members that must agree for batches to merge, besides the arms (`Plan.COMPARABLE`,
+the one list; the JSON form's ``members``)."""
 
 
 def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report:
@@ -52,7 +54,7 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
         if path in seen:
             raise SameBatchTwice(path)
         seen.add(path)
-    readings = [read_batch(path) for path in paths]
+    readings = [read_for_report(path) for path in paths]
     groups = [[r] for r in readings] if side_by_side else [_mergeable(readings)]
     layout: Layout = ("single" if len(readings) == 1 else
                       "side-by-side" if side_by_side else "merged")
@@ -68,29 +70,24 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
                   z=Z)
 
 
-def _mergeable(readings: list[BatchReading]) -> list[BatchReading]:
+def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:
     """``readings`` when every one agrees with the first; else `BatchesDiffer`."""
     first = readings[0]
     for other in readings[1:]:
-        for member in MEMBERS:
-            was, now = getattr(first.plan, member), getattr(other.plan, member)
-            if was != now:
-                raise BatchesDiffer(member, first.path, other.path, str(was), str(now))
-        if _arms(first.plan) != _arms(other.plan):
-            raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
-                                _arms_text(other.plan))
+        for member in first.plan.moved(other.plan)[:1]:  # the first that differs is named
+            if member == "arm_specs":
+                raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
+                                    _arms_text(other.plan))
+            raise BatchesDiffer(member, first.path, other.path, str(getattr(first.plan, member)),
+                                str(getattr(other.plan, member)))
     return readings
 
 
-def _arms(plan: Plan) -> tuple[tuple[str, str], ...]:
-    return tuple((a.arm, a.identity) for a in plan.arm_specs)
-
-
 def _arms_text(plan: Plan) -> str:
-    return ", ".join(f"{arm} {identity[:19]}" for arm, identity in _arms(plan))
+    return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
 
 
-def _standing(reading: BatchReading, group: int) -> BatchStanding:
+def _standing(reading: ReportReading, group: int) -> BatchStanding:
     fold, plan, facts = reading.fold, reading.plan, reading.config.facts
     stopped = fold.stopped
     budget = fold.budget_stop

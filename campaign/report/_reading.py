@@ -1,8 +1,8 @@
 """One batch read for the report: its plan and config, who holds it, its ledger folded once.
 
-`read_batch` streams ``ledger.jsonl`` record by record (one line in memory)
-through the batch's own fold (`campaign.batch._fold.BatchFold`, the reading
-``status`` and ``resume`` use) and, beside it, keeps what the report needs of
+`read_for_report` reads the batch the one way every command does
+(`campaign.batch.read_batch`: ``ledger.jsonl`` streamed record by record, one
+line in memory, through the batch's own fold) and, beside it, keeps what the report needs of
 each session's *last* final record and nothing more: the answer, the number
 of calls, which examined documents it read (a bit per document), the served
 model, the Claude Code version and the network mode. Events are never kept,
@@ -21,18 +21,14 @@ from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Final
 
 from campaign.batch import (
-    LEDGER_NAME,
     BatchFileError,
     BatchFold,
     FinalRecord,
     LedgerCorrupt,
     SessionKey,
     StartedRecord,
-    lock_holder,
-    read_ledger,
+    read_batch,
 )
-from campaign.batch import read_batch as read_batch_files
-from campaign.supervisor import planned_sessions
 from recorder import NOTHING_SPENT, decimal_cost, is_recorded
 
 from ._errors import NotABatch
@@ -40,7 +36,7 @@ from ._errors import NotABatch
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from campaign.batch import BatchConfig
+    from campaign.batch import BatchConfig, BatchReading, LedgerRecord
     from campaign.plan import Plan
 
 _SUM_PRECISION: Final = 200
@@ -84,15 +80,11 @@ class Spend:
 
 
 @dataclass(slots=True)
-class BatchReading:
-    """One batch as the report reads it. Build with `read_batch`."""
+class ReportReading:
+    """One batch as the report reads it: the batch's reading and what the report keeps
+    beside it. Build with `read_for_report`."""
 
-    path: Path
-    config: BatchConfig
-    plan: Plan
-    holder: int | None
-    """The pid holding the batch's lock now (0: held, pid not written yet); None: not running."""
-    fold: BatchFold
+    batch: BatchReading
     outcomes: dict[SessionKey, Outcome] = field(default_factory=dict)
     spend: dict[tuple[str, str], Spend] = field(default_factory=dict)
     """(arm, probe) -> every attempt's cost."""
@@ -102,9 +94,34 @@ class BatchReading:
     """The latest ``at`` of a started or final record, seconds since the epoch."""
 
     @property
+    def path(self) -> Path:
+        """The batch directory."""
+        return self.batch.path
+
+    @property
+    def config(self) -> BatchConfig:
+        """Its config.yaml."""
+        return self.batch.config
+
+    @property
+    def plan(self) -> Plan:
+        """Its plan.yaml."""
+        return self.batch.plan
+
+    @property
+    def holder(self) -> int | None:
+        """The pid holding the batch's lock (0: held, pid not written yet); None: not running."""
+        return self.batch.holder
+
+    @property
+    def fold(self) -> BatchFold:
+        """Its ledger folded."""
+        return self.batch.fold
+
+    @property
     def running(self) -> bool:
         """A process holds the batch now: it is still being written."""
-        return self.holder is not None
+        return self.batch.running
 
 
 def epoch_s(stamp: str) -> float:
@@ -119,8 +136,8 @@ def epoch_s(stamp: str) -> float:
     return moment.timestamp()
 
 
-def read_batch(path: Path) -> BatchReading:
-    """Read the batch at ``path`` (resolved): plan, config, lock holder, the ledger folded.
+def read_for_report(path: Path) -> ReportReading:
+    """Read the batch at ``path`` (resolved): `read_batch`, keeping the report's outcomes.
 
     Reads only; a torn last line is skipped, never repaired.
 
@@ -128,36 +145,46 @@ def read_batch(path: Path) -> BatchReading:
         NotABatch: plan.yaml or config.yaml missing or unreadable, or a ledger line the
             runner did not write.
     """
+    watcher: _Keeper | None = None
+
+    def watch(plan: Plan) -> _Keeper:
+        nonlocal watcher
+        watcher = _Keeper(plan)
+        return watcher
+
     try:
-        config, plan = read_batch_files(path)
-    except BatchFileError as exc:
+        batch = read_batch(path, watch=watch)
+    except (BatchFileError, LedgerCorrupt) as exc:
         raise NotABatch(path, str(exc)) from exc
-    holder = lock_holder(path)
-    planned = () if config.options.command == "record" else planned_sessions(plan)
-    reading = BatchReading(path=path, config=config, plan=plan, holder=holder,
-                           fold=BatchFold(planned))
-    examined = {p.id: {e.path: bit for bit, e in enumerate(p.examines)} for p in plan.probes}
-    try:
-        for record in read_ledger(path / LEDGER_NAME):
-            _interrupted(reading, reading.fold.apply(record))
-            if isinstance(record, FinalRecord):
-                _final(reading, record, examined.get(record.probe, {}))
-            elif isinstance(record, StartedRecord):
-                _seen(reading, record.at)
-    except LedgerCorrupt as exc:
-        raise NotABatch(path, str(exc)) from exc
-    if holder is None:
-        _interrupted(reading, reading.fold.runner_gone())
-    return reading
+    assert watcher is not None  # made once the plan was read
+    return ReportReading(batch=batch, outcomes=watcher.outcomes, spend=watcher.spend,
+                         first_s=watcher.first_s, last_s=watcher.last_s)
 
 
-def _interrupted(reading: BatchReading, gone: list[tuple[SessionKey, int]]) -> None:
-    """Attempts whose runner died mid-session: each one's cost is unknown (RC-14)."""
-    for key, _ in gone:
-        reading.spend.setdefault((key.arm, key.probe), Spend()).add(None, unknown=True)
+class _Keeper:
+    """What the report keeps of the pass (a `campaign.batch.LedgerWatcher`)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.examined = {p.id: {e.path: bit for bit, e in enumerate(p.examines)}
+                         for p in plan.probes}
+        self.outcomes: dict[SessionKey, Outcome] = {}
+        self.spend: dict[tuple[str, str], Spend] = {}
+        self.first_s: float | None = None
+        self.last_s: float | None = None
+
+    def record(self, record: LedgerRecord, fold: BatchFold) -> None:
+        if isinstance(record, FinalRecord):
+            _final(self, record, fold, self.examined.get(record.probe, {}))
+        elif isinstance(record, StartedRecord):
+            _seen(self, record.at)
+
+    def interrupted(self, gone: list[tuple[SessionKey, int]]) -> None:
+        """Attempts whose runner died mid-session: each one's cost is unknown (RC-14)."""
+        for key, _ in gone:
+            self.spend.setdefault((key.arm, key.probe), Spend()).add(None, unknown=True)
 
 
-def _seen(reading: BatchReading, stamp: str) -> None:
+def _seen(reading: _Keeper, stamp: str) -> None:
     try:
         at = epoch_s(stamp)
     except ValueError:
@@ -168,7 +195,8 @@ def _seen(reading: BatchReading, stamp: str) -> None:
         reading.last_s = at
 
 
-def _final(reading: BatchReading, record: FinalRecord, examined: dict[str, int]) -> None:
+def _final(reading: _Keeper, record: FinalRecord, fold: BatchFold,
+           examined: dict[str, int]) -> None:
     _seen(reading, record.at)
     cost = decimal_cost(record.cost_usd)
     unknown = cost is None and not record.cost_known and record.state not in NOTHING_SPENT
@@ -177,7 +205,7 @@ def _final(reading: BatchReading, record: FinalRecord, examined: dict[str, int])
     event = record.event if recorded and isinstance(record.event, dict) else {}
     calls = event.get("calls")
     key = SessionKey(record.arm, record.probe, record.session)
-    key = reading.fold.sessions[key].key  # the fold's own key: its strings are shared
+    key = fold.sessions[key].key  # the fold's own key: its strings are shared
     reading.outcomes[key] = Outcome(
         answered="answer" in event,
         answer=_interned(event.get("answer")),

@@ -25,7 +25,7 @@ from ._reading import Spend, epoch_s
 if TYPE_CHECKING:
     from campaign.batch import SessionLog
 
-    from ._reading import BatchReading, Outcome
+    from ._reading import Outcome, ReportReading
 
 _PRECISION: Final = 200
 _CENTS_PER_USD: Final = Decimal(100)
@@ -98,7 +98,7 @@ class GroupTally:
         return self.last_s - self.first_s
 
 
-def tally_group(readings: list[BatchReading]) -> GroupTally:
+def tally_group(readings: list[ReportReading]) -> GroupTally:
     """Tally every session of ``readings`` (module docstring)."""
     group = GroupTally()
     for reading in readings:

@@ -6,33 +6,30 @@ A transcript is one Markdown file per arm (docs/glossary.md RC-14..RC-16, seed s
 * ``_models``  the closed key sets `Identity`, `Event`, `Call`, `Artifact`,
   the ``## Sessions`` row `SessionRow`, and `Transcript` (cross-section checks)
 * ``_yaml``    the YAML dialect of the two blocks (the only importer of ruamel)
-* ``_layout``  `render_transcript` and `parse_transcript`, the two directions
-  of one layout; the renderer proves its output by parsing it back
+* ``_layout``  the layout's pieces and `parse_transcript`, which reads it whole
 * ``_events``  the ``## Events`` block: each event's item dumped and proved on
-  its own (`item_of`), and `ProvedEvents`, the renderer's items and their proof
+  its own (`item_of`), and the block read whole (`read_events`)
 * ``_closed``  reading loaded YAML through the closed models
 * ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
   and `served_version_of`
 * ``_spool``   `ItemSpool`: a growing transcript's proved items on disk, not in memory
-* ``_streamed`` `write_streamed`: a growing transcript written and proved a row at a time
-* ``_io``      `write_transcript`, the atomic replace, and `read_transcript`
+* ``_streamed`` `write_streamed`, the one writer: a transcript written and proved a row at a
+  time, replaced atomically
+* ``_io``      `read_transcript`
 * ``_errors``  the error tree below
 
 Errors:
 
 * TranscriptRefused  - the text (or the values) break the contract; carries ``rule``
-* TranscriptUnproven - the renderer's output did not read back as its input (a bug)
+* TranscriptUnproven - the writer's output did not read back as its input (a bug)
 """
 
 from __future__ import annotations
 
 from ._errors import TranscriptRefused as TranscriptRefused
 from ._errors import TranscriptUnproven as TranscriptUnproven
-from ._events import ProvedEvents as ProvedEvents
 from ._io import read_transcript as read_transcript
-from ._io import write_transcript as write_transcript
 from ._layout import parse_transcript as parse_transcript
-from ._layout import render_transcript as render_transcript
 from ._models import HEADINGS as HEADINGS
 from ._models import SESSIONS_HEADER as SESSIONS_HEADER
 from ._models import Artifact as Artifact
@@ -55,7 +52,6 @@ __all__ = [
     "Event",
     "Identity",
     "ItemSpool",
-    "ProvedEvents",
     "SessionRow",
     "Transcript",
     "TranscriptRefused",
@@ -64,8 +60,6 @@ __all__ = [
     "prose_for",
     "prose_value",
     "read_transcript",
-    "render_transcript",
     "served_version_of",
     "write_streamed",
-    "write_transcript",
 ]

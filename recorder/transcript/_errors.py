@@ -28,7 +28,7 @@ class TranscriptRefused(Exception):
 
 
 class TranscriptUnproven(RuntimeError):
-    """`render_transcript` wrote text that does not read back as its input.
+    """`write_streamed` wrote text that does not read back as its input.
 
     A bug in this module, never bad input: input that breaks the contract is
     refused earlier, when its models are built (pydantic ``ValidationError``).

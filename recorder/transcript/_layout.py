@@ -1,22 +1,21 @@
-"""The RC-16 layout, both directions: `render_transcript` writes it, `parse_transcript` reads it.
+"""The RC-16 layout: its pieces (`row_line`, `table_head`, `yaml_block`, `session_row`,
+`read_identity`) and `parse_transcript`, which reads it whole.
 
-The two sit side by side because they are one layout read two ways, and the
-renderer proves its output by handing it to the parser (the writer "proves
-its own output by reading it back through the same closed models", RC-16).
-A transcript that grows as a batch goes is written by `write_streamed`, the
-same bytes a row at a time.
+The one writer, `write_streamed`, writes the layout from these pieces and
+proves its output by reading it back through them (the writer "proves its own
+output by reading it back through the same closed models", RC-16).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ._closed import check_closed, refusal
-from ._errors import TranscriptRefused, TranscriptUnproven
-from ._events import ProvedEvents, read_events
+from ._errors import TranscriptRefused
+from ._events import read_events
 from ._models import (
     HEADINGS,
     SESSIONS_HEADER,
@@ -24,10 +23,7 @@ from ._models import (
     SessionRow,
     Transcript,
 )
-from ._yaml import yaml_load, yaml_text
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+from ._yaml import yaml_load
 
 _SESSIONS_RULE: Final = "|---|---|---|---|"
 
@@ -40,69 +36,6 @@ def row_line(row: SessionRow) -> str:
 def table_head() -> str:
     """The ``## Sessions`` table's first two lines, each with its newline."""
     return f"{SESSIONS_HEADER}\n{_SESSIONS_RULE}\n"
-
-
-def _table(rows: Sequence[SessionRow]) -> str:
-    return table_head() + "".join(row_line(r) + "\n" for r in rows)
-
-
-def render_transcript(transcript: Transcript) -> str:
-    """Return the RC-16 Markdown text of ``transcript``, proven by reading it back.
-
-    Layout, exactly: the prose; ``## Run identity`` and one ```` ```yaml ````
-    block (the twelve keys in table order); ``## Events`` and one ```` ```yaml
-    ```` block (a top-level sequence, ``[]`` when empty); ``## Sessions`` and
-    the table ``| probe | session | state | outside paths |``. Every string
-    value is double-quoted; unset optional keys are absent (RC-12).
-
-    Each event is dumped and proved on its own (`ProvedEvents`). A transcript
-    that grows as a batch goes is written by `write_streamed` instead, the
-    same bytes a row at a time, each event dumped and proved once however
-    often the transcript renders.
-
-    Raises:
-        TranscriptUnproven: the text did not parse back to an equal transcript
-            (a bug in this module; the input was already validated).
-    """
-    return _render(transcript, ProvedEvents())
-
-
-def _render(transcript: Transcript, proved: ProvedEvents) -> str:
-    text = (
-        f"{transcript.prose}\n\n"
-        f"{HEADINGS[0]}\n\n```yaml\n{yaml_text(transcript.identity.model_dump())}```\n\n"
-        f"{HEADINGS[1]}\n\n```yaml\n{proved.block(transcript.events)}```\n\n"
-        f"{HEADINGS[2]}\n\n{_table(transcript.sessions)}"
-    )
-    if not transcript.prose:
-        text = text.lstrip("\n")
-    try:
-        back = _parse(text, proved)
-    except TranscriptRefused as exc:
-        raise TranscriptUnproven(str(exc)) from exc
-    if back != transcript or not _same_dump(back, transcript):
-        raise TranscriptUnproven("parsed transcript differs from the one rendered")
-    return text
-
-
-def _dump(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="python", exclude_unset=True)
-
-
-def _same_dump(a: Transcript, b: Transcript) -> bool:
-    """``_dump(a) == _dump(b)``, one part at a time: the events' dumps are compared one
-    pair at a time (the same object twice needs none), not built whole for both sides,
-    which held about 3 kB per event at once."""
-    if a.model_fields_set != b.model_fields_set or a.prose != b.prose:
-        return False
-    if _dump(a.identity) != _dump(b.identity):
-        return False
-    for mine, theirs in ((a.events, b.events), (a.sessions, b.sessions)):
-        if len(mine) != len(theirs):
-            return False
-        if any(x is not y and _dump(x) != _dump(y) for x, y in zip(mine, theirs, strict=True)):
-            return False
-    return True
 
 
 _HEADING_LINES: Final = {h: re.compile("^" + re.escape(h) + "$", re.MULTILINE) for h in HEADINGS}
@@ -167,9 +100,13 @@ _OPEN_FENCE: Final = "```yaml\n"
 _CLOSE_FENCE: Final = "\n```"
 
 
-def _yaml_block(text: str, span: tuple[int, int], heading: str) -> str:
-    """The YAML text of the one fenced block a section holds (its lines, each with its
-    newline)."""
+def yaml_block(text: str, span: tuple[int, int], heading: str) -> str:
+    """The YAML text of the one fenced block a section of ``text`` holds (its lines, each with
+    its newline); ``span`` is the section's (start, end), ``heading`` names it.
+
+    Raises:
+        TranscriptRefused: the section holds something besides one ```` ```yaml ```` block.
+    """
     start, end = _trim(text, *span)
     first, last = text.find("\n", start, end), text.rfind("\n", start, end)
     if (first < 0 or not text.startswith(_OPEN_FENCE, start, end)
@@ -256,17 +193,11 @@ def parse_transcript(text: str) -> Transcript:
     Raises:
         TranscriptRefused: the first breach found, with its rule and place.
     """
-    return _parse(text, None)
-
-
-def _parse(text: str, proved: ProvedEvents | None) -> Transcript:
-    """`parse_transcript`; the events block's items kept in ``proved`` are not loaded again."""
     _plain_text(text)
     prose, (identity_span, events_span, sessions_span) = _sections(text)
-    identity = read_identity(_yaml_block(text, identity_span, HEADINGS[0]))
-    events_text = _yaml_block(text, events_span, HEADINGS[1])
-    known = proved.read(events_text) if proved is not None else None
-    events = known if known is not None else read_events(events_text)
+    identity = read_identity(yaml_block(text, identity_span, HEADINGS[0]))
+    events_text = yaml_block(text, events_span, HEADINGS[1])
+    events = read_events(events_text)
     del events_text  # a copy of the block: not held beside the rows' models
     sessions = _session_rows(_lines(text, sessions_span))
     try:

@@ -1,9 +1,9 @@
 """Proved ``## Events`` items of one arm, kept in a file without a name, not in memory.
 
 A transcript that grows is rewritten whole at every render, so each render
-needs the block item of every recorded event. `ProvedEvents` keeps each event
-and its item in memory (about 1 kB per event that stays for the whole batch);
-an `ItemSpool` keeps each item, dumped and proved once (`_events.item_of`),
+needs the block item of every recorded event. Kept in memory with its event,
+that would be about 1 kB per event for the whole batch; an `ItemSpool` keeps
+each item, dumped and proved once (`_events.item_of`),
 as UTF-8 bytes in a temporary file that has no name (``O_TMPFILE``: it goes
 when it is closed or the runner dies), and in memory only where it lies: one
 int per event (start and length packed), found by a reference the caller

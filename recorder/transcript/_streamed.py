@@ -1,16 +1,16 @@
 """A growing transcript written a row at a time and proved by reading the file back.
 
-`write_streamed` writes the bytes `render_transcript` gives for the same parts
-without holding the transcript: no list of events or rows, no text of the
-whole file. The events' items come from the arm's `ItemSpool` (each dumped and
-proved once, when first seen) and the rows from the caller, one at a time.
-The proof is the writer's as in `render_transcript` (RC-16: it reads its own
-output back before the file replaces the old one), done on the written file a
-line at a time: the prose and the identity block read back through the closed
-models as the parts given, each item of the events block is byte for byte the
-proved item of the next recorded row, and each table line reads back through
-`SessionRow` as that row; nothing stands before, between or after. The rules
-that cross sections (`Transcript`'s) are checked as the rows go by.
+`write_streamed`, the one transcript writer, writes the RC-16 layout
+(`parse_transcript` reads it) without holding the transcript: no list of
+events or rows, no text of the whole file. The events' items come from the
+arm's `ItemSpool` (each dumped and proved once, when first seen) and the rows
+from the caller, one at a time. The proof is the writer's (RC-16: it reads its
+own output back before the file replaces the old one), done on the written
+file a line at a time: the prose and the identity block read back through the
+closed models as the parts given, each item of the events block is byte for
+byte the proved item of the next recorded row, and each table line reads back
+through `SessionRow` as that row; nothing stands before, between or after.
+The rules that cross sections (`Transcript`'s) are checked as the rows go by.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from recorder._atomic import write_atomic
 
 from ._errors import TranscriptRefused, TranscriptUnproven
 from ._events import EMPTY_BLOCK
-from ._layout import _yaml_block, read_identity, row_line, session_row, table_head
+from ._layout import read_identity, row_line, session_row, table_head, yaml_block
 from ._models import HEADINGS, check_outside_line, checked_prose
 from ._yaml import yaml_text
 
@@ -50,9 +50,9 @@ def write_streamed(
 ) -> None:
     """Write the transcript of these parts to ``path`` atomically, proved, a row at a time.
 
-    The same bytes as `render_transcript` of ``Transcript(prose, identity,
-    events, sessions)``, where ``sessions`` are the rows and ``events`` the
-    events of the rows that carry a reference, in the rows' order.
+    The RC-16 text of ``Transcript(prose, identity, events, sessions)``, where
+    ``sessions`` are the rows and ``events`` the events of the rows that carry a
+    reference, in the rows' order (`parse_transcript` reads it back as those).
 
     Args:
         prose: The free prose (`prose_for`); identity: the twelve keys.
@@ -157,7 +157,7 @@ def _prove_head(fp: BinaryIO, prose: str, identity: Identity) -> None:
     if _rule(checked_prose, "".join(lines[: at[0]])) != prose:
         raise TranscriptUnproven("the prose read back differs from the one written")
     section = "".join(lines[at[0] + 1:])
-    back = read_identity(_yaml_block(section, (0, len(section)), HEADINGS[0]))
+    back = read_identity(yaml_block(section, (0, len(section)), HEADINGS[0]))
     if back != identity or back.model_dump() != identity.model_dump():
         raise TranscriptUnproven("the identity read back differs from the one written")
 

@@ -17,7 +17,7 @@ from campaign.batch._journal import Journal
 from campaign.batch._records import FinalRecord, StartedRecord
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import Plan, compose_plan
-from recorder.transcript import Event, parse_transcript, render_transcript
+from recorder.transcript import parse_transcript
 from tests.campaign.corpora import probe_yml, write_files
 
 NOTE = "Provider: scripted. A test double."
@@ -104,14 +104,18 @@ async def test_a_journal_opened_on_a_ledger_builds_what_the_live_journal_built(
     batch.mkdir()
     records: list[object] = [_started("HW-PRB-001", "s1", 1, "2026-12-01T00:00:05Z"),
                              _final("HW-PRB-001", "s1", 1, "recorded", "0.5", event=True)]
+    path = batch / "transcripts" / "present.md"
     with Journal(batch, plan, planned=_planned(plan), network="host",
                  provider_note=NOTE) as live:
         await _feed(live, records)
-        before = render_transcript(live.arms["present"].freeze().transcript())
+        await live.render(["present"])
+        before = path.read_text()
+    path.unlink()
     with Journal(batch, plan, planned=_planned(plan), network="host",
                  provider_note=NOTE) as reopened:
-        after = render_transcript(reopened.arms["present"].freeze().transcript())
-    assert after == before
+        await reopened.render(["present"])
+    assert path.read_text() == before
+    assert [e.session for e in parse_transcript(before).events] == ["s1"]
 
 
 @pytest.mark.anyio
@@ -131,25 +135,23 @@ async def test_render_writes_only_the_arms_that_changed(plan: Plan, tmp_path: Pa
 
 
 @pytest.mark.anyio
-async def test_events_read_once_keep_the_transcript_and_follow_the_last_final(
+async def test_a_sessions_later_final_replaces_its_event_in_the_transcript(
     plan: Plan, tmp_path: Path
 ) -> None:
-    """An arm's events kept by offset between renders give the transcript read from the
-    ledger; a session's later final replaces its kept event, and nothing else is kept."""
+    """The written transcript follows each session's last final record: a later final that
+    is not recorded takes its event out (the spool's items: tests/recorder/test_streamed.py)."""
     batch = tmp_path / "batch"
     batch.mkdir()
+    path = batch / "transcripts" / "present.md"
     with Journal(batch, plan, planned=_planned(plan), network="host",
                  provider_note=NOTE) as journal:
         await _feed(journal, [_final("HW-PRB-001", "s1", 1, "recorded", "0.5", event=True),
                               _final("HW-PRB-002", "s1", 1, "recorded", "0.5", event=True)])
-        kept: dict[int, Event] = {}
-        first = journal.arms["present"].freeze().transcript(kept)
-        assert len(kept) == 2
-        again = journal.arms["present"].freeze().transcript(kept)
-        assert [e is f for e, f in zip(again.events, first.events, strict=True)] == [True, True]
-        assert render_transcript(again) == render_transcript(
-            journal.arms["present"].freeze().transcript())
+        await journal.render(["present"])
+        assert [e.probe for e in parse_transcript(path.read_text()).events] == [
+            "HW-PRB-001", "HW-PRB-002"]
         await _feed(journal, [_final("HW-PRB-001", "s1", 2, "timed-out", None)])
-        after = journal.arms["present"].freeze().transcript(kept)
-        assert [e.probe for e in after.events] == ["HW-PRB-002"]
-        assert list(kept.values()) == after.events
+        await journal.render(["present"])
+        after = parse_transcript(path.read_text())
+    assert [e.probe for e in after.events] == ["HW-PRB-002"]
+    assert [(r.probe, r.state) for r in after.sessions][:1] == [("HW-PRB-001", "timed-out")]

@@ -172,7 +172,8 @@ def test_check_transcript_takes_several_files_and_answers_for_each(tmp_path: Pat
     bad = tmp_path / "bad.md"
     bad.write_text("no headings at all\n")
     missing = tmp_path / "missing.md"
-    from recorder.transcript import write_transcript
+
+    from tests.recorder.oracle import write_transcript
     from tests.recorder.test_check import transcript
 
     write_transcript(good, transcript())

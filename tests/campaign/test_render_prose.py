@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from campaign.batch._journal import Journal
@@ -73,7 +74,7 @@ def render_arm(batch: Path, plan: Plan, *, arm: str) -> Path:
     """The arm's transcript as the journal renders it from the ledger."""
     with Journal(batch, plan, planned=(), network="confined",
                  provider_note="Provider: the Messages API at test.") as journal:
-        journal.render_now([arm])
+        anyio.run(journal.render, [arm], backend="trio")
     return batch / "transcripts" / f"{arm}.md"
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from recorder._check import EXIT_STATUS, CheckResult, check_transcript_file
-from recorder.transcript import Event, Identity, SessionRow, Transcript, write_transcript
+from recorder.transcript import Event, Identity, SessionRow, Transcript
+from tests.recorder.oracle import write_transcript
 
 DIGEST = "sha256:" + "0" * 64
 

@@ -30,10 +30,9 @@ from recorder.transcript import (
     Transcript,
     prose_for,
     prose_value,
-    render_transcript,
-    write_transcript,
 )
 from tests.hostile import HOSTILE, HOSTILE_IDS, assert_unforged, prose_of, rule_literal
+from tests.recorder.oracle import render_transcript, write_transcript
 
 D = "sha256:" + "0" * 64
 

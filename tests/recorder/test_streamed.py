@@ -23,11 +23,11 @@ from recorder.transcript import (
     TranscriptRefused,
     TranscriptUnproven,
     parse_transcript,
-    render_transcript,
     write_streamed,
 )
 from recorder.transcript._layout import row_line
-from tests.recorder.test_proved_events import PROSE, SHAPES, event, rows_for
+from tests.recorder.oracle import render_transcript
+from tests.recorder.test_items import PROSE, SHAPES, event, rows_for
 from tests.recorder.test_transcript import identity
 
 if TYPE_CHECKING:

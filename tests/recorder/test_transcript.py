@@ -40,14 +40,13 @@ from recorder.transcript import (
     Transcript,
     TranscriptRefused,
     TranscriptUnproven,
-    _layout,
     parse_transcript,
     prose_for,
-    render_transcript,
     served_version_of,
-    write_transcript,
 )
 from recorder.transcript._yaml import yaml_text
+from tests.recorder import oracle
+from tests.recorder.oracle import render_transcript, write_transcript
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64
@@ -585,11 +584,8 @@ def test_prose_may_not_hold_a_heading_line() -> None:
 
 
 def test_render_raises_unproven_when_read_back_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        _layout,
-        "_table",
-        lambda rows: "| probe | session | state | outside paths |\n|---|---|---|---|\n",
-    )
+    # The oracle's own proof (the product writer's: tests/recorder/test_streamed.py).
+    monkeypatch.setattr(oracle, "row_line", lambda row: "| x |")
     with pytest.raises(TranscriptUnproven, match="RC-16"):
         render_transcript(transcript())
 
@@ -598,7 +594,7 @@ def test_render_raises_unproven_when_read_back_differs(monkeypatch: pytest.Monke
     # The read-back parses (valid contract) but is not what was rendered: in the identity ...
     real = yaml_text
     monkeypatch.setattr(
-        "recorder.transcript._layout.yaml_text",
+        "tests.recorder.oracle.yaml_text",
         lambda data: real(data).replace("claude-served-9", "claude-other"),
     )
     with pytest.raises(TranscriptUnproven, match="differs"):
