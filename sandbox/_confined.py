@@ -5,7 +5,7 @@ preflight probe are run, so each rule of the confinement applies at every
 spawn and no caller edits an argv. In order, it:
 
 1. finds the host's cgroup hierarchies and, once per process, ends and
-   removes what killed runners left there (`sandbox._cgroup.sweep_once`),
+   removes what killed runners left there (`sandbox.cgroup._cgroup.sweep_once`),
    then, given a pool of session users, leases one for the sandbox's whole
    life (`sandbox._lease`: no other sandbox of the host runs as it until the
    last step below is done; given a user, the caller holds its lease);
@@ -15,8 +15,8 @@ spawn and no caller edits an argv. In order, it:
    and a config directory, `sandbox._scratch`), hands the session's own
    directories over to the session user and lets it reach every bind source
    (`sandbox._privileges.hand_over`; nothing for a runner that is not root);
-3. makes the sandbox's own cgroup (`sandbox._cgroup`), with its ``pids`` and
-   ``memory`` limits where the host has those controllers (`sandbox._cgroup_limits`);
+3. makes the sandbox's own cgroup (`sandbox.cgroup._cgroup`), with its ``pids`` and
+   ``memory`` limits where the host has those controllers (`sandbox.cgroup._cgroup_limits`);
 4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
    guard, the lifeline watcher, the egress bridge with a confined network),
    whose last exec enters the session's Landlock domain (`sandbox._landlock`:
@@ -34,7 +34,7 @@ spawn and no caller edits an argv. In order, it:
 7. spawns on the calling thread, which must be the event loop's own
    (`sandbox._process.spawn`; ``--die-with-parent`` follows the thread), with
    the lifeline as stdin and both output pipes, and watches its limits while
-   the caller's block runs (`sandbox._watch`: a limit passed ends it at once);
+   the caller's block runs (`sandbox.cgroup._watch`: a limit passed ends it at once);
 8. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
    bounded), closes the lifeline, kills whatever is left in the cgroup and
    waits until it is empty (``cgroup.kill``, ``populated 0``), and removes
@@ -62,21 +62,12 @@ from typing import TYPE_CHECKING, Final, final
 import anyio
 
 from ._argv import HARNESS_MOUNT, Confinement, SandboxNetwork, bwrap_argv, bwrap_options
-from ._cgroup import (
-    EMPTY_TIMEOUT_S,
-    CgroupHost,
-    SessionCgroup,
-    find_cgroups,
-    open_session_cgroup,
-    sweep_once,
-)
 from ._env import args_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._landlock import scoped_command
 from ._layout import HostLayout, measure_host_layout
 from ._lease import lease_user
-from ._limits import DEFAULT_WRITE_BYTES, LimitHit, Limits
 from ._pool import SessionPool
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
@@ -84,7 +75,20 @@ from ._reclaim import reclaim_tree, replace_with_copy
 from ._remove import remove_tree
 from ._scratch import make_scratch
 from ._seccomp import session_filter
-from ._watch import LimitWatch, allocated_bytes, watching
+from .cgroup import (
+    DEFAULT_WRITE_BYTES,
+    EMPTY_TIMEOUT_S,
+    CgroupHost,
+    LimitHit,
+    Limits,
+    LimitWatch,
+    SessionCgroup,
+    allocated_bytes,
+    find_cgroups,
+    open_session_cgroup,
+    sweep_once,
+    watching,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -151,10 +155,10 @@ class ConfinedSpec:
         socat: The bridge's socat (with ``network="confined"``).
         bridge_port: The bridge's loopback port inside (the namespace is
             private; tests pick a unique one to find the bridge by its argv).
-        limits: Resource limits (`sandbox._limits.Limits`): ``pids`` and
+        limits: Resource limits (`sandbox.cgroup._limits.Limits`): ``pids`` and
             ``memory_bytes`` in its cgroups, ``tmp_bytes`` as bwrap ``--size``,
             ``open_files`` as ``RLIMIT_NOFILE``, ``write_bytes`` watched over
-            the workspace, log and config directories (`sandbox._watch`);
+            the workspace, log and config directories (`sandbox.cgroup._watch`);
             ``connections`` is the egress proxy's (`sandbox._egress`).
         file_bytes: ``RLIMIT_FSIZE`` (soft and hard, bytes, rounded up to 512) of every
             process in it, set by the join shell before bwrap starts, or None for the
@@ -213,7 +217,7 @@ class Sandbox:
         dirs: The directories bound into it.
         argv: The argv it was started with (for tests and messages).
         cgroup: Its cgroup: every process of the sandbox is in it.
-        watch: What holds it to its limits (`sandbox._watch.LimitWatch`), or None
+        watch: What holds it to its limits (`sandbox.cgroup._watch.LimitWatch`), or None
             when it has none to watch.
         user: Who it runs as (leased, or given); None for the runner itself.
         contained: After the exit, whether the cgroup was found empty and removed.
@@ -256,7 +260,7 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
     Call from the event loop's own thread (`sandbox._process.spawn`).
 
     **Cancellation:** the exit's teardown is shielded and bounded (the reap's
-    bounds, then at most `sandbox._cgroup.EMPTY_TIMEOUT_S` for the cgroup to
+    bounds, then at most `sandbox.cgroup._cgroup.EMPTY_TIMEOUT_S` for the cgroup to
     empty); the cancellation then propagates. When the block is left,
     nothing of the sandbox runs any more, or ``sandbox.contained`` is False:
     a cgroup that did not empty within the bound is logged and left for the
@@ -278,7 +282,7 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
             environment is too large for one pipe buffer.
 
     A limit passed is not an exception: the sandbox is ended at once and
-    ``sandbox.limit_hit`` names it (`sandbox._watch`). A sandbox given a pool
+    ``sandbox.limit_hit`` names it (`sandbox.cgroup._watch`). A sandbox given a pool
     may wait for a free user first (`sandbox._lease.lease_user`): that wait is
     not the sandbox's time.
     """

@@ -81,9 +81,9 @@ from ._egress_http import parse_proxy_request as parse_proxy_request
 from ._egress_http import target_of_url as target_of_url
 from ._egress_relay import answer, forward_once, splice
 from ._groups import single_unwrapped
-from ._limits import LimitHit
 from ._owner import TAG, runner_gone, runner_tag
 from ._roots import usable_root
+from .cgroup import LimitHit
 from .network import listen_unix
 
 if TYPE_CHECKING:
@@ -354,7 +354,7 @@ async def open_egress_proxy(
         root: Parent of the socket directories; `EGRESS_ROOT` in production.
         owner: ``(uid, gid)`` for the directory and socket, or None for the runner's.
         max_connections: Most connections the session may hold open at once
-            (`sandbox._limits.Limits.connections`); None is no cap.
+            (`sandbox.cgroup._limits.Limits.connections`); None is no cap.
         directory: Make the socket's directory exactly here instead (0700; it must
             not exist): a session's in its own store, whose mounts show no host path
             (RC-02 blind sessions); ``root`` is then unused.

@@ -86,7 +86,7 @@ class ConfinementUnavailable(SandboxError):
 class ContainmentUnavailable(ConfinementUnavailable):
     """The sandbox could not get its own cgroup, or its seccomp filter, on this host.
 
-    Raised by `sandbox._cgroup` and `sandbox._seccomp` (through `open_confined`):
+    Raised by `sandbox.cgroup._cgroup` and `sandbox._seccomp` (through `open_confined`):
     without them the end of a session would not be the kernel's business, or a
     process inside could trace bwrap's pid 1.
     """

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ._cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
 from ._checks import Check
 from ._errors import ContainmentUnavailable, SessionUserUnusable
 from ._landlock import PYTHON as LANDLOCK_PYTHON
@@ -27,6 +26,7 @@ from ._landlock import REFER_ABI, SCOPE_ABI, host_abi
 from ._probes import Run, probe_spec, run_confined
 from ._process import open_child, run_sync
 from ._seccomp import session_filter
+from .cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
 
 if TYPE_CHECKING:
     from ._layout import HostLayout

@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
-from ._cgroup import EMPTY_TIMEOUT_S
 from ._errors import PoolBusy, SessionUserUnusable
+from .cgroup import EMPTY_TIMEOUT_S
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping

@@ -13,7 +13,6 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Final, Literal
 
-from ._cgroup import find_cgroups, sweep_once
 from ._checks import (
     BWRAP_VERSION_TIMEOUT_S,
     HARNESS_VERSION_TIMEOUT_S,
@@ -32,6 +31,7 @@ from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from ._lease import hold_lease
 from ._report import PreflightReport as PreflightReport
+from .cgroup import find_cgroups, sweep_once
 from .storage import check_storage
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import pytest
 
 from sandbox._privileges import _add_user_search, _read_acl
 from sandbox._reclaim import MAX_DEPTH, reclaim_tree, replace_with_copy
-from sandbox._watch import allocated_bytes
+from sandbox.cgroup import allocated_bytes
 from tests.conftest import missing
 from tests.integration import kit
 

@@ -461,7 +461,7 @@ def _report_uncontained(confined: ModuleType) -> None:
 if os.environ.get("HW_UNCONTAINED"):
     _after_import("sandbox._confined", _report_uncontained)
 if "HW_USAGE_LOG" in os.environ:
-    _after_import("sandbox._watch", _log_usage)
+    _after_import("sandbox.cgroup._watch", _log_usage)
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
     _kill_after_spawn(float(os.environ["HW_KILL_AFTER_SPAWN_S"]))
 if WEAKEN:

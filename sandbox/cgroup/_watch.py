@@ -1,6 +1,6 @@
 """Watch one running sandbox against its limits, and end it at the first one passed.
 
-Rule (`sandbox._limits`): passing a limit ends that session, with the limit
+Rule (`sandbox.cgroup._limits`): passing a limit ends that session, with the limit
 named. The kernel enforces ``processes`` and ``memory`` (a refused fork, an
 OOM kill) and the tmpfs its size (ENOSPC); this watch *sees* that it
 happened, and holds the session to the limits only the runner can measure.
@@ -40,9 +40,8 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
-from sandbox.storage import unlinked_bytes
-
-from ._groups import single_unwrapped
+from .._groups import single_unwrapped
+from ..storage import unlinked_bytes
 from ._limits import LimitHit, Limits, format_bytes
 
 if TYPE_CHECKING:

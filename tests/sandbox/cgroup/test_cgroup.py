@@ -1,4 +1,4 @@
-"""Each sandbox in its own cgroup (sandbox/_cgroup.py), and what a killed runner left.
+"""Each sandbox in its own cgroup (sandbox/cgroup/_cgroup.py), and what a killed runner left.
 
 Expected behaviour from the module's rule: everything the joined command
 starts is in the cgroup, a double-forked daemon in a session of its own
@@ -18,23 +18,23 @@ import anyio
 import pytest
 
 from sandbox._capture import capture, run_bounded_sync
-from sandbox._cgroup import (
+from sandbox._confined import ConfinedSpec, open_confined
+from sandbox._errors import ContainmentUnavailable
+from sandbox._layout import measure_host_layout
+from sandbox._owner import runner_alive, runner_tag
+from sandbox._pool import session_user
+from sandbox._process import open_child
+from sandbox._scratch import sweep_scratch
+from sandbox.cgroup import (
     JOIN_FAILED_STATUS,
     Hierarchy,
+    Limits,
     SessionCgroup,
     find_cgroups,
     open_session_cgroup,
     sweep_cgroups,
 )
-from sandbox._cgroup_limits import ControllerGroup, enable_delegated, limit_groups
-from sandbox._confined import ConfinedSpec, open_confined
-from sandbox._errors import ContainmentUnavailable
-from sandbox._layout import measure_host_layout
-from sandbox._limits import Limits
-from sandbox._owner import runner_alive, runner_tag
-from sandbox._pool import session_user
-from sandbox._process import open_child
-from sandbox._scratch import sweep_scratch
+from sandbox.cgroup._cgroup_limits import ControllerGroup, enable_delegated, limit_groups
 from tests.conftest import missing
 from tests.standin import STANDIN_PYTHON
 

@@ -21,10 +21,10 @@ Where: the cgroup v2 hierarchy (``/sys/fs/cgroup/unified`` on hosts that
 still mount v1 controllers, ``/sys/fs/cgroup`` on v2-only hosts), under the
 runner's own cgroup, in ``headwater-campaign/<runner tag>-<label>-<random>``
 (`sandbox._owner`: a killed runner's cgroups are found by their tag). Limits
-(`sandbox._limits.Limits`) belong to the ``pids`` and ``memory``
+(`sandbox.cgroup._limits.Limits`) belong to the ``pids`` and ``memory``
 controllers: v2's when the runner's cgroup delegates them, else the v1
 hierarchies of that name; `find_cgroups` says which this host has, and
-`sandbox._cgroup_limits` makes and removes a session's limit cgroups with its
+`sandbox.cgroup._cgroup_limits` makes and removes a session's limit cgroups with its
 v2 one.
 """
 
@@ -34,39 +34,30 @@ import contextlib
 import os
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, final
+from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
+from .._errors import ContainmentUnavailable
+from .._owner import TAG, runner_gone, runner_tag
+from .._process import REAP_TIMEOUT_S
 from ._cgroup_limits import ControllerGroup, enable_delegated, limit_groups, remove_v1, sweep_v1
-from ._errors import ContainmentUnavailable
-from ._owner import TAG, runner_gone, runner_tag
-from ._process import REAP_TIMEOUT_S
+from ._hierarchy import CgroupHost, find_cgroups
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from ._limits import Limits
 
 __all__ = [
-    "BASE_NAME",
     "JOIN_FAILED_STATUS",
-    "LIMIT_CONTROLLERS",
-    "CgroupHost",
-    "Hierarchy",
     "SessionCgroup",
-    "find_cgroups",
     "open_session_cgroup",
     "sweep_cgroups",
     "sweep_once",
 ]
 
-BASE_NAME: Final = "headwater-campaign"
-"""The directory, under the runner's own cgroup, that holds the sessions' cgroups."""
-LIMIT_CONTROLLERS: Final = ("pids", "memory")
-"""The controllers per-session limits need."""
 JOIN_FAILED_STATUS: Final = 123
 """Exit status of a sandbox whose join shell could not enter its cgroup (nothing ran);
 distinct from the init shell's 124 and 125 and from exec's 126 and 127."""
@@ -89,83 +80,6 @@ EMPTY_TIMEOUT_S: Final = REAP_TIMEOUT_S
 _POLL_S: Final = 0.01
 _REMOVE_TRIES: Final = 100
 """rmdir tries, `_POLL_S` apart: a cgroup is EBUSY while a process is still in it."""
-_PROC: Final = Path("/proc")
-
-
-@dataclass(frozen=True, slots=True)
-class Hierarchy:
-    """One mounted cgroup hierarchy and the runner's place in it.
-
-    Attributes:
-        version: 2 for the unified hierarchy, 1 for a legacy controller's.
-        mount: Where it is mounted.
-        own: The runner's cgroup in it, as /proc/self/cgroup says (``/`` or deeper).
-    """
-
-    version: Literal[1, 2]
-    mount: Path
-    own: str
-
-    @property
-    def base(self) -> Path:
-        """``<mount>/<own>/headwater-campaign``: the parent of the sessions' cgroups."""
-        return self.mount / self.own.lstrip("/") / BASE_NAME
-
-
-@dataclass(frozen=True, slots=True)
-class CgroupHost:
-    """What this host offers sessions (`find_cgroups`); facts, no verdict.
-
-    Attributes:
-        v2: The unified hierarchy, for membership and ``cgroup.kill``; None if absent.
-        limits: Per `LIMIT_CONTROLLERS` name, the hierarchy where its limit goes
-            (v2 when the runner's cgroup delegates it, else the v1 one), or None.
-    """
-
-    v2: Hierarchy | None
-    limits: Mapping[str, Hierarchy | None] = field(default_factory=dict)
-
-
-def find_cgroups(proc: Path = _PROC) -> CgroupHost:
-    """Read ``proc``/self/mountinfo and ``proc``/self/cgroup: where the hierarchies are.
-
-    Reads only; creates nothing (`open_session_cgroup` does, and says when it cannot).
-    """
-    mounts: dict[str, Path] = {}  # "2", or a v1 controller's name -> mount point
-    with contextlib.suppress(OSError):
-        for line in (proc / "self" / "mountinfo").read_text().splitlines():
-            left, _, right = line.partition(" - ")
-            fstype, *rest = right.split()
-            point = Path(left.split()[4].replace("\\040", " "))
-            if fstype == "cgroup2":
-                mounts.setdefault("2", point)
-            elif fstype == "cgroup" and rest:
-                for option in rest[-1].split(","):
-                    mounts.setdefault(option, point)
-    own: dict[str, str] = {}
-    with contextlib.suppress(OSError):
-        for line in (proc / "self" / "cgroup").read_text().splitlines():
-            number, controllers, path = line.split(":", 2)
-            for name in (controllers.split(",") if number != "0" else ["2"]):
-                own[name] = path
-    v2 = Hierarchy(2, mounts["2"], own.get("2", "/")) if "2" in mounts else None
-    limits: dict[str, Hierarchy | None] = {}
-    for name in LIMIT_CONTROLLERS:
-        if v2 is not None and name in _delegated(v2):
-            limits[name] = v2
-        elif name in mounts and name in own:
-            limits[name] = Hierarchy(1, mounts[name], own[name])
-        else:
-            limits[name] = None
-    return CgroupHost(v2=v2, limits=limits)
-
-
-def _delegated(v2: Hierarchy) -> set[str]:
-    """Controllers the runner's own v2 cgroup enables for its children."""
-    try:
-        return set((v2.mount / v2.own.lstrip("/") / "cgroup.subtree_control").read_text().split())
-    except OSError:
-        return set()
 
 
 @final
@@ -174,7 +88,7 @@ class SessionCgroup:
 
     Attributes:
         path: Its directory.
-        groups: Where its ``pids`` and ``memory`` limits are (`sandbox._cgroup_limits`):
+        groups: Where its ``pids`` and ``memory`` limits are (`sandbox.cgroup._cgroup_limits`):
             this cgroup for a v2 home, a v1 cgroup of the same name otherwise.
         final_events: After `end`: per limited controller, how often its limit was
             hit (refused forks, OOM kills), read once no process was left.
@@ -253,7 +167,7 @@ def open_session_cgroup(host: CgroupHost, label: str,
     """Make the cgroup of one sandbox: ``<base>/<runner tag>-<label>-<random>`` (blocking).
 
     With ``limits``, its ``pids`` and ``memory`` limits are set too, each where
-    the host has the controller (`sandbox._cgroup_limits.limit_groups`).
+    the host has the controller (`sandbox.cgroup._cgroup_limits.limit_groups`).
 
     Raises:
         ContainmentUnavailable: no cgroup v2 hierarchy, no ``cgroup.kill`` (Linux

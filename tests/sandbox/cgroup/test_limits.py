@@ -1,4 +1,4 @@
-"""Per-sandbox limits under the real bwrap (sandbox._limits, _cgroup_limits, _watch).
+"""Per-sandbox limits under the real bwrap (sandbox.cgroup._limits, _cgroup_limits, _watch).
 
 Each test runs a small /usr/bin/python3 program in a sandbox made by
 `open_confined` with one limit set low, does what passes it, and checks what
@@ -16,12 +16,11 @@ import anyio
 import pytest
 
 from sandbox._capture import Run, capture
-from sandbox._cgroup import find_cgroups
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._layout import measure_host_layout
-from sandbox._limits import LimitHit, Limits, MiB
 from sandbox._pool import session_user
-from sandbox._watch import MAX_WALK_DEPTH, LimitWatch
+from sandbox.cgroup import LimitHit, Limits, MiB, find_cgroups
+from sandbox.cgroup._watch import MAX_WALK_DEPTH, LimitWatch
 from tests.standin import STANDIN_PYTHON
 
 pytestmark = [pytest.mark.anyio, pytest.mark.bwrap, pytest.mark.timeout(60)]

@@ -1,7 +1,7 @@
 """The pids and memory limits of a session, in cgroups: v2 where delegated, else v1.
 
-Rule (`sandbox._limits`): the kernel holds a session to its ``processes`` and
-``memory`` limits. Each controller's home is found by `sandbox._cgroup.find_cgroups`:
+Rule (`sandbox.cgroup._limits`): the kernel holds a session to its ``processes`` and
+``memory`` limits. Each controller's home is found by `sandbox.cgroup.find_cgroups`:
 
 * **v2** (the runner's own cgroup delegates the controller): the session's own
   v2 cgroup carries the limit (``pids.max``; ``memory.max`` with
@@ -12,7 +12,7 @@ Rule (`sandbox._limits`): the kernel holds a session to its ``processes`` and
   ``<mount>/<runner's cgroup>/headwater-campaign/`` (``pids.max``;
   ``memory.limit_in_bytes`` and, with swap accounting,
   ``memory.memsw.limit_in_bytes`` at the same value). The join shell writes
-  itself into its ``cgroup.procs`` too (`sandbox._cgroup.JOIN_SCRIPT`), so
+  itself into its ``cgroup.procs`` too (`sandbox.cgroup._cgroup.JOIN_SCRIPT`), so
   everything of the sandbox is in it from its first instruction; nothing
   inside can leave (no ``/sys`` is mounted, and only root may move a process).
 
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from ._errors import ContainmentUnavailable
-from ._owner import TAG, runner_gone
+from .._errors import ContainmentUnavailable
+from .._owner import TAG, runner_gone
 
 if TYPE_CHECKING:
-    from ._cgroup import CgroupHost, Hierarchy
+    from ._hierarchy import CgroupHost, Hierarchy
     from ._limits import Limits
 
 __all__ = ["ControllerGroup", "enable_delegated", "limit_groups", "remove_v1", "sweep_v1"]

@@ -17,11 +17,11 @@ connections   the egress proxy, connections open at once      one more was refus
 stdout        the runner's reader of its stdout pipe          one read passed it
 ============  ==============================================  ==========================
 
-The cgroup limits are set in the session's own cgroups (`sandbox._cgroup_limits`:
+The cgroup limits are set in the session's own cgroups (`sandbox.cgroup._cgroup_limits`:
 v2 where the runner's cgroup delegates the controller, else the v1 hierarchy);
 ``open files`` is set by the join shell as root before the privilege drop (a
 hard limit, so nothing inside can raise it); the rest are watched while the
-session runs and once after it (`sandbox._watch`); ``stdout`` is counted by the
+session runs and once after it (`sandbox.cgroup._watch`); ``stdout`` is counted by the
 recorder's reader as it reads the pipe (`recorder._lines`). The defaults
 (`DEFAULT_LIMITS`) are measured: each is at least four times what the pinned
 CLI used in ``make demo`` and the real-CLI tests (docs/host.md, "Limits").
