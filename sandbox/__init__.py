@@ -74,7 +74,6 @@ from ._process import kill_running_now as kill_running_now
 from ._process import open_child as open_child
 from ._process import run_sync as run_sync
 from ._process import spawn as spawn
-from ._reclaim import copy_regular as copy_regular
 from ._remove import remove_tree as remove_tree
 from ._report import Check as Check
 from ._report import PreflightReport as PreflightReport
@@ -97,3 +96,4 @@ from .cgroup import MiB as MiB
 from .cgroup import find_cgroups as find_cgroups
 from .cgroup import format_bytes as format_bytes
 from .cgroup import sweep_cgroups as sweep_cgroups
+from .storage import copy_regular as copy_regular

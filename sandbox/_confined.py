@@ -40,7 +40,7 @@ spawn and no caller edits an argv. In order, it:
    waits until it is empty (``cgroup.kill``, ``populated 0``), and removes
    the cgroup (reading, once it is empty, whether a limit was passed: the
    counters, and the writable directories once more); then takes back what
-   the session made (`sandbox._reclaim`: a
+   the session made (`sandbox.storage._reclaim`: a
    given workspace becomes the runner's with the runner's modes, a given log
    directory is replaced by a copy of its regular files), removes the
    scratch directories and releases the lease. A cgroup that does not empty
@@ -71,7 +71,6 @@ from ._lease import lease_user
 from ._pool import SessionPool
 from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
-from ._reclaim import reclaim_tree, replace_with_copy
 from ._remove import remove_tree
 from ._scratch import make_scratch
 from ._seccomp import session_filter
@@ -89,6 +88,7 @@ from .cgroup import (
     sweep_once,
     watching,
 )
+from .storage import reclaim_tree, replace_with_copy
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -151,7 +151,7 @@ class ConfinedSpec:
         egress_socket: The session's egress proxy socket (`sandbox._egress`).
         reclaim_log: Replace a given log directory by the runner's copy of its
             regular files on exit (False: the caller copies it elsewhere, as a
-            session from its store does, `sandbox._reclaim.copy_regular`).
+            session from its store does, `sandbox.storage._reclaim.copy_regular`).
         socat: The bridge's socat (with ``network="confined"``).
         bridge_port: The bridge's loopback port inside (the namespace is
             private; tests pick a unique one to find the bridge by its argv).
@@ -223,7 +223,7 @@ class Sandbox:
         contained: After the exit, whether the cgroup was found empty and removed.
             When False (a process outlived the kill's bound), nothing the sandbox
             wrote was read or reclaimed (no last walk of its directories, no
-            `sandbox._reclaim`), and the caller must read none of it either: its
+            `sandbox.storage._reclaim`), and the caller must read none of it either: its
             workspace, log and config directories may still be written (a session
             ends ``uncontained``, docs/batch.md "Session states").
     """
@@ -450,7 +450,7 @@ def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:
 
 
 def _reclaim(spec: ConfinedSpec) -> None:
-    """Take back the caller's directories the session wrote (blocking; `sandbox._reclaim`)."""
+    """Take back the caller's directories the session wrote (blocking; `sandbox.storage`)."""
     if spec.workspace is not None and not spec.workspace_read_only:
         reclaim_tree(spec.workspace)
     if spec.log_dir is not None and spec.reclaim_log:  # no more than the session may write

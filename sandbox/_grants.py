@@ -11,7 +11,7 @@ says is removed whole (so ``ls -ld`` shows no ``+`` and ``getfacl`` no ``user:``
 session user). Directories above the batch keep theirs: another batch beside it may be
 running and need them, and search alone lists and reads nothing.
 
-A workspace's own ACLs are the reclaim's business (`sandbox._reclaim` drops every ACL the
+A workspace's own ACLs are the reclaim's business (`sandbox.storage._reclaim` drops every ACL the
 session set); no symlink is followed, and nothing below `GRANT_DEPTH` is entered.
 """
 

@@ -5,7 +5,8 @@ green with it.
 
 The runner removed what a session wrote with `shutil.rmtree`: its config directory
 (`sandbox._config.remove_tree`, at the session's end and in the start-up sweep of killed
-runners' directories) and the session's original log tree (`sandbox._reclaim.replace_with_copy`).
+runners' directories) and the session's original log tree
+(`sandbox.storage._reclaim.replace_with_copy`).
 Python 3.11's `shutil.rmtree` recurses once per directory level, so a tree about a thousand
 levels deep raised `RecursionError`, even with ``ignore_errors``, which is no `OSError`: it
 went up through the supervisor, and the runner exited 1 ("unexpected error (a bug)"), ending

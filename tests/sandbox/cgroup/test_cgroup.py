@@ -237,7 +237,7 @@ async def test_a_sandbox_whose_cgroup_did_not_empty_has_nothing_reclaimed(
     """After the kill (`Sandbox.contained`): when the cgroup's end reports a process left, the
     sandbox's workspace is not reclaimed, since something may still write it: the file the
     command made stays as it left it (its owner, mode 0600), where a reclaim makes every file
-    the runner's, 0644 (`sandbox._reclaim`). Seen red with the reclaim run whatever
+    the runner's, 0644 (`sandbox.storage._reclaim`). Seen red with the reclaim run whatever
     ``contained`` says (the file became root's, 0644)."""
     original = SessionCgroup.end
 

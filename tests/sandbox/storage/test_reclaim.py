@@ -1,4 +1,4 @@
-"""After a session, its files are the runner's and its log is a copy (sandbox._reclaim).
+"""After a session, its files are the runner's and its log is a copy (sandbox.storage._reclaim).
 
 The trees here are made the way a session would leave them: owned by the
 session user (when the tests run as root), setuid and setgid bits, a
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sandbox._privileges import _add_user_search, _read_acl
-from sandbox._reclaim import MAX_DEPTH, reclaim_tree, replace_with_copy
 from sandbox.cgroup import allocated_bytes
+from sandbox.storage._reclaim import MAX_DEPTH, reclaim_tree, replace_with_copy
 from tests.conftest import missing
 from tests.integration import kit
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ._remove import remove_tree
+from .._remove import remove_tree
 
 __all__ = ["MAX_DEPTH", "Reclaimed", "reclaim_tree", "replace_with_copy"]
 
