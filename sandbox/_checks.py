@@ -3,7 +3,7 @@
 The probes (`sandbox._probes`) start every subprocess with an empty
 environment, bounded by a named timeout after which its process group is
 killed. The sandbox probes use the very argv a session gets (`bwrap_argv`),
-run as the user sessions run as (`sandbox._privileges`), so what would fail
+run as the user sessions run as (`sandbox.users._privileges`), so what would fail
 a session fails here first (BC-16).
 """
 
@@ -23,12 +23,18 @@ from ._capture import Run
 from ._capture import run_bounded_sync as run_bounded
 from ._errors import SessionUserUnusable
 from ._layout import HostLayout, measure_host_layout
-from ._lease import LEASE_ROOT
-from ._pool import MAX_POOL_USERS, SessionPool, session_pool
-from ._privileges import SESSION_USER, SessionUser, drop_argv
 from ._probes import STDERR_TAIL_CHARS, probe_spec, run_confined
 from ._report import Check as Check
 from ._report import Verdict as Verdict
+from .users import (
+    LEASE_ROOT,
+    MAX_POOL_USERS,
+    SESSION_USER,
+    SessionPool,
+    SessionUser,
+    drop_argv,
+    session_pool,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -149,7 +155,7 @@ def check_session_user(euid: int | None = None) -> tuple[Check, SessionPool | No
     """``session-user``: who sessions run as; returns ``(check, pool, usable)``.
 
     A runner that is not root: itself, no pool (ok). A root runner: the pool
-    (`sandbox._pool.session_pool`), each user verified unprivileged (uid and
+    (`sandbox.users._pool.session_pool`), each user verified unprivileged (uid and
     gid not 0) and distinct (from the others of the pool, and no other
     account of /etc/passwd with its uid), and setpriv there; broken otherwise,
     with the fix. ``usable`` is False when broken. Could not verify when the

@@ -7,14 +7,14 @@ spawn and no caller edits an argv. In order, it:
 1. finds the host's cgroup hierarchies and, once per process, ends and
    removes what killed runners left there (`sandbox.cgroup._cgroup.sweep_once`),
    then, given a pool of session users, leases one for the sandbox's whole
-   life (`sandbox._lease`: no other sandbox of the host runs as it until the
+   life (`sandbox.users._lease`: no other sandbox of the host runs as it until the
    last step below is done; given a user, the caller holds its lease);
    the sweep comes first, so a leftover it ends does not keep its user from
    the lease;
 2. makes the scratch directories the spec leaves to it (a workspace, a log
    and a config directory, `sandbox._scratch`), hands the session's own
    directories over to the session user and lets it reach every bind source
-   (`sandbox._privileges.hand_over`; nothing for a runner that is not root);
+   (`sandbox.users._privileges.hand_over`; nothing for a runner that is not root);
 3. makes the sandbox's own cgroup (`sandbox.cgroup._cgroup`), with its ``pids`` and
    ``memory`` limits where the host has those controllers (`sandbox.cgroup._cgroup_limits`);
 4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
@@ -67,9 +67,6 @@ from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._landlock import scoped_command
 from ._layout import HostLayout, measure_host_layout
-from ._lease import lease_user
-from ._pool import SessionPool
-from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
 from ._remove import remove_tree
 from ._scratch import make_scratch
@@ -89,6 +86,7 @@ from .cgroup import (
     watching,
 )
 from .storage import reclaim_tree, replace_with_copy
+from .users import SessionPool, SessionUser, drop_argv, hand_over, lease_user
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -135,10 +133,10 @@ class ConfinedSpec:
         mount: Where ``executable`` appears inside.
         bwrap: The bwrap executable, a name on PATH or a path.
         layout: How the host has /bin, /lib, /lib64, /sbin; None measures ``/``.
-        user: Who the sandbox runs as: a root runner's pool (`sandbox._pool`),
+        user: Who the sandbox runs as: a root runner's pool (`sandbox.users._pool`),
             of which it leases a user for its life; a session user whose lease
             the caller holds (a session's, for its findings checker too;
-            `sandbox._lease.lease_user`); or None for the runner itself (a
+            `sandbox.users._lease.lease_user`); or None for the runner itself (a
             runner that is not root).
         workspace, log_dir, config_dir: Host directories; None makes a scratch
             one, removed on exit. Given ones are the caller's to keep.
@@ -283,7 +281,7 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
 
     A limit passed is not an exception: the sandbox is ended at once and
     ``sandbox.limit_hit`` names it (`sandbox.cgroup._watch`). A sandbox given a pool
-    may wait for a free user first (`sandbox._lease.lease_user`): that wait is
+    may wait for a free user first (`sandbox.users._lease.lease_user`): that wait is
     not the sandbox's time.
     """
     executable = shutil.which(spec.bwrap)

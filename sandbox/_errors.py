@@ -108,7 +108,7 @@ class SessionUserUnusable(ConfinementUnavailable):
 
 
 class PoolBusy(SessionUserUnusable):
-    """Raised by `sandbox._lease.hold_lease` when no pool user came free within its bound.
+    """Raised by `sandbox.users._lease.hold_lease` when no pool user came free within its bound.
 
     Not a broken host: other sandboxes (of this or another runner) hold every
     session user. A session never sees it (it waits as long as it takes); a

@@ -30,7 +30,7 @@ from .cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_ses
 
 if TYPE_CHECKING:
     from ._layout import HostLayout
-    from ._privileges import SessionUser
+    from .users import SessionUser
 
 __all__ = ["LANDLOCK_PROBE", "SECCOMP_PROBE", "check_cgroups", "check_landlock", "check_seccomp"]
 

@@ -35,7 +35,7 @@ from .cgroup import LimitHit, Limits, MiB
 if TYPE_CHECKING:
     from ._confined import ConfinedSpec
     from ._layout import HostLayout
-    from ._privileges import SessionUser
+    from .users import SessionUser
 
 __all__ = ["LIMITS_PROBE_TIMEOUT_S", "check_limits"]
 

@@ -49,11 +49,9 @@ from ._errors import PoolBusy, SessionUserUnusable, SpawnFailed
 from ._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
 from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT
 from ._layout import HostLayout, measure_host_layout
-from ._lease import hold_lease
-from ._pool import session_pool
 from ._preflight import Check
-from ._privileges import SessionUser
 from ._process import run_sync
+from .users import SessionUser, hold_lease, session_pool
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -143,7 +141,7 @@ def network_preflight(
     the server's port (must fail: the namespace is private). Every subprocess starts with an empty
     environment and is killed (its process group) after ``timeout_s``. As
     for a session, bwrap runs as a session user (a root runner's: one of its
-    pool, leased for the probe, `sandbox._lease`, dropped to with setpriv),
+    pool, leased for the probe, `sandbox.users._lease`, dropped to with setpriv),
     who is given the scratch directories and the egress socket.
 
     Args:
@@ -153,7 +151,7 @@ def network_preflight(
         timeout_s: Bound on the confined probe, in seconds.
         egress_root: Parent of the proxy's socket directory.
         user: Who bwrap runs as: ``"auto"`` as a session would (a lease of
-            `sandbox._pool.session_pool`'s, held for the probe); a given user
+            `sandbox.users._pool.session_pool`'s, held for the probe); a given user
             (the caller holds its lease); None the runner itself.
         lease_wait_s: Seconds to wait at most for a free pool user with ``"auto"``
             (then ``unverified``); None waits as long as it takes.

@@ -29,16 +29,16 @@ from ._checks import (
 )
 from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
-from ._lease import hold_lease
 from ._report import PreflightReport as PreflightReport
 from .cgroup import find_cgroups, sweep_once
 from .storage import check_storage
+from .users import hold_lease
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ._layout import HostLayout
-    from ._privileges import SessionUser
+    from .users import SessionUser
 
 __all__ = ["Check", "PreflightReport", "Verdict", "preflight", "raise_for", "userns_sysctls"]
 
@@ -60,7 +60,7 @@ def preflight(
     Checks, in order: ``bwrap`` (found on PATH, and its ``--version``);
     ``host-layout`` (how /bin, /lib, /lib64, /sbin are, measured or given);
     ``session-user`` (who sessions run as: a root runner drops to a user of
-    its session pool before bwrap, `sandbox._privileges`, `sandbox._pool`);
+    its session pool before bwrap, `sandbox.users._privileges`, `sandbox.users._pool`);
     ``storage`` (a root runner makes, loop-mounts and removes one session
     store; for a runner that is not root, what it gives up: `sandbox.storage`);
     ``user-namespaces`` (``true`` in a bare ``bwrap --unshare-user``, run as
@@ -78,14 +78,14 @@ def preflight(
     its process group is killed. Never raises for a host problem: see `raise_for`.
 
     A root runner's probes run as one pool user, leased for all of them
-    (`sandbox._lease.hold_lease`), after the sweep of killed runners' cgroups
+    (`sandbox.users._lease.hold_lease`), after the sweep of killed runners' cgroups
     (a leftover it ends does not hold its user). With every user leased by
     other sandboxes for ``lease_wait_s``, the probes are ``unverified``; a
     lease that cannot be had at all makes ``session-user`` broken.
 
     Side effect, as for a session: when the runner is root, the session user
     gets search permission (an ACL entry) on the directories leading to the
-    harness, if it lacks it (`sandbox._privileges.hand_over`).
+    harness, if it lacks it (`sandbox.users._privileges.hand_over`).
 
     Args:
         bwrap: The bwrap executable, a name looked up on PATH or a path.

@@ -2,7 +2,7 @@
 
 A probe runs under a session's exact recipe (`open_confined`: the RC-02
 mounts, the ``--args FD`` environment, the init shell with its lifeline, the
-privilege drop of `sandbox._privileges`) in scratch directories handed to the
+privilege drop of `sandbox.users._privileges`) in scratch directories handed to the
 session user, so what would fail a session fails here first (BC-16). Its
 output is captured bounded (`sandbox._capture`); from synchronous code it
 runs through the sync shim (`run_sync`).
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ._layout import HostLayout
-    from ._privileges import SessionUser
+    from .users import SessionUser
 
 __all__ = ["STDERR_TAIL_CHARS", "Run", "probe_spec", "run_confined"]
 

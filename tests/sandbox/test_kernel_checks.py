@@ -16,9 +16,9 @@ import pytest
 from sandbox._errors import PreflightFailed
 from sandbox._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from sandbox._layout import measure_host_layout
-from sandbox._pool import session_user
 from sandbox._preflight import preflight, raise_for
 from sandbox.cgroup import CgroupHost, _cgroup, find_cgroups
+from sandbox.users import session_user
 
 pytestmark = pytest.mark.bwrap
 

@@ -12,8 +12,8 @@ import pytest
 from sandbox._capture import Run
 from sandbox._layout import measure_host_layout
 from sandbox._limit_checks import _verdict, check_limits
-from sandbox._pool import session_user
 from sandbox.cgroup import LimitHit, MiB
+from sandbox.users import session_user
 
 SEEN = f"nofile 64 64 tmp {4 * MiB}\n"
 MEMORY = LimitHit("memory", "...")

@@ -29,10 +29,9 @@ from sandbox import (
 from sandbox._checks import userns_causes
 from sandbox._init import session_init_command
 from sandbox._landlock import scoped_command
-from sandbox._pool import session_pool
 from sandbox._preflight import userns_sysctls
-from sandbox._privileges import SESSION_USER
 from sandbox._seccomp import session_filter
+from sandbox.users import SESSION_USER, session_pool
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
 BC15 = FIXTURES / "BC-15_fake_bwrap.sh"
@@ -472,7 +471,7 @@ def test_a_root_runner_without_the_session_user_is_broken_with_the_fix(
     def missing(name: str) -> object:
         raise KeyError(name)
 
-    monkeypatch.setattr("sandbox._pool.pwd.getpwnam", missing)
+    monkeypatch.setattr("sandbox.users._pool.pwd.getpwnam", missing)
     report = preflight(layout=MERGED_USR, harness=Path("/usr/bin/true"), euid=0)
     verdicts = _verdicts(report)
     assert verdicts["session-user"] == "broken"
@@ -489,7 +488,7 @@ def test_a_root_runner_without_the_session_user_is_broken_with_the_fix(
 def test_a_root_runner_without_setpriv_is_broken(monkeypatch: pytest.MonkeyPatch) -> None:
     real_which = shutil.which
     monkeypatch.setattr(
-        "sandbox._privileges.shutil.which",
+        "sandbox.users._privileges.shutil.which",
         lambda name, **kw: None if name == "setpriv" else real_which(name, **kw),
     )
     report = preflight(layout=MERGED_USR, euid=0)

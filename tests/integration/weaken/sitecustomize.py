@@ -472,9 +472,9 @@ if WEAKEN:
     if "leak-env" in WEAKEN:
         _weaken_spawn()
     if "no-drop" in WEAKEN:
-        _after_import("sandbox._pool", _weaken_privileges)
+        _after_import("sandbox.users._pool", _weaken_privileges)
     if "no-uid-pool" in WEAKEN:
-        _after_import("sandbox._lease", _weaken_lease)
+        _after_import("sandbox.users._lease", _weaken_lease)
     if "no-cgroup" in WEAKEN:
         _after_import("sandbox._confined", _weaken_cgroup)
     if "no-landlock" in WEAKEN:

@@ -22,7 +22,6 @@ from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_alive, runner_tag
-from sandbox._pool import session_user
 from sandbox._process import open_child
 from sandbox._scratch import sweep_scratch
 from sandbox.cgroup import (
@@ -35,6 +34,7 @@ from sandbox.cgroup import (
     sweep_cgroups,
 )
 from sandbox.cgroup._cgroup_limits import ControllerGroup, enable_delegated, limit_groups
+from sandbox.users import session_user
 from tests.conftest import missing
 from tests.standin import STANDIN_PYTHON
 

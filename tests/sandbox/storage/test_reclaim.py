@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._privileges import _add_user_search, _read_acl
 from sandbox.cgroup import allocated_bytes
 from sandbox.storage._reclaim import MAX_DEPTH, reclaim_tree, replace_with_copy
+from sandbox.users._privileges import _add_user_search, _read_acl
 from tests.conftest import missing
 from tests.integration import kit
 

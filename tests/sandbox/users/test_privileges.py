@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import SESSION_USER, SessionUser, SessionUserUnusable, drop_argv, session_user
-from sandbox._privileges import can_access, grant_search, hand_over
+from sandbox.users._privileges import can_access, grant_search, hand_over
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs a root runner")
 
@@ -53,7 +53,7 @@ def test_drop_argv_is_setpriv_with_every_id_and_no_groups() -> None:
 
 def test_a_session_user_with_uid_0_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = pwd.struct_passwd((SESSION_USER, "x", 0, 0, "", "/", "/bin/false"))
-    monkeypatch.setattr("sandbox._pool.pwd.getpwnam", lambda name: fake)
+    monkeypatch.setattr("sandbox.users._pool.pwd.getpwnam", lambda name: fake)
     with pytest.raises(SessionUserUnusable, match="would run as root"):
         session_user(euid=0)
 
@@ -127,7 +127,7 @@ def test_a_filesystem_without_acls_is_refused_with_the_fix(
     def no_acls(*args: object) -> None:
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
 
-    monkeypatch.setattr("sandbox._privileges.os.setxattr", no_acls)
+    monkeypatch.setattr("sandbox.users._privileges.os.setxattr", no_acls)
     with pytest.raises(SessionUserUnusable, match="cannot search") as caught:
         grant_search(tmp_path / "p" / "ws", user)
     assert "setfacl -m u:headwater-session:x" in caught.value.fix

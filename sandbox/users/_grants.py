@@ -1,7 +1,7 @@
 """Taking back the search grants a root runner gave session users on a tree (docs/host.md).
 
 Rule: a root runner lets each session user search the directories on the way to what bwrap
-binds (`sandbox._privileges.grant_search`: the ACL entry ``u:<user>:--x``), a batch's own
+binds (`sandbox.users._privileges.grant_search`: the ACL entry ``u:<user>:--x``), a batch's own
 directories included (its sessions' directories lead to each workspace the findings
 checker reads). The grants are needed while the batch's sessions run, and by nothing once
 they have ended: when the batch's last invocation ends (the batch lock is released, however
@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ._errors import SessionUserUnusable
+from .._errors import SessionUserUnusable
 from ._pool import session_pool
 from ._privileges import (
     _ACL_ENTRY,
@@ -121,7 +121,7 @@ def revoke_grants(top: Path, uids: Collection[int], *, depth: int = GRANT_DEPTH)
 @contextlib.contextmanager
 def grants_revoked(top: Path) -> Iterator[None]:
     """On leaving the block, however it is left: `revoke_grants` of this host's session users
-    (`sandbox._pool.session_pool`) on ``top`` (blocking; nothing for a runner that is not
+    (`sandbox.users._pool.session_pool`) on ``top`` (blocking; nothing for a runner that is not
     root, which grants nothing).
 
     Hold it inside whatever keeps other runners off ``top`` (a batch: its lock), so that
@@ -148,7 +148,7 @@ def grants_revoked(top: Path) -> Iterator[None]:
 
 
 def _read_acl_nofollow(path: Path) -> list[tuple[int, int, int]] | None:
-    """`sandbox._privileges._read_acl` of ``path`` itself: a symlink has none (None)."""
+    """`sandbox.users._privileges._read_acl` of ``path`` itself: a symlink has none (None)."""
     if stat.S_ISLNK(os.lstat(path).st_mode):
         return None
     try:

@@ -1,7 +1,7 @@
 """Leases of session users: a sandbox of a root runner runs as a pool user no other one runs as.
 
 Rule: each sandbox (a session, with its findings checker; a preflight probe)
-holds one pool user (`sandbox._pool`) exclusively, across every runner
+holds one pool user (`sandbox.users._pool`) exclusively, across every runner
 process of the host, from before its directories are handed over until its
 cgroup is empty and its files are the runner's again; no process of that uid
 runs when the lease is handed out. So no two sandboxes that run at once share
@@ -31,7 +31,7 @@ How:
   every `POLL_S`) until one is free: a batch never fails because another
   runner is busy. The pool does not grow here: a root runner made at least
   as many users as it runs sessions at once before its preflight
-  (`sandbox._pool.ensure_session_pool`), so only other runners' sessions
+  (`sandbox.users._pool.ensure_session_pool`), so only other runners' sessions
   make it wait. When every free user has leftover processes for `STRAY_BOUND_S`
   (no lease will ever end), the wait ends with `SessionUserUnusable` naming
   them.
@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Final, final
 
 import anyio
 
-from ._errors import PoolBusy, SessionUserUnusable
-from .cgroup import EMPTY_TIMEOUT_S
+from .._errors import PoolBusy, SessionUserUnusable
+from ..cgroup import EMPTY_TIMEOUT_S
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping

@@ -1,4 +1,4 @@
-"""The session pool (`sandbox._pool`): its names, its bound, and users it refuses.
+"""The session pool (`sandbox.users._pool`): its names, its bound, and users it refuses.
 
 Lookups are faked (``pwd.getpwnam``) except where a test says it reads this
 host's real pool (a root runner; `make session-user` makes it).
@@ -12,7 +12,8 @@ import pwd
 import pytest
 
 from sandbox._errors import SessionUserUnusable
-from sandbox._pool import (
+from sandbox.users import SESSION_USER
+from sandbox.users._pool import (
     MAX_POOL_USERS,
     SessionPool,
     ensure_session_pool,
@@ -20,7 +21,6 @@ from sandbox._pool import (
     session_pool,
     useradd_argv,
 )
-from sandbox._privileges import SESSION_USER
 
 
 def fake_accounts(monkeypatch: pytest.MonkeyPatch, ids: dict[str, tuple[int, int]]) -> None:
@@ -30,7 +30,7 @@ def fake_accounts(monkeypatch: pytest.MonkeyPatch, ids: dict[str, tuple[int, int
         uid, gid = ids[name]
         return pwd.struct_passwd((name, "x", uid, gid, "", "/nonexistent", "/usr/sbin/nologin"))
 
-    monkeypatch.setattr("sandbox._pool.pwd.getpwnam", getpwnam)
+    monkeypatch.setattr("sandbox.users._pool.pwd.getpwnam", getpwnam)
 
 
 def test_the_pool_starts_with_the_one_user_of_earlier_versions() -> None:

@@ -1,4 +1,4 @@
-"""Leases of session users (`sandbox._lease`): exclusive across processes, freed by the kernel.
+"""Session users' leases (`sandbox.users._lease`): exclusive across processes, freed by the kernel.
 
 The pools here are of made-up users whose uids no process runs as (the lease
 only locks and reads /proc; nothing is dropped to them), and every test has its
@@ -19,9 +19,8 @@ import anyio
 import pytest
 
 from sandbox._errors import PoolBusy, SessionUserUnusable
-from sandbox._lease import Lease, hold_lease, lease_user, try_lease, uid_keys, uid_processes
-from sandbox._pool import SessionPool
-from sandbox._privileges import SessionUser
+from sandbox.users import SessionPool, SessionUser
+from sandbox.users._lease import Lease, hold_lease, lease_user, try_lease, uid_keys, uid_processes
 from tests.conftest import REPO, python_child
 
 if TYPE_CHECKING:
@@ -55,9 +54,9 @@ def root(tmp_path: Path) -> Path:
 def holder(root: Path) -> Iterator[subprocess.Popen[str]]:
     """Another runner process holding a lease of the first user of `pool_of(2)` until killed."""
     code = ("import sys, time\n"
-            "from sandbox._lease import try_lease\n"
-            "from sandbox._pool import SessionPool\n"
-            "from sandbox._privileges import SessionUser\n"
+            "from sandbox.users._lease import try_lease\n"
+            "from sandbox.users._pool import SessionPool\n"
+            "from sandbox.users._privileges import SessionUser\n"
             f"pool = SessionPool((SessionUser('hw-test-0', {FREE_UID}, {FREE_UID}),))\n"
             f"lease, _ = try_lease(pool, root=__import__('pathlib').Path({str(root)!r}))\n"
             "print(lease.user.name, flush=True)\n"

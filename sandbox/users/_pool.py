@@ -8,7 +8,7 @@ watches, fanotify groups. Sessions sharing one uid share those counts, so one
 session could take all 128 inotify instances of the host's sessions. Rule: no
 two sessions that may run at once share a uid. So a root runner has a *pool*
 of session users, and each sandbox runs as one it leases for its whole life
-(`sandbox._lease`).
+(`sandbox.users._lease`).
 
 The pool is ``headwater-session`` (`SESSION_USER`, the one user of earlier
 versions, so existing hosts keep working), then ``headwater-session-1``,
@@ -29,8 +29,8 @@ import shutil
 from dataclasses import dataclass
 from typing import Final
 
-from ._capture import run_bounded_sync
-from ._errors import SessionUserUnusable
+from .._capture import run_bounded_sync
+from .._errors import SessionUserUnusable
 from ._privileges import SESSION_USER, SessionUser
 
 __all__ = [
@@ -134,7 +134,7 @@ def session_user(*, euid: int | None = None) -> SessionUser | None:
     """The pool's first user, `SESSION_USER`; None for a runner that is not root.
 
     For tests and tools that run one sandbox as a known user and hold no
-    lease; a runner's sandboxes run as the user they lease (`sandbox._lease`).
+    lease; a runner's sandboxes run as the user they lease (`sandbox.users._lease`).
 
     Raises:
         SessionUserUnusable: as `session_pool`.

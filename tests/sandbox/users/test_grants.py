@@ -1,11 +1,11 @@
-"""Taking back session users' search grants (sandbox/_grants.py), against acl(5).
+"""Taking back session users' search grants (sandbox/users/_grants.py), against acl(5).
 
 Expected values from acl(5): a directory whose ACL, once the session users' entries are
 gone, has no named entry left has a minimal ACL, which is its mode alone (no xattr; the
 group bits are the owning group's entry again, where with a mask they showed the mask); one
 that keeps a named entry keeps its ACL with the mask the union of the group class
 (setfacl(1)'s recomputation). The grants are made as a runner makes them
-(`sandbox._privileges.grant_search`'s entry), the ACL read back from the kernel's xattr.
+(`sandbox.users._privileges.grant_search`'s entry), the ACL read back from the kernel's xattr.
 
 Seen red: `revoke_search` without its removal of a minimal ACL (the directory kept a mask,
 ``ls -ld``'s ``+``; the mode's group bits stayed the mask's).
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._grants import GRANT_DEPTH, revoke_grants, revoke_search
-from sandbox._privileges import _add_user_search
+from sandbox.users._grants import GRANT_DEPTH, revoke_grants, revoke_search
+from sandbox.users._privileges import _add_user_search
 
 A, B, KEPT = 4201, 4202, 4203
 """Two session users' uids and a uid whose entry is not the runner's to take back."""

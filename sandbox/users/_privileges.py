@@ -6,8 +6,8 @@ only root may read (``/etc/shadow`` under the read-only ``/etc``) stay
 readable. So a runner whose effective uid is 0 drops privileges *before*
 bwrap starts: the argv is prefixed with ``setpriv --reuid U --regid G
 --clear-groups --`` (util-linux, setpriv(1)), which execs bwrap as a session
-user: one of the pool (`sandbox._pool`, `SESSION_USER` first) that the
-sandbox leases for its whole life (`sandbox._lease`), so no two sessions that
+user: one of the pool (`sandbox.users._pool`, `SESSION_USER` first) that the
+sandbox leases for its whole life (`sandbox.users._lease`), so no two sessions that
 run at once share a uid. bwrap then needs unprivileged user namespaces, like
 any non-root runner. A runner that is not root needs no drop: its sessions
 run as itself.
@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ._errors import SessionUserUnusable
+from .._errors import SessionUserUnusable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
 SESSION_USER: Final = "headwater-session"
-"""The first user of the session pool (`sandbox._pool`), the one user of earlier versions."""
+"""The first user of the session pool (`sandbox.users._pool`), the one user of earlier versions."""
 PRIVATE_DIR_MODE: Final = 0o700
 """Mode of the session's own directories once handed over."""
 PRIVATE_FILE_MODE: Final = 0o600
@@ -65,7 +65,7 @@ class SessionUser:
     """The unprivileged identity a root runner's sessions run under.
 
     Attributes:
-        name: The account name: `SESSION_USER`, or another of the pool (`sandbox._pool`).
+        name: The account name: `SESSION_USER`, or another of the pool (`sandbox.users._pool`).
         uid: Its user id, never 0.
         gid: Its primary group id, never 0; supplementary groups are cleared.
     """
