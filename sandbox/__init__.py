@@ -30,7 +30,6 @@ from ._confined import ConfinedDirs as ConfinedDirs
 from ._confined import ConfinedSpec as ConfinedSpec
 from ._confined import Sandbox as Sandbox
 from ._confined import open_confined as open_confined
-from ._egress import EgressProxy as EgressProxy
 from ._env import SESSION_PATH as SESSION_PATH
 from ._env import args_payload as args_payload
 from ._env import session_environment as session_environment
@@ -46,9 +45,6 @@ from ._errors import SpawnFailed as SpawnFailed
 from ._layout import HostLayout as HostLayout
 from ._layout import measure_host_layout as measure_host_layout
 from ._limit_checks import check_limits as check_limits
-from ._network import BRIDGE_URL as BRIDGE_URL
-from ._network import network_preflight as network_preflight
-from ._network import open_session_egress as open_session_egress
 from ._preflight import preflight as preflight
 from ._preflight import raise_for as raise_for
 from ._probes import probe_spec as probe_spec
@@ -83,6 +79,10 @@ from .cgroup import MiB as MiB
 from .cgroup import find_cgroups as find_cgroups
 from .cgroup import format_bytes as format_bytes
 from .cgroup import sweep_cgroups as sweep_cgroups
+from .network import BRIDGE_URL as BRIDGE_URL
+from .network import EgressProxy as EgressProxy
+from .network import network_preflight as network_preflight
+from .network import open_session_egress as open_session_egress
 from .storage import copy_regular as copy_regular
 from .users import LEASE_ROOT as LEASE_ROOT
 from .users import MAX_POOL_USERS as MAX_POOL_USERS

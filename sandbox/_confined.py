@@ -146,7 +146,7 @@ class ConfinedSpec:
             inside paths.
         workspace_read_only: Bind the workspace read-only (and do not hand it
             over: it stays the session's).
-        egress_socket: The session's egress proxy socket (`sandbox._egress`).
+        egress_socket: The session's egress proxy socket (`sandbox.network._egress`).
         reclaim_log: Replace a given log directory by the runner's copy of its
             regular files on exit (False: the caller copies it elsewhere, as a
             session from its store does, `sandbox.storage._reclaim.copy_regular`).
@@ -157,7 +157,7 @@ class ConfinedSpec:
             ``memory_bytes`` in its cgroups, ``tmp_bytes`` as bwrap ``--size``,
             ``open_files`` as ``RLIMIT_NOFILE``, ``write_bytes`` watched over
             the workspace, log and config directories (`sandbox.cgroup._watch`);
-            ``connections`` is the egress proxy's (`sandbox._egress`).
+            ``connections`` is the egress proxy's (`sandbox.network._egress`).
         file_bytes: ``RLIMIT_FSIZE`` (soft and hard, bytes, rounded up to 512) of every
             process in it, set by the join shell before bwrap starts, or None for the
             runner's own: a runner that is not root sets it to bound each file its

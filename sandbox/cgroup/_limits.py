@@ -70,7 +70,7 @@ class Limits:
             allocated blocks over what they held when it started.
         open_files: ``RLIMIT_NOFILE`` (soft and hard) of every process in it.
         connections: Most connections open at once through its egress proxy
-            (each costs the runner two descriptors); `sandbox._egress`.
+            (each costs the runner two descriptors); `sandbox.network._egress`.
         stdout_bytes: Most bytes the session may print on stdout, counted as the
             runner reads them from the pipe (`recorder._lines`), before any line
             handling; at least `MIN_STDOUT_BYTES` when set.

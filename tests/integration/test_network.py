@@ -29,7 +29,7 @@ from sandbox._errors import PreflightFailed
 from sandbox._preflight import Check
 from tests import contract_check
 from tests.integration import kit
-from tests.sandbox.test_network import FakeResolver, Server
+from tests.sandbox.network.test_network import FakeResolver, Server
 
 PROBE = "HW-PRB-0001"
 KEY = "sk-test-network-not-a-secret"

@@ -482,7 +482,7 @@ if WEAKEN:
     if "no-reclaim" in WEAKEN:
         _after_import("sandbox._confined", _weaken_reclaim)
     if WEAKEN & {"no-conn-cap", "no-host-check"}:
-        _after_import("sandbox._egress", _weaken_egress)
+        _after_import("sandbox.network._egress", _weaken_egress)
     if "no-limits" in WEAKEN:
         _after_import("sandbox._confined", _weaken_limits)
     if "open-batch" in WEAKEN:

@@ -1,4 +1,4 @@
-"""The egress proxy's byte relays and its own answers (`sandbox._egress`).
+"""The egress proxy's byte relays and its own answers (`sandbox.network._egress`).
 
 Each relay ends the exchange when either side can carry no more, and none
 raises for a peer's fault: a broken or closed stream is the end of that

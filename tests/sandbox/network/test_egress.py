@@ -1,6 +1,6 @@
 """The egress proxy reaches the provider only as itself, and one session cannot exhaust it.
 
-Rules (sandbox/_egress.py, sandbox/_egress_http.py): a forwarded request
+Rules (sandbox/network/_egress.py, sandbox/network/_egress_http.py): a forwarded request
 names the allowed host in its one ``Host`` header and carries one body of its
 ``Content-Length``, nothing after it; a tunnel starts with a TLS ClientHello
 naming the allowed host; each refusal is counted with what was refused. A
@@ -26,15 +26,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox._egress import (
+from sandbox.network import connect_unix
+from sandbox.network._egress import (
     NO_DESCRIPTORS_NAME,
     OVER_CAP_NAME,
     Target,
     open_egress_proxy,
     parse_proxy_request,
 )
-from sandbox._egress_http import NotTLS, refusal, tls_server_name
-from sandbox.network import connect_unix
+from sandbox.network._egress_http import NotTLS, refusal, tls_server_name
 
 pytestmark = [pytest.mark.timeout(30)]
 

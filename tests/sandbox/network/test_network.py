@@ -27,7 +27,11 @@ from sandbox._argv import EGRESS_MOUNT, Confinement, bwrap_argv, bwrap_options
 from sandbox._capture import capture
 from sandbox._config import Credentials
 from sandbox._confined import ConfinedSpec, open_confined
-from sandbox._egress import (
+from sandbox._env import session_environment
+from sandbox._init import session_init_command
+from sandbox._layout import HostLayout, measure_host_layout
+from sandbox.network import connect_unix
+from sandbox.network._egress import (
     MALFORMED_NAME,
     BadProxyRequest,
     EgressStats,
@@ -36,15 +40,11 @@ from sandbox._egress import (
     parse_proxy_request,
     target_of_url,
 )
-from sandbox._env import session_environment
-from sandbox._init import session_init_command
-from sandbox._layout import HostLayout, measure_host_layout
-from sandbox._network import (
+from sandbox.network._network import (
     BRIDGE_FAILED_STATUS,
     BRIDGE_URL,
     network_preflight,
 )
-from sandbox.network import connect_unix
 
 PY = "/usr/bin/python3"  # Debian's, under /usr: visible inside the sandbox (RC-02)
 MERGED_USR = HostLayout(symlinks=(("/bin", "usr/bin"), ("/lib", "usr/lib")), directories=())
@@ -242,7 +242,7 @@ async def test_proxy_relays_the_provider_and_denies_and_names_the_rest(
         assert stat.S_IMODE((await anyio.Path(sock.parent).stat()).st_mode) == 0o700
         forward = await _ask(sock, f"GET http://127.0.0.1:{provider.port}/v1 HTTP/1.1\r\n"
                                    f"Host: 127.0.0.1:{provider.port}\r\n\r\n".encode())
-        # A tunnel carries TLS to the provider, never plain bytes (sandbox/_egress_http.py).
+        # A tunnel carries TLS to the provider, never plain bytes (sandbox/network/_egress_http.py).
         tunnel = await _ask(sock, f"CONNECT 127.0.0.1:{provider.port} HTTP/1.1\r\n\r\n"
                                   f"GET /v1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
                                   .encode())
@@ -516,7 +516,7 @@ def test_network_preflight_is_ok_on_this_host(bwrap: str, tmp_path: Path) -> Non
 def test_network_preflight_sees_a_namespace_that_is_not_private(
     bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sandbox._network as network
+    import sandbox.network._network as network
 
     def shared(*args: Any, **kwargs: Any) -> list[str]:
         return [a for a in bwrap_argv(*args, **kwargs) if a != "--unshare-net"]

@@ -4,7 +4,7 @@ With ``--network confined`` (the default where the host supports it) a
 session runs in its own network namespace (bwrap ``--unshare-net``; bwrap
 0.8.0 brings its ``lo`` up, measured: ``127.0.0.1/8`` and ``::1``, no other
 interface, no route, so no resolver is reachable and a name lookup fails).
-Its only way out is the egress proxy (`sandbox._egress`), outside the
+Its only way out is the egress proxy (`sandbox.network._egress`), outside the
 sandbox, whose Unix socket is bound into the sandbox at `EGRESS_MOUNT`.
 
 Inside, Debian's ``socat`` (under ``/usr``, so visible in the sandbox)
@@ -40,18 +40,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ._argv import NetworkMode
-from ._capture import Run, capture
-from ._confined import ConfinedSpec, open_confined
+from .._argv import NetworkMode
+from .._capture import Run, capture
+from .._confined import ConfinedSpec, open_confined
+from .._env import SESSION_PATH
+from .._errors import PoolBusy, SessionUserUnusable, SpawnFailed
+from .._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
+from .._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT
+from .._layout import HostLayout, measure_host_layout
+from .._process import run_sync
+from .._report import Check
+from ..users import SessionUser, hold_lease, session_pool
 from ._egress import EGRESS_ROOT, EgressProxy, EgressStats, Target, open_egress_proxy, target_of_url
-from ._env import SESSION_PATH
-from ._errors import PoolBusy, SessionUserUnusable, SpawnFailed
-from ._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
-from ._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT
-from ._layout import HostLayout, measure_host_layout
-from ._preflight import Check
-from ._process import run_sync
-from .users import SessionUser, hold_lease, session_pool
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -78,7 +78,7 @@ async def open_session_egress(
 
     Allows exactly the ``host:port`` of ``provider_url`` (of
     `DEFAULT_PROVIDER_URL` when None), at most ``max_connections`` open at
-    once. See `sandbox._egress.open_egress_proxy` for the socket, its modes
+    once. See `sandbox.network._egress.open_egress_proxy` for the socket, its modes
     and ``owner``, ``directory``, the cap, and cancellation.
 
     Raises:

@@ -1,6 +1,6 @@
 """What the egress proxy reads of a request, and what it refuses in it. Pure: no I/O here.
 
-Rule (`sandbox._egress`): a session reaches the provider's ``host:port`` and
+Rule (`sandbox.network._egress`): a session reaches the provider's ``host:port`` and
 nothing else, and *as* that host, not as another one behind it. So besides
 the target of the request line, the proxy holds:
 

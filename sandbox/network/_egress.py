@@ -1,7 +1,7 @@
 """The egress proxy: the one way out of a confined session's network namespace.
 
 A session under ``--network confined`` has only a loopback interface. A
-bridge inside the sandbox (Debian's ``socat``, see `sandbox._network`)
+bridge inside the sandbox (Debian's ``socat``, see `sandbox.network._network`)
 forwards a loopback port to a Unix socket bound into the sandbox (RC-02's
 "egress socket"); this proxy listens on that socket, **outside** the
 sandbox, in the runner's own event loop. It speaks the two forms an HTTP
@@ -17,7 +17,7 @@ Exactly one ``host:port`` is allowed, the provider's (compared after
 lower-casing the host; ``localhost`` is not ``127.0.0.1``), and only *as*
 that host: a forwarded request's ``Host`` header and a tunnel's TLS server
 name must name it too, and a forwarded request carries one body of its
-``Content-Length`` and nothing after it (`sandbox._egress_http`). Everything
+``Content-Length`` and nothing after it (`sandbox.network._egress_http`). Everything
 else is answered ``403 Forbidden`` (a tunnel whose first bytes are refused is
 closed) and **counted and named** (``host:port``, or what was refused of a
 request to it: ``127.0.0.1:8080 with Host evil.example``), so the
@@ -72,6 +72,10 @@ import anyio
 from anyio.abc import SocketAttribute
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from .._groups import single_unwrapped
+from .._owner import TAG, runner_gone, runner_tag
+from .._roots import usable_root
+from ..cgroup import LimitHit
 from ._egress_http import MAX_RECORD_BYTES as MAX_RECORD_BYTES
 from ._egress_http import BadProxyRequest as BadProxyRequest
 from ._egress_http import NotTLS, is_address, refusal, tls_server_name
@@ -80,11 +84,7 @@ from ._egress_http import Target as Target
 from ._egress_http import parse_proxy_request as parse_proxy_request
 from ._egress_http import target_of_url as target_of_url
 from ._egress_relay import answer, forward_once, splice
-from ._groups import single_unwrapped
-from ._owner import TAG, runner_gone, runner_tag
-from ._roots import usable_root
-from .cgroup import LimitHit
-from .network import listen_unix
+from ._unix import listen_unix
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
