@@ -20,7 +20,6 @@ from ._capture import Run as Run
 from ._capture import capture as capture
 from ._capture import run_bounded as run_bounded
 from ._capture import run_bounded_sync as run_bounded_sync
-from ._checks import check_session_user as check_session_user
 from ._config import CONFIG_ROOT as CONFIG_ROOT
 from ._config import Credentials as Credentials
 from ._config import host_credentials as host_credentials
@@ -44,10 +43,6 @@ from ._errors import SessionUserUnusable as SessionUserUnusable
 from ._errors import SpawnFailed as SpawnFailed
 from ._layout import HostLayout as HostLayout
 from ._layout import measure_host_layout as measure_host_layout
-from ._limit_checks import check_limits as check_limits
-from ._preflight import preflight as preflight
-from ._preflight import raise_for as raise_for
-from ._probes import probe_spec as probe_spec
 from ._process import DRAIN_AFTER_EXIT_S as DRAIN_AFTER_EXIT_S
 from ._process import GRACE_S as GRACE_S
 from ._process import REAP_TIMEOUT_S as REAP_TIMEOUT_S
@@ -79,6 +74,11 @@ from .cgroup import MiB as MiB
 from .cgroup import find_cgroups as find_cgroups
 from .cgroup import format_bytes as format_bytes
 from .cgroup import sweep_cgroups as sweep_cgroups
+from .checks import check_limits as check_limits
+from .checks import check_session_user as check_session_user
+from .checks import preflight as preflight
+from .checks import probe_spec as probe_spec
+from .checks import raise_for as raise_for
 from .network import BRIDGE_URL as BRIDGE_URL
 from .network import EgressProxy as EgressProxy
 from .network import network_preflight as network_preflight

@@ -1,6 +1,6 @@
 """The host checks behind the preflight (RC-05), each one answer of three.
 
-The probes (`sandbox._probes`) start every subprocess with an empty
+The probes (`sandbox.checks._probes`) start every subprocess with an empty
 environment, bounded by a named timeout after which its process group is
 killed. The sandbox probes use the very argv a session gets (`bwrap_argv`),
 run as the user sessions run as (`sandbox.users._privileges`), so what would fail
@@ -18,15 +18,14 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ._argv import HARNESS_MOUNT
-from ._capture import Run
-from ._capture import run_bounded_sync as run_bounded
-from ._errors import SessionUserUnusable
-from ._layout import HostLayout, measure_host_layout
-from ._probes import STDERR_TAIL_CHARS, probe_spec, run_confined
-from ._report import Check as Check
-from ._report import Verdict as Verdict
-from .users import (
+from .._argv import HARNESS_MOUNT
+from .._capture import Run
+from .._capture import run_bounded_sync as run_bounded
+from .._errors import SessionUserUnusable
+from .._layout import HostLayout, measure_host_layout
+from .._report import Check as Check
+from .._report import Verdict as Verdict
+from ..users import (
     LEASE_ROOT,
     MAX_POOL_USERS,
     SESSION_USER,
@@ -35,6 +34,7 @@ from .users import (
     drop_argv,
     session_pool,
 )
+from ._probes import STDERR_TAIL_CHARS, probe_spec, run_confined
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,4 +1,4 @@
-"""The preflight's ``cgroups`` and ``seccomp`` checks (sandbox/_kernel_checks.py): three answers.
+"""The preflight's ``cgroups`` and ``seccomp`` checks (`sandbox.checks`): three answers.
 
 Each check must go red when its mechanism is taken away: a kernel whose
 ``cgroup.kill`` ends nothing, a host without a home for a limit's controller,
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from sandbox._errors import PreflightFailed
-from sandbox._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from sandbox._layout import measure_host_layout
-from sandbox._preflight import preflight, raise_for
 from sandbox.cgroup import CgroupHost, _cgroup, find_cgroups
+from sandbox.checks import preflight, raise_for
+from sandbox.checks._kernel_checks import check_cgroups, check_landlock, check_seccomp
 from sandbox.users import session_user
 
 pytestmark = pytest.mark.bwrap
@@ -84,7 +84,7 @@ def test_a_host_without_a_home_for_the_limits_stops_every_batch(
     real = find_cgroups()
     for host in (CgroupHost(v2=None, limits={}),
                  CgroupHost(v2=real.v2, limits={"pids": None, "memory": None})):
-        monkeypatch.setattr("sandbox._kernel_checks.find_cgroups", lambda host=host: host)
+        monkeypatch.setattr("sandbox.checks._kernel_checks.find_cgroups", lambda host=host: host)
         report = preflight(bwrap=bwrap)
         verdicts = {check.name: check.verdict for check in report.checks}
         assert verdicts["cgroups"] == "broken" and report.broken
@@ -114,7 +114,7 @@ def test_a_sandbox_without_the_domain_is_broken(
 def test_a_kernel_without_landlock_is_broken_and_stops_every_batch(
     bwrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sandbox._kernel_checks.host_abi", lambda: None)
+    monkeypatch.setattr("sandbox.checks._kernel_checks.host_abi", lambda: None)
     check = check_landlock(None, None, session_user(), 30)
     assert check.verdict == "broken" and "lsm=" in (check.fix or ""), check
     report = preflight(bwrap=bwrap)
@@ -126,7 +126,8 @@ def test_a_kernel_without_landlock_is_broken_and_stops_every_batch(
 def test_no_interpreter_for_the_domain_is_broken(
     bwrap: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("sandbox._kernel_checks.LANDLOCK_PYTHON", str(tmp_path / "python3"))
+    monkeypatch.setattr("sandbox.checks._kernel_checks.LANDLOCK_PYTHON",
+                        str(tmp_path / "python3"))
     check = check_landlock(bwrap, measure_host_layout(), session_user(), 30)
     assert check.verdict == "broken" and "python3" in check.detail, check
 

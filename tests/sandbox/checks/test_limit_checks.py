@@ -1,4 +1,4 @@
-"""``doctor``'s ``limits`` check (sandbox/_limit_checks.py): three answers, never a pass unseen.
+"""``doctor``'s ``limits`` check (`sandbox.checks._limit_checks`): three answers, no pass unseen.
 
 On this host it is exercised for real (two probes under the real bwrap); the
 other answers come from what the probes would have shown on a host that sets
@@ -11,8 +11,8 @@ import pytest
 
 from sandbox._capture import Run
 from sandbox._layout import measure_host_layout
-from sandbox._limit_checks import _verdict, check_limits
 from sandbox.cgroup import LimitHit, MiB
+from sandbox.checks._limit_checks import _verdict, check_limits
 from sandbox.users import session_user
 
 SEEN = f"nofile 64 64 tmp {4 * MiB}\n"

@@ -24,18 +24,18 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from ._capture import Run, capture
-from ._confined import open_confined
-from ._errors import ConfinementUnavailable, SessionUserUnusable, SpawnFailed
+from .._capture import Run, capture
+from .._confined import open_confined
+from .._errors import ConfinementUnavailable, SessionUserUnusable, SpawnFailed
+from .._process import run_sync
+from .._report import Check
+from ..cgroup import LimitHit, Limits, MiB
 from ._probes import probe_spec
-from ._process import run_sync
-from ._report import Check
-from .cgroup import LimitHit, Limits, MiB
 
 if TYPE_CHECKING:
-    from ._confined import ConfinedSpec
-    from ._layout import HostLayout
-    from .users import SessionUser
+    from .._confined import ConfinedSpec
+    from .._layout import HostLayout
+    from ..users import SessionUser
 
 __all__ = ["LIMITS_PROBE_TIMEOUT_S", "check_limits"]
 

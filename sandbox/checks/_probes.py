@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from ._argv import HARNESS_MOUNT
-from ._capture import Run, capture
-from ._config import Credentials
-from ._confined import ConfinedDirs, ConfinedSpec, open_confined
-from ._env import session_environment
-from ._errors import SpawnFailed
-from ._process import run_sync
+from .._argv import HARNESS_MOUNT
+from .._capture import Run, capture
+from .._config import Credentials
+from .._confined import ConfinedDirs, ConfinedSpec, open_confined
+from .._env import session_environment
+from .._errors import SpawnFailed
+from .._process import run_sync
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-    from ._layout import HostLayout
-    from .users import SessionUser
+    from .._layout import HostLayout
+    from ..users import SessionUser
 
 __all__ = ["STDERR_TAIL_CHARS", "Run", "probe_spec", "run_confined"]
 

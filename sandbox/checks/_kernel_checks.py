@@ -1,7 +1,7 @@
 """Preflight checks of what the kernel must give every sandbox: a cgroup, the seccomp filter,
 the Landlock domain.
 
-Each answers ``ok``, ``broken`` or ``unverified`` (`sandbox._checks.Check`),
+Each answers ``ok``, ``broken`` or ``unverified`` (`sandbox.checks._host_checks.Check`),
 and each exercises the mechanism rather than looking for it: ``cgroups``
 puts a process in a sandbox's cgroup and ends it with ``cgroup.kill``;
 ``seccomp`` runs a probe in a session's sandbox that tries ptrace and
@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ._checks import Check
-from ._errors import ContainmentUnavailable, SessionUserUnusable
-from ._landlock import PYTHON as LANDLOCK_PYTHON
-from ._landlock import REFER_ABI, SCOPE_ABI, host_abi
+from .._errors import ContainmentUnavailable, SessionUserUnusable
+from .._landlock import PYTHON as LANDLOCK_PYTHON
+from .._landlock import REFER_ABI, SCOPE_ABI, host_abi
+from .._process import open_child, run_sync
+from .._report import Check
+from .._seccomp import session_filter
+from ..cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
 from ._probes import Run, probe_spec, run_confined
-from ._process import open_child, run_sync
-from ._seccomp import session_filter
-from .cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
 
 if TYPE_CHECKING:
-    from ._layout import HostLayout
-    from .users import SessionUser
+    from .._layout import HostLayout
+    from ..users import SessionUser
 
 __all__ = ["LANDLOCK_PROBE", "SECCOMP_PROBE", "check_cgroups", "check_landlock", "check_seccomp"]
 

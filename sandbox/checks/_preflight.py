@@ -5,7 +5,7 @@ not run (a timeout, a prerequisite that failed) is ``unverified``, never
 ``ok``. The sandbox is probed with the very argv `bwrap_argv` builds for a
 session, run as the user sessions run as, so a mount or a privilege drop
 that would fail a session fails here first (BC-16). The checks themselves
-live in `sandbox._checks`.
+live in `sandbox.checks._host_checks`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ from __future__ import annotations
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Final, Literal
 
-from ._checks import (
+from .._errors import PoolBusy, PreflightFailed, SessionUserUnusable
+from .._report import PreflightReport as PreflightReport
+from ..cgroup import find_cgroups, sweep_once
+from ..storage import check_storage
+from ..users import hold_lease
+from ._host_checks import (
     BWRAP_VERSION_TIMEOUT_S,
     HARNESS_VERSION_TIMEOUT_S,
     SANDBOX_PROBE_TIMEOUT_S,
@@ -27,18 +32,13 @@ from ._checks import (
     check_userns,
     userns_sysctls,
 )
-from ._errors import PoolBusy, PreflightFailed, SessionUserUnusable
 from ._kernel_checks import check_cgroups, check_landlock, check_seccomp
-from ._report import PreflightReport as PreflightReport
-from .cgroup import find_cgroups, sweep_once
-from .storage import check_storage
-from .users import hold_lease
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ._layout import HostLayout
-    from .users import SessionUser
+    from .._layout import HostLayout
+    from ..users import SessionUser
 
 __all__ = ["Check", "PreflightReport", "Verdict", "preflight", "raise_for", "userns_sysctls"]
 
@@ -67,7 +67,7 @@ def preflight(
     that user; a failure names the sysctl or AppArmor setting that denies
     them); ``cgroups`` (a process in a sandbox's own cgroup is ended by
     ``cgroup.kill``; where the limits' controllers are,
-    `sandbox._kernel_checks`); ``sandbox`` (``true`` under the exact recipe of
+    `sandbox.checks._kernel_checks`); ``sandbox`` (``true`` under the exact recipe of
     a session, `open_confined`, as that user, with an environment passed
     through ``--args FD``: proves /proc and every mount); ``seccomp`` (a probe
     in that sandbox is refused ptrace and process_vm_readv);

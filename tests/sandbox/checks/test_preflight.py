@@ -26,14 +26,14 @@ from sandbox import (
     preflight,
     raise_for,
 )
-from sandbox._checks import userns_causes
 from sandbox._init import session_init_command
 from sandbox._landlock import scoped_command
-from sandbox._preflight import userns_sysctls
 from sandbox._seccomp import session_filter
+from sandbox.checks._host_checks import userns_causes
+from sandbox.checks._preflight import userns_sysctls
 from sandbox.users import SESSION_USER, session_pool
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bug_inputs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "bug_inputs"
 BC15 = FIXTURES / "BC-15_fake_bwrap.sh"
 MERGED_USR = HostLayout(
     symlinks=(
@@ -438,7 +438,7 @@ def test_a_userns_denial_names_apparmor_or_the_sysctl_as_the_cause(
     proc_sys = tmp_path / "proc-sys"
     (proc_sys / sysctl).parent.mkdir(parents=True)
     (proc_sys / sysctl).write_text(value + "\n")
-    monkeypatch.setattr("sandbox._checks._PROC_SYS", proc_sys)
+    monkeypatch.setattr("sandbox.checks._host_checks._PROC_SYS", proc_sys)
     _on_path(
         monkeypatch,
         tmp_path,
