@@ -149,7 +149,7 @@ def one_product(standin: Path, size: int, root: Path, *, profile: bool = False,
     from recorder._initcheck import InitPolicy
     from recorder._transform import StreamObserver
     from sandbox._confined import ConfinedSpec, open_confined
-    from sandbox._pool import session_pool
+    from sandbox.users import session_pool
 
     del campaign.cli
     baseline = _maxrss_mib()

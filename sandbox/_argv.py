@@ -99,7 +99,7 @@ class Confinement:
         workspace_read_only: Bind the workspace read-only (``--ro-bind``):
             for what reads a session's workspace after it and must not change it.
         egress_socket: Host path of the session's egress proxy socket
-            (`sandbox._egress.open_egress_proxy`); required with
+            (`sandbox.network._egress.open_egress_proxy`); required with
             ``"confined"``, refused with ``"host"``.
         tmp_bytes: Size in bytes (bwrap ``--size``) of the private ``/tmp``, and
             again of the private ``/dev/shm`` (each is its own tmpfs of this size:

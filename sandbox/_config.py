@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Final
 
 from ._errors import CredentialsMissing
 from ._owner import runner_gone, runner_tag
-from ._privileges import SessionUser, hand_over_file
 from ._remove import remove_tree
 from ._roots import usable_root
+from .users import SessionUser, hand_over_file
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping

@@ -5,18 +5,18 @@ preflight probe are run, so each rule of the confinement applies at every
 spawn and no caller edits an argv. In order, it:
 
 1. finds the host's cgroup hierarchies and, once per process, ends and
-   removes what killed runners left there (`sandbox._cgroup.sweep_once`),
+   removes what killed runners left there (`sandbox.cgroup._cgroup.sweep_once`),
    then, given a pool of session users, leases one for the sandbox's whole
-   life (`sandbox._lease`: no other sandbox of the host runs as it until the
+   life (`sandbox.users._lease`: no other sandbox of the host runs as it until the
    last step below is done; given a user, the caller holds its lease);
    the sweep comes first, so a leftover it ends does not keep its user from
    the lease;
 2. makes the scratch directories the spec leaves to it (a workspace, a log
    and a config directory, `sandbox._scratch`), hands the session's own
    directories over to the session user and lets it reach every bind source
-   (`sandbox._privileges.hand_over`; nothing for a runner that is not root);
-3. makes the sandbox's own cgroup (`sandbox._cgroup`), with its ``pids`` and
-   ``memory`` limits where the host has those controllers (`sandbox._cgroup_limits`);
+   (`sandbox.users._privileges.hand_over`; nothing for a runner that is not root);
+3. makes the sandbox's own cgroup (`sandbox.cgroup._cgroup`), with its ``pids`` and
+   ``memory`` limits where the host has those controllers (`sandbox.cgroup._cgroup_limits`);
 4. wraps the command in the session's init shell (`sandbox._init`: the pid-2
    guard, the lifeline watcher, the egress bridge with a confined network),
    whose last exec enters the session's Landlock domain (`sandbox._landlock`:
@@ -34,13 +34,13 @@ spawn and no caller edits an argv. In order, it:
 7. spawns on the calling thread, which must be the event loop's own
    (`sandbox._process.spawn`; ``--die-with-parent`` follows the thread), with
    the lifeline as stdin and both output pipes, and watches its limits while
-   the caller's block runs (`sandbox._watch`: a limit passed ends it at once);
+   the caller's block runs (`sandbox.cgroup._watch`: a limit passed ends it at once);
 8. on exit, however the block ends: reaps bwrap (SIGTERM, grace, SIGKILL,
    bounded), closes the lifeline, kills whatever is left in the cgroup and
    waits until it is empty (``cgroup.kill``, ``populated 0``), and removes
    the cgroup (reading, once it is empty, whether a limit was passed: the
    counters, and the writable directories once more); then takes back what
-   the session made (`sandbox._reclaim`: a
+   the session made (`sandbox.storage._reclaim`: a
    given workspace becomes the runner's with the runner's modes, a given log
    directory is replaced by a copy of its regular files), removes the
    scratch directories and releases the lease. A cgroup that does not empty
@@ -62,29 +62,31 @@ from typing import TYPE_CHECKING, Final, final
 import anyio
 
 from ._argv import HARNESS_MOUNT, Confinement, SandboxNetwork, bwrap_argv, bwrap_options
-from ._cgroup import (
-    EMPTY_TIMEOUT_S,
-    CgroupHost,
-    SessionCgroup,
-    find_cgroups,
-    open_session_cgroup,
-    sweep_once,
-)
 from ._env import args_payload
 from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._landlock import scoped_command
 from ._layout import HostLayout, measure_host_layout
-from ._lease import lease_user
-from ._limits import DEFAULT_WRITE_BYTES, LimitHit, Limits
-from ._pool import SessionPool
-from ._privileges import SessionUser, drop_argv, hand_over
 from ._process import GRACE_S, Child, payload_pipe, spawn
-from ._reclaim import reclaim_tree, replace_with_copy
 from ._remove import remove_tree
 from ._scratch import make_scratch
 from ._seccomp import session_filter
-from ._watch import LimitWatch, allocated_bytes, watching
+from .cgroup import (
+    DEFAULT_WRITE_BYTES,
+    EMPTY_TIMEOUT_S,
+    CgroupHost,
+    LimitHit,
+    Limits,
+    LimitWatch,
+    SessionCgroup,
+    allocated_bytes,
+    find_cgroups,
+    open_session_cgroup,
+    sweep_once,
+    watching,
+)
+from .storage import reclaim_tree, replace_with_copy
+from .users import SessionPool, SessionUser, drop_argv, hand_over, lease_user
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -131,10 +133,10 @@ class ConfinedSpec:
         mount: Where ``executable`` appears inside.
         bwrap: The bwrap executable, a name on PATH or a path.
         layout: How the host has /bin, /lib, /lib64, /sbin; None measures ``/``.
-        user: Who the sandbox runs as: a root runner's pool (`sandbox._pool`),
+        user: Who the sandbox runs as: a root runner's pool (`sandbox.users._pool`),
             of which it leases a user for its life; a session user whose lease
             the caller holds (a session's, for its findings checker too;
-            `sandbox._lease.lease_user`); or None for the runner itself (a
+            `sandbox.users._lease.lease_user`); or None for the runner itself (a
             runner that is not root).
         workspace, log_dir, config_dir: Host directories; None makes a scratch
             one, removed on exit. Given ones are the caller's to keep.
@@ -144,18 +146,18 @@ class ConfinedSpec:
             inside paths.
         workspace_read_only: Bind the workspace read-only (and do not hand it
             over: it stays the session's).
-        egress_socket: The session's egress proxy socket (`sandbox._egress`).
+        egress_socket: The session's egress proxy socket (`sandbox.network._egress`).
         reclaim_log: Replace a given log directory by the runner's copy of its
             regular files on exit (False: the caller copies it elsewhere, as a
-            session from its store does, `sandbox._reclaim.copy_regular`).
+            session from its store does, `sandbox.storage._reclaim.copy_regular`).
         socat: The bridge's socat (with ``network="confined"``).
         bridge_port: The bridge's loopback port inside (the namespace is
             private; tests pick a unique one to find the bridge by its argv).
-        limits: Resource limits (`sandbox._limits.Limits`): ``pids`` and
+        limits: Resource limits (`sandbox.cgroup._limits.Limits`): ``pids`` and
             ``memory_bytes`` in its cgroups, ``tmp_bytes`` as bwrap ``--size``,
             ``open_files`` as ``RLIMIT_NOFILE``, ``write_bytes`` watched over
-            the workspace, log and config directories (`sandbox._watch`);
-            ``connections`` is the egress proxy's (`sandbox._egress`).
+            the workspace, log and config directories (`sandbox.cgroup._watch`);
+            ``connections`` is the egress proxy's (`sandbox.network._egress`).
         file_bytes: ``RLIMIT_FSIZE`` (soft and hard, bytes, rounded up to 512) of every
             process in it, set by the join shell before bwrap starts, or None for the
             runner's own: a runner that is not root sets it to bound each file its
@@ -213,13 +215,13 @@ class Sandbox:
         dirs: The directories bound into it.
         argv: The argv it was started with (for tests and messages).
         cgroup: Its cgroup: every process of the sandbox is in it.
-        watch: What holds it to its limits (`sandbox._watch.LimitWatch`), or None
+        watch: What holds it to its limits (`sandbox.cgroup._watch.LimitWatch`), or None
             when it has none to watch.
         user: Who it runs as (leased, or given); None for the runner itself.
         contained: After the exit, whether the cgroup was found empty and removed.
             When False (a process outlived the kill's bound), nothing the sandbox
             wrote was read or reclaimed (no last walk of its directories, no
-            `sandbox._reclaim`), and the caller must read none of it either: its
+            `sandbox.storage._reclaim`), and the caller must read none of it either: its
             workspace, log and config directories may still be written (a session
             ends ``uncontained``, docs/batch.md "Session states").
     """
@@ -256,7 +258,7 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
     Call from the event loop's own thread (`sandbox._process.spawn`).
 
     **Cancellation:** the exit's teardown is shielded and bounded (the reap's
-    bounds, then at most `sandbox._cgroup.EMPTY_TIMEOUT_S` for the cgroup to
+    bounds, then at most `sandbox.cgroup._cgroup.EMPTY_TIMEOUT_S` for the cgroup to
     empty); the cancellation then propagates. When the block is left,
     nothing of the sandbox runs any more, or ``sandbox.contained`` is False:
     a cgroup that did not empty within the bound is logged and left for the
@@ -278,8 +280,8 @@ async def open_confined(spec: ConfinedSpec, *, grace_s: float = GRACE_S) -> Asyn
             environment is too large for one pipe buffer.
 
     A limit passed is not an exception: the sandbox is ended at once and
-    ``sandbox.limit_hit`` names it (`sandbox._watch`). A sandbox given a pool
-    may wait for a free user first (`sandbox._lease.lease_user`): that wait is
+    ``sandbox.limit_hit`` names it (`sandbox.cgroup._watch`). A sandbox given a pool
+    may wait for a free user first (`sandbox.users._lease.lease_user`): that wait is
     not the sandbox's time.
     """
     executable = shutil.which(spec.bwrap)
@@ -446,7 +448,7 @@ def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:
 
 
 def _reclaim(spec: ConfinedSpec) -> None:
-    """Take back the caller's directories the session wrote (blocking; `sandbox._reclaim`)."""
+    """Take back the caller's directories the session wrote (blocking; `sandbox.storage`)."""
     if spec.workspace is not None and not spec.workspace_read_only:
         reclaim_tree(spec.workspace)
     if spec.log_dir is not None and spec.reclaim_log:  # no more than the session may write

@@ -54,7 +54,7 @@ def session_environment(
         provider_url: The Messages API base URL, or None for the harness's default.
         credentials: From `host_credentials`.
         egress_proxy: The bridge's URL inside the sandbox
-            (`sandbox._network.BRIDGE_URL`), or None with ``--network host``.
+            (`sandbox.network._network.BRIDGE_URL`), or None with ``--network host``.
 
     Returns:
         A new dict, name -> value.

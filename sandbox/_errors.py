@@ -86,7 +86,7 @@ class ConfinementUnavailable(SandboxError):
 class ContainmentUnavailable(ConfinementUnavailable):
     """The sandbox could not get its own cgroup, or its seccomp filter, on this host.
 
-    Raised by `sandbox._cgroup` and `sandbox._seccomp` (through `open_confined`):
+    Raised by `sandbox.cgroup._cgroup` and `sandbox._seccomp` (through `open_confined`):
     without them the end of a session would not be the kernel's business, or a
     process inside could trace bwrap's pid 1.
     """
@@ -108,7 +108,7 @@ class SessionUserUnusable(ConfinementUnavailable):
 
 
 class PoolBusy(SessionUserUnusable):
-    """Raised by `sandbox._lease.hold_lease` when no pool user came free within its bound.
+    """Raised by `sandbox.users._lease.hold_lease` when no pool user came free within its bound.
 
     Not a broken host: other sandboxes (of this or another runner) hold every
     session user. A session never sees it (it waits as long as it takes); a

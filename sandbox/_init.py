@@ -29,7 +29,7 @@ The shell (pid 2 of the session's pid namespace; pid 1 is bwrap's init):
    builtins) into another process group (``setpgid``, which no Landlock rule
    covers), orphan that group with a stopped member, and so have the kernel
    send it SIGHUP. It ignores SIGHUP too;
-3. with a confined network, starts the egress bridge (`sandbox._network`),
+3. with a confined network, starts the egress bridge (`sandbox.network._network`),
    its stdout ``/dev/null`` (the harness's stdout is the session's stream;
    socat's stderr stays, for its error messages);
 4. ``exec``s the harness with stdin ``/dev/null`` and the lifeline closed, so

@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
-from ._cgroup import sweep_cgroups
 from ._owner import TAG, runner_gone, runner_tag
 from ._remove import remove_tree
+from .cgroup import sweep_cgroups
 from .storage import FALLBACK_ROOT, STORE_ROOT, sweep_stores
 
 __all__ = ["PREFIX", "make_scratch", "sweep_killed_runners", "sweep_scratch"]
@@ -62,7 +62,7 @@ def sweep_scratch(root: Path | None = None) -> list[Path]:
 
 def sweep_killed_runners() -> list[Path]:
     """End and remove what runners killed before they could clean up left: their sessions'
-    cgroups (`sandbox._cgroup.sweep_cgroups`), then their sessions' stores (unmounted,
+    cgroups (`sandbox.cgroup._cgroup.sweep_cgroups`), then their sessions' stores (unmounted,
     detached, removed: `sandbox.storage.sweep_stores`; once the cgroups are ended nothing of
     a session holds one) and their scratch directories (blocking).
 

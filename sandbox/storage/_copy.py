@@ -17,7 +17,7 @@ Rule: what a session wrote is untrusted (RC-02, disk bound). The copy
   and comes back by ``openat("..")`` (checked against the directory it left),
   iteratively, so a tree nested past Python's recursion limit, or past the
   open-file limit, is copied;
-* gives everything the runner's owner and the modes `sandbox._reclaim` gives a
+* gives everything the runner's owner and the modes `sandbox.storage._reclaim` gives a
   reclaimed workspace (directories 0755, files 0644, or 0755 with an execute
   bit): the findings checker, which reads as the session user, still can.
 
@@ -34,7 +34,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
-from .._reclaim import DIR_MODE, FILE_MODE
+from ._reclaim import DIR_MODE, FILE_MODE
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -21,7 +21,7 @@ blocks, group metadata) and `FIXED_BYTES`, rounded up to a MiB and at least
 BLOCK_BYTES)`` (the sealed files, as many again for their directories and the
 session's copies, and the session's own: as many as its writes limit has 4 KiB
 blocks, since the sampled limit counts every entry as at least one block,
-`sandbox._watch`, with a floor). The image is sparse: the size bounds the session;
+`sandbox.cgroup._watch`, with a floor). The image is sparse: the size bounds the session;
 the host pays only for the blocks written.
 """
 
@@ -86,7 +86,7 @@ def file_size_limit(write_bytes: int) -> int:
     """The ``RLIMIT_FSIZE``, in bytes, of a session of a runner that is not root (disk bound).
 
     Without a store of its own, nothing but the sampled writes limit bounds what
-    such a session writes (`sandbox._watch`), and a page cache fills at
+    such a session writes (`sandbox.cgroup._watch`), and a page cache fills at
     gigabytes a second between two samples; the per-file bound lets no file grow
     past the limit at all (docs/storage.md "A runner that is not root"). It is
     the limit and one block more, so that a file the kernel stopped holds more

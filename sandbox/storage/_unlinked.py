@@ -1,7 +1,7 @@
 """Files a session unlinked but still holds open: bytes a walk of its directories cannot see.
 
 A runner that is not root bounds a session's writes by sampling what its writable
-directories hold (`sandbox._watch`, docs/storage.md). A file made with ``O_TMPFILE``, or
+directories hold (`sandbox.cgroup._watch`, docs/storage.md). A file made with ``O_TMPFILE``, or
 written and then unlinked while a process keeps it open, takes disk on the same file
 system and appears in no directory. The kernel still lists it among its holder's open
 files: ``/proc/<pid>/fd/<n>`` links to ``<path> (deleted)``, and ``stat`` through that

@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from campaign.batch._config import CONFIG_FORMAT, read_config
 from campaign.cli._args import batch_options
 from campaign.cli._parser import build_parser
-from sandbox._limits import DEFAULT_STDOUT_BYTES, MIN_STDOUT_BYTES, Limits
+from sandbox.cgroup import DEFAULT_STDOUT_BYTES, MIN_STDOUT_BYTES, Limits
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "demo" / "example" / "corpus"

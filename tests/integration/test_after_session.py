@@ -19,14 +19,14 @@ Attacks from inside, each a stand-in harness under real bwrap through ``record``
   the digest of the file left, and stay so.
 
 Rules: docs/session-reach.md "After the session"; the runner's sandbox
-recipe (`sandbox._reclaim`, `campaign.batch._dir.BATCH_DIR_MODE`) and the
+recipe (`sandbox.storage._reclaim`, `campaign.batch._dir.BATCH_DIR_MODE`) and the
 end of a session (its cgroup killed and empty before anything is read).
 
 Seen red: ``HW_WEAKEN=no-reclaim,open-batch`` (``nobody`` runs the copy and
 is the session user); ``open-batch`` alone (``nobody`` runs the copy, as
 itself); ``no-reclaim`` alone (the files stay the session user's);
 ``HW_WEAKEN=no-seccomp,no-cgroup,no-landlock`` (the survivor's rewrite lands after the
-digest was recorded); the log copy's bound removed (`sandbox._reclaim._copy_file`
+digest was recorded); the log copy's bound removed (`sandbox.storage._reclaim._copy_file`
 copying every file whatever its size): the runner wrote 2.8 GB into the kept log.
 """
 

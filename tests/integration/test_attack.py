@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._cgroup import find_cgroups
 from sandbox._config import sweep_config_root
 from sandbox._scratch import sweep_killed_runners
+from sandbox.cgroup import find_cgroups
 from tests.integration import kit
 from tests.integration.attack_standin import HEARTBEAT, REPORT, write_attack_standin
 from tests.integration.test_record_standins import PROBE, SESSION, finals, make_corpus, record

@@ -12,7 +12,7 @@ valid stream) through the real ``run`` under real bwrap, with small limits.
   frames and parses stdout on the event loop; it awaits only when it needs another read,
   so the up to 1 MiB one read returns is framed and parsed without a yield. A blank line
   is an anomaly whose ``json.loads`` raises, about 5 us each: one read of 1 MiB of "\\n"
-  holds the loop about 5 s. `sandbox._watch.LimitWatch` runs on that loop, so while a
+  holds the loop about 5 s. `sandbox.cgroup._watch.LimitWatch` runs on that loop, so while a
   session prints blank lines its writes sampler (every 0.05 s, docs/storage.md "What a
   runner that is not root gives up") does not run. A child writing 60 MiB files (each
   under ``RLIMIT_FSIZE``, so only the sampler stops them) wrote 3,840 MiB into the host's

@@ -1,6 +1,6 @@
 """A root runner's search grants on a batch end with the batch's invocation (docs/host.md).
 
-Rule (`sandbox._grants`): the ACL entries ``u:<session user>:--x`` a root runner adds on
+Rule (`sandbox.users._grants`): the ACL entries ``u:<session user>:--x`` a root runner adds on
 the batch's directories so that a session user reaches what bwrap binds (the findings
 checker reads the session's workspace in the batch) are taken back when the invocation
 ends, before the batch lock is let go. After a real ``record`` whose corpus has a checker

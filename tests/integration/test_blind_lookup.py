@@ -354,7 +354,7 @@ def non_root_runner() -> Iterator[Runner]:
     if os.geteuid() != 0:
         yield Runner(None)
         return
-    from sandbox._cgroup import find_cgroups
+    from sandbox.cgroup import find_cgroups
 
     host = find_cgroups()
     if host.v2 is None:

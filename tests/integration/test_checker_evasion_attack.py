@@ -1,7 +1,7 @@
 """A session cannot turn its findings into "not checked" by what it leaves in its workspace.
 
 The findings checker (RC-11) runs over the workspace after the session, which keeps the
-symlinks, FIFOs and sockets the session left (`sandbox._reclaim` re-owns them). The
+symlinks, FIFOs and sockets the session left (`sandbox.storage._reclaim` re-owns them). The
 stand-in (through ``record``, real bwrap) writes ``report.md`` naming the retired decision
 HW-DR-0051, which the suite's own checker (`test_record_standins.CHECKER`) reports as
 ``mentions-retired``, and beside it a symlink to itself (``loop.md``) and a FIFO

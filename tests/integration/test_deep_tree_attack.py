@@ -5,7 +5,8 @@ green with it.
 
 The runner removed what a session wrote with `shutil.rmtree`: its config directory
 (`sandbox._config.remove_tree`, at the session's end and in the start-up sweep of killed
-runners' directories) and the session's original log tree (`sandbox._reclaim.replace_with_copy`).
+runners' directories) and the session's original log tree
+(`sandbox.storage._reclaim.replace_with_copy`).
 Python 3.11's `shutil.rmtree` recurses once per directory level, so a tree about a thousand
 levels deep raised `RecursionError`, even with ``ignore_errors``, which is no `OSError`: it
 went up through the supervisor, and the runner exited 1 ("unexpected error (a bug)"), ending
@@ -15,7 +16,7 @@ or ``doctor`` of the host swept it at start-up (its runner is dead) and died the
 before any session: one session stopped the host's recording until root removed it by hand.
 `sandbox._remove.remove_tree` now walks with a stack of its own.
 
-The writes walk (`sandbox._watch`) ends a session that nests more than 64 levels, but only
+The writes walk (`sandbox.cgroup._watch`) ends a session that nests more than 64 levels, but only
 when it next walks: the stand-in first makes the walk slow (30,000 empty files, about 120 MB
 of the 512 MiB writes limit, so the next walk waits 20 times the 0.2 s it takes), waits with
 inotify until a walk closed its config directory (the walk's last root), then nests 1,100

@@ -38,7 +38,7 @@ Seen red with each fix reverted:
 ``READ_ONLY_ROOT`` emptied in sandbox/_argv.py (roots: /x, /opt/x, ... written);
 ``--remount-ro /dev`` taken out (roots: /dev/x written); the ``--tmpfs /dev/shm``
 taken out (shm: EROFS, /dev being read-only, not a sized tmpfs); ``/dev/shm``
-taken out of ``TMPFS_MOUNTS`` in sandbox/_watch.py (shm: recorded, not
+taken out of ``TMPFS_MOUNTS`` in sandbox/cgroup/_watch.py (shm: recorded, not
 limit-exceeded); ``over_writes`` ignored in campaign/supervisor/_staging.py
 ``keep`` (falloc: a workspace kept, a file past the limit in the batch);
 ``_file_bound`` returning None in campaign/supervisor/_session.py (sparse, dense); the

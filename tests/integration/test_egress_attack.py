@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._egress import OVER_CAP_NAME
+from sandbox.network._egress import OVER_CAP_NAME
 from tests.integration import kit
-from tests.sandbox.test_egress import Upstream
+from tests.sandbox.network.test_egress import Upstream
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(240)]
 

@@ -1,6 +1,6 @@
 """A session's keys still count against its user's quota after its lease is released.
 
-Seen red before `sandbox._lease.Lease.settle` (uid 994 held 200 keys, before 0, with its lease
+Seen red before `sandbox.users._lease.Lease.settle` (uid 994 held 200 keys, before 0, with its lease
 released), green with it.
 
 The kernel counts keys per uid, host-wide (``kernel.keys.maxkeys`` 200 and ``maxbytes``
@@ -8,7 +8,7 @@ The kernel counts keys per uid, host-wide (``kernel.keys.maxkeys`` 200 and ``max
 real bwrap) adds ``user`` keys to its user keyring until ``add_key`` fails (EDQUOT). Its
 keyrings live in bwrap's user namespace, which the kernel frees some time after the
 session's last process is gone (measured here: about 2 s after ``record`` returned, the
-uid still held 200 of its 200 keys). The lease (`sandbox._lease`) is released as soon as
+uid still held 200 of its 200 keys). The lease (`sandbox.users._lease`) is released as soon as
 the cgroup is empty and the files are the runner's, so the next session leased that user
 in those seconds (with ``--concurrency 1`` it is the same user, at once) starts with no key
 quota left: ``add_key`` fails with EDQUOT, which docs/session-reach.md "Identity and
@@ -20,7 +20,7 @@ of the one before it holds anything the kernel counts for that uid. The test rea
 than before it.
 
 The fix: a lease remembers its uid's key count when handed out (``/proc/key-users``) and,
-before it is released, waits (at most `sandbox._lease.KEYS_SETTLE_S`, off the event loop)
+before it is released, waits (at most `sandbox.users._lease.KEYS_SETTLE_S`, off the event loop)
 until the count is back to that.
 """
 

@@ -16,7 +16,7 @@ then "thinks" for a few seconds and prints a valid stream):
   each takes one of the host filesystem's inodes, so each counts a block;
 * ``honest``: nothing; it must be recorded.
 
-Rules (sandbox/_limits.py, docs/batch.md "Session states"): the kernel refuses
+Rules (sandbox/cgroup/_limits.py, docs/batch.md "Session states"): the kernel refuses
 past the limit, the runner ends that session at once with the limit named in
 its reason (ledger and prose), never the batch; every session of the batch
 runs. The defaults stop these sizes too (the last test).
@@ -24,7 +24,7 @@ runs. The defaults stop these sizes too (the last test).
 Seen red by reverting the enforcement in `sandbox/_confined.py` (no limit
 cgroups, no ``--size``, no watch): all four attacks run to their end and are
 recorded, the 1 GiB files left behind; ``inodes`` went red by itself with the writes
-counted by allocated blocks alone (`sandbox._watch.MIN_ENTRY_BYTES` taken out): recorded,
+counted by allocated blocks alone (`sandbox.cgroup._watch.MIN_ENTRY_BYTES` taken out): recorded,
 its 100,000 files costing under 2 MB of directory blocks (at that rate the default 512 MiB
 let one session take every inode of the host's root filesystem); ``stdout`` went red
 by itself without the kept stream's check (`campaign.supervisor._session`
@@ -39,7 +39,7 @@ import json
 
 import pytest
 
-from sandbox._limits import DEFAULT_LIMITS
+from sandbox.cgroup import DEFAULT_LIMITS
 from tests.integration import kit
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]

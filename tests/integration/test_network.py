@@ -25,11 +25,11 @@ from ruamel.yaml import YAML
 from campaign.batch import _open
 from campaign.batch._options import BatchOptions
 from demo import Script, ScriptedProvider, example_paths, load_scripts
+from sandbox import Check
 from sandbox._errors import PreflightFailed
-from sandbox._preflight import Check
 from tests import contract_check
 from tests.integration import kit
-from tests.sandbox.test_network import FakeResolver, Server
+from tests.sandbox.network.test_network import FakeResolver, Server
 
 PROBE = "HW-PRB-0001"
 KEY = "sk-test-network-not-a-secret"

@@ -102,7 +102,7 @@ def test_the_session_user_owns_its_directories_0700_while_it_runs_and_then_the_r
     user = _session_user(session)
     inside = [line.split() for line in _seen(session, "modes.txt").splitlines()]
     assert inside == [["700", str(user.pw_uid), str(user.pw_gid)]] * 3
-    # After the session (sandbox._reclaim): the workspace is the runner's, readable; the
+    # After the session (sandbox.storage._reclaim): the workspace is the runner's, readable; the
     # log a copy, the runner's alone.
     for path, mode in ((session, 0o755), (session.parent / "log", 0o700)):
         st = path.stat()

@@ -15,7 +15,7 @@ and writes the answers to its workspace.
 
 Rule (docs/session-reach.md "Identity and processes"): a session cannot take from a
 concurrent session what it needs to run: each session of a root runner runs as a session
-user of its own, leased from the host's pool (`sandbox._lease`), so the kernel's per-user
+user of its own, leased from the host's pool (`sandbox.users._lease`), so the kernel's per-user
 counts are per session (no per-session cap could be set for them: the sysctls are
 host-wide). The victim gets every one.
 

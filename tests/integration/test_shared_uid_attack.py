@@ -7,7 +7,7 @@ thousand a second) left none, and a ``record`` started meanwhile ended ``refused
 (bwrap: "unshare user ns: No space left on device"), not retryable; a session could hold
 them as long as it runs (512 processes of 1,024 descriptors each are enough), failing every
 session of every batch of the host that started meanwhile. A root runner's sessions now run
-each as a pool user of its own (`sandbox._lease`; tests/integration/test_uid_pool_attack.py
+each as a pool user of its own (`sandbox.users._lease`; tests/integration/test_uid_pool_attack.py
 for the other per-user counts), so such a session would take only its own user's; but the
 sessions of a runner that is not root all run as that runner, and its own probes need user
 namespaces: the rule below still holds for every runner.

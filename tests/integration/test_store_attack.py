@@ -14,7 +14,7 @@ Attacks and what was seen when this file was written:
 
 * ``fill``: ``posix_fallocate`` of every free block of the store (instant, no
   data written). GOT THROUGH: the runner's own copy of the log directory
-  (`sandbox._reclaim.replace_with_copy`, made *inside the store*, beside the log)
+  (`sandbox.storage._reclaim.replace_with_copy`, made *inside the store*, beside the log)
   fails ``ENOSPC``; that is taken for the host refusing a write: the whole batch
   stops with exit 6 ("Free space on the file system of
   /var/tmp/headwater-campaign/store/.../fs/.log.copy-..."), the session gets no
@@ -42,7 +42,7 @@ Attacks and what was seen when this file was written:
   and lists the names it left out.
 
 Tests marked ``GOT THROUGH`` below were red when the attacks were found, and are the fixes'
-tests: the log now goes straight into the batch (`sandbox._reclaim.copy_regular`) and the
+tests: the log now goes straight into the batch (`sandbox.storage._reclaim.copy_regular`) and the
 names the copy left out are quoted as JSON strings.
 """
 

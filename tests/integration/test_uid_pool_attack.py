@@ -15,7 +15,7 @@ every instance it got for `HOLD_S` seconds; session B, `ASK_AFTER_S` seconds int
 asks for one. Each writes what it saw, its uid and when (the host's clock, which the
 sandbox shares) into its workspace.
 
-Rule (docs/session-reach.md "Identity and processes"; `sandbox._lease`): each session runs as
+Rule (docs/session-reach.md "Identity and processes"; `sandbox.users._lease`): each session runs as
 a pool user no other session running at once runs as, so B gets its instance while A holds
 all of A's user's.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox._pool import session_pool
+from sandbox.users import session_pool
 from tests.integration import kit
 
 pytestmark = [

@@ -25,8 +25,7 @@ from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import SpawnFailed
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_tag
-from sandbox._pool import ensure_session_pool, session_user
-from sandbox._privileges import hand_over
+from sandbox.users import ensure_session_pool, hand_over, session_user
 from tests.standin import STANDIN_PYTHON, write_standin
 
 pytestmark = [pytest.mark.anyio, pytest.mark.bwrap]
@@ -141,7 +140,7 @@ def test_a_spec_without_an_egress_socket_cannot_be_confined() -> None:
 async def test_sandboxes_given_the_pool_at_once_run_each_as_a_user_of_its_own(
     bwrap: str,
 ) -> None:
-    """Rule (sandbox._lease): no two sandboxes that run at once share a uid.
+    """Rule (sandbox.users._lease): no two sandboxes that run at once share a uid.
 
     Two sandboxes given the pool, each holding until the other has started too, print their
     uids: two distinct pool users. Seen red with ``HW_WEAKEN=no-uid-pool`` (every lease is

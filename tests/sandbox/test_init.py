@@ -21,7 +21,7 @@ from sandbox._capture import capture
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._init import INIT_FAILED_STATUS, session_init_command
 from sandbox._layout import measure_host_layout
-from sandbox._pool import session_user
+from sandbox.users import session_user
 
 COMMAND = ["/opt/harness/claude", "-p", "--", "-a task; with $(words) and 'quotes'"]
 GONE_WITHIN_S = 2.0

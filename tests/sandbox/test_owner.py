@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import _egress
-from sandbox._cgroup import find_cgroups, sweep_cgroups
 from sandbox._config import sweep_config_root
 from sandbox._owner import pid_namespace, runner_gone, runner_state, runner_tag
 from sandbox._scratch import sweep_scratch
+from sandbox.cgroup import find_cgroups, sweep_cgroups
+from sandbox.network import _egress
 from sandbox.storage import sweep_stores
 
 OURS = os.stat("/proc/self/ns/pid").st_ino

@@ -21,8 +21,8 @@ from sandbox import (
     setenv_payload,
 )
 from sandbox._confined import ConfinedSpec
-from sandbox._pool import session_user
-from sandbox._probes import run_confined
+from sandbox.checks._probes import run_confined
+from sandbox.users import session_user
 
 SECRET = "sk-ant-test-real-bwrap-3f9d0a71"
 CANARY = "HW_PARENT_CANARY"

@@ -24,8 +24,8 @@ from sandbox._capture import capture
 from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
-from sandbox._pool import session_user
 from sandbox._seccomp import abis_for, build_filter, session_filter
+from sandbox.users import session_user
 from tests.conftest import missing
 from tests.standin import STANDIN_PYTHON
 

@@ -461,7 +461,7 @@ def _report_uncontained(confined: ModuleType) -> None:
 if os.environ.get("HW_UNCONTAINED"):
     _after_import("sandbox._confined", _report_uncontained)
 if "HW_USAGE_LOG" in os.environ:
-    _after_import("sandbox._watch", _log_usage)
+    _after_import("sandbox.cgroup._watch", _log_usage)
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
     _kill_after_spawn(float(os.environ["HW_KILL_AFTER_SPAWN_S"]))
 if WEAKEN:
@@ -472,9 +472,9 @@ if WEAKEN:
     if "leak-env" in WEAKEN:
         _weaken_spawn()
     if "no-drop" in WEAKEN:
-        _after_import("sandbox._pool", _weaken_privileges)
+        _after_import("sandbox.users._pool", _weaken_privileges)
     if "no-uid-pool" in WEAKEN:
-        _after_import("sandbox._lease", _weaken_lease)
+        _after_import("sandbox.users._lease", _weaken_lease)
     if "no-cgroup" in WEAKEN:
         _after_import("sandbox._confined", _weaken_cgroup)
     if "no-landlock" in WEAKEN:
@@ -482,7 +482,7 @@ if WEAKEN:
     if "no-reclaim" in WEAKEN:
         _after_import("sandbox._confined", _weaken_reclaim)
     if WEAKEN & {"no-conn-cap", "no-host-check"}:
-        _after_import("sandbox._egress", _weaken_egress)
+        _after_import("sandbox.network._egress", _weaken_egress)
     if "no-limits" in WEAKEN:
         _after_import("sandbox._confined", _weaken_limits)
     if "open-batch" in WEAKEN:

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandbox._egress import Target, open_egress_proxy
 from sandbox.network import UNIX_PATH_MAX, connect_unix, listen_unix
+from sandbox.network._egress import Target, open_egress_proxy
 
 
 def _deep(tmp_path: Path) -> Path:
