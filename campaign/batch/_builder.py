@@ -2,12 +2,16 @@
 
 `ArmTranscript` takes the arm's ``started`` and ``final`` records one at a
 time (the journal hands each over as it is appended) and keeps only small
-facts per session: its row, the ledger offset of its recorded final line,
-costs and versions. `ArmTranscript.freeze` then copies them, and the
-`FrozenArm` gives `write_streamed` (in any thread) the head and the rows
-without re-reading the ledger, except each recorded event, read at its offset. So a
-render is linear in the arm's sessions, and holding a 10,000-session batch
-costs a few hundred bytes per session, not its events.
+facts per session: its row, the ledger offset of its recorded final line (the
+reference of its event), costs and versions. A recorded event is held only
+until it is spooled: it waits in `ArmTranscript.pending` until the arm's
+`ItemSpool` (on disk) has taken its proved item, which the next render does
+(or, while a ledger is replayed, `ArmSpools.take` right after the record).
+`ArmTranscript.freeze` then copies the facts, and the `FrozenArm` gives
+`write_streamed` (in any thread) the head, the rows and the pending events.
+Nothing is read back from the ledger. So a render is linear in the arm's
+sessions, and holding a 10,000-session batch costs a few hundred bytes per
+session, not its events.
 
 Identity (RC-14): the six plan members copied unchanged; ``model`` the model
 passed; ``served_version`` the most frequent served model of the recorded
@@ -34,11 +38,9 @@ from recorder.transcript import (
 )
 
 from ._fold import SessionKey
-from ._ledger import read_record_at
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
-    from pathlib import Path
 
     from campaign.plan import Plan
 
@@ -57,7 +59,8 @@ class _Session:
     state: str
     outside_paths: int
     event_offset: int | None
-    """Ledger offset of the recorded final line (its ``event``); None when not recorded."""
+    """Ledger offset of the recorded final line: its event's reference in the arm's spool
+    (or in `ArmTranscript.pending`); None when not recorded."""
     served_model: str | None
     notes: tuple[str, ...]
     anomalies: int
@@ -79,7 +82,6 @@ class ArmTranscript:
     Args:
         plan: The batch's plan (identity members, the arm's tools and identity).
         arm: The arm.
-        ledger: The ledger file, for reading recorded events at their offsets.
         network: The batch's network mode, for an arm whose sessions carry none.
         provider_note: One sentence on which provider the batch ran against.
         planned: The planned sessions of this arm (to count what is outstanding).
@@ -87,12 +89,11 @@ class ArmTranscript:
             (`campaign.batch._config.workspace_note`), or None for none.
     """
 
-    def __init__(self, plan: Plan, arm: str, *, ledger: Path, network: str,
+    def __init__(self, plan: Plan, arm: str, *, network: str,
                  provider_note: str, planned: Iterable[SessionKey] = (),
                  workspace_note: str | None = None) -> None:
         self.plan = plan
         self.arm = arm
-        self._ledger = ledger
         self._network = network
         self._provider_note = provider_note
         self._workspace_note = workspace_note
@@ -109,6 +110,9 @@ class ArmTranscript:
         self._allowed: Counter[str] = Counter()
         self._denied: dict[str, Counter[str]] = {}
         self._outstanding = 0
+        self.pending: dict[int, Event] = {}
+        """Recorded events by reference (their final line's ledger offset) that no spool
+        holds yet; `spooled` forgets those a spool took (RC-15: the event as recorded)."""
         self.dirty = True
         """Changed since the last `freeze` (the renderer writes only dirty arms)."""
 
@@ -122,7 +126,12 @@ class ArmTranscript:
         """Take a ``final`` record of this arm, written at ``offset`` of the ledger.
 
         ``key`` is the record's session as the caller holds it already (the fold's), so the
-        builder keeps no second copy of its names; None makes one.
+        builder keeps no second copy of its names; None makes one. A recorded record's
+        event waits in `pending` under ``offset`` until a spool takes it.
+
+        Raises:
+            pydantic.ValidationError: a recorded record's event breaks the closed key sets
+                (RC-15).
         """
         key = key or SessionKey(record.arm, record.probe, record.session)
         name = f"{key.probe}/{key.session}"
@@ -141,6 +150,7 @@ class ArmTranscript:
         for host, count in (egress.get("denied") or {}).items():
             self._denied.setdefault(str(host), Counter())[name] += int(count)
         served = record.served_model if is_recorded(record.state) else None
+        self._hold(key, record.event, offset, is_recorded(record.state))
         self._sessions[key] = _Session(  # interned: one string per state and model, not session
             state=sys.intern(record.state), outside_paths=record.outside_paths,
             event_offset=offset if is_recorded(record.state) else None,
@@ -158,18 +168,38 @@ class ArmTranscript:
 
     def rederived(self, record: RederivedRecord, offset: int) -> None:
         """Take a ``rederived`` record: it replaces its attempt's row and event, if that
-        attempt is still the session's last."""
+        attempt is still the session's last.
+
+        Raises:
+            pydantic.ValidationError: a recorded record's event breaks the closed key sets.
+        """
         key = SessionKey(record.arm, record.probe, record.session)
         current = self._sessions.get(key)
         if current is None or current.attempt != record.attempt:
             return
         recorded = is_recorded(record.state)
+        self._hold(key, record.event, offset, recorded)
         self._sessions[key] = _Session(
             state=record.state, outside_paths=record.outside_paths,
             event_offset=offset if recorded else None,
             served_model=record.served_model if recorded else None, notes=current.notes,
             anomalies=current.anomalies, attempt=record.attempt, rederived_by=record.runner)
         self.dirty = True
+
+    def _hold(self, key: SessionKey, event: object, offset: int, recorded: bool) -> None:
+        """Keep a recorded record's event pending under ``offset`` (RC-15); the session's
+        earlier event, if one still waits, is replaced and goes."""
+        current = self._sessions.get(key)
+        if current is not None and current.event_offset is not None:
+            self.pending.pop(current.event_offset, None)
+        if recorded:
+            self.pending[offset] = event if isinstance(event, Event) else (
+                Event.model_validate(event))
+
+    def spooled(self, refs: Iterable[int]) -> None:
+        """A spool holds the events of ``refs`` now: stop holding them (on the feeding thread)."""
+        for ref in refs:
+            self.pending.pop(ref, None)
 
     def set_outstanding(self, count: int) -> None:
         """How many planned sessions of this arm are not finished (said in the prose)."""
@@ -184,7 +214,7 @@ class ArmTranscript:
         """
         self.dirty = False
         return FrozenArm(
-            plan=self.plan, arm=self.arm, ledger=self._ledger, network=self._network,
+            plan=self.plan, arm=self.arm, network=self._network,
             provider_note=self._provider_note, planned=self._planned,
             workspace_note=self._workspace_note, sessions=dict(self._sessions),
             first_start=self._first_start,
@@ -193,18 +223,17 @@ class ArmTranscript:
             modes={mode: list(keys) for mode, keys in self._modes.items()},
             allowed=Counter(self._allowed),
             denied={host: Counter(c) for host, c in self._denied.items()},
-            outstanding=self._outstanding,
+            outstanding=self._outstanding, pending=dict(self.pending),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class FrozenArm:
-    """What an `ArmTranscript` knew at one moment: its `head`, `rows` and events
-    (`event_at`), which `recorder.transcript.write_streamed` writes."""
+    """What an `ArmTranscript` knew at one moment: its `head`, `rows` and the events no
+    spool held yet (`event_at`), which `recorder.transcript.write_streamed` writes."""
 
     plan: Plan
     arm: str
-    ledger: Path
     network: str
     provider_note: str
     planned: int
@@ -219,6 +248,8 @@ class FrozenArm:
     allowed: Counter[str]
     denied: dict[str, Counter[str]]
     outstanding: int
+    pending: dict[int, Event]
+    """The recorded events no spool held when frozen, by reference."""
 
     def rows(self) -> Iterator[tuple[SessionRow, int | None]]:
         """The table's rows in order, each with its recorded event's ledger offset or None.
@@ -230,14 +261,18 @@ class FrozenArm:
             yield (SessionRow(probe=key.probe, session=key.session, state=s.state,
                               outside_paths=s.outside_paths), s.event_offset)
 
-    def event_at(self, offset: int) -> Event:
-        """The recorded event of the final (or rederived) line at ``offset`` of the ledger.
+    def event_at(self, ref: int) -> Event:
+        """The pending event of reference ``ref`` (what `write_streamed` spools when its
+        spool does not hold the reference yet).
 
         Raises:
-            LedgerCorrupt: the line does not read back.
-            pydantic.ValidationError: the event breaks the closed key sets.
+            KeyError: no event is pending under ``ref`` (the spool lost one it held: a bug).
         """
-        return Event.model_validate(getattr(read_record_at(self.ledger, offset), "event", None))
+        try:
+            return self.pending[ref]
+        except KeyError:
+            raise KeyError(f"{self.arm}: no event is pending or spooled under the ledger "
+                           f"offset {ref}") from None
 
     def head(self) -> tuple[str, Identity]:
         """The prose and the identity (linear in sessions; reads no event)."""

@@ -8,7 +8,8 @@ arm's `ArmTranscript`. `Journal.render` writes the arms whose transcripts
 changed, each built and written in a worker thread (`write_streamed` renders
 a row at a time, proves by reading the file back, and replaces it atomically).
 What stays in memory per session is the fold's and the builders' few facts;
-each recorded event's proved item waits in the arm's `ItemSpool`, on disk.
+a recorded event is handed from its final record to the arm's `ItemSpool`
+(on disk) by the next render, and the ledger is never read back for it.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from recorder.transcript import ItemSpool, write_streamed
+from recorder.transcript import write_streamed
 
 from ._dir import transcript_path
 from ._fold import BatchFold
 from ._ledger import LEDGER_NAME, Ledger
 from ._projection import Projection, arm_transcripts
 from ._reader import replay_ledger
+from ._spools import ArmSpools
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from campaign.plan import Plan
+    from recorder.transcript import ItemSpool
 
     from ._builder import ArmTranscript, FrozenArm
     from ._fold import SessionKey
@@ -55,7 +58,8 @@ class Journal:
         reading: The batch as the caller read it with its transcripts (`read_batch`,
             ``transcripts=True``, with these arguments): when the ledger is still the one it
             read, the journal goes on from its fold and transcripts instead of reading the
-            ledger again (the caller holds the batch's lock, so nothing is appended between).
+            ledger again (the caller holds the batch's lock, so nothing is appended between),
+            and takes over its spools (closing the journal closes them).
 
     Raises:
         OSError: the ledger cannot be opened or its torn tail set aside.
@@ -68,24 +72,27 @@ class Journal:
         self.batch = batch
         planned = tuple(planned)
         self.ledger = Ledger(batch / LEDGER_NAME)
-        self._spools: dict[str, ItemSpool] = {}
-        """Per arm (from its first render on), the proved items of its events by ledger
-        offset: a later render reads and proves only new ones."""
         self.last_render_s = 0.0
         """Seconds the last `render` took (the supervisor spaces renders by it)."""
         self.behind: set[str] = set()
         """Arms whose transcript file lags the ledger: its last write failed (disk full)."""
-        if reading is not None and reading.continues(self.ledger.complete_bytes, plan, planned):
+        if (reading is not None and reading.spools is not None
+                and reading.continues(self.ledger.complete_bytes, plan, planned)):
             self._projection = reading.projection
+            self._spools = reading.spools
         else:
             self._projection = Projection(BatchFold(planned), arm_transcripts(
-                batch, plan, planned=(key for key, _ in planned), network=network,
+                plan, planned=(key for key, _ in planned), network=network,
                 provider_note=provider_note, workspace_note=workspace_note))
+            self._spools = ArmSpools(batch)
             try:
-                replay_ledger(self.ledger.path, self._projection)
+                replay_ledger(self.ledger.path, self._projection, spools=self._spools)
             except BaseException:
+                self._spools.close()
                 self.ledger.close()
                 raise
+        """Per arm, the proved items of its recorded events by reference: a render proves
+        only the events that arrived since the last."""
         self.fold: BatchFold = self._projection.fold
         self.arms: dict[str, ArmTranscript] = self._projection.arms
 
@@ -134,26 +141,28 @@ class Journal:
         started = time.monotonic()
         with anyio.CancelScope(shield=True):
             for arm in frozen:
-                with self._writing(arm.arm):
-                    await anyio.to_thread.run_sync(_write, self.batch, arm, self._spools)
+                with self._writing(arm):
+                    spool = self._spools.spool(arm.arm)
+                    await anyio.to_thread.run_sync(_write, self.batch, arm, spool)
         self.last_render_s = time.monotonic() - started
 
     @contextlib.contextmanager
-    def _writing(self, arm: str) -> Iterator[None]:
-        """Keep `behind` true: an arm whose write failed is behind its ledger until one succeeds."""
+    def _writing(self, arm: FrozenArm) -> Iterator[None]:
+        """Keep `behind` true: an arm whose write failed is behind its ledger until one
+        succeeds; one that succeeded spooled the events it was given."""
         try:
             yield
         except BaseException:
-            self.behind.add(arm)
-            self.arms[arm].dirty = True  # the next render tries it again
+            self.behind.add(arm.arm)
+            self.arms[arm.arm].dirty = True  # the next render tries it again
             raise
-        self.behind.discard(arm)
+        self.behind.discard(arm.arm)
+        self.arms[arm.arm].spooled(arm.pending)
 
     def close(self) -> None:
         """Close the ledger and the item spools; idempotent."""
         self.ledger.close()
-        for spool in self._spools.values():
-            spool.close()
+        self._spools.close()
 
     def __enter__(self) -> Journal:
         return self
@@ -162,12 +171,8 @@ class Journal:
         self.close()
 
 
-def _write(batch: Path, arm: FrozenArm, spools: dict[str, ItemSpool]) -> None:
+def _write(batch: Path, arm: FrozenArm, spool: ItemSpool) -> None:
     path = transcript_path(batch, arm.arm)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    spool = spools.get(arm.arm)
-    if spool is None:
-        spool = spools[arm.arm] = ItemSpool(path.parent)
     prose, identity = arm.head()
     write_streamed(path, prose=prose, identity=identity, rows=arm.rows, load=arm.event_at,
                    spool=spool)

@@ -126,7 +126,8 @@ def read_ledger(path: Path) -> Iterator[LedgerRecord]:
 
 
 def read_ledger_at(path: Path) -> Iterator[tuple[int, LedgerRecord]]:
-    """`read_ledger` with each record's byte offset in the file (for `read_record_at`)."""
+    """`read_ledger` with each record's byte offset in the file (what `Ledger.append` returned
+    when it wrote the record: the reference of a recorded event)."""
     for offset, _, record in read_ledger_spans(path):
         yield offset, record
 
@@ -162,20 +163,6 @@ def complete_bytes(path: Path) -> int:
         return _last_line_start(fd, os.fstat(fd).st_size)
     finally:
         os.close(fd)
-
-
-def read_record_at(path: Path, offset: int) -> LedgerRecord:
-    """The record whose line starts at byte ``offset`` of the ledger ``path``.
-
-    Raises:
-        LedgerCorrupt: no complete record line starts there.
-    """
-    with path.open("rb") as fp:
-        fp.seek(offset)
-        raw = fp.readline()
-    if not raw.endswith(b"\n"):
-        raise LedgerCorrupt(path, 0, f"no complete line at byte {offset}")
-    return decode_record(raw[:-1], path=path, line=0)
 
 
 class Ledger:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._builder import ArmTranscript
-from ._ledger import LEDGER_NAME
 from ._records import FinalRecord, RederivedRecord, StartedRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from pathlib import Path
 
     from campaign.plan import Plan
 
@@ -66,12 +64,12 @@ class Projection:
                 interrupted.interrupted(key, attempt)
 
 
-def arm_transcripts(batch: Path, plan: Plan, *, planned: Iterable[SessionKey], network: str,
+def arm_transcripts(plan: Plan, *, planned: Iterable[SessionKey], network: str,
                     provider_note: str,
                     workspace_note: str | None = None) -> dict[str, ArmTranscript]:
     """One empty `ArmTranscript` per arm of ``plan`` (`Journal`'s arguments)."""
     keys = list(planned)
-    return {arm: ArmTranscript(plan, arm, ledger=batch / LEDGER_NAME, network=network,
+    return {arm: ArmTranscript(plan, arm, network=network,
                                provider_note=provider_note, planned=keys,
                                workspace_note=workspace_note)
             for arm in plan.arms}

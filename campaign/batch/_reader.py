@@ -25,6 +25,8 @@ from ._fold import BatchFold
 from ._ledger import LEDGER_NAME, complete_bytes, read_ledger_spans
 from ._lock import lock_holder
 from ._projection import Projection, arm_transcripts
+from ._records import FinalRecord, RederivedRecord
+from ._spools import ArmSpools
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,6 +65,9 @@ class BatchReading:
     """The fold, and (``transcripts=True``) the arms' transcripts, as the ledger left them."""
     ledger_bytes: int
     """The bytes of the ledger's complete lines the pass read."""
+    spools: ArmSpools | None = None
+    """(``transcripts=True``) the arms' recorded events, spooled as the pass met them; a
+    `Journal` that goes on from the reading takes them over. `close` closes them."""
 
     @property
     def fold(self) -> BatchFold:
@@ -87,6 +92,17 @@ class BatchReading:
         return (bool(self.projection.arms) and ledger_bytes == self.ledger_bytes
                 and plan == self.plan and planned == self.planned)
 
+    def close(self) -> None:
+        """Close the spools (a journal that took them over closes them too); idempotent."""
+        if self.spools is not None:
+            self.spools.close()
+
+    def __enter__(self) -> BatchReading:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def read_batch(path: Path, *, transcripts: bool = False, settle: bool = True,
                watch: Callable[[Plan], LedgerWatcher] | None = None) -> BatchReading:
@@ -94,8 +110,9 @@ def read_batch(path: Path, *, transcripts: bool = False, settle: bool = True,
 
     Args:
         path: The batch directory.
-        transcripts: Also build each arm's transcript as the ledger stands (for a `Journal`
-            to go on from: ``resume``, ``retranscribe``).
+        transcripts: Also build each arm's transcript as the ledger stands, its recorded
+            events spooled on disk (for a `Journal` to go on from: ``resume``,
+            ``retranscribe``); close the reading (`BatchReading.close`) when done.
         settle: When no runner holds the batch, its attempts still running are taken as
             interrupted (`BatchFold.runner_gone`; a journal that appends an invocation does
             the same). False: the ledger as it stands (``retranscribe``, which appends no
@@ -106,37 +123,50 @@ def read_batch(path: Path, *, transcripts: bool = False, settle: bool = True,
         BatchFileError: config.yaml or plan.yaml is missing, not YAML, or not the shape
             this runner writes (naming the file and the rule).
         LedgerCorrupt: a complete ledger line is not a record this runner writes.
+        OSError: (``transcripts=True``) a spool could not be made or written.
     """
     from campaign.supervisor import planned_sessions  # the batch order is the supervisor's
 
     config = read_config(path)
     plan = read_plan(path)
     planned = () if config.options.command == "record" else tuple(planned_sessions(plan))
-    arms = arm_transcripts(path, plan, planned=(key for key, _ in planned),
+    arms = arm_transcripts(plan, planned=(key for key, _ in planned),
                            network=config.facts.network,
                            provider_note=config.facts.provider_note,
                            workspace_note=workspace_note(config)) if transcripts else {}
     projection = Projection(BatchFold(planned), arms)
     holder = lock_holder(path)  # asked first: a runner that starts later is seen
     watcher = watch(plan) if watch is not None else None
-    read = replay_ledger(path / LEDGER_NAME, projection, watcher)
+    spools = ArmSpools(path) if transcripts else None
+    try:
+        read = replay_ledger(path / LEDGER_NAME, projection, watcher, spools=spools)
+    except BaseException:
+        if spools is not None:
+            spools.close()
+        raise
     if holder is None and settle:
         gone = projection.runner_gone()
         if watcher is not None:
             watcher.interrupted(gone)
     return BatchReading(path=path, config=config, plan=plan, holder=holder, planned=planned,
-                        projection=projection, ledger_bytes=read)
+                        projection=projection, ledger_bytes=read, spools=spools)
 
 
 def replay_ledger(ledger: Path, projection: Projection,
-                  watcher: LedgerWatcher | None = None) -> int:
+                  watcher: LedgerWatcher | None = None, *,
+                  spools: ArmSpools | None = None) -> int:
     """Feed every complete record of ``ledger`` to ``projection`` (and ``watcher``), in order.
+
+    Args:
+        spools: Where each recorded event goes right after its record (so the replay
+            holds none in memory); None leaves them pending in the arms' builders.
 
     Returns:
         The bytes of complete lines read.
 
     Raises:
         LedgerCorrupt: a complete line is not a record this runner writes.
+        OSError: a spool could not be written.
     """
     read = 0
     for start, end, record in read_ledger_spans(ledger):
@@ -145,4 +175,8 @@ def replay_ledger(ledger: Path, projection: Projection,
         if watcher is not None:
             watcher.interrupted(gone)
             watcher.record(record, projection.fold)
+        if spools is not None and isinstance(record, FinalRecord | RederivedRecord):
+            arm = projection.arms.get(record.arm)
+            if arm is not None:
+                spools.take(arm)
     return read

@@ -169,8 +169,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     batch = Path(args.batch).expanduser().resolve()
     # Read once: config.yaml, plan.yaml and the ledger (with the transcripts, which the
     # journal goes on from when nothing was appended before the lock is taken).
-    reading = batch_reading(batch, hint="`resume` takes a batch directory made by run or demo",
-                            transcripts=True)
+    with batch_reading(batch, hint="`resume` takes a batch directory made by run or demo",
+                       transcripts=True) as reading:
+        return _resume(args, batch, reading)
+
+
+def _resume(args: argparse.Namespace, batch: Path, reading: BatchReading) -> int:
     config, recorded, fold = reading.config, reading.plan, reading.fold
     if config.options.command == "record":
         raise UsageError(f"batch {batch} was made by `record`, one session at a time; "

@@ -16,6 +16,7 @@ from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
 from campaign.batch import (
     BatchLock,
+    BatchReading,
     Journal,
     compare_batch,
     read_tree,
@@ -36,7 +37,12 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
     batch = Path(args.batch).expanduser().resolve()
     # The ledger as it stands (retranscribe appends no invocation, so a killed runner's
     # attempt stays as the ledger shows it); the journal goes on from this reading.
-    reading = batch_reading(batch, transcripts=True, settle=False, corrupt_is_usage=False)
+    with batch_reading(batch, transcripts=True, settle=False,
+                       corrupt_is_usage=False) as reading:
+        return _retranscribe(args, batch, reading)
+
+
+def _retranscribe(args: argparse.Namespace, batch: Path, reading: BatchReading) -> int:
     config, recorded = reading.config, reading.plan
     root = corpus_of(args) or Path(config.options.corpus)
     corpus = load_corpus_or_usage(root)

@@ -206,7 +206,7 @@ def test_identity_is_in_the_plan_the_prose_and_round_trips(corpus: Corpus, tmp_p
     plan_file.write_text(dump_plan(plan, "yaml").replace(spec.identity, _sha(b"other")))
     with pytest.raises(PlanError, match="identity"):
         load_plan_file(plan_file, corpus)
-    prose = ArmTranscript(plan, "absent", ledger=tmp_path / "ledger.jsonl", network="host",
+    prose = ArmTranscript(plan, "absent", network="host",
                           provider_note="Provider: x.").freeze().head()[0]
     assert f"Arm identity: {spec.identity}" in prose and spec.layer in prose and spec.flags in prose
     assert "note:" not in dump_plan(plan, "text")

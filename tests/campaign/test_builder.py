@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from campaign.batch._builder import ArmTranscript
 from campaign.batch._fold import SessionKey
 from campaign.batch._journal import Journal
 from campaign.batch._records import FinalRecord, StartedRecord
@@ -155,3 +156,41 @@ async def test_a_sessions_later_final_replaces_its_event_in_the_transcript(
         after = parse_transcript(path.read_text())
     assert [e.probe for e in after.events] == ["HW-PRB-002"]
     assert [(r.probe, r.state) for r in after.sessions][:1] == [("HW-PRB-001", "timed-out")]
+
+
+@pytest.mark.anyio
+async def test_render_takes_the_events_the_journal_was_handed_not_the_ledgers(
+        plan: Plan, tmp_path: Path) -> None:
+    """The event goes from its final record to the arm's spool: no render reads the ledger
+    back (the ledger's lines are made unreadable after the appends, with their length kept)."""
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    with Journal(batch, plan, planned=_planned(plan), network="host",
+                 provider_note=NOTE) as journal:
+        await _feed(journal, [_started("HW-PRB-001", "s1", 1, "2026-12-01T00:00:05Z"),
+                              _final("HW-PRB-001", "s1", 1, "recorded", "0.01", event=True)])
+        assert len(journal.arms["present"].pending) == 1
+        ledger = batch / "ledger.jsonl"
+        ledger.write_bytes(b"x" * (ledger.stat().st_size - 1) + b"\n")
+        await journal.render(["present"])
+        assert journal.arms["present"].pending == {}  # the spool holds it now
+        await journal.render(["present"])  # and a later render finds it there
+    events = parse_transcript((batch / "transcripts" / "present.md").read_text()).events
+    assert [(e.probe, e.session, e.answer) for e in events] == [("HW-PRB-001", "s1", "yes")]
+
+
+def test_a_later_final_lets_go_of_the_event_it_replaces(plan: Plan) -> None:
+    """A session's event waits until a spool takes it; its later final drops it (one event
+    per session is ever pending), and a spool that took it clears it."""
+    builder = ArmTranscript(plan, "present", network="host", provider_note=NOTE)
+    builder.final(_final("HW-PRB-001", "s1", 1, "recorded", "0.01", event=True), 100)
+    assert list(builder.pending) == [100]
+    builder.final(_final("HW-PRB-001", "s1", 2, "harness-error", "0.01", retryable=True), 200)
+    assert builder.pending == {}
+    builder.final(_final("HW-PRB-001", "s1", 3, "recorded", "0.01", event=True), 300)
+    builder.final(_final("HW-PRB-002", "s1", 1, "recorded", "0.01", event=True), 400)
+    builder.spooled([300])
+    assert list(builder.pending) == [400]
+    assert builder.freeze().event_at(400).probe == "HW-PRB-002"
+    with pytest.raises(KeyError, match="offset 300"):
+        builder.freeze().event_at(300)

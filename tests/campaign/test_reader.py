@@ -84,7 +84,7 @@ def test_a_ledger_line_the_runner_did_not_write_is_refused(tmp_path: Path) -> No
 def test_a_journal_goes_on_from_a_reading_without_reading_the_ledger_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _batch(tmp_path).close()
-    with _journal(read_batch(path, transcripts=True, settle=False), adopt=False) as replayed:
+    with _journal(read_batch(path, settle=False), adopt=False) as replayed:
         expected = _render(replayed)
         expected_stats = replayed.fold.statistics()
 
@@ -106,7 +106,7 @@ def test_a_journal_reads_the_ledger_again_when_it_grew_after_the_reading(
     b.attempt("present", P, 2, answer="no", calls=[], attempt=2)
     b.close()
     assert not reading.unchanged()
-    with _journal(reading, adopt=True) as journal:
+    with reading, _journal(reading, adopt=True) as journal:
         assert journal.fold is not reading.fold
         assert journal.fold.statistics().arms["present"].recorded == 2
 
@@ -123,3 +123,13 @@ def test_the_fold_keeps_the_last_final_record_whole(tmp_path: Path) -> None:
     last = read_batch(b.close()).fold.last_final
     assert last is not None
     assert (last.arm, last.session, last.state) == ("absent", "s2", "refused-seal")
+
+
+def test_a_reading_with_its_transcripts_spools_the_events_as_it_goes(tmp_path: Path) -> None:
+    """A replay keeps no event in memory: each goes to its arm's spool right after its record."""
+    path = _batch(tmp_path).close()
+    with read_batch(path, transcripts=True) as reading:
+        assert reading.spools is not None
+        assert all(not arm.pending for arm in reading.projection.arms.values())
+        assert len(reading.spools.spool("present")) == 1  # present's one recorded session
+        assert len(reading.spools.spool("absent")) == 0
