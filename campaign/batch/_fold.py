@@ -73,6 +73,21 @@ class SessionLog:
     session is outstanding, where its previous final record left it."""
 
     @property
+    def standing(self) -> str:
+        """Where the session is counted (its arm's `ArmCounts`, and the report's tallies).
+
+        ``running`` while its last attempt runs; else the state of its last final record,
+        which stays the last word on the session until a new final record lands, even when
+        a later attempt was interrupted; else ``interrupted`` (an attempt ended with no
+        final record of its own) or ``not-started`` (docs/batch.md, "Session states").
+        """
+        if self.running:
+            return "running"
+        if self.state is not None:
+            return self.state
+        return "interrupted" if self.interrupted else "not-started"
+
+    @property
     def finished(self) -> bool:
         """A final state that nothing reruns: recorded, or not retryable."""
         return self.state is not None and not self.running and not self.retryable
@@ -85,7 +100,8 @@ class SessionLog:
 
 @dataclass(slots=True)
 class ArmCounts:
-    """Per-arm counts; every denominator is ``planned``."""
+    """Per-arm counts of the sessions by `SessionLog.standing`, kept as records arrive;
+    every denominator is ``planned``."""
 
     planned: int = 0
     recorded: int = 0

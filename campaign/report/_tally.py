@@ -2,9 +2,10 @@
 
 `tally_group` walks every session the batches' folds know (planned ones
 included, never started or not) once, and puts each into its probe-and-arm
-`CellTally` and its arm's `ArmTally` by where its *last* attempt stands:
-running (an attempt started and not final), not started, recorded, or
-ended in another state. Only recorded sessions give answers, calls and
+`CellTally` and its arm's `ArmTally` by where it stands
+(`SessionLog.standing`, as ``status`` counts it): running, interrupted with
+no final record of its own, not started, or the state of its last final
+record (recorded, or another). Only recorded sessions give answers, calls and
 reads. Costs come from the readings' per-attempt sums (every attempt counts,
 RC-14). Pure over the readings: no I/O.
 """
@@ -123,10 +124,11 @@ def tally_group(readings: list[ReportReading]) -> GroupTally:
 def _count_cell(cell: CellTally, log: SessionLog, outcome: Outcome | None,
                 examined: list[str], *, running: bool) -> None:
     cell.planned += 1
-    if log.running and running:
+    standing = _standing(log, running=running)
+    if standing == "running":
         cell.running += 1
         return
-    if log.running or log.interrupted:  # its runner died mid-attempt
+    if standing == "interrupted":  # its runner died mid-attempt, before any final record
         cell.interrupted += 1
         return
     if log.state is None:
@@ -180,18 +182,19 @@ def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None, *,
     first = first_attempt_state(log, running=running)
     if first is not None:
         arm.first_attempt[first] += 1
+    standing = _standing(log, running=running)
+    unsettled = standing in ("running", "interrupted")
     if log.attempts > 1:
         arm.retried += 1
-        arm.after_retry["running" if log.running or log.interrupted
-                        else log.state or "running"] += 1
-    if outcome is not None and not (log.running or log.interrupted):
+        arm.after_retry["running" if unsettled else standing] += 1
+    if outcome is not None and not unsettled:
         if outcome.served_model:
             arm.served[outcome.served_model] += 1
         if outcome.claude_code_version:
             arm.harness[outcome.claude_code_version] += 1
         if outcome.network:
             arm.networks[outcome.network] += 1
-    if log.running or log.interrupted:
+    if unsettled:
         arm.running += 1
     elif log.state is None:
         arm.not_started += 1
@@ -237,3 +240,12 @@ def _ceiling(value: Decimal) -> int:
 
 def _rounded(value: Decimal, rounding: str) -> int:
     return int(value.to_integral_value(rounding=rounding))
+
+
+def _standing(log: SessionLog, *, running: bool) -> str:
+    """`SessionLog.standing`, with an attempt left running by a runner that no longer holds
+    the batch taken as interrupted (a reading that did not settle it)."""
+    standing = log.standing
+    if standing == "running" and not running:
+        return "interrupted" if log.state is None else log.state
+    return standing

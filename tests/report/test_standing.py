@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from campaign.batch import read_batch
 from campaign.batch._lock import BatchLock
 from campaign.report import build_report
 from tests.report.batches import HandBatch
@@ -59,3 +60,23 @@ def test_a_stopped_batch_names_every_outstanding_session(tmp_path: Path) -> None
         ("present", "s2", "interrupted"), ("present", "s3", "not started")]
     absent = report.probes[0].cells[1]
     assert (absent.states["killed"], absent.cost.unknown_attempts) == (1, 1)
+
+
+def test_an_attempt_interrupted_after_an_earlier_final_leaves_the_session_where_it_stood(
+        tmp_path: Path) -> None:
+    """The last final record is the last word on a session until a new one lands: attempt 1
+    timed out, attempt 2 began and its runner died, so the session is counted timed-out (a
+    failure) by the report exactly as by ``status``, not running or interrupted."""
+    b = HandBatch(tmp_path, PROBES, repetitions=1)
+    b.attempt("present", P, 1, answer="yes", calls=[])
+    b.attempt("absent", P, 1, state="timed-out", cost=None, known=False, retryable=True)
+    b.started("absent", P, 1, attempt=2, at=5)
+    path = b.close()
+    report = build_report([path])
+    absent = report.probes[0].cells[1]
+    assert (absent.states["timed-out"], absent.running, absent.interrupted, absent.final) == (
+        1, 0, 0, 1)
+    summary = {arm.column: arm for arm in report.arms}["absent"]
+    assert (summary.failed, summary.running, summary.not_started) == (1, 0, 0)
+    counts = read_batch(path).fold.statistics().arms["absent"]
+    assert (counts.failed, counts.running, counts.interrupted) == (1, 0, 0)
