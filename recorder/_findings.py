@@ -9,7 +9,7 @@ The interface (docs/recorder.md, "Findings"):
   an absolute host path. Further words are its arguments; the workspace path
   is appended as the last one.
 - It runs after the session, once, as the session's user (a root runner's
-  sessions run as ``headwater-session``, `sandbox._privileges`), confined like
+  sessions run as ``headwater-session``, `sandbox.users`), confined like
   a session (`sandbox.open_confined`: the RC-02 mounts, the lifeline) but with
   the workspace read-only and a network namespace with no way out: it sees
   ``/usr``, ``/etc``, the workspace and itself (bound read-only at
@@ -204,7 +204,7 @@ async def run_checker(
         bwrap: The bwrap executable.
         layout: The host's /bin, /lib, /lib64, /sbin (`measure_host_layout`).
         stderr_tail: File that receives the last 64 KiB of the checker's stderr.
-        user: The session user a root runner's sessions run as (`sandbox._privileges`):
+        user: The session user a root runner's sessions run as (`sandbox.users`):
             the checker runs as that user too, never as root; None runs it as the runner.
         wall_limit_s: Seconds in all; watchdog_s: seconds of stdout silence.
 

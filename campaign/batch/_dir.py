@@ -28,7 +28,7 @@ FALLBACK_ROOT: Final = Path("/var/tmp/headwater-campaign/batches")
 BATCH_DIR_MODE: Final = 0o700
 """A batch directory is the runner's alone: no other host user reaches a session's files,
 running or kept (a root runner's session user reaches its own workspace through search-only
-ACL entries, `sandbox._privileges.hand_over`)."""
+ACL entries, `sandbox.hand_over`)."""
 
 
 class BatchDirRefused(CampaignError):

@@ -20,7 +20,7 @@ anything is spent:
    records it and this invocation in config.yaml's ``budget`` (docs/batch.md, "Budgets");
 7. on exit, however the invocation ends, takes back the search grants a root
    runner gave its session users on the batch's directories, then lets the
-   lock go (`sandbox._grants.grants_revoked`, docs/host.md).
+   lock go (`sandbox.grants_revoked`, docs/host.md).
 
 Library code never prints: notices go to the ``notify`` callback.
 """
@@ -218,8 +218,8 @@ def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
     """Sweep, make the session users, run the checks; the harness's version from inside.
 
     The sweep comes first: what a killed runner left is ended before any session user is
-    leased (`sandbox._lease`). A root runner then makes sure its pool holds a user for each
-    session it runs at once (``--concurrency``; `sandbox._pool.ensure_session_pool`).
+    leased (`sandbox.lease_user`). A root runner then makes sure its pool holds a user for each
+    session it runs at once (``--concurrency``; `sandbox.ensure_session_pool`).
 
     Raises:
         PreflightFailed: a check is not verified ok (a pool that cannot be made: the

@@ -111,7 +111,7 @@ def concurrency(text: str) -> int:
 
 def stdout_bound(text: str) -> int:
     """argparse type of ``--max-stdout``: a size (`size_bytes`) of at least
-    `sandbox._limits.MIN_STDOUT_BYTES` (docs/cli.md, "Defaults")."""
+    `sandbox.MIN_STDOUT_BYTES` (docs/cli.md, "Defaults")."""
     value = size_bytes(text)
     if value < MIN_STDOUT_BYTES:
         raise argparse.ArgumentTypeError(

@@ -57,7 +57,7 @@ def doctor_checks(
 
 
 def _limits(report: PreflightReport, bwrap: str) -> Check:
-    """``limits`` (`sandbox._limit_checks`), once a session's sandbox is known to start."""
+    """``limits`` (`sandbox.checks._limit_checks`), once a session's sandbox is known to start."""
     if any(c.name == "sandbox" and c.verdict != "ok" for c in report.checks):
         return Check("limits", "unverified", "not run: the sandbox does not start")
     _, pool, usable = check_session_user(None)

@@ -132,8 +132,8 @@ class BatchContext:
     """Each session's limits (`sandbox.Limits`; ``--max-processes`` and friends)."""
     session_pool: SessionPool | None = field(default_factory=session_pool)
     """Who sessions run as (no root inside): None for a runner that is not root (as itself);
-    for a root runner the host's session users (`sandbox._pool`), of which each attempt
-    leases one for its whole life (`sandbox._lease`), dropped to before bwrap starts. Read
+    for a root runner the host's session users (`sandbox.SessionPool`), of which each attempt
+    leases one for its whole life (`sandbox.lease_user`), dropped to before bwrap starts. Read
     when the context is made; raises `SessionUserUnusable` there when a root runner has
     none."""
     sealed_extent: tuple[int, int] = field(init=False)

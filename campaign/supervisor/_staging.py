@@ -110,7 +110,7 @@ def keep(stage: Staged, *, workspace: Path, log_dir: Path, log_bytes: int,
     ``log_dir`` must not exist, or be empty (a fresh attempt's). The
     workspace goes with `copy_out` (symlinks as links, sparse files sparse,
     at most the store's size); the log as the runner's copy of its regular
-    files, at most ``log_bytes`` (`sandbox._reclaim.copy_regular`: what a
+    files, at most ``log_bytes`` (`sandbox.copy_regular`: what a
     session may write, however it wrote it). A part the session never had (a
     seal that failed before it wrote) is skipped.
 
