@@ -71,7 +71,9 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
 
 
 def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:
-    """``readings`` when every one agrees with the first; else `BatchesDiffer`."""
+    """``readings`` when every one agrees with the first (the `MEMBERS`, the arms, and the
+    model passed: sessions asked of another model measured another thing); else
+    `BatchesDiffer`."""
     first = readings[0]
     for other in readings[1:]:
         for member in first.plan.moved(other.plan)[:1]:  # the first that differs is named
@@ -80,6 +82,9 @@ def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:
                                     _arms_text(other.plan))
             raise BatchesDiffer(member, first.path, other.path, str(getattr(first.plan, member)),
                                 str(getattr(other.plan, member)))
+        if other.plan.model != first.plan.model:  # the model the runner asked for (RC-14)
+            raise BatchesDiffer("model", first.path, other.path, first.plan.model,
+                                other.plan.model)
     return readings
 
 

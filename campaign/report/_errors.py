@@ -38,8 +38,9 @@ class BatchesDiffer(ReportError):
     """Two batches asked to be merged differ in a plan member or in their arms.
 
     Attributes:
-        member: ``tree``, ``lock``, ``selection``, ``read_set``, ``seed``, ``harness`` or
-            ``arms``. first, second: the two batches. was, now: the two values, as text.
+        member: ``tree``, ``lock``, ``selection``, ``read_set``, ``seed``, ``harness``,
+            ``arms`` or ``model``. first, second: the two batches. was, now: the two
+            values, as text.
     """
 
     def __init__(self, member: str, first: Path, second: Path, was: str, now: str) -> None:

@@ -48,11 +48,12 @@ class HandBatch:
         repetitions: The tier's repetitions.
         seed: The plan's seed (batches with other seeds do not merge).
         name: The batch directory's name under ``root``.
+        model: The model passed (``--model``); None: probe.yml's.
     """
 
     def __init__(self, root: Path, probes: dict[str, tuple[list[str], list[str]]], *,
                  arms: tuple[str, ...] = ("present", "absent"), repetitions: int = 2,
-                 seed: int = 0, name: str = "batch") -> None:
+                 seed: int = 0, name: str = "batch", model: str | None = None) -> None:
         files: dict[str, str | bytes] = {
             ".headwater/probe.yml": probe_yml(tiers={"campaign": {
                 "arms": list(arms), "repetitions": repetitions}})}
@@ -63,6 +64,8 @@ class HandBatch:
                 files.setdefault(path, doc(f"HW-DOC-{n:02d}{i:02d}", "Text.\n"))
         corpus = load_corpus(write_files(root / "corpus", files))
         self.plan: Plan = compose_plan(corpus, tier="campaign", seed=seed)
+        if model is not None:  # what --model gives (the plan's model, not a member)
+            self.plan = self.plan.model_copy(update={"model": model})
         self.path = root / name
         self.path.mkdir()
         options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign",

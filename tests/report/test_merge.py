@@ -17,8 +17,9 @@ P = "HW-PRB-0001"
 PROBES: dict[str, tuple[list[str], list[str]]] = {P: (["yes", "no"], [])}
 
 
-def _batch(root: Path, answers: dict[str, list[str | None]], *, seed: int = 0) -> Path:
-    b = HandBatch(root, PROBES, repetitions=len(answers["present"]), seed=seed)
+def _batch(root: Path, answers: dict[str, list[str | None]], *, seed: int = 0,
+           model: str | None = None) -> Path:
+    b = HandBatch(root, PROBES, repetitions=len(answers["present"]), seed=seed, model=model)
     for arm, given in answers.items():
         for rep, answer in enumerate(given, start=1):
             b.attempt(arm, P, rep, answer=answer, calls=[])
@@ -45,6 +46,17 @@ def test_batches_that_differ_are_refused_naming_the_member(tmp_path: Path) -> No
         build_report([one, two])
     assert caught.value.member == "seed"
     assert "seed (0 against 7)" in str(caught.value) and "--side-by-side" in str(caught.value)
+
+
+def test_batches_asked_of_other_models_are_not_merged(tmp_path: Path) -> None:
+    """The model passed is the measurement's too (RC-14's ``model``): not merged, named."""
+    one = _batch(tmp_path / "1", {"present": ["yes"], "absent": ["no"]}, model="claude-a")
+    two = _batch(tmp_path / "2", {"present": ["yes"], "absent": ["no"]}, model="claude-b")
+    with pytest.raises(BatchesDiffer) as caught:
+        build_report([one, two])
+    assert caught.value.member == "model"
+    assert "model (claude-a against claude-b)" in str(caught.value)
+    assert build_report([one, two], side_by_side=True).layout == "side-by-side"
 
 
 def test_side_by_side_numbers_the_columns_and_compares_within_each_batch(tmp_path: Path) -> None:
