@@ -37,6 +37,7 @@ from ._digest import digest_file as digest_file
 from ._digest import digest_text as digest_text
 from ._digest import tree_digest as tree_digest
 from ._driver import POST_RESULT_GRACE_S as POST_RESULT_GRACE_S
+from ._driver import DriveEnd as DriveEnd
 from ._driver import DriveResult as DriveResult
 from ._driver import drive_child as drive_child
 from ._event import UnreadFile as UnreadFile
@@ -52,6 +53,8 @@ from ._initcheck import declared_mcp_servers_of as declared_mcp_servers_of
 from ._initcheck import host_skill_names as host_skill_names
 from ._initcheck import read_mcp_declaration as read_mcp_declaration
 from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
+from ._observation import Anomaly as Anomaly
+from ._observation import OrphanResult as OrphanResult
 from ._transform import Observation as Observation
 from ._transform import StreamObserver as StreamObserver
 from ._validation import describe_errors as describe_errors

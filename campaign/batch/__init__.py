@@ -7,6 +7,7 @@ from ._config import BatchConfig as BatchConfig
 from ._config import BatchFileError as BatchFileError
 from ._config import batch_budget as batch_budget
 from ._config import workspace_note as workspace_note
+from ._dir import SessionPaths as SessionPaths
 from ._dir import default_root as default_root
 from ._dir import is_under_home as is_under_home
 from ._dir import session_paths as session_paths
