@@ -37,9 +37,9 @@ from ._digest import digest_file as digest_file
 from ._digest import digest_text as digest_text
 from ._digest import tree_digest as tree_digest
 from ._driver import POST_RESULT_GRACE_S as POST_RESULT_GRACE_S
-from ._driver import DriveEnd as DriveEnd
 from ._driver import DriveResult as DriveResult
 from ._driver import drive_child as drive_child
+from ._errors import LineTooLong as LineTooLong
 from ._event import UnreadFile as UnreadFile
 from ._event import build_event as build_event
 from ._event import observed_calls as observed_calls
@@ -60,11 +60,15 @@ from ._transform import StreamObserver as StreamObserver
 from ._validation import describe_errors as describe_errors
 from ._validation import describe_validation as describe_validation
 from ._vocab import ARMS as ARMS
+from ._vocab import DRIVE_ENDS as DRIVE_ENDS
 from ._vocab import NOTHING_SPENT as NOTHING_SPENT
 from ._vocab import STATES as STATES
 from ._vocab import Arm as Arm
+from ._vocab import DriveEnd as DriveEnd
 from ._vocab import SessionState as SessionState
 from ._vocab import Tier as Tier
 from ._vocab import is_failure as is_failure
 from ._vocab import is_recorded as is_recorded
 from ._vocab import is_refusal as is_refusal
+from .transcript import Call as Call
+from .transcript import Event as Event

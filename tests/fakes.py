@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from types import SimpleNamespace
 from typing import Literal, TypeAlias, cast
 
@@ -19,9 +20,8 @@ import anyio
 from campaign.batch import FinalRecord, Journal, SessionKey, StartedRecord
 from campaign.supervisor import BatchContext, SessionSpec
 from campaign.supervisor._writes import HostWriteRefused
-from recorder import SessionState
+from recorder import Event, SessionState
 from recorder._vocab import state_retryable
-from recorder.transcript import Event
 
 Behaviour: TypeAlias = SessionState | Literal["bug", "write-refused", "hang"]
 """How a fake attempt ends: in that state (a ``recorded`` one carries an empty event; a
@@ -30,7 +30,7 @@ an unexpected error (``bug``: RuntimeError), by the host refusing its workspace'
 after its started record (``write-refused``, as `HostWriteRefused`: no final record), or
 running until the runner cancels it (``hang``: then written ``killed``, not counted)."""
 STARTED_AT = "2026-12-01T00:00:00Z"
-COST_USD = "0.01"
+COST_USD = Decimal("0.01")
 """Each fake attempt that ran costs this (USD), as its result line would say."""
 
 
@@ -53,9 +53,7 @@ class FakeAttempts:
         """Write ``started``, then end as scripted (see `Behaviour`)."""
         key = spec.key
         self.ran.append((key, attempt))
-        ref = {"arm": key.arm, "probe": key.probe, "session": key.session,
-               "repetition": spec.repetition, "attempt": attempt,
-               "invocation": ctx.invocation}
+        ref = _Ref(key, spec.repetition, attempt, ctx.invocation)
         await journal.record(StartedRecord(arm=key.arm, probe=key.probe, session=key.session,
                                            repetition=spec.repetition, attempt=attempt,
                                            invocation=ctx.invocation, position=spec.position))
@@ -85,14 +83,23 @@ class FakeAttempts:
         return record
 
 
-def _final(ref: Mapping[str, object], *, state: SessionState, reason: str, retryable: bool,
+def _final(ref: _Ref, *, state: SessionState, reason: str, retryable: bool,
            counts: bool = True, cost_known: bool = False,
            event: Event | None = None) -> FinalRecord:
-    return FinalRecord.model_validate({
-        **ref, "started_at": STARTED_AT, "state": state, "reason": reason,
-        "retryable": retryable, "cost_usd": COST_USD if cost_known else None,
-        "cost_known": cost_known, "counts": counts,
-        "event": None if event is None else event.model_dump(mode="json", exclude_unset=True)})
+    return FinalRecord(arm=ref.key.arm, probe=ref.key.probe, session=ref.key.session,
+                       repetition=ref.repetition, attempt=ref.attempt,
+                       invocation=ref.invocation, started_at=STARTED_AT, state=state,
+                       reason=reason, retryable=retryable,
+                       cost_usd=COST_USD if cost_known else None, cost_known=cost_known,
+                       counts=counts, event=event)
+
+
+@dataclass(frozen=True)
+class _Ref:
+    key: SessionKey
+    repetition: int
+    attempt: int
+    invocation: int
 
 
 def supervisor_context(invocation: int = 1) -> BatchContext:

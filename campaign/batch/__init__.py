@@ -46,6 +46,11 @@ from ._provider import ScriptedDouble as ScriptedDouble
 from ._reader import BatchReading as BatchReading
 from ._reader import LedgerWatcher as LedgerWatcher
 from ._reader import read_batch as read_batch
+from ._record_parts import AnomalyLine as AnomalyLine
+from ._record_parts import EgressCounts as EgressCounts
+from ._record_parts import InitPolicyRecord as InitPolicyRecord
+from ._record_parts import OrphanResultLine as OrphanResultLine
+from ._record_parts import UnreadArtifact as UnreadArtifact
 from ._records import Budget as Budget
 from ._records import BudgetStopRecord as BudgetStopRecord
 from ._records import FinalRecord as FinalRecord

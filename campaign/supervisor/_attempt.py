@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
+from campaign.batch import EgressCounts
 from campaign.supervisor._facts import (
     Progress,
     kept_stream_check,
@@ -210,7 +211,7 @@ def observe_end(observer: StreamObserver, driven: Driven,
     result = driven.result
     hit = driven.limit_hit or (None if observer.bound_passed else _stdout_hit(result.end, limits))
     obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
-                          too_long=str(result.line_too_long) if result.line_too_long else None,
+                          too_long=result.line_too_long,
                           limit_exceeded=limit_reason(hit))
     return obs, hit
 
@@ -218,7 +219,7 @@ def observe_end(observer: StreamObserver, driven: Driven,
 async def conclude_attempt(
     obs: Observation, driven: Driven, *, spec: SessionSpec, ctx: BatchContext,
     workspace: Path, checker_tail: Path, manifest: Mapping[str, str], policy: InitPolicy,
-    hit: LimitHit | None = None, egress: Mapping[str, object] | None = None,
+    hit: LimitHit | None = None, egress: EgressCounts | None = None,
     user: SessionUser | None = None,
 ) -> AttemptOutcome:
     """The typed outcome of an attempt whose harness ran, from what its stream showed.

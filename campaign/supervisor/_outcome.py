@@ -11,20 +11,27 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from campaign.batch import FinalRecord
+from campaign.batch import (
+    AnomalyLine,
+    EgressCounts,
+    FinalRecord,
+    InitPolicyRecord,
+    OrphanResultLine,
+    UnreadArtifact,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
 
     from recorder import (
         Anomaly,
+        Call,
         DriveEnd,
+        Event,
         InitPolicy,
         OrphanResult,
         SessionState,
         UnreadFile,
     )
-    from recorder.transcript import Call, Event
     from sandbox import LimitName, NetworkMode
 
     from ._spec import SessionSpec
@@ -55,7 +62,7 @@ class AttemptOutcome:
     duration_s: float | None = None
     lines: int | None = None
     network: NetworkMode | None = None
-    egress: Mapping[str, object] | None = None
+    egress: EgressCounts | None = None
     """The egress proxy's counts once the harness has exited (None: ``--network host``)."""
     limit: LimitName | None = None
     event: Event | None = None
@@ -80,33 +87,19 @@ def final_record(outcome: AttemptOutcome, spec: SessionSpec, *, attempt: int, in
         arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
         repetition=spec.repetition, attempt=attempt, invocation=invocation,
         started_at=started, state=outcome.state, reason=outcome.reason,
-        retryable=outcome.retryable,
-        cost_usd=None if outcome.cost_usd is None else str(outcome.cost_usd),
+        retryable=outcome.retryable, cost_usd=outcome.cost_usd,
         cost_known=outcome.cost_known, counts=outcome.counts,
         outside_paths=outcome.outside_paths, anomalies=outcome.anomalies,
         served_model=outcome.served_model, claude_code_version=outcome.claude_code_version,
         api_error_status=outcome.api_error_status, exit_status=outcome.exit_status,
         end=outcome.end, duration_s=outcome.duration_s, lines=outcome.lines,
-        network=outcome.network,
-        egress=None if outcome.egress is None else dict(outcome.egress),
-        limit=outcome.limit,
-        event=None if outcome.event is None
-        else outcome.event.model_dump(mode="json", exclude_unset=True),
-        calls=None if outcome.calls is None
-        else [c.model_dump(mode="json", exclude_unset=True) for c in outcome.calls],
-        anomaly_lines=[{"line": a.line_number, "size_bytes": a.size_bytes,
-                        "excerpt": a.excerpt} for a in outcome.anomaly_lines] or None,
-        orphan_results=[{"line": o.line_number, "tool_use_id": o.tool_use_id,
-                         "result": o.result_digest, "repeated": o.repeated}
-                        for o in outcome.orphan_results] or None,
+        network=outcome.network, egress=outcome.egress, limit=outcome.limit,
+        event=outcome.event, calls=None if outcome.calls is None else list(outcome.calls),
+        anomaly_lines=[AnomalyLine.of(a) for a in outcome.anomaly_lines] or None,
+        orphan_results=[OrphanResultLine.of(o) for o in outcome.orphan_results] or None,
         findings_note=outcome.findings_note, stream=outcome.stream,
         stream_bytes=outcome.stream_bytes,
         permission_denials=list(outcome.permission_denials) or None,
-        unread_artifacts=[{"path": u.path, "reason": u.reason, "size_bytes": u.size_bytes}
-                          for u in outcome.unread_artifacts] or None,
-        init_policy=None if policy is None else {
-            "permission_mode": policy.permission_mode,
-            "declared_mcp_servers": sorted(policy.declared_mcp_servers),
-            "host_skill_names": sorted(policy.host_skill_names),
-            "config_dir": policy.config_dir, "cwd": policy.cwd},
+        unread_artifacts=[UnreadArtifact.of(u) for u in outcome.unread_artifacts] or None,
+        init_policy=None if policy is None else InitPolicyRecord.of(policy),
     )

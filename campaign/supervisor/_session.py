@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from campaign._errors import SealRefused
-from campaign.batch import FinalRecord, SessionPaths, StartedRecord, session_paths, utc_now
+from campaign.batch import (
+    EgressCounts,
+    FinalRecord,
+    SessionPaths,
+    StartedRecord,
+    session_paths,
+    utc_now,
+)
 from campaign.corpus import Corpus
 from campaign.plan import Plan
 from campaign.seal import ResolvedSessions, seal_workspace
@@ -289,5 +296,13 @@ async def _drive(spec: SessionSpec, ctx: BatchContext, paths: SessionPaths,
         obs, driven, spec=spec, ctx=ctx, workspace=paths.workspace,
         checker_tail=paths.root / "checker.stderr.tail", manifest=manifest,
         policy=prepared.policy, hit=hit,
-        egress=None if egress is None else egress.stats().as_record(),  # the harness has exited
+        egress=None if egress is None else _counts(egress),  # the harness has exited: final
         user=user)
+
+
+def _counts(egress: EgressProxy) -> EgressCounts:
+    """What the session's egress proxy counted, as the final record keeps it."""
+    stats = egress.stats()
+    return EgressCounts(allowed_target=stats.allowed_target, allowed=stats.allowed,
+                        denied=dict(sorted(stats.denied.items())),
+                        upstream_failures=stats.upstream_failures, most_open=stats.most_open)
