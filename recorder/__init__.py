@@ -3,11 +3,14 @@
 This module is the one way in from outside the package (the import contracts of
 pyproject.toml). What it offers, by concern:
 
-* the session's command and its drive: `harness_command`, `drive_child`, `DriveResult`;
-* the stream read and judged: `StreamObserver`, `Observation`, the init check
-  (`InitPolicy`, `declared_mcp_servers_of`, `McpConfigError`), `build_event`;
+* the session's command and its drive: `harness_command`, `drive_child`, `DriveResult`,
+  `LineTooLong`;
+* the stream read and judged: `StreamObserver`, `Observation` (with its `Anomaly` and
+  `OrphanResult` lines), the init check (`InitPolicy`, `declared_mcp_servers_of`,
+  `McpConfigError`), `build_event` and the `Event` and `Call` it makes;
 * the one reader of a ``.mcp.json`` (`read_mcp_declaration`, `McpDeclaration`);
-* the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`
+* the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`,
+  `DriveEnd`
   and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
 * digests, costs (`decimal_cost`, `cost_cents`, `CostSum`), atomic writes and the bounds
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
@@ -60,7 +63,6 @@ from ._transform import StreamObserver as StreamObserver
 from ._validation import describe_errors as describe_errors
 from ._validation import describe_validation as describe_validation
 from ._vocab import ARMS as ARMS
-from ._vocab import DRIVE_ENDS as DRIVE_ENDS
 from ._vocab import NOTHING_SPENT as NOTHING_SPENT
 from ._vocab import STATES as STATES
 from ._vocab import Arm as Arm

@@ -72,7 +72,6 @@ DriveEnd: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-gr
 (``end``): the child exited by itself, or the driver stopped it for a reason: its wall
 limit, the no-output watchdog, the post-result grace, an over-long line, or one of the
 bounds on what it prints (docs/batch.md "Session states")."""
-DRIVE_ENDS: Final[tuple[DriveEnd, ...]] = get_args(DriveEnd)
 
 REFUSALS: Final = frozenset[SessionState]({"refused-init", "refused-seal", "refused-confinement"})
 """The states in which the runner refused the session (RC-05, RC-07, RC-09): never retried."""

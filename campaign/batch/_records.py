@@ -147,6 +147,20 @@ class SessionRef(_Record):
     """The `InvocationRecord.number` that ran this attempt."""
 
 
+class _WritesEvents(_Record):
+    """A record whose ``event`` and ``calls`` are written as the transcript writes them:
+    only the keys each was given (RC-12: an absent key and ``null`` are two facts)."""
+
+    @field_serializer("event", check_fields=False)
+    def _event_as_written(self, event: Event | None, info: FieldSerializationInfo) -> Any:
+        return _as_written(event, info)
+
+    @field_serializer("calls", check_fields=False)
+    def _calls_as_written(self, calls: list[Call] | None,
+                          info: FieldSerializationInfo) -> list[Any] | None:
+        return None if calls is None else [_as_written(c, info) for c in calls]
+
+
 class StartedRecord(SessionRef):
     """An attempt began (the seal is next)."""
 
@@ -156,7 +170,7 @@ class StartedRecord(SessionRef):
     at: Stamp = Field(default_factory=utc_now)
 
 
-class FinalRecord(SessionRef):
+class FinalRecord(SessionRef, _WritesEvents):
     """An attempt ended in exactly one state (docs/batch.md "Session states")."""
 
     kind: Literal["final"] = "final"
@@ -220,15 +234,6 @@ class FinalRecord(SessionRef):
     """What the init check held the stream to (permission mode, declared MCP servers, host
     skill names, config directory), so ``retranscribe`` can hold it to the same."""
 
-    @field_serializer("event")
-    def _event_as_written(self, event: Event | None, info: FieldSerializationInfo) -> Any:
-        return _as_written(event, info)
-
-    @field_serializer("calls")
-    def _calls_as_written(self, calls: list[Call] | None,
-                          info: FieldSerializationInfo) -> list[Any] | None:
-        return None if calls is None else [_as_written(c, info) for c in calls]
-
 
 class BudgetStopRecord(_Record):
     """A budget stopped the batch from starting sessions (exit 3; resumable)."""
@@ -257,7 +262,7 @@ class StoppedRecord(_Record):
     at: Stamp = Field(default_factory=utc_now)
 
 
-class RederivedRecord(SessionRef):
+class RederivedRecord(SessionRef, _WritesEvents):
     """``retranscribe`` re-derived an attempt's outcome from its kept stream.
 
     The transcripts show it in place of the attempt's own final record; the
@@ -275,15 +280,6 @@ class RederivedRecord(SessionRef):
     """For ``recorded``: the event as the transcript writes it."""
     calls: list[Call] | None = None
     at: Stamp = Field(default_factory=utc_now)
-
-    @field_serializer("event")
-    def _event_as_written(self, event: Event | None, info: FieldSerializationInfo) -> Any:
-        return _as_written(event, info)
-
-    @field_serializer("calls")
-    def _calls_as_written(self, calls: list[Call] | None,
-                          info: FieldSerializationInfo) -> list[Any] | None:
-        return None if calls is None else [_as_written(c, info) for c in calls]
 
 
 class TornRecord(_Record):
