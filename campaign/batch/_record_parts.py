@@ -8,9 +8,8 @@ a `Decimal` in memory and its JSON text (a string) in the ledger.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
-from typing import Annotated, Any, Final
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -21,19 +20,18 @@ from pydantic import (
     model_serializer,
 )
 
-from recorder import Anomaly, InitPolicy, OrphanResult, UnreadFile
-
-_JSON_NUMBER: Final = re.compile(r"\A-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
+from recorder import Anomaly, InitPolicy, OrphanResult, UnreadFile, decimal_cost
 
 
 def _cost(value: object) -> Decimal:
-    """A cost as the ledger writes it (its JSON text, a string), or a `Decimal` already."""
-    if isinstance(value, str) and _JSON_NUMBER.match(value):
-        value = Decimal(value)
-    if not isinstance(value, Decimal) or not value.is_finite() or value < 0:
-        raise ValueError(f"not a cost: a finite, non-negative amount in USD, written as the "
-                         f"JSON text of a number in a string (got {value!r})")
-    return value
+    """A cost as the ledger writes it (its JSON text, a string), or a `Decimal` already
+    (`recorder.decimal_cost`: JSON number grammar, finite, non-negative)."""
+    if not isinstance(value, str | Decimal):
+        raise ValueError(f"not a cost: exact USD is written as the JSON text of a number in "
+                         f"a string, never a bare number (got {value!r})")
+    cost = decimal_cost(value)
+    assert cost is not None  # only None gives None
+    return cost
 
 
 Cost = Annotated[Decimal, BeforeValidator(_cost), PlainSerializer(str)]
