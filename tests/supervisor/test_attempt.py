@@ -26,11 +26,19 @@ from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import compose_plan
 from campaign.seal import resolve_sessions
 from campaign.supervisor._attempt import Driven, conclude_attempt, prepare_attempt
+from campaign.supervisor._facts import Progress
 from campaign.supervisor._outcome import AttemptOutcome
 from campaign.supervisor._session import BatchContext
 from campaign.supervisor._spec import SessionSpec, session_order
 from campaign.supervisor._staging import Staged
-from recorder import PERMISSION_MODE, DriveResult, InitPolicy, Observation
+from recorder import (
+    PERMISSION_MODE,
+    DriveResult,
+    InitPolicy,
+    Observation,
+    StreamObserver,
+    digest_text,
+)
 from recorder._observation import ObservedCall
 from recorder.transcript import Call
 from sandbox import (
@@ -42,6 +50,7 @@ from sandbox import (
 )
 from sandbox.storage import SessionStore, file_size_limit
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
+from tests.recorder.test_transform import POLICY, WS, init, tool_result, tool_use
 
 pytestmark = pytest.mark.anyio
 PROBE = "HW-PRB-0001"
@@ -208,3 +217,23 @@ async def test_the_reason_says_what_a_silent_harness_printed_and_what_was_not_ke
         'no-result: the stream ended without a result line; nothing was printed on stdout, '
         'and stderr ends "bwrap: No permissions to create namespace"; not kept in the batch: '
         "f0, f1, f2, f3, f4 and 2 more")
+
+
+def test_a_stopped_attempt_keeps_what_it_observed_with_its_cost_unknown(
+        tmp_path: Path) -> None:
+    """docs/batch.md: ``killed`` (the runner stopped mid-session) is retryable, its cost
+    unknown; it does not count against ``--retries``; what it observed is kept (BC-01):
+    its calls with their results' digests, its lines, its non-JSON lines (RC-07)."""
+    observer = StreamObserver(policy=POLICY, workspace=WS)
+    for line in (init(), tool_use("t1", "Bash", {"command": "ls"}), b"not json",
+                 tool_result("t1", "a.md")):
+        observer.feed(line)
+    progress = Progress(workspace=tmp_path, manifest={}, observer=observer, inside=None)
+    stopped = progress.stopped(tmp_path, state="killed", reason="killed: the runner stopped",
+                               retryable=True, counts=False)
+    assert (stopped.state, stopped.retryable, stopped.counts) == ("killed", True, False)
+    assert (stopped.cost_usd, stopped.cost_known) == (None, False)
+    assert stopped.calls == (Call(tool="Bash", argument="ls", result=digest_text("a.md")),)
+    assert (stopped.lines, stopped.anomalies) == (4, 1)
+    assert [a.excerpt for a in stopped.anomaly_lines] == ["not json"]
+    assert stopped.event is None and stopped.stream is None  # no stream kept here
