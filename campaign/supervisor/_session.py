@@ -1,6 +1,9 @@
 """One attempt of one session: seal, confine, drive, observe, record.
 
-This is where the three packages meet. Every attempt ends in exactly one
+This is where the three packages meet: the ledger's two records, the seal, the store, the
+session user and the egress are here; the drive itself is prepared, run and concluded in
+`campaign.supervisor._attempt`, and every ending is one `AttemptOutcome` that
+`campaign.supervisor._outcome.final_record` writes. Every attempt ends in exactly one
 state of docs/batch.md "Session states" and leaves two ledger records (``started``, then
 ``final``); only a ``recorded`` attempt carries an event. Nothing observed is
 lost: a refusal, a fault or a cancellation still writes its final record (a
