@@ -3,11 +3,14 @@
 This module is the one way in from outside the package (the import contracts of
 pyproject.toml). What it offers, by concern:
 
-* the session's command and its drive: `harness_command`, `drive_child`, `DriveResult`;
-* the stream read and judged: `StreamObserver`, `Observation`, the init check
-  (`InitPolicy`, `declared_mcp_servers_of`, `McpConfigError`), `build_event`;
+* the session's command and its drive: `harness_command`, `drive_child`, `DriveResult`,
+  `LineTooLong`;
+* the stream read and judged: `StreamObserver`, `Observation` (with its `Anomaly` and
+  `OrphanResult` lines), the init check (`InitPolicy`, `declared_mcp_servers_of`,
+  `McpConfigError`), `build_event` and the `Event` and `Call` it makes;
 * the one reader of a ``.mcp.json`` (`read_mcp_declaration`, `McpDeclaration`);
-* the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`
+* the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`,
+  `DriveEnd`
   and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
 * digests, costs (`decimal_cost`, `cost_cents`, `CostSum`), atomic writes and the bounds
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
@@ -39,6 +42,7 @@ from ._digest import tree_digest as tree_digest
 from ._driver import POST_RESULT_GRACE_S as POST_RESULT_GRACE_S
 from ._driver import DriveResult as DriveResult
 from ._driver import drive_child as drive_child
+from ._errors import LineTooLong as LineTooLong
 from ._event import UnreadFile as UnreadFile
 from ._event import build_event as build_event
 from ._event import observed_calls as observed_calls
@@ -52,6 +56,8 @@ from ._initcheck import declared_mcp_servers_of as declared_mcp_servers_of
 from ._initcheck import host_skill_names as host_skill_names
 from ._initcheck import read_mcp_declaration as read_mcp_declaration
 from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
+from ._observation import Anomaly as Anomaly
+from ._observation import OrphanResult as OrphanResult
 from ._transform import Observation as Observation
 from ._transform import StreamObserver as StreamObserver
 from ._validation import describe_errors as describe_errors
@@ -60,8 +66,11 @@ from ._vocab import ARMS as ARMS
 from ._vocab import NOTHING_SPENT as NOTHING_SPENT
 from ._vocab import STATES as STATES
 from ._vocab import Arm as Arm
+from ._vocab import DriveEnd as DriveEnd
 from ._vocab import SessionState as SessionState
 from ._vocab import Tier as Tier
 from ._vocab import is_failure as is_failure
 from ._vocab import is_recorded as is_recorded
 from ._vocab import is_refusal as is_refusal
+from .transcript import Call as Call
+from .transcript import Event as Event

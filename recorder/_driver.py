@@ -28,6 +28,7 @@ from sandbox import Child
 from ._atomic import write_atomic
 from ._errors import LineTooLong, StdoutTooLarge
 from ._lines import READ_CHUNK_BYTES, LineReader
+from ._vocab import DriveEnd
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,9 +58,6 @@ YIELD_AFTER_S: Final = 0.002
 the scripted provider and every other session of the runner share the loop, and one read
 of the pipe (1 MiB) may hold a million lines."""
 
-DriveEnd = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long",
-                   "stdout-limit", "stderr-limit", "line-limit"]
-"""How a drive ended: the child exited by itself, or the driver stopped it for a reason."""
 LineSink: TypeAlias = Callable[[bytes], bool | None]
 """Takes one stdout line; returns True when it was a result line (the post-result grace
 starts), anything falsy otherwise. The driver knows nothing of the lines' format."""

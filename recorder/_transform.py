@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
 from recorder._arguments import WRITE_TOOLS
 from recorder._arguments import call_argument as call_argument
@@ -61,6 +61,7 @@ from recorder._bounds import MAX_SESSION_ARGUMENT_CHARS as MAX_SESSION_ARGUMENT_
 from recorder._bounds import MAX_SESSION_CALLS as MAX_SESSION_CALLS
 from recorder._bounds import REASON_TEXT_CHARS as REASON_TEXT_CHARS
 from recorder._digest import digest_text
+from recorder._errors import LineTooLong
 from recorder._harness import (
     PRE_INIT_SUBTYPES,
     assistant_model,
@@ -81,14 +82,10 @@ from recorder._observation import ObservedCall as ObservedCall
 from recorder._observation import OrphanResult as OrphanResult
 from recorder._paths import MAX_PATH_LOOKUPS, Lookups, outside_paths
 from recorder._result_line import ResultLine, read_result
-from recorder._vocab import SessionState, harness_error_retryable, state_retryable
+from recorder._vocab import DriveEnd, SessionState, harness_error_retryable, state_retryable
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-End: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace", "line-too-long",
-                        "stdout-limit", "stderr-limit", "line-limit"]
-"""How the driver saw the stream end (`recorder._driver.DriveEnd`)."""
 
 _AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
                        "after it and was ended by the runner")
@@ -154,7 +151,7 @@ class StreamObserver:
         self._message: _Message | None = None
         self._served_model: str | None = None
         self._result: ResultLine | None = None
-        self._too_long: str | None = None
+        self._too_long: LineTooLong | None = None
         self._final_line = 0  # the last main-thread, non-synthetic assistant line
         self._last_anomaly = 0
         self._argument_chars = 0  # what the kept calls' arguments add to the record
@@ -208,16 +205,18 @@ class StreamObserver:
         text, an argument: docs/recorder.md); its reason then names the first one passed."""
         return self._limit_reason is not None
 
-    def finish(self, *, end: End, exit_status: int | None, tail: bytes | None,
-               too_long: str | None = None, limit_exceeded: str | None = None) -> Observation:
+    def finish(self, *, end: DriveEnd, exit_status: int | None, tail: bytes | None,
+               too_long: LineTooLong | None = None,
+               limit_exceeded: str | None = None) -> Observation:
         """Decide the state (module docstring) and return everything observed.
 
         Args:
             end: how the driver saw the stream end.
             exit_status: the harness's exit status; negative = killed by that signal.
             tail: a final fragment with no newline (the stream was cut), else None.
-            too_long: for ``end="line-too-long"``, the reader's message naming the
-                line number and its size (`recorder._errors.LineTooLong`).
+            too_long: for ``end="line-too-long"``, the reader's error, naming the line
+                number and its size (`recorder._errors.LineTooLong`; its message is the
+                reason's).
             limit_exceeded: the reason, when the session passed one of its sandbox's
                 limits (processes, memory, /tmp, writes, connections: the sandbox
                 ended it); the state is then ``limit-exceeded`` unless RC-07 refused.
@@ -264,7 +263,7 @@ class StreamObserver:
             denied_tools=result.denied_tools if result is not None else (),
         )
 
-    def _decide(self, end: End, exit_status: int | None,
+    def _decide(self, end: DriveEnd, exit_status: int | None,
                 tail: bytes | None) -> tuple[SessionState, str]:
         if end == "stdout-limit":  # the caller names the bound in limit_exceeded
             return "limit-exceeded", ("limit-exceeded: it printed more on stdout than its "
@@ -277,7 +276,8 @@ class StreamObserver:
                                       "a session may (docs/recorder.md)")
         if end == "line-too-long":
             return "line-too-long", "line-too-long: " + (
-                self._too_long or f"line {self._lines + 1} exceeded the reader's line cap")
+                str(self._too_long) if self._too_long is not None
+                else f"line {self._lines + 1} exceeded the reader's line cap")
         if end == "timed-out":
             return "timed-out", "timed-out: the session's wall-clock limit fired"
         if end == "watchdog" or (end == "post-result-grace" and self._result is None):

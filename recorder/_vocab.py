@@ -66,6 +66,13 @@ SessionState: TypeAlias = Literal[
 """docs/batch.md "Session states": every attempt ends in exactly one of these."""
 STATES: Final[tuple[SessionState, ...]] = get_args(SessionState)
 
+DriveEnd: TypeAlias = Literal["exited", "timed-out", "watchdog", "post-result-grace",
+                              "line-too-long", "stdout-limit", "stderr-limit", "line-limit"]
+"""How a drive ended (`recorder._driver.drive_child`), as the final record keeps it
+(``end``): the child exited by itself, or the driver stopped it for a reason: its wall
+limit, the no-output watchdog, the post-result grace, an over-long line, or one of the
+bounds on what it prints (docs/batch.md "Session states")."""
+
 REFUSALS: Final = frozenset[SessionState]({"refused-init", "refused-seal", "refused-confinement"})
 """The states in which the runner refused the session (RC-05, RC-07, RC-09): never retried."""
 

@@ -7,6 +7,7 @@ from ._config import BatchConfig as BatchConfig
 from ._config import BatchFileError as BatchFileError
 from ._config import batch_budget as batch_budget
 from ._config import workspace_note as workspace_note
+from ._dir import SessionPaths as SessionPaths
 from ._dir import default_root as default_root
 from ._dir import is_under_home as is_under_home
 from ._dir import session_paths as session_paths
@@ -45,6 +46,11 @@ from ._provider import ScriptedDouble as ScriptedDouble
 from ._reader import BatchReading as BatchReading
 from ._reader import LedgerWatcher as LedgerWatcher
 from ._reader import read_batch as read_batch
+from ._record_parts import AnomalyLine as AnomalyLine
+from ._record_parts import EgressCounts as EgressCounts
+from ._record_parts import InitPolicyRecord as InitPolicyRecord
+from ._record_parts import OrphanResultLine as OrphanResultLine
+from ._record_parts import UnreadArtifact as UnreadArtifact
 from ._records import Budget as Budget
 from ._records import BudgetStopRecord as BudgetStopRecord
 from ._records import FinalRecord as FinalRecord

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from recorder import NOTHING_SPENT, CostSum, decimal_cost, is_recorded
+from recorder import NOTHING_SPENT, CostSum, is_recorded
 from recorder.transcript import (
     Event,
     Identity,
@@ -135,7 +135,7 @@ class ArmTranscript:
         """
         key = key or SessionKey(record.arm, record.probe, record.session)
         name = f"{key.probe}/{key.session}"
-        cost = decimal_cost(record.cost_usd)
+        cost = record.cost_usd
         if cost is not None:
             self._cost.add(cost)
         elif not record.cost_known and record.state not in NOTHING_SPENT:
@@ -144,11 +144,11 @@ class ArmTranscript:
             self._versions.add(record.claude_code_version)
         if record.network:
             self._modes.setdefault(sys.intern(record.network), {})[key] = None
-        egress = record.egress or {}
-        if egress:
-            self._allowed[str(egress.get("allowed_target"))] += int(egress.get("allowed", 0))
-        for host, count in (egress.get("denied") or {}).items():
-            self._denied.setdefault(str(host), Counter())[name] += int(count)
+        egress = record.egress
+        if egress is not None:
+            self._allowed[egress.allowed_target] += egress.allowed
+            for host, count in egress.denied.items():
+                self._denied.setdefault(host, Counter())[name] += count
         served = record.served_model if is_recorded(record.state) else None
         self._hold(key, record.event, offset, is_recorded(record.state))
         self._sessions[key] = _Session(  # interned: one string per state and model, not session
@@ -369,9 +369,9 @@ def _session_notes(name: str, record: FinalRecord) -> tuple[str, ...]:
         notes.append(f"{name}: {prose_value(record.findings_note)}; its artifacts carry no "
                      "findings key (not checked, which is not a pass).")
     for unread in record.unread_artifacts or []:  # the path is the session's: a literal
-        size = unread.get("size_bytes")
-        notes.append(f"{name}: the produced file {prose_value(str(unread.get('path')))} was not "
-                     f"read after the session ({unread.get('reason')}"
+        size = unread.size_bytes
+        notes.append(f"{name}: the produced file {prose_value(unread.path)} was not "
+                     f"read after the session ({unread.reason}"
                      + (f"; {size} bytes" if size is not None else "") + "): it keeps its "
                      "path only.")
     if record.orphan_results:

@@ -22,11 +22,29 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FieldSerializationInfo,
+    StringConstraints,
+    TypeAdapter,
+    field_serializer,
+    model_validator,
+)
 
 from campaign._json_text import json_safe
-from recorder import Arm, SessionState
+from recorder import Arm, Call, DriveEnd, Event, SessionState
 from sandbox import LimitName
+
+from ._record_parts import (
+    AnomalyLine,
+    Cost,
+    EgressCounts,
+    InitPolicyRecord,
+    OrphanResultLine,
+    UnreadArtifact,
+)
 
 LEDGER_FORMAT: Final = 1
 """Version of the ledger's record shapes; a ledger of another version is refused."""
@@ -55,8 +73,31 @@ class _Record(BaseModel):
     def _strict_strings(cls, data: Any) -> Any:
         """Every string as `campaign._json_text.json_text` writes it (a lone surrogate as
         ``\\xHH``): a record holds what its ledger line holds, in UTF-8 any strict JSON
-        reader takes (docs/batch.md, "Names that are not UTF-8")."""
-        return json_safe(data)
+        reader takes (docs/batch.md, "Names that are not UTF-8"). A typed part given as a
+        model (an `Event`, a `Call`) is kept as given when it holds no such string."""
+        if not isinstance(data, dict):
+            return json_safe(data)
+        return {json_safe(k): _safe_value(v) for k, v in data.items()}
+
+
+def _safe_value(value: Any) -> Any:
+    """``value`` with `json_safe` applied; a model (or a list of models) as its dump when
+    that changes a string of it, else the model itself."""
+    if isinstance(value, BaseModel):
+        dumped = value.model_dump(exclude_unset=True)
+        safe = json_safe(dumped)
+        return value if safe == dumped else safe
+    if isinstance(value, list | tuple) and any(isinstance(v, BaseModel) for v in value):
+        return [_safe_value(v) for v in value]
+    return json_safe(value)
+
+
+def _as_written(value: object, info: FieldSerializationInfo) -> Any:
+    """A recorder model as the ledger writes it: only the keys it was given (RC-12); a
+    value that is no model (a record made without validation) as it is."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode=info.mode, exclude_unset=True)
+    return value
 
 
 class LedgerHeader(_Record):
@@ -106,6 +147,20 @@ class SessionRef(_Record):
     """The `InvocationRecord.number` that ran this attempt."""
 
 
+class _WritesEvents(_Record):
+    """A record whose ``event`` and ``calls`` are written as the transcript writes them:
+    only the keys each was given (RC-12: an absent key and ``null`` are two facts)."""
+
+    @field_serializer("event", check_fields=False)
+    def _event_as_written(self, event: Event | None, info: FieldSerializationInfo) -> Any:
+        return _as_written(event, info)
+
+    @field_serializer("calls", check_fields=False)
+    def _calls_as_written(self, calls: list[Call] | None,
+                          info: FieldSerializationInfo) -> list[Any] | None:
+        return None if calls is None else [_as_written(c, info) for c in calls]
+
+
 class StartedRecord(SessionRef):
     """An attempt began (the seal is next)."""
 
@@ -115,7 +170,7 @@ class StartedRecord(SessionRef):
     at: Stamp = Field(default_factory=utc_now)
 
 
-class FinalRecord(SessionRef):
+class FinalRecord(SessionRef, _WritesEvents):
     """An attempt ended in exactly one state (docs/batch.md "Session states")."""
 
     kind: Literal["final"] = "final"
@@ -126,9 +181,9 @@ class FinalRecord(SessionRef):
     """Why, in words, naming the rule (the provider's status for a harness-error)."""
     retryable: bool
     """docs/batch.md's retryable column for this attempt (harness-error: provider errors)."""
-    cost_usd: str | None
-    """``total_cost_usd`` of the last result line, as its JSON text (exact decimal);
-    None = no cost read (see ``cost_known``)."""
+    cost_usd: Cost | None
+    """``total_cost_usd`` of the last result line, exact USD (the ledger: its JSON text, a
+    string); None = no cost read (see ``cost_known``)."""
     cost_known: bool
     """False when the stream may have ended before its result line: the cost is unknown."""
     outside_paths: int = 0
@@ -139,24 +194,26 @@ class FinalRecord(SessionRef):
     claude_code_version: str | None = None
     api_error_status: int | None = None
     exit_status: int | None = None
-    end: str | None = None
+    end: DriveEnd | None = None
     """How the driver saw the stream end (exited, timed-out, watchdog, line-too-long, ...)."""
     duration_s: float | None = None
     lines: int | None = None
     network: Literal["confined", "host"] | None = None
-    egress: dict[str, Any] | None = None
+    egress: EgressCounts | None = None
     """The egress proxy's counts (allowed target, relayed, denied per host, most open)."""
     limit: LimitName | None = None
     """The per-session limit the sandbox saw passed and ended the session for (``processes``,
     ``memory``, ``tmp``, ``writes``, ``connections``, or ``stdout``, which the runner's
     reader counts: ``end`` is then ``stdout-limit``; the stream does not hold it, so
     ``retranscribe`` keeps it); None when it passed none."""
-    event: dict[str, Any] | None = None
-    """For ``recorded``: the event mapping exactly as the transcript writes it (RC-15)."""
-    calls: list[dict[str, Any]] | None = None
+    event: Event | None = None
+    """For ``recorded``: the event, written exactly as the transcript writes it (RC-15)."""
+    calls: list[Call] | None = None
     """For any other state that saw tool calls: the calls, so nothing observed is lost."""
-    anomaly_lines: list[dict[str, Any]] | None = None
-    orphan_results: list[dict[str, Any]] | None = None
+    anomaly_lines: list[AnomalyLine] | None = None
+    """The first non-JSON stdout lines (RC-07), each with its number, size and start."""
+    orphan_results: list[OrphanResultLine] | None = None
+    """tool_results that answered no tool_use seen before them (RC-10)."""
     findings_note: str | None = None
     """Why the artifacts carry no findings key (the checker could not run), if it ran at all."""
     counts: bool = True
@@ -169,11 +226,11 @@ class FinalRecord(SessionRef):
     permission_denials: list[str] | None = None
     """The tool of each call the harness's permission rules denied (its arm's allowed-tools
     list gave no such tool), in order, from the last result line; None when none was."""
-    unread_artifacts: list[dict[str, Any]] | None = None
+    unread_artifacts: list[UnreadArtifact] | None = None
     """Produced files inside the workspace not read after the session (``path``, ``reason``,
     ``size_bytes``): a symlink, not a regular file, over the size cap. Their events keep
     ``path`` only."""
-    init_policy: dict[str, Any] | None = None
+    init_policy: InitPolicyRecord | None = None
     """What the init check held the stream to (permission mode, declared MCP servers, host
     skill names, config directory), so ``retranscribe`` can hold it to the same."""
 
@@ -205,7 +262,7 @@ class StoppedRecord(_Record):
     at: Stamp = Field(default_factory=utc_now)
 
 
-class RederivedRecord(SessionRef):
+class RederivedRecord(SessionRef, _WritesEvents):
     """``retranscribe`` re-derived an attempt's outcome from its kept stream.
 
     The transcripts show it in place of the attempt's own final record; the
@@ -219,9 +276,9 @@ class RederivedRecord(SessionRef):
     reason: str
     outside_paths: int = 0
     served_model: str | None = None
-    event: dict[str, Any] | None = None
+    event: Event | None = None
     """For ``recorded``: the event as the transcript writes it."""
-    calls: list[dict[str, Any]] | None = None
+    calls: list[Call] | None = None
     at: Stamp = Field(default_factory=utc_now)
 
 

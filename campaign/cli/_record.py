@@ -124,10 +124,10 @@ def record_warnings(record: FinalRecord) -> list[str]:
     """What a user of ``record`` must see besides the state (anomalies, the checker, orphans)."""
     warnings = []
     if record.anomalies:
-        first = (record.anomaly_lines or [{}])[0]
+        first = record.anomaly_lines[0] if record.anomaly_lines else None
         warnings.append(f"{record.anomalies} stdout line(s) were not JSON (anomalies, kept "
-                        f"aside in the ledger); first at line {first.get('line')}: "
-                        f"{first.get('excerpt')!r}")
+                        f"aside in the ledger); first at line {first and first.line}: "
+                        f"{first and first.excerpt!r}")
     if record.findings_note:
         warnings.append(f"{record.findings_note} (no findings key was written)")
     if record.orphan_results:

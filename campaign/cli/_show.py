@@ -18,6 +18,7 @@ from typing import Any, Final
 from campaign._terminal_text import block, one_line
 from campaign.batch import FinalRecord, LedgerCorrupt, StartedRecord, read_ledger, session_paths
 from campaign.supervisor import FINAL_TEXT_NAME
+from recorder import Call
 
 from ._errors import EXIT_OK, UsageError
 from ._reading import batch_reading
@@ -46,18 +47,18 @@ def _short(text: str, limit: int) -> str:
     return one if len(one) <= limit else one[:limit] + "..."
 
 
-def _calls(final: FinalRecord) -> list[dict[str, Any]]:
+def _calls(final: FinalRecord) -> list[Call]:
     if final.event is not None:
-        return list(final.event.get("calls") or [])
+        return list(final.event.calls or [])
     return list(final.calls or [])
 
 
-def _usd(text: str | None) -> str:
+def _usd(cost: Decimal | None) -> str:
     """``$0.0297``: four places, the exact figure the harness printed after it when longer."""
-    if text is None:
+    if cost is None:
         return "unknown"
-    shown = f"${Decimal(text):.4f}"
-    return shown if Decimal(shown[1:]) == Decimal(text) else f"{shown} (exactly {text})"
+    shown = f"${cost:.4f}"
+    return shown if Decimal(shown[1:]) == cost else f"{shown} (exactly {cost})"
 
 
 def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> None:
@@ -78,10 +79,8 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
     calls = _calls(final)
     out.append(f"  calls ({len(calls)}):")
     for call in calls:
-        result = call.get("result")
-        shown = result[:DIGEST_SHOWN] if isinstance(result, str) else "(no result)"
-        out.append(f"    {one_line(call.get('tool'))} "
-                   f"{_short(str(call.get('argument')), ARGUMENT_CHARS)}"
+        shown = call.result[:DIGEST_SHOWN] if call.result is not None else "(no result)"
+        out.append(f"    {one_line(call.tool)} {_short(call.argument, ARGUMENT_CHARS)}"
                    f" -> {shown}")
     if final.permission_denials:
         tools = one_line(", ".join(sorted(set(final.permission_denials))))
@@ -90,10 +89,11 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
                    "arm's allowed tools do not include them, and the harness refused them "
                    "(they are still listed above; a denied Write produced nothing)")
     if final.event is not None:
-        for art in final.event.get("produced") or []:
-            out.append(f"  produced: {one_line(art.get('path'))} "
-                       f"cites {one_line(art.get('cites', '-'))}")
-        answer = final.event.get("answer", "(no answer key)")
+        for art in final.event.produced or []:
+            out.append(f"  produced: {one_line(art.path)} "
+                       f"cites {one_line(art.cites if art.cites is not None else '-')}")
+        answer = (final.event.answer if "answer" in final.event.model_fields_set
+                  else "(no answer key)")
         out.append(f"  answer: {one_line(answer) if answer is not None else 'null'}")
     text_file = root / f"attempt-{n}" / FINAL_TEXT_NAME
     if text_file.is_file():

@@ -18,7 +18,7 @@ import datetime as dt
 import sys
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from campaign.batch import (
     BatchFileError,
@@ -29,7 +29,7 @@ from campaign.batch import (
     StartedRecord,
     read_batch,
 )
-from recorder import NOTHING_SPENT, decimal_cost, is_recorded
+from recorder import NOTHING_SPENT, Call, is_recorded
 
 from ._errors import NotABatch
 
@@ -198,32 +198,31 @@ def _seen(reading: _Keeper, stamp: str) -> None:
 def _final(reading: _Keeper, record: FinalRecord, fold: BatchFold,
            examined: dict[str, int]) -> None:
     _seen(reading, record.at)
-    cost = decimal_cost(record.cost_usd)
+    cost = record.cost_usd
     unknown = cost is None and not record.cost_known and record.state not in NOTHING_SPENT
     reading.spend.setdefault((record.arm, record.probe), Spend()).add(cost, unknown=unknown)
     recorded = is_recorded(record.state)
-    event = record.event if recorded and isinstance(record.event, dict) else {}
-    calls = event.get("calls")
+    event = record.event if recorded else None
+    calls = event.calls if event is not None else None
     key = SessionKey(record.arm, record.probe, record.session)
     key = fold.sessions[key].key  # the fold's own key: its strings are shared
     reading.outcomes[key] = Outcome(
-        answered="answer" in event,
-        answer=_interned(event.get("answer")),
-        calls=len(calls) if isinstance(calls, list) else None,
-        reads=_reads(calls, examined) if isinstance(calls, list) else 0,
+        answered=event is not None and "answer" in event.model_fields_set,
+        answer=_interned(event.answer if event is not None else None),
+        calls=len(calls) if calls is not None else None,
+        reads=_reads(calls, examined) if calls is not None else 0,
         served_model=_interned(record.served_model) if recorded else None,
         claude_code_version=_interned(record.claude_code_version),
         network=_interned(record.network),
     )
 
 
-def _reads(calls: list[Any], examined: dict[str, int]) -> int:
+def _reads(calls: list[Call], examined: dict[str, int]) -> int:
     """The examined documents (as bits) some Read call of ``calls`` names by path."""
     mask = 0
     for call in calls:
-        if isinstance(call, dict) and call.get("tool") == READ_TOOL:
-            argument = call.get("argument")
-            bit = examined.get(argument) if isinstance(argument, str) else None
+        if call.tool == READ_TOOL:
+            bit = examined.get(call.argument)
             if bit is not None:
                 mask |= 1 << bit
     return mask

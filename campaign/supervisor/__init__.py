@@ -8,8 +8,11 @@ from ._fanout import InFlight as InFlight
 from ._fanout import LiveStatistics as LiveStatistics
 from ._fanout import RunLimits as RunLimits
 from ._fanout import Supervisor as Supervisor
+from ._outcome import AttemptOutcome as AttemptOutcome
 from ._retranscribe import retranscribe as retranscribe
+from ._session import AttemptRunner as AttemptRunner
 from ._session import BatchContext as BatchContext
+from ._session import run_attempt as run_attempt
 from ._spec import SessionSpec as SessionSpec
 from ._spec import planned_sessions as planned_sessions
 from ._spec import session_order as session_order

@@ -1,16 +1,17 @@
 """What an attempt's final record says beyond its stream: what a stopped attempt had observed,
-a silent harness's stderr, the limits the sandbox saw passed, anomalies and orphan results."""
+a silent harness's stderr, the limits the sandbox saw passed."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
+from campaign.supervisor._outcome import AttemptOutcome
 from campaign.supervisor._streams import StreamKeeper
-from recorder import Observation, StreamObserver, observed_calls
+from recorder import SessionState, StreamObserver, observed_calls
 from sandbox import EMPTY_TIMEOUT_S, LimitHit, format_bytes
 
 LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
@@ -39,25 +40,25 @@ class Progress:
     """The ``uncontained`` reason once the sandbox's end found a process outliving the
     cgroup kill (`uncontained_reason`): a stopped attempt is then written ``uncontained``."""
 
-    def facts(self, batch: Path) -> dict[str, Any]:
-        """The observed facts of a stopped attempt (no state: the attempt is ``killed``)."""
-        facts: dict[str, Any] = {}
+    def stopped(self, batch: Path, *, state: SessionState, reason: str, retryable: bool,
+                counts: bool = True) -> AttemptOutcome:
+        """The outcome of an attempt the runner stopped, ended as ``state`` (``killed``, or
+        ``uncontained``), with what it had observed: its cost is unknown (BC-01)."""
+        stopped = AttemptOutcome(state=state, reason=reason, retryable=retryable,
+                                 counts=counts, cost_known=False)
         if self.keeper is not None:
-            facts["stream"] = self.keeper.path.relative_to(batch).as_posix()
-            facts["stream_bytes"] = self.keeper.bytes_in
+            stopped = replace(stopped, stream=self.keeper.path.relative_to(batch).as_posix(),
+                              stream_bytes=self.keeper.bytes_in)
         if self.observer is None or self.workspace is None or self.manifest is None:
-            return facts
+            return stopped
         obs = self.observer.finish(end="exited", exit_status=None, tail=None)
-        facts.update(lines=obs.lines, served_model=obs.served_model,
-                     claude_code_version=obs.claude_code_version,
-                     outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count)
-        facts.update(observed_extras(obs))
-        if obs.calls:
-            facts["calls"] = [
-                call.model_dump(mode="json", exclude_unset=True)
-                for call in observed_calls(obs.calls, workspace=self.workspace,
-                                           inside=self.inside, manifest=self.manifest)]
-        return facts
+        calls = observed_calls(obs.calls, workspace=self.workspace, inside=self.inside,
+                               manifest=self.manifest) if obs.calls else None
+        return replace(stopped, lines=obs.lines, served_model=obs.served_model,
+                       claude_code_version=obs.claude_code_version,
+                       outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count,
+                       anomaly_lines=obs.anomalies, orphan_results=obs.orphan_results,
+                       calls=None if calls is None else tuple(calls))
 
 
 SILENT_STDERR_CHARS: Final = 200
@@ -118,20 +119,3 @@ def uncontained_reason(stream_reason: str | None = None) -> str:
               "file it made is digested and no checker ran; the cgroup is left for the next "
               "runner's sweep")
     return reason if stream_reason is None else f"{reason}; its stream alone said {stream_reason}"
-
-
-def observed_extras(obs: Observation) -> dict[str, Any]:
-    """Anomalies and orphan results, kept with the attempt (RC-07, RC-10); {} when none."""
-    extras: dict[str, Any] = {}
-    if obs.anomalies:
-        extras["anomaly_lines"] = [
-            {"line": a.line_number, "size_bytes": a.size_bytes, "excerpt": a.excerpt}
-            for a in obs.anomalies
-        ]
-    if obs.orphan_results:
-        extras["orphan_results"] = [
-            {"line": o.line_number, "tool_use_id": o.tool_use_id, "result": o.result_digest,
-             "repeated": o.repeated}
-            for o in obs.orphan_results
-        ]
-    return extras

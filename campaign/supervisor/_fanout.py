@@ -33,7 +33,7 @@ from recorder import is_recorded
 
 from ._budget import Budgets, BudgetVerdict
 from ._heap import TRIM_EVERY_S, give_back_heap
-from ._session import BatchContext, run_attempt
+from ._session import AttemptRunner, BatchContext, run_attempt
 from ._writes import HostWriteRefused, refused_write, write_remedy
 
 if TYPE_CHECKING:
@@ -154,11 +154,15 @@ class Supervisor:
         done_detail: The ``stopped`` record's detail when the invocation ends done
             (``record``, which runs one session, says so); by default it counts the
             batch's outstanding sessions.
+        run_attempt: Runs one attempt and writes its two ledger records (the real
+            `run_attempt` by default; a test passes a fake).
     """
 
     def __init__(self, ctx: BatchContext, journal: Journal, limits: RunLimits,
-                 view: View | None = None, *, done_detail: str | None = None) -> None:
+                 view: View | None = None, *, done_detail: str | None = None,
+                 run_attempt: AttemptRunner = run_attempt) -> None:
         self.ctx = ctx
+        self._run_attempt = run_attempt
         self._done_text = done_detail
         self.journal = journal
         self.limits = limits
@@ -261,7 +265,7 @@ class Supervisor:
             attempt = (log.attempts if log else 0) + 1
             self._in_flight[key] = InFlight(key, attempt, time.monotonic())
             try:
-                record = await run_attempt(spec, attempt, self.ctx, self.journal,
+                record = await self._run_attempt(spec, attempt, self.ctx, self.journal,
                                            why_stopped=self._why_stopped)
             except HostWriteRefused as exc:
                 self._refused(exc.what, exc.error)

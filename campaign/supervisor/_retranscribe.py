@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from campaign._json_text import json_text
 from campaign.batch import FinalRecord, RederivedRecord, SessionKey, read_ledger, session_paths
 from campaign.plan import harness_version
-from recorder import InitPolicy, StreamObserver, build_event, is_recorded, observed_calls
+from recorder import Call, Event, StreamObserver, build_event, is_recorded, observed_calls
 
 from ._facts import uncontained_reason
 from ._streams import stream_lines
@@ -66,11 +66,7 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
     if final.stream is None or final.init_policy is None:
         raise ValueError("no kept stream or no recorded init policy")
     paths = session_paths(batch, arm=final.arm, probe=final.probe, session=final.session)
-    policy = InitPolicy(
-        permission_mode=final.init_policy["permission_mode"],
-        declared_mcp_servers=frozenset(final.init_policy["declared_mcp_servers"]),
-        host_skill_names=frozenset(final.init_policy["host_skill_names"]),
-        config_dir=final.init_policy["config_dir"], cwd=final.init_policy.get("cwd"))
+    policy = final.init_policy.policy()
     # The workspace path the session saw; an attempt of a batch of format 1 saw the host path
     # its workspace had then, which its init line's cwd tells (the batch may have moved since).
     observer = StreamObserver(policy=policy, workspace=paths.workspace, inside=policy.cwd,
@@ -81,39 +77,38 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
             observer.feed(line)
         else:
             tail = line
-    end = final.end if final.end in ("exited", "timed-out", "watchdog", "line-too-long",
-                                     "post-result-grace", "stdout-limit", "stderr-limit",
-                                     "line-limit") else "exited"
-    too_long = final.reason if end == "line-too-long" else None
+    end = final.end or "exited"
     # A limit the sandbox saw passed is not in the stream: it stays what the runner saw.
-    obs = observer.finish(end=end, exit_status=final.exit_status,  # type: ignore[arg-type]
-                          tail=None if end == "line-too-long" else tail, too_long=too_long,
+    obs = observer.finish(end=end, exit_status=final.exit_status,
+                          tail=None if end == "line-too-long" else tail,
                           limit_exceeded=final.reason if final.limit is not None else None)
     manifest = _manifest(paths.manifest)
     reason = obs.reason
     if obs.lines == 0 and final.reason.startswith(obs.reason):
         reason = final.reason  # what stderr said of a silent harness is not in the stream
-    facts: dict[str, Any] = {"state": obs.state, "reason": reason,
-                             "outside_paths": len(obs.outside_paths),
-                             "served_model": obs.served_model}
+    if obs.state == "line-too-long" == final.state:
+        reason = final.reason  # the reader's words on the line (its size): not in the stream
+    state = obs.state
     if final.state == "uncontained":  # a fact of the sandbox's end, not of the stream
-        facts.update(state="uncontained", reason=uncontained_reason(reason))
-    if is_recorded(facts["state"]):
+        state, reason = "uncontained", uncontained_reason(reason)
+    event: Event | None = None
+    calls: list[Call] | None = None
+    if is_recorded(state):
         probe = next(p for p in plan.probes if p.id == final.probe)
         event = build_event(obs, probe=final.probe, session=final.session,
                             workspace=paths.workspace, manifest=manifest,
                             declared_answers=probe.answers, corpus_ids=corpus.ids,
                             findings=_findings(final), inside=observer.inside)
-        data = event.model_dump(mode="json", exclude_unset=True)
         if not paths.workspace.is_dir():
-            data = _produced_from_ledger(data, final)
-        facts["event"] = data
+            event = _produced_from_ledger(event, final)
     else:
-        facts["calls"] = [c.model_dump(mode="json", exclude_unset=True) for c in observed_calls(
-            obs.calls, workspace=paths.workspace, manifest=manifest, inside=observer.inside)]
+        calls = observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest,
+                               inside=observer.inside)
     return RederivedRecord(arm=final.arm, probe=final.probe, session=final.session,
                            repetition=final.repetition, attempt=final.attempt,
-                           invocation=final.invocation, runner=harness_version(), **facts)
+                           invocation=final.invocation, runner=harness_version(), state=state,
+                           reason=reason, outside_paths=len(obs.outside_paths),
+                           served_model=obs.served_model, event=event, calls=calls)
 
 
 def _manifest(path: Path) -> dict[str, str]:
@@ -134,16 +129,16 @@ class _ByLedgerPath(dict[str, list[str]]):
 
 def _findings(final: FinalRecord) -> Mapping[str, list[str]] | None:
     """The checker's findings as the ledger's event holds them (the checker is not run again)."""
-    produced = (final.event or {}).get("produced") or []
-    found = _ByLedgerPath({a["path"]: list(a["findings"]) for a in produced if "findings" in a})
+    produced = final.event.produced or [] if final.event is not None else []
+    found = _ByLedgerPath({a.path: list(a.findings) for a in produced if a.findings is not None})
     return found or None
 
 
-def _produced_from_ledger(event: dict[str, Any], final: FinalRecord) -> dict[str, Any]:
+def _produced_from_ledger(event: Event, final: FinalRecord) -> Event:
     """With the workspace discarded, artifacts keep the digests and cites the ledger has."""
-    before = {a["path"]: a for a in (final.event or {}).get("produced") or []}
-    produced = [before.get(json_text(a["path"]), a) for a in event.get("produced") or []]
-    return {**event, "produced": produced}
+    before = {a.path: a for a in (final.event.produced or [] if final.event else [])}
+    produced = [before.get(json_text(a.path), a) for a in event.produced or []]
+    return event.model_copy(update={"produced": produced})
 
 
 async def retranscribe(journal: Journal, *, batch: Path, plan: Plan,

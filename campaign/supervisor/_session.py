@@ -1,6 +1,9 @@
 """One attempt of one session: seal, confine, drive, observe, record.
 
-This is where the three packages meet. Every attempt ends in exactly one
+This is where the three packages meet: the ledger's two records, the seal, the store, the
+session user and the egress are here; the drive itself is prepared, run and concluded in
+`campaign.supervisor._attempt`, and every ending is one `AttemptOutcome` that
+`campaign.supervisor._outcome.final_record` writes. Every attempt ends in exactly one
 state of docs/batch.md "Session states" and leaves two ledger records (``started``, then
 ``final``); only a ``recorded`` attempt carries an event. Nothing observed is
 lost: a refusal, a fault or a cancellation still writes its final record (a
@@ -14,75 +17,58 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from campaign._errors import SealRefused
-from campaign.batch import FinalRecord, StartedRecord, session_paths, utc_now
+from campaign.batch import (
+    EgressCounts,
+    FinalRecord,
+    SessionPaths,
+    StartedRecord,
+    session_paths,
+    utc_now,
+)
 from campaign.corpus import Corpus
 from campaign.plan import Plan
 from campaign.seal import ResolvedSessions, seal_workspace
-from campaign.supervisor._facts import (
-    Progress,
-    kept_stream_check,
-    limit_reason,
-    observed_extras,
-    silent_stdout,
-    uncontained_reason,
+from campaign.supervisor._attempt import (
+    SESSION_LABEL,
+    conclude_attempt,
+    drive_attempt,
+    observe_end,
+    prepare_attempt,
 )
+from campaign.supervisor._facts import Progress
+from campaign.supervisor._outcome import AttemptOutcome, final_record
 from campaign.supervisor._staging import Staged, keep, sealed_extent, staged
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
 from campaign.supervisor._writes import HostWriteRefused as HostWriteRefused
 from campaign.supervisor._writes import host_writes
 from campaign.supervisor._writes import refused_write as refused_write
 from campaign.supervisor._writes import write_remedy as write_remedy
-from recorder import (
-    MAX_SESSION_LINES,
-    PERMISSION_MODE,
-    InitPolicy,
-    StreamObserver,
-    UnreadFile,
-    build_event,
-    declared_mcp_servers_of,
-    drive_child,
-    harness_command,
-    host_skill_names,
-    observed_calls,
-    run_checker,
-    write_atomic,
-)
+from recorder import SessionState, write_atomic
 from sandbox import (
-    BRIDGE_URL,
-    CONFIG_MOUNT,
     DEFAULT_LIMITS,
     DEFAULT_WRITE_BYTES,
-    HARNESS_MOUNT,
-    LOG_MOUNT,
-    ConfinedSpec,
     ConfinementUnavailable,
     Credentials,
     EgressProxy,
     HostLayout,
-    LimitHit,
     Limits,
     NetworkMode,
-    Sandbox,
     SessionPool,
     SessionUser,
     SessionUserUnusable,
-    format_bytes,
     lease_user,
-    open_confined,
     open_session_egress,
     remove_tree,
     session_config_dir,
-    session_environment,
     session_pool,
 )
-from sandbox.storage import file_size_limit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -91,11 +77,6 @@ if TYPE_CHECKING:
 
     from ._spec import SessionSpec
 
-LEFT_OUT_NAMED: Final = 5
-"""Entries the copy into the batch left out that a reason names; further ones are counted."""
-SESSION_LABEL: Final = "session"
-"""The label of every session's config directory, cgroup and scratch names: the same for
-every session, so that no name a session can read names its arm, probe or session (RC-02)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,21 +126,23 @@ class BatchContext:
                                                                 self.corpus.files))
 
 
-def _final(spec: SessionSpec, attempt: int, ctx: BatchContext, started: str,
-           **facts: Any) -> FinalRecord:
-    return FinalRecord(arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
-                       repetition=spec.repetition, attempt=attempt, invocation=ctx.invocation,
-                       started_at=started, **facts)
+def _refused_confinement(exc: ConfinementUnavailable) -> AttemptOutcome:
+    """A session that could not be confined: refused before anything ran (RC-05)."""
+    return AttemptOutcome(
+        state="refused-confinement",
+        reason=f"refused-confinement: the session cannot be confined: {exc} (no session "
+               "may run unconfined; docs/glossary.md: RC-05)",
+        retryable=False)
 
 
-_NOTHING_RAN: Final = {"cost_usd": None, "cost_known": True, "retryable": False}
+class AttemptRunner(Protocol):
+    """What runs one attempt of a session and writes its two ledger records (`run_attempt`
+    is the real one; the supervisor takes any, so its tests pass a fake)."""
 
-
-def _refused_confinement(exc: ConfinementUnavailable) -> dict[str, Any]:
-    return {"state": "refused-confinement",
-            "reason": f"refused-confinement: the session cannot be confined: {exc} (no "
-                      "session may run unconfined; docs/glossary.md: RC-05)",
-            **_NOTHING_RAN}
+    async def __call__(self, spec: SessionSpec, attempt: int, ctx: BatchContext,
+                       journal: Journal, *, why_stopped: Callable[[], str]) -> FinalRecord:
+        """Run attempt ``attempt`` of ``spec``, as `run_attempt` says."""
+        ...
 
 
 async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
@@ -198,18 +181,19 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
         # what it observed until then. Any other exception is a bug: it propagates (exit 1),
         # and the attempt stays without a final record, which is the truth (it never
         # finished).
-        with anyio.CancelScope(shield=True):  # its reads (digests of files it made) off the loop
-            seen = await anyio.to_thread.run_sync(progress.facts, ctx.batch)
         stopped = f"the runner stopped ({why_stopped()}) while the session ran"
         if progress.uncontained is not None:  # an outcome all the same: not retried
-            outcome = {"state": "uncontained", "reason": f"{progress.uncontained}; {stopped}",
-                       "retryable": False}
+            state: SessionState
+            state, reason, retryable = "uncontained", f"{progress.uncontained}; {stopped}", False
         else:
-            outcome = {"state": "killed", "reason": f"killed: {stopped}", "retryable": True,
-                       "counts": False}
+            state, reason, retryable = "killed", f"killed: {stopped}", True
+        with anyio.CancelScope(shield=True):  # its reads (digests of files it made) off the loop
+            seen = await anyio.to_thread.run_sync(lambda: progress.stopped(
+                ctx.batch, state=state, reason=reason, retryable=retryable,
+                counts=state != "killed"))
         with host_writes("the ledger"):
-            await journal.record(_final(spec, attempt, ctx, started, cost_usd=None,
-                                        cost_known=False, **outcome, **seen))
+            await journal.record(final_record(seen, spec, attempt=attempt,
+                                              invocation=ctx.invocation, started=started))
         raise
     with host_writes("the ledger"):
         await journal.record(record)
@@ -218,39 +202,9 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
     return record
 
 
-def _file_bound(stage: Staged, write_bytes: int | None) -> int | None:
-    """``RLIMIT_FSIZE`` for the session: a staging directory bounds nothing, so a runner that
-    is not root bounds each file (`file_size_limit`); a store of its own needs none."""
-    if stage.store.kernel_bounded:
-        return None
-    return file_size_limit(write_bytes or DEFAULT_WRITE_BYTES)
-
-
-def _keep_refused(stage: Staged, paths: Any) -> None:
+def _keep_refused(stage: Staged, paths: SessionPaths) -> None:
     """A refused seal's workspace, as far as it got, into the batch (the refusal names it)."""
     keep(stage, workspace=paths.workspace, log_dir=paths.log_dir, log_bytes=0)
-
-
-def _left_out_note(left_out: list[str]) -> str:
-    """The reason's note on what the copy into the batch left out ('' for nothing)."""
-    if not left_out:
-        return ""
-    shown = ", ".join(left_out[:LEFT_OUT_NAMED])
-    more = f" and {len(left_out) - LEFT_OUT_NAMED} more" if len(left_out) > LEFT_OUT_NAMED else ""
-    return f"; not kept in the batch: {shown}{more}"
-
-
-def _stdout_hit(end: str, limits: Limits) -> LimitHit | None:
-    """The runner's bound on what a session prints as a limit passed, when the driver ended
-    the session for it: ``end="stdout-limit"`` (``--max-stdout``), ``"stderr-limit"`` (the
-    same bound on stderr; docs/confinement.md "Limits") or ``"line-limit"``
-    (`MAX_SESSION_LINES`; docs/recorder.md "Sharing the event loop"); else None."""
-    if end == "line-limit":
-        return LimitHit("lines", f"printed more than {MAX_SESSION_LINES:,} lines on stdout")
-    if end not in ("stdout-limit", "stderr-limit") or limits.stdout_bytes is None:
-        return None
-    stream: Literal["stdout", "stderr"] = "stdout" if end == "stdout-limit" else "stderr"
-    return LimitHit(stream, f"printed more than {format_bytes(limits.stdout_bytes)} on {stream}")
 
 
 def _discard(workspace: Path) -> None:
@@ -259,7 +213,7 @@ def _discard(workspace: Path) -> None:
         remove_tree(workspace)
 
 
-async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Any,
+async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: SessionPaths,
                    started: str, progress: Progress) -> FinalRecord:
     def fresh() -> None:
         # A retry starts from a fresh seal: only the earlier attempts' kept streams stay.
@@ -284,8 +238,10 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
                     lambda: seal_workspace(ctx.corpus, session, out=stage.workspace))
             except SealRefused as exc:
                 await anyio.to_thread.run_sync(_keep_refused, stage, paths)
-                return _final(spec, attempt, ctx, started, state="refused-seal",
-                              reason=f"refused-seal: {exc}", **_NOTHING_RAN)
+                return final_record(
+                    AttemptOutcome(state="refused-seal", reason=f"refused-seal: {exc}",
+                                   retryable=False),
+                    spec, attempt=attempt, invocation=ctx.invocation, started=started)
             manifest = json.dumps(sealed.manifest, indent=1, sort_keys=True) + "\n"
             await anyio.to_thread.run_sync(write_atomic, paths.manifest, manifest.encode())
             progress.workspace, progress.manifest = stage.workspace, sealed.manifest
@@ -298,177 +254,58 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: An
                 async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
                                                max_connections=ctx.limits.connections,
                                                directory=stage.egress_dir) as egress:
-                    facts = await _drive(spec, ctx, paths, sealed.manifest, started, user,
-                                         egress, keeper, progress, stage)  # fmt: skip
+                    outcome = await _drive(spec, ctx, paths, sealed.manifest, user=user,
+                                           egress=egress, keeper=keeper, progress=progress,
+                                           stage=stage)
     except SessionUserUnusable as exc:  # no user could be leased (the drive maps its own)
-        facts = _refused_confinement(exc)
+        outcome = _refused_confinement(exc)
     except ConfinementUnavailable as exc:  # no store could be made
-        facts = _refused_confinement(exc)
+        outcome = _refused_confinement(exc)
     finally:
         if keeper is not None:  # shielded: a cancelled attempt's stream is kept too
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(keeper.close)
     if keeper is not None:
-        facts["stream"] = keeper.path.relative_to(ctx.batch).as_posix()
-        facts["stream_bytes"] = keeper.bytes_in
-    final_text = facts.pop("final_text", None)
+        outcome = replace(outcome, stream=keeper.path.relative_to(ctx.batch).as_posix(),
+                          stream_bytes=keeper.bytes_in)
+    final_text = outcome.final_text
     if final_text is not None:
         # A lone surrogate ("\udfff" in the stream's JSON) in its three-byte form, as its
         # digests take it: strict UTF-8 stopped the batch on it (show reads it replaced).
         await anyio.to_thread.run_sync(
             write_atomic, paths.attempt_dir(attempt) / FINAL_TEXT_NAME,
             final_text.encode("utf-8", "surrogatepass"))
-    return _final(spec, attempt, ctx, started, **facts)
+    return final_record(outcome, spec, attempt=attempt, invocation=ctx.invocation,
+                        started=started)
 
 
-async def _drive(
-    spec: SessionSpec, ctx: BatchContext, paths: Any, manifest: dict[str, str], started: str,
-    user: SessionUser | None, egress: EgressProxy | None, keeper: StreamKeeper | None,
-    progress: Progress | None, stage: Staged,
-) -> dict[str, Any]:
-    probe = spec.probe
-    inside = ctx.workspace_path
+async def _drive(spec: SessionSpec, ctx: BatchContext, paths: SessionPaths,
+                 manifest: dict[str, str], *, user: SessionUser | None,
+                 egress: EgressProxy | None, keeper: StreamKeeper | None, progress: Progress,
+                 stage: Staged) -> AttemptOutcome:
+    """Prepare, run and conclude the drive of one sealed attempt (`._attempt`)."""
     with session_config_dir(ctx.credentials, name=SESSION_LABEL, owner=user,
                             path=stage.config_dir) as cfg:
-        policy = InitPolicy(
-            permission_mode=PERMISSION_MODE,
-            # The workspace's own declaration, not the batch's: the file this session's
-            # harness loads, after the arm (absent has none). A proof of the sealed file.
-            declared_mcp_servers=declared_mcp_servers_of(stage.workspace),
-            host_skill_names=host_skill_names([*ctx.host_skill_dirs, cfg / "skills"]),
-            config_dir=CONFIG_MOUNT, cwd=inside,
-        )
-        observer = StreamObserver(policy=policy, workspace=stage.workspace, inside=inside)
-        if progress is not None:
-            progress.observer, progress.inside = observer, inside
-        # What the session is told names nothing of it: its directories at fixed paths (RC-02).
-        env = session_environment(
-            config_dir=Path(CONFIG_MOUNT), log_dir=Path(LOG_MOUNT),
-            provider_url=ctx.provider_url, credentials=ctx.credentials,
-            egress_proxy=BRIDGE_URL if egress else None,
-        )
-        command = harness_command(
-            harness_mount=HARNESS_MOUNT, task=probe.task, model=ctx.plan.model,
-            allowed_tools=spec.arm.allowed_tools,  # per arm (mcp adds)
-        )
-        # The recipe of every sandbox: hand-over to the session user, init shell and
-        # lifeline, the bridge with a confined network, --args, teardown (sandbox._confined).
-        confined = ConfinedSpec(
-            command=command, executable=ctx.harness, mount=HARNESS_MOUNT,
-            network="confined" if egress else "host",
-            egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
-            layout=ctx.layout, user=user, workspace=stage.workspace,
-            log_dir=stage.log_dir, config_dir=cfg, workspace_mount=inside, log_mount=LOG_MOUNT,
-            config_mount=CONFIG_MOUNT, name=SESSION_LABEL, limits=ctx.limits,
-            reclaim_log=False,  # copied from the store into the batch (_staging.keep)
-            limit_checks=(*((egress.limit_hit,) if egress else ()),
-                          *((kept_stream_check(keeper, ctx.limits.write_bytes),)
-                            if keeper is not None and ctx.limits.write_bytes else ())),
-            file_bytes=_file_bound(stage, ctx.limits.write_bytes),
-        )
-        sandbox: Sandbox | None = None
-        left_out: list[str] = []
+        prepared = prepare_attempt(spec, ctx, stage=stage, config_dir=cfg, user=user,
+                                   egress=egress, keeper=keeper)
+        progress.observer, progress.inside = prepared.observer, ctx.workspace_path
         try:  # a refusal before the spawn has spent nothing
-            async with open_confined(confined) as sandbox:
-                result = await drive_child(
-                    sandbox.child, on_line=observer.feed, stderr_tail=paths.stderr_tail,
-                    wall_limit_s=ctx.session_timeout_s, watchdog_s=ctx.watchdog_s,
-                    post_result_grace_s=ctx.post_result_grace_s,
-                    on_chunk=keeper.write if keeper is not None else None,
-                    on_idle=keeper.flush if keeper is not None else None,
-                    max_stdout_bytes=ctx.limits.stdout_bytes,
-                    max_stderr_bytes=ctx.limits.stdout_bytes, max_lines=MAX_SESSION_LINES,
-                )
+            driven = await drive_attempt(prepared, ctx, paths=paths, stage=stage,
+                                         keeper=keeper, progress=progress)
         except ConfinementUnavailable as exc:  # no session user, no cgroup, no filter
             return _refused_confinement(exc)
-        finally:  # every process of the session is gone: what the batch keeps, into it
-            if sandbox is None or sandbox.contained:
-                # Past the writes limit: the workspace's listing, not its bytes
-                # (docs/storage.md).
-                over = sandbox is not None and sandbox.limit_hit is not None \
-                    and sandbox.limit_hit.limit == "writes"
-                with anyio.CancelScope(shield=True):
-                    left_out = await anyio.to_thread.run_sync(
-                        lambda: keep(stage, workspace=paths.workspace, log_dir=paths.log_dir,
-                                     log_bytes=ctx.limits.write_bytes or DEFAULT_WRITE_BYTES,
-                                     over_writes=over))
-            elif progress is not None:  # something of it may still write: nothing is kept
-                progress.uncontained = uncontained_reason()
-            if progress is not None:  # uncontained: the batch's, which holds nothing of it
-                progress.workspace = paths.workspace
-    assert sandbox is not None  # open_confined yielded: a refusal returned above
-    # The record's own bound, when the stream passed one, was passed before the reader's
-    # stdout bound ended the session: the first bound passed is the one named.
-    hit = sandbox.limit_hit or (None if observer.bound_passed
-                                else _stdout_hit(result.end, ctx.limits))
-    obs = observer.finish(end=result.end, exit_status=result.exit_status, tail=result.tail,
-                          too_long=str(result.line_too_long) if result.line_too_long else None,
-                          limit_exceeded=limit_reason(hit))
-    facts: dict[str, Any] = {
-        "state": obs.state,
-        "reason": obs.reason + silent_stdout(result.lines, result.stderr_end)
-        + _left_out_note(left_out),
-        "cost_usd": str(obs.cost_usd) if obs.cost_usd is not None else None,
-        "cost_known": obs.cost_usd is not None,
-        "outside_paths": len(obs.outside_paths),
-        "anomalies": obs.anomaly_count,
-        "retryable": obs.retryable,
-        "served_model": obs.served_model,
-        "claude_code_version": obs.claude_code_version,
-        "api_error_status": obs.api_error_status,
-        "exit_status": result.exit_status,
-        "end": result.end,
-        "duration_s": round(result.duration_s, 3),
-        "lines": result.lines,
-        "network": "confined" if egress else "host",
-        "final_text": obs.final_text,
-        "init_policy": {"permission_mode": policy.permission_mode,
-                        "declared_mcp_servers": sorted(policy.declared_mcp_servers),
-                        "host_skill_names": sorted(policy.host_skill_names),
-                        "config_dir": policy.config_dir, "cwd": policy.cwd},
-    }
-    if obs.denied_tools:
-        facts["permission_denials"] = list(obs.denied_tools)
-    if not sandbox.contained:  # no post-session read: no limit walk, event, checker, digest
-        facts.update(state="uncontained", reason=uncontained_reason(facts["reason"]),
-                     retryable=False)
-    if egress is not None:  # the harness has exited: the counts are final
-        facts["egress"] = egress.stats().as_record()
-    if hit is not None and obs.state == "limit-exceeded":
-        facts["limit"] = hit.limit
-    facts.update(observed_extras(obs))
-    if facts["state"] == "recorded":
-        findings = None
-        if ctx.corpus.config.checker:  # RC-11: no checker -> no findings key
-            checked = await run_checker(
-                ctx.corpus.config.checker, corpus_root=ctx.corpus.root,
-                workspace=paths.workspace, bwrap=ctx.bwrap, layout=ctx.layout,
-                stderr_tail=paths.root / "checker.stderr.tail", user=user,
-            )
-            findings = checked.findings
-            if checked.note is not None:  # never a pass: no findings key, and said
-                facts["findings_note"] = checked.note
-        unread: list[UnreadFile] = []
-        event = await anyio.to_thread.run_sync(
-            lambda: build_event(
-                obs, probe=spec.probe.id, session=spec.session, workspace=paths.workspace,
-                manifest=manifest, declared_answers=probe.answers, corpus_ids=ctx.corpus.ids,
-                produced_extra=ctx.produced_extra, findings=findings, unread=unread,
-                inside=inside,
-            )
-        )
-        facts["event"] = event.model_dump(mode="json", exclude_unset=True)
-        if unread:  # path only in the event; why, here and in the prose
-            facts["unread_artifacts"] = [
-                {"path": u.path, "reason": u.reason, "size_bytes": u.size_bytes} for u in unread]
-    else:  # nothing observed is lost: the calls stay in the ledger (BC-01)
-        # Uncontained: paths.workspace holds nothing of the attempt (not kept), so no file
-        # the session made is read; a sealed file's Read keeps the manifest's digest.
-        facts["calls"] = [
-            call.model_dump(mode="json", exclude_unset=True)
-            for call in observed_calls(obs.calls, workspace=paths.workspace, manifest=manifest,
-                                       inside=inside)
-        ]
-    return facts
+    obs, hit = observe_end(prepared.observer, driven, ctx.limits)
+    return await conclude_attempt(
+        obs, driven, spec=spec, ctx=ctx, workspace=paths.workspace,
+        checker_tail=paths.root / "checker.stderr.tail", manifest=manifest,
+        policy=prepared.policy, hit=hit,
+        egress=None if egress is None else _counts(egress),  # the harness has exited: final
+        user=user)
 
 
+def _counts(egress: EgressProxy) -> EgressCounts:
+    """What the session's egress proxy counted, as the final record keeps it."""
+    stats = egress.stats()
+    return EgressCounts(allowed_target=stats.allowed_target, allowed=stats.allowed,
+                        denied=dict(sorted(stats.denied.items())),
+                        upstream_failures=stats.upstream_failures, most_open=stats.most_open)

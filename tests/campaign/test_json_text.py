@@ -17,6 +17,7 @@ import pytest
 from campaign._json_text import json_safe, json_text
 from campaign.batch._ledger import Ledger, encode_record, read_ledger
 from campaign.batch._records import FinalRecord, StartedRecord
+from recorder.transcript import Artifact, Event
 
 SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 """A JSON ``\\uD800``..``\\uDFFF`` escape (after an even run of backslashes)."""
@@ -82,7 +83,7 @@ def test_a_ledger_of_before_reads_its_surrogate_escapes_as_the_rule_writes_them(
     with path.open("ab") as fp:
         fp.write(old)
     (read,) = [r for r in read_ledger(path) if isinstance(r, FinalRecord)]
-    assert read.event is not None and read.event["produced"] == [{"path": "\\xff.txt"}]
+    assert read.event is not None and read.event.produced == [Artifact(path="\\xff.txt")]
 
 
 def test_retranscribe_finds_the_ledgers_artifact_by_the_name_the_stream_gives() -> None:
@@ -92,13 +93,14 @@ def test_retranscribe_finds_the_ledgers_artifact_by_the_name_the_stream_gives() 
 
     ledger = {"path": "\\xff.txt", "result": "sha256:" + "a" * 64, "cites": [],
               "findings": ["rule-1"]}
-    record = final("x", "r").model_copy(update={"event": {
-        "probe": "HW-PRB-0001", "session": "r1", "calls": [], "produced": [ledger]}})
+    record = final("x", "r").model_copy(update={"event": Event.model_validate({
+        "probe": "HW-PRB-0001", "session": "r1", "calls": [], "produced": [ledger]})})
     streamed = os.fsdecode(b"\xff.txt")
     found = _findings(record)
     assert found is not None and found.get(streamed, ()) == ["rule-1"]
-    event = _produced_from_ledger({"produced": [{"path": streamed}]}, record)
-    assert event["produced"] == [ledger]
+    event = _produced_from_ledger(
+        Event(probe="HW-PRB-0001", session="r1", produced=[Artifact(path=streamed)]), record)
+    assert event.produced == [Artifact.model_validate(ledger)]
 
 
 def test_a_record_made_without_validation_is_written_strict_all_the_same() -> None:

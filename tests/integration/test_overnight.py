@@ -348,7 +348,7 @@ def test_a_signal_ends_the_sessions_in_flight_and_leaves_the_batch_resumable(
     assert _killed(batch) == [{"state": "killed", "counts": False}] * 2
     for final in finals(batch):  # what the attempt observed before the signal is kept
         assert (final.lines, final.served_model) == (2, "claude-stubborn")
-        assert [(c["tool"], c["argument"]) for c in final.calls or []] == [
+        assert [(c.tool, c.argument) for c in final.calls or []] == [
             ("Bash", "ls")]
         assert final.stream is not None and final.stream_bytes
         kept = list(stream_lines(batch / final.stream))

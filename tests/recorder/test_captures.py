@@ -47,6 +47,7 @@ from typing import TypedDict
 import pytest
 
 from recorder._cost import cost_cents
+from recorder._errors import LineTooLong
 from recorder._event import build_event, observed_calls
 from recorder._initcheck import InitPolicy
 from recorder._transform import Observation, StreamObserver
@@ -590,8 +591,8 @@ def test_bc03_line_over_the_cap_names_line_and_size() -> None:
     for line in (BUG_INPUTS / "BC-03.jsonl").read_bytes().split(b"\n")[:2]:
         observer.feed(line)
     obs = observer.finish(end="line-too-long", exit_status=-15, tail=None,
-                          too_long="stdout line 3 is at least 1048576 bytes, over the line cap "
-                                   "of 1048576 bytes")
+                          too_long=LineTooLong(line_number=3, size_bytes=1048576,
+                                               limit_bytes=1048576, complete=False))
     assert (obs.state, obs.retryable, obs.cost_usd) == ("line-too-long", False, None)
     assert obs.reason == ("line-too-long: stdout line 3 is at least 1048576 bytes, over the "
                           "line cap of 1048576 bytes")

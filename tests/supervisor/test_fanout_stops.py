@@ -3,29 +3,26 @@
 Rules: an invocation that ends because the runner hit an unexpected error
 says ``error`` and names it, never ``done``; a ``done`` invocation that leaves
 sessions outstanding (retries spent) says how many, and that ``resume`` runs
-them. Sessions here are run by a stand-in for `run_attempt` that writes the
-records a real attempt writes; everything else is the real supervisor,
-journal and ledger.
+them. Sessions here are run by `tests.fakes.FakeAttempts`, passed to the
+supervisor as its attempt runner, which writes the records a real attempt
+writes; everything else is the real supervisor, journal and ledger.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from campaign.batch._fold import SessionKey
 from campaign.batch._journal import Journal
 from campaign.batch._ledger import read_ledger
-from campaign.batch._records import FinalRecord, StartedRecord, StoppedRecord
+from campaign.batch._records import StoppedRecord
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import Plan, compose_plan
-from campaign.supervisor import _fanout
 from campaign.supervisor._fanout import RunLimits, Supervisor
-from campaign.supervisor._spec import planned_sessions
+from campaign.supervisor._spec import planned_sessions, session_order
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
+from tests.fakes import Behaviour, FakeAttempts, supervisor_context
 
 pytestmark = pytest.mark.anyio
 PROBE = "HW-PRB-0001"
@@ -42,43 +39,16 @@ def plan(tmp_path: Path) -> Plan:
     return compose_plan(load_corpus(root), tier="campaign")
 
 
-def _specs(plan: Plan) -> list[Any]:
-    return [SimpleNamespace(key=key) for key, _ in planned_sessions(plan)]
-
-
-def _stand_in(outcome: dict[str, str]) -> Any:
-    """A `run_attempt` that ends each session as ``outcome`` says (``bug``: it raises)."""
-    async def run_attempt(spec: Any, attempt: int, ctx: Any, journal: Journal,
-                          **_: Any) -> FinalRecord:
-        key: SessionKey = spec.key
-        ref = {"arm": key.arm, "probe": key.probe, "session": key.session,
-               "repetition": int(key.session[1:]), "attempt": attempt, "invocation": 1}
-        await journal.record(StartedRecord(**ref, position=0))
-        if outcome[key.session] == "bug":
-            raise RuntimeError("a bug in the runner")
-        state = outcome[key.session]
-        event = ({"probe": key.probe, "session": key.session, "calls": [], "produced": []}
-                 if state == "recorded" else None)
-        record = FinalRecord(**ref, started_at="2026-12-01T00:00:00Z",
-                             state=state, reason="scripted",
-                             retryable=state == "harness-error", cost_usd="0.01",
-                             cost_known=True, event=event)
-        await journal.record(record)
-        return record
-    return run_attempt
-
-
-async def _run(tmp_path: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch,
-               outcome: dict[str, str]) -> StoppedRecord:
-    monkeypatch.setattr(_fanout, "run_attempt", _stand_in(outcome))
+async def _run(tmp_path: Path, plan: Plan, script: dict[str, Behaviour]) -> StoppedRecord:
     batch = tmp_path / "batch"
     batch.mkdir()
     with Journal(batch, plan, planned=planned_sessions(plan), network="confined",
                  provider_note="Provider: a stand-in.") as journal:
-        supervisor = Supervisor(SimpleNamespace(invocation=1),  # type: ignore[arg-type]
-                                journal, RunLimits(concurrency=1, retries=0, backoff_s=0.0))
+        supervisor = Supervisor(supervisor_context(), journal,
+                                RunLimits(concurrency=1, retries=0, backoff_s=0.0),
+                                run_attempt=FakeAttempts(script))
         try:
-            await supervisor.run(_specs(plan), watch_signals=False)
+            await supervisor.run(session_order(plan), watch_signals=False)
         except BaseException as exc:
             assert "a bug in the runner" in repr(exc)
     stopped = [r for r in read_ledger(batch / "ledger.jsonl") if isinstance(r, StoppedRecord)]
@@ -87,22 +57,22 @@ async def _run(tmp_path: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch,
 
 
 async def test_an_unexpected_error_is_said_as_such_never_done(
-        tmp_path: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch) -> None:
-    stopped = await _run(tmp_path, plan, monkeypatch, {"s1": "recorded", "s2": "bug"})
+        tmp_path: Path, plan: Plan) -> None:
+    stopped = await _run(tmp_path, plan, {"s1": "recorded", "s2": "bug"})
     assert stopped.reason == "error"
     assert "unexpected error" in stopped.detail and "a bug in the runner" in stopped.detail
     assert stopped.outstanding == 1
 
 
 async def test_done_with_retries_spent_says_how_many_are_outstanding(
-        tmp_path: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch) -> None:
-    stopped = await _run(tmp_path, plan, monkeypatch, {"s1": "recorded", "s2": "harness-error"})
+        tmp_path: Path, plan: Plan) -> None:
+    stopped = await _run(tmp_path, plan, {"s1": "recorded", "s2": "harness-error"})
     assert (stopped.reason, stopped.outstanding) == ("done", 1)
     assert "1 is still outstanding" in stopped.detail and "resume" in stopped.detail
 
 
 async def test_done_with_nothing_outstanding_says_finished(
-        tmp_path: Path, plan: Plan, monkeypatch: pytest.MonkeyPatch) -> None:
-    stopped = await _run(tmp_path, plan, monkeypatch, {"s1": "recorded", "s2": "recorded"})
+        tmp_path: Path, plan: Plan) -> None:
+    stopped = await _run(tmp_path, plan, {"s1": "recorded", "s2": "recorded"})
     assert (stopped.reason, stopped.outstanding) == ("done", 0)
     assert "outstanding" not in stopped.detail

@@ -1,0 +1,108 @@
+"""Small fakes passed as parameters where a test needs no real part (no module is patched).
+
+* `FakeAttempts`: an `AttemptRunner` for `Supervisor(run_attempt=...)` that writes the two
+  ledger records a real attempt writes, and ends each session as its script says, without
+  a seal, a sandbox or a harness.
+* `supervisor_context`: the one field of a `BatchContext` the supervisor itself reads.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from types import SimpleNamespace
+from typing import Literal, TypeAlias, cast
+
+import anyio
+
+from campaign.batch import FinalRecord, Journal, SessionKey, StartedRecord
+from campaign.supervisor import BatchContext, SessionSpec
+from campaign.supervisor._writes import HostWriteRefused
+from recorder import Event, SessionState
+from recorder._vocab import state_retryable
+
+Behaviour: TypeAlias = SessionState | Literal["bug", "write-refused", "hang"]
+"""How a fake attempt ends: in that state (a ``recorded`` one carries an empty event; a
+``harness-error`` is a provider's, worth another attempt), by
+an unexpected error (``bug``: RuntimeError), by the host refusing its workspace's write
+after its started record (``write-refused``, as `HostWriteRefused`: no final record), or
+running until the runner cancels it (``hang``: then written ``killed``, not counted)."""
+STARTED_AT = "2026-12-01T00:00:00Z"
+COST_USD = Decimal("0.01")
+"""Each fake attempt that ran costs this (USD), as its result line would say."""
+
+
+@dataclass
+class FakeAttempts:
+    """An `AttemptRunner` whose sessions end as ``script`` says, by session name.
+
+    Attributes:
+        script: session name (``s1``...) -> `Behaviour`.
+        refused_after_s: how long a ``write-refused`` attempt runs before the refusal.
+        ran: every (session key, attempt) run, in the order they started.
+    """
+
+    script: Mapping[str, Behaviour]
+    refused_after_s: float = 0.2
+    ran: list[tuple[SessionKey, int]] = field(default_factory=list)
+
+    async def __call__(self, spec: SessionSpec, attempt: int, ctx: BatchContext,
+                       journal: Journal, *, why_stopped: Callable[[], str]) -> FinalRecord:
+        """Write ``started``, then end as scripted (see `Behaviour`)."""
+        key = spec.key
+        self.ran.append((key, attempt))
+        ref = _Ref(key, spec.repetition, attempt, ctx.invocation)
+        await journal.record(StartedRecord(arm=key.arm, probe=key.probe, session=key.session,
+                                           repetition=spec.repetition, attempt=attempt,
+                                           invocation=ctx.invocation, position=spec.position))
+        behaviour = self.script[key.session]
+        if behaviour == "bug":
+            raise RuntimeError("a bug in the runner")
+        if behaviour == "write-refused":
+            await anyio.sleep(self.refused_after_s)
+            raise HostWriteRefused("the session's workspace", OSError(errno.ENOSPC, "No space"))
+        if behaviour == "hang":
+            try:
+                await anyio.sleep(3600)
+            except anyio.get_cancelled_exc_class():
+                await journal.record(_final(
+                    ref, state="killed", reason=f"killed: the runner stopped ({why_stopped()})",
+                    retryable=True, counts=False))
+                raise
+            raise AssertionError("a hanging fake attempt was never cancelled")
+        # A harness-error here is the provider's (a 529): worth another attempt.
+        retryable = behaviour == "harness-error" or state_retryable(behaviour)
+        record = _final(ref, state=behaviour, reason="scripted", retryable=retryable,
+                        cost_known=True,
+                        event=(Event(probe=key.probe, session=key.session, calls=[],
+                                     produced=[], answer=None)
+                               if behaviour == "recorded" else None))
+        await journal.record(record)
+        return record
+
+
+def _final(ref: _Ref, *, state: SessionState, reason: str, retryable: bool,
+           counts: bool = True, cost_known: bool = False,
+           event: Event | None = None) -> FinalRecord:
+    return FinalRecord(arm=ref.key.arm, probe=ref.key.probe, session=ref.key.session,
+                       repetition=ref.repetition, attempt=ref.attempt,
+                       invocation=ref.invocation, started_at=STARTED_AT, state=state,
+                       reason=reason, retryable=retryable,
+                       cost_usd=COST_USD if cost_known else None, cost_known=cost_known,
+                       counts=counts, event=event)
+
+
+@dataclass(frozen=True)
+class _Ref:
+    key: SessionKey
+    repetition: int
+    attempt: int
+    invocation: int
+
+
+def supervisor_context(invocation: int = 1) -> BatchContext:
+    """A stand-in `BatchContext` for a supervisor whose attempts are fake: the supervisor
+    reads only ``invocation`` of it (every other field is the attempt runner's)."""
+    return cast(BatchContext, SimpleNamespace(invocation=invocation))
