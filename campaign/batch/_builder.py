@@ -128,10 +128,6 @@ class ArmTranscript:
         ``key`` is the record's session as the caller holds it already (the fold's), so the
         builder keeps no second copy of its names; None makes one. A recorded record's
         event waits in `pending` under ``offset`` until a spool takes it.
-
-        Raises:
-            pydantic.ValidationError: a recorded record's event breaks the closed key sets
-                (RC-15).
         """
         key = key or SessionKey(record.arm, record.probe, record.session)
         name = f"{key.probe}/{key.session}"
@@ -168,11 +164,7 @@ class ArmTranscript:
 
     def rederived(self, record: RederivedRecord, offset: int) -> None:
         """Take a ``rederived`` record: it replaces its attempt's row and event, if that
-        attempt is still the session's last.
-
-        Raises:
-            pydantic.ValidationError: a recorded record's event breaks the closed key sets.
-        """
+        attempt is still the session's last."""
         key = SessionKey(record.arm, record.probe, record.session)
         current = self._sessions.get(key)
         if current is None or current.attempt != record.attempt:
@@ -186,15 +178,14 @@ class ArmTranscript:
             anomalies=current.anomalies, attempt=record.attempt, rederived_by=record.runner)
         self.dirty = True
 
-    def _hold(self, key: SessionKey, event: object, offset: int, recorded: bool) -> None:
+    def _hold(self, key: SessionKey, event: Event | None, offset: int, recorded: bool) -> None:
         """Keep a recorded record's event pending under ``offset`` (RC-15); the session's
         earlier event, if one still waits, is replaced and goes."""
         current = self._sessions.get(key)
         if current is not None and current.event_offset is not None:
             self.pending.pop(current.event_offset, None)
-        if recorded:
-            self.pending[offset] = event if isinstance(event, Event) else (
-                Event.model_validate(event))
+        if recorded and event is not None:
+            self.pending[offset] = event
 
     def spooled(self, refs: Iterable[int]) -> None:
         """A spool holds the events of ``refs`` now: stop holding them (on the feeding thread)."""
