@@ -51,6 +51,7 @@ spawn and no caller edits an argv. In order, it:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import shutil
 from contextlib import ExitStack, asynccontextmanager
@@ -67,7 +68,8 @@ from ._errors import SpawnFailed
 from ._init import BRIDGE_PORT, SOCAT, session_init_command
 from ._landlock import scoped_command
 from ._layout import HostLayout, measure_host_layout
-from ._process import GRACE_S, Child, payload_pipe, spawn
+from ._payload import payload_pipe
+from ._process import GRACE_S, Child, spawn
 from ._remove import remove_tree
 from ._scratch import make_scratch
 from ._seccomp import session_filter
@@ -425,14 +427,17 @@ def _prepare(
     return dirs, spec.layout or measure_host_layout(), executable, baseline
 
 
-_FOUND: list[CgroupHost] = []
-
-
+@functools.cache
 def _host_cgroups() -> CgroupHost:
-    """`find_cgroups`, once per process (the hierarchies do not move while a batch runs)."""
-    if not _FOUND:
-        _FOUND.append(find_cgroups())
-    return _FOUND[0]
+    """`find_cgroups`, once per process: a documented cache of what the process reads of itself.
+
+    Process-wide on purpose: ``/proc/self/mountinfo`` and ``/proc/self/cgroup``
+    describe this process's mounts and its own cgroup, which no batch or loop of
+    it changes (the runner never moves itself), so one answer serves them all.
+    Thread-safe: functools.cache is; two threads that miss at once read the same
+    files twice and get equal answers.
+    """
+    return find_cgroups()
 
 
 def _dirs(spec: ConfinedSpec, scratch: Path | None) -> ConfinedDirs:

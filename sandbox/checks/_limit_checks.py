@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Final
 from .._capture import Run, capture
 from .._confined import open_confined
 from .._errors import ConfinementUnavailable, SessionUserUnusable, SpawnFailed
-from .._process import run_sync
 from .._report import Check
+from .._sync import run_sync
 from ..cgroup import LimitHit, Limits, MiB
 from ._probes import probe_spec
 

@@ -18,7 +18,7 @@ from .._config import Credentials
 from .._confined import ConfinedDirs, ConfinedSpec, open_confined
 from .._env import session_environment
 from .._errors import SpawnFailed
-from .._process import run_sync
+from .._sync import run_sync
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -339,3 +339,41 @@ def test_a_runner_tag_names_one_process_for_good() -> None:
     assert runner_alive(f"{pid}.{start}")  # an older tag, without the namespace
     assert not runner_alive(f"{pid}.{int(start) + 1}.{namespace}")  # the same pid, later
     assert not runner_alive(DEAD_TAG) and not runner_alive("not-a-tag")
+
+
+def test_concurrent_first_asks_sweep_a_base_once_and_all_wait_for_that_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sweep_once (sandbox.cgroup._cgroup): one sweep per process and base; a sandbox opened
+    meanwhile in another thread waits until it is done, so no leftover outlives its start."""
+    import threading
+    import time
+
+    from sandbox.cgroup import _cgroup
+    from sandbox.cgroup._hierarchy import CgroupHost, Hierarchy
+
+    host = CgroupHost(v2=Hierarchy(2, tmp_path / "fresh-mount", "/"))
+    sweeps: list[tuple[float, float]] = []
+
+    def slow_sweep(base: Path) -> list[Path]:
+        started = time.monotonic()
+        time.sleep(0.3)
+        sweeps.append((started, time.monotonic()))
+        return []
+
+    monkeypatch.setattr(_cgroup, "_sweep", slow_sweep)
+    returned: list[float] = []
+
+    def ask() -> None:
+        _cgroup.sweep_once(host)
+        returned.append(time.monotonic())
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(sweeps) == 1 and len(returned) == 3
+    assert all(at >= sweeps[0][1] for at in returned)  # none went on before the sweep ended
+    _cgroup.sweep_once(host)
+    assert len(sweeps) == 1  # asked again later: not swept again
