@@ -25,10 +25,6 @@ from ._config import Credentials as Credentials
 from ._config import host_credentials as host_credentials
 from ._config import session_config_dir as session_config_dir
 from ._config import sweep_config_root as sweep_config_root
-from ._confined import ConfinedDirs as ConfinedDirs
-from ._confined import ConfinedSpec as ConfinedSpec
-from ._confined import Sandbox as Sandbox
-from ._confined import open_confined as open_confined
 from ._env import SESSION_PATH as SESSION_PATH
 from ._env import args_payload as args_payload
 from ._env import session_environment as session_environment
@@ -80,6 +76,10 @@ from .checks import check_session_user as check_session_user
 from .checks import preflight as preflight
 from .checks import probe_spec as probe_spec
 from .checks import raise_for as raise_for
+from .confined import ConfinedDirs as ConfinedDirs
+from .confined import ConfinedSpec as ConfinedSpec
+from .confined import Sandbox as Sandbox
+from .confined import open_confined as open_confined
 from .network import BRIDGE_URL as BRIDGE_URL
 from .network import EgressProxy as EgressProxy
 from .network import network_preflight as network_preflight

@@ -18,7 +18,6 @@ import anyio
 import pytest
 
 from sandbox._capture import capture, run_bounded_sync
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_alive, runner_tag
@@ -34,6 +33,7 @@ from sandbox.cgroup import (
     sweep_cgroups,
 )
 from sandbox.cgroup._cgroup_limits import ControllerGroup, enable_delegated, limit_groups
+from sandbox.confined import ConfinedSpec, open_confined
 from sandbox.users import session_user
 from tests.conftest import missing
 from tests.standin import STANDIN_PYTHON
@@ -214,7 +214,7 @@ async def test_a_sandbox_that_cut_its_lifeline_leaves_nothing_when_its_block_end
 
     The cgroup on its own: the command runs outside the Landlock domain that would refuse
     it the watcher's kill (`sandbox._landlock`)."""
-    monkeypatch.setattr("sandbox._confined.scoped_command", lambda command: list(command))
+    monkeypatch.setattr("sandbox.confined._command.scoped_command", lambda command: list(command))
     code = CUT_AND_DETACH
     spec = ConfinedSpec(command=[STANDIN_PYTHON, "-c", code], executable=Path(STANDIN_PYTHON),
                         network="host", env={"PATH": "/usr/bin:/bin"}, bwrap=bwrap,

@@ -1,4 +1,4 @@
-"""open_confined (sandbox/_confined.py): the one recipe every sandbox is started with.
+"""open_confined (sandbox/confined/_open.py): the one recipe every sandbox is started with.
 
 Expected behaviour from the module's rules and docs/confinement.md: the sandbox is
 spawned from the event loop's own thread, so a session longer than trio's
@@ -21,10 +21,10 @@ import pytest
 
 from recorder._driver import drive_child
 from sandbox._capture import capture
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import SpawnFailed
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_tag
+from sandbox.confined import ConfinedSpec, open_confined
 from sandbox.users import ensure_session_pool, hand_over, session_user
 from tests.standin import STANDIN_PYTHON, write_standin
 
