@@ -189,7 +189,10 @@ class Child:
         **Cancellation:** shielded; returns only when done (bounded as above).
         """
         with anyio.CancelScope(shield=True):
-            for sig, bound_s in self._reap_steps(grace_s):
+            steps = self._reap_steps(grace_s)
+            if steps is None:
+                return
+            for sig, bound_s in steps:
                 if self.has_exited():
                     break
                 self._signal(sig)
@@ -224,28 +227,27 @@ class Child:
         the child reaped (or a warning and left unreaped); each wait is
         `wait_exit_blocking`. Idempotent, and one reap in all with `reap`.
         """
-        for sig, bound_s in self._reap_steps(grace_s):
+        steps = self._reap_steps(grace_s)
+        if steps is None:
+            return
+        for sig, bound_s in steps:
             if self.has_exited():
                 break
             self._signal(sig)
             self.wait_exit_blocking(bound_s)
         self._collect()
 
-    def _reap_steps(self, grace_s: float) -> tuple[tuple[signal.Signals, float], ...]:
-        """The signals a reap sends and how long it waits after each; none if reaped before.
-
-        Closes our stdout end first (a child blocked writing it gets EPIPE).
-        """
+    def _reap_steps(self, grace_s: float) -> tuple[tuple[signal.Signals, float], ...] | None:
+        """The signals a reap sends and how long it waits after each; None if a reap began
+        before (one reap in all). Closes our stdout end first (a writer then gets EPIPE)."""
         if self._reap_done:
-            return ()
+            return None
         self._reap_done = True
         self._close("stdout")
         return ((signal.SIGTERM, grace_s), (signal.SIGKILL, REAP_TIMEOUT_S))
 
     def _collect(self) -> None:
         """A reap's end: sweep the group and collect the exited child, or warn and leave it."""
-        if self.proc.returncode is not None:
-            return  # collected already
         if not self.has_exited():
             logger.warning("pid %d not reaped %.0f s after SIGKILL", self.pid, REAP_TIMEOUT_S)
             return
