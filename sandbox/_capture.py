@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from ._errors import SpawnFailed
-from ._process import DRAIN_AFTER_EXIT_S, GRACE_S, open_child, run_sync
+from ._process import DRAIN_AFTER_EXIT_S, GRACE_S, open_child
+from ._sync import run_sync
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

@@ -12,7 +12,9 @@ Rules it implements:
   arms PR_SET_PDEATHSIG, which follows the *thread* that forked (prctl(2)).
   `spawn` calls `subprocess.Popen` on the calling thread, and every caller
   calls it from the event loop's own thread (or, through `run_sync`, from a
-  thread that waits until the child is reaped). ``anyio.open_process`` on trio
+  thread that waits until the child is reaped; or, for a child that is no
+  sandbox, such as the seal's grep, from a worker thread that waits for it
+  with `Child.wait_exit_blocking` and `Child.reap_blocking`). ``anyio.open_process`` on trio
   spawns in a worker thread that exits after 10 s idle, killing a sandbox
   (seen here: exit -9 at 10.0 s).
 * The lifeline (`sandbox._init`): with ``stdin="lifeline"`` the child's stdin
@@ -20,6 +22,8 @@ Rules it implements:
   (close-on-exec, in no other child); `Child.close` closes it after the reap.
   However the runner ends, SIGKILL included, the kernel closes it too.
 * RC-03: a child gets exactly the environment it is given; None is empty.
+* A child joins the `LiveChildren` current where it is spawned (`sandbox._live`),
+  which its owner (the batch's supervisor) can kill at once; its reap removes it.
 """
 
 from __future__ import annotations
@@ -27,34 +31,34 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import math
 import os
+import select
 import signal
 import struct
 import subprocess
 import termios
 import time
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final, Literal, TypeVar, final
+from typing import TYPE_CHECKING, Final, Literal, final
 
 import anyio
 
 from ._errors import SpawnFailed
+from ._live import LiveChildren, current_children
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Mapping, Sequence
     from pathlib import Path
 
 __all__ = [
     "DRAIN_AFTER_EXIT_S",
     "GRACE_S",
-    "MAX_PAYLOAD_BYTES",
     "PIPE_READ_BYTES",
     "REAP_TIMEOUT_S",
     "STDOUT_PIPE_BYTES",
     "Child",
     "open_child",
-    "payload_pipe",
-    "run_sync",
     "spawn",
 ]
 
@@ -76,9 +80,6 @@ STDOUT_PIPE_BYTES: Final = 1024 * 1024
 reader once per 64 KiB; 1 MiB (an unprivileged process's ``/proc/sys/fs/pipe-max-size`` by
 default) cuts those round trips sixteenfold. The buffer is the kernel's, not the reader's
 memory; where the kernel refuses, the pipe keeps its default size."""
-MAX_PAYLOAD_BYTES: Final = 60 * 1024
-"""Largest `payload_pipe` payload, in bytes. It is written whole before the child starts,
-so it must fit a pipe buffer (64 KiB on Linux, pipe(7))."""
 _EXIT_POLL_S: Final = 0.05
 """Polling period, in seconds, for a child's exit when pidfd_open(2) is unavailable."""
 
@@ -87,31 +88,16 @@ Stdin = Literal["devnull", "lifeline"]
 Output = Literal["pipe"] | int
 """``pipe``: a pipe whose read end `Child` holds (non-blocking); an int: that file descriptor."""
 PipeName = Literal["stdout", "stderr"]
-_T = TypeVar("_T")
-
-
-_LIVE: set[Child] = set()
-"""Every child `spawn` started that is not reaped yet (for `kill_running_now`)."""
-
-
-def kill_running_now() -> int:
-    """SIGKILL every child of this process that is not reaped yet, and its process group.
-
-    For a runner told twice to stop: the bounded grace of each reap is not
-    waited for. Each owner still reaps its own child. Returns how many were signalled.
-    """
-    live = list(_LIVE)
-    for child in live:
-        child.kill_now()
-    return len(live)
 
 
 @final
 class Child:
     """A spawned child: its Popen, our pipe ends, its pidfd and its lifeline; made by `spawn`.
 
-    Not thread-safe; use it from the thread that spawned it. Every method that
-    waits is async; `run_sync` runs one from synchronous code.
+    Not thread-safe; use it from the thread that spawned it. The methods that
+    wait are async, except `wait_exit_blocking` and `reap_blocking`, their
+    counterparts for a thread that runs no event loop (a worker thread: they
+    block it, and run no loop, `sandbox._sync`).
     """
 
     def __init__(
@@ -127,6 +113,8 @@ class Child:
         self._wait_lock: anyio.Lock | None = None  # trio lets one task at a time wait on an fd
         self._exited = False
         self._reap_done = False
+        self._live: LiveChildren | None = None
+        """The registry it joined at its spawn (`sandbox._live`), left at its reap."""
 
     def __repr__(self) -> str:
         state = "running" if not self._exited else f"exited {self.proc.returncode}"
@@ -201,23 +189,73 @@ class Child:
         **Cancellation:** shielded; returns only when done (bounded as above).
         """
         with anyio.CancelScope(shield=True):
-            if self._reap_done:
+            steps = self._reap_steps(grace_s)
+            if steps is None:
                 return
-            self._reap_done = True
-            self._close("stdout")
-            for sig, bound_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, REAP_TIMEOUT_S)):
+            for sig, bound_s in steps:
                 if self.has_exited():
                     break
                 self._signal(sig)
                 with anyio.move_on_after(bound_s):
                     await self.wait_exit()
-            if not self.has_exited():
-                logger.warning("pid %d not reaped %.0f s after SIGKILL", self.pid, REAP_TIMEOUT_S)
-                return
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
-            self.proc.poll()  # reaps: the child has exited (has_exited above)
-            _LIVE.discard(self)
+            self._collect()
+
+    def wait_exit_blocking(self, timeout_s: float) -> bool:
+        """Block this thread until the child has exited (not reaped), at most ``timeout_s``.
+
+        For a thread that runs no event loop: poll(2) on the pidfd (a short sleep
+        between checks without one); no loop is started. Returns whether it exited.
+        """
+        deadline = time.monotonic() + timeout_s
+        pidfd = self._fds["pid"]
+        while not self.has_exited():
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                return False
+            if pidfd is None:
+                time.sleep(min(_EXIT_POLL_S, left_s))
+            else:
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)  # readable once the process exits
+                poller.poll(max(1, math.ceil(left_s * 1000)))
+        return True
+
+    def reap_blocking(self, grace_s: float = GRACE_S) -> None:
+        """`reap` for a thread that runs no event loop: the same steps and bounds, blocking.
+
+        SIGTERM, ``grace_s``, SIGKILL, at most `REAP_TIMEOUT_S`, the group swept,
+        the child reaped (or a warning and left unreaped); each wait is
+        `wait_exit_blocking`. Idempotent, and one reap in all with `reap`.
+        """
+        steps = self._reap_steps(grace_s)
+        if steps is None:
+            return
+        for sig, bound_s in steps:
+            if self.has_exited():
+                break
+            self._signal(sig)
+            self.wait_exit_blocking(bound_s)
+        self._collect()
+
+    def _reap_steps(self, grace_s: float) -> tuple[tuple[signal.Signals, float], ...] | None:
+        """The signals a reap sends and how long it waits after each; None if a reap began
+        before (one reap in all). Closes our stdout end first (a writer then gets EPIPE)."""
+        if self._reap_done:
+            return None
+        self._reap_done = True
+        self._close("stdout")
+        return ((signal.SIGTERM, grace_s), (signal.SIGKILL, REAP_TIMEOUT_S))
+
+    def _collect(self) -> None:
+        """A reap's end: sweep the group and collect the exited child, or warn and leave it."""
+        if not self.has_exited():
+            logger.warning("pid %d not reaped %.0f s after SIGKILL", self.pid, REAP_TIMEOUT_S)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        self.proc.poll()  # reaps: the child has exited (has_exited above)
+        if self._live is not None:
+            self._live.discard(self)
 
     def kill_now(self) -> None:
         """SIGKILL the child and its group at once, unless it is reaped already."""
@@ -313,7 +351,9 @@ def spawn(
     child = Child(proc, stdout_fd=ours.get("stdout"), stderr_fd=ours.get("stderr"),
                   pidfd=_open_pidfd(proc.pid), lifeline_fd=ours.get("lifeline"),
                   started=started)  # fmt: skip
-    _LIVE.add(child)
+    child._live = current_children()
+    if child._live is not None:
+        child._live.add(child)
     return child
 
 
@@ -363,51 +403,3 @@ async def open_child(
     finally:
         await child.reap(grace_s)
         child.close()
-
-
-@contextlib.contextmanager
-def payload_pipe(payload: bytes) -> Iterator[int]:
-    """A pipe's read end holding ``payload`` then EOF (write end closed); closed on exit.
-
-    For data a child reads on an fd before it starts its work (bwrap's
-    ``--args FD``, ``--seccomp FD``): pass the fd in ``pass_fds``; the payload
-    is written whole now, without blocking, so it must fit a pipe buffer.
-
-    Raises:
-        ValueError: ``payload`` is over `MAX_PAYLOAD_BYTES`.
-        SpawnFailed: the pipe took less than the payload (a host with smaller pipes).
-    """
-    if len(payload) > MAX_PAYLOAD_BYTES:
-        raise ValueError(f"the payload is {len(payload)} bytes, over the "
-                         f"{MAX_PAYLOAD_BYTES}-byte limit of one pipe buffer")  # fmt: skip
-    read_fd, write_fd = os.pipe()
-    try:
-        os.set_blocking(write_fd, False)  # never block the loop; an empty pipe takes 64 KiB
-        view = memoryview(payload)
-        try:
-            while view:
-                view = view[os.write(write_fd, view) :]
-        except OSError as exc:  # BlockingIOError: a pipe smaller than usual (pipe(7) limits)
-            reason = f"cannot write {len(payload)} bytes: {exc}"
-            raise SpawnFailed("a payload pipe", reason) from exc
-        os.close(write_fd)
-        write_fd = -1
-        yield read_fd
-    finally:
-        os.close(read_fd)
-        if write_fd >= 0:
-            os.close(write_fd)
-
-
-def run_sync(fn: Callable[..., Awaitable[_T]], *args: object) -> _T:
-    """The sync shim: run ``fn(*args)`` to completion on a new trio loop on this thread.
-
-    For synchronous callers (the preflight, the seal's prefilter). The calling
-    thread blocks until ``fn`` returns, so a child spawned inside is reaped
-    before the thread can go on: ``--die-with-parent`` holds.
-
-    Raises:
-        RuntimeError: this thread already runs an event loop (call ``fn`` instead).
-        Whatever ``fn`` raises.
-    """
-    return anyio.run(fn, *args, backend="trio")

@@ -42,6 +42,7 @@ The program, per ABI of the host (``platform.machine()``):
 from __future__ import annotations
 
 import errno
+import functools
 import platform
 import struct
 from dataclasses import dataclass
@@ -197,16 +198,22 @@ def _offset(at: int, target: str | int, labels: Mapping[str, int]) -> int:
     return skip
 
 
-_BUILT: dict[str, bytes] = {}
-
-
 def session_filter(machine: str | None = None) -> bytes:
-    """The filter every sandbox gets, for this host's machine (built once per process).
+    """The filter every sandbox gets, for this host's machine (``platform.machine()`` by default).
 
     Raises:
         ContainmentUnavailable: no table for the machine; a sandbox then cannot be opened.
     """
-    key = machine or platform.machine()
-    if key not in _BUILT:
-        _BUILT[key] = build_filter(abis_for(key))
-    return _BUILT[key]
+    return _filter_for(machine or platform.machine())
+
+
+@functools.cache
+def _filter_for(machine: str) -> bytes:
+    """`build_filter` of ``machine``'s ABIs, built once per process and machine name.
+
+    A cache of a pure function: the program depends on the machine name alone (the
+    tables of this module), so one process-wide copy is correct. functools.cache is
+    thread-safe; two threads that miss at once both build the same bytes. A machine
+    without a table raises each time (exceptions are not cached).
+    """
+    return build_filter(abis_for(machine))

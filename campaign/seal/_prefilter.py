@@ -35,9 +35,14 @@ or a rename sets ctime to the current time, and nothing sets it back):
   read, which spans grep's read): the seal's bytes are the load's and
   grep's. Otherwise that file is searched in full.
 
-grep runs through the process layer (`sandbox._process`: spawned without a
+grep runs through the process layer (`sandbox.spawn`: spawned without a
 shell, an environment of its own, reaped however the seal ends); it is not
-confined, as it reads only the corpus, which the runner reads anyway.
+confined, as it reads only the corpus, which the runner reads anyway. The
+seal is synchronous and runs in a worker thread of the batch's loop, so every
+wait on grep (``--version`` too) blocks that thread through the process
+layer's blocking calls (`Child.wait_exit_blocking`, `Child.reap_blocking`:
+the same bounds and reap as the async ones) and never starts an event loop
+(`sandbox.run_sync` refuses to under a running one).
 Only ``/usr/bin/grep`` is run, and only if it says it is GNU grep; every
 listed path must be a file of the corpus. Any failure (no GNU grep, status
 2, anything on stderr, a timeout, an anchor holding a NUL byte, a directory
@@ -51,13 +56,12 @@ import os
 import posixpath
 import re
 import tempfile
+import threading
 import time
 from typing import IO, TYPE_CHECKING, Final
 
-import anyio
-
 from campaign.corpus import FileSignature, file_size
-from sandbox import Child, SpawnFailed, run_bounded_sync, run_sync, spawn
+from sandbox import Child, SpawnFailed, spawn
 
 from ._chunkscan import LARGE_FILE_BYTES
 
@@ -77,20 +81,57 @@ _EXCLUDED_TOP: Final = frozenset({".git"})
 """Top-level entries the corpus never holds (`campaign.corpus._corpus.load_corpus`)."""
 
 
-_KNOWN_GNU: set[str] = set()
-"""Paths already seen to be GNU grep (only a positive answer is remembered)."""
+_VERSION_BYTES: Final = 4096
+"""Bytes of ``grep --version``'s output read: its first line is all that is asked."""
 
 
-def _gnu_grep() -> str | None:
-    """`GREP` if it is GNU grep (its ``--version``'s first line), else None (asked again)."""
-    if GREP in _KNOWN_GNU:
-        return GREP
-    run = run_bounded_sync([GREP, "--version"], env=_ENV, timeout_s=GREP_VERSION_TIMEOUT_S)
-    first = run.stdout.split("\n", 1)[0]
-    if run.returncode != 0 or not first.startswith("grep (GNU grep)"):
-        return None
-    _KNOWN_GNU.add(GREP)
-    return GREP
+class GrepCheck:
+    """Whether a grep is GNU grep, asked by running its ``--version``; a yes is remembered.
+
+    An explicit cache, owned by whoever seals: `campaign.seal.resolve_sessions` makes
+    one per batch and every `SessionPlan` of it shares it, so a batch asks once
+    (a ``seal`` outside a batch, its own). A no is not remembered: the next seal
+    asks again (a loaded host may miss the bound once; the seal is then only
+    slower, never less complete). Thread-safe: the seals of concurrent sessions
+    run in worker threads and ask under one lock (the first asks, the others
+    wait for its answer, at most `GREP_VERSION_TIMEOUT_S`).
+
+    Args:
+        path: the grep to trust; `GREP` unless a test says otherwise.
+    """
+
+    def __init__(self, path: str = GREP) -> None:
+        self.path = path
+        self._gnu = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<GrepCheck {self.path} {'GNU' if self._gnu else 'not known to be GNU'}>"
+
+    def gnu(self) -> str | None:
+        """``path`` if it is GNU grep (its ``--version``'s first line), else None. Blocks."""
+        with self._lock:
+            if not self._gnu:
+                self._gnu = _says_gnu(self.path)
+            return self.path if self._gnu else None
+
+
+def _says_gnu(grep: str) -> bool:
+    """Whether ``grep --version`` exits 0 with a first line of GNU grep's (blocking, bounded)."""
+    with tempfile.TemporaryFile() as out:
+        try:
+            child = spawn([grep, "--version"], env=_ENV, stdout=out.fileno(),
+                          stderr=out.fileno())  # fmt: skip
+        except (OSError, SpawnFailed):
+            return False
+        try:
+            exited = child.wait_exit_blocking(GREP_VERSION_TIMEOUT_S)
+        finally:
+            child.reap_blocking()
+            child.close()
+        out.seek(0)
+        first = out.read(_VERSION_BYTES).split(b"\n", 1)[0]
+    return exited and child.returncode == 0 and first.startswith(b"grep (GNU grep)")
 
 
 def _directories_unchanged(corpus: Corpus) -> bool:
@@ -135,9 +176,9 @@ class Prefilter:
     """One grep over the corpus, started at once, read when it is done. Use as a context
     manager (the grep is killed and reaped on exit).
 
-    Synchronous: `wait` and `close` wait through the process layer's sync shim
-    (`sandbox._process.run_sync`), so use it from a thread that runs no event
-    loop (a session's seal runs in a worker thread).
+    Synchronous: `wait` and `close` block the calling thread (the process
+    layer's blocking waits) and start no event loop, so it is used from a
+    worker thread (a session's seal runs in one), never on a loop's thread.
 
     `listed` never waits: while grep runs it answers None (search the file),
     so the seal works on meanwhile, on the other CPU. Its stdout and stderr
@@ -146,18 +187,19 @@ class Prefilter:
     Args:
         corpus: the loaded corpus (its root is searched).
         names: the probe's and the answer keys' names (`campaign.seal._sealplan.names_for`).
+        grep: the seal's `GrepCheck` (only a GNU grep is run).
 
     Never raises for a grep problem: the answer is then None for good.
     """
 
-    def __init__(self, corpus: Corpus, names: Names) -> None:
+    def __init__(self, corpus: Corpus, names: Names, grep: GrepCheck) -> None:
         self._corpus = corpus
         self._child: Child | None = None
         self._out: IO[bytes] | None = None
         self._err: IO[bytes] | None = None
         self._answer: frozenset[str] | None = None
         self._done = True
-        argv = self._argv(corpus, names)
+        argv = self._argv(corpus, names, grep)
         if argv is None:
             return
         if argv == []:  # nothing to search
@@ -174,8 +216,8 @@ class Prefilter:
             self.close()
 
     @staticmethod
-    def _argv(corpus: Corpus, names: Names) -> list[str | bytes] | None:
-        if corpus.directories is None or (grep := _gnu_grep()) is None:
+    def _argv(corpus: Corpus, names: Names, check: GrepCheck) -> list[str | bytes] | None:
+        if corpus.directories is None or (grep := check.gnu()) is None:
             return None
         try:
             tops = sorted(entry.name for entry in os.scandir(corpus.root)
@@ -209,13 +251,13 @@ class Prefilter:
     def wait(self) -> frozenset[str] | None:
         """`listed`, after waiting for grep (at most `GREP_TIMEOUT_S`)."""
         if self._child is not None and not self._done:
-            run_sync(_wait_exit, self._child, max(0.0, self._deadline - time.monotonic()))
+            self._child.wait_exit_blocking(max(0.0, self._deadline - time.monotonic()))
         return self.listed()
 
     def _finish(self, child: Child) -> frozenset[str] | None:
         if not child.has_exited():
             return None  # over time: killed in close()
-        run_sync(child.reap)  # it has exited: this only collects its status
+        child.reap_blocking()  # it has exited: this only collects its status
         if self._out is None or self._err is None:
             return None
         self._err.seek(0)
@@ -237,7 +279,7 @@ class Prefilter:
         """Stop grep if it still runs, reap it, drop its output; idempotent."""
         child, self._child = self._child, None
         if child is not None:
-            run_sync(child.reap)  # SIGTERM ends grep at once (it does not fork)
+            child.reap_blocking()  # SIGTERM ends grep at once (it does not fork)
             child.close()
         for spool in (self._out, self._err):
             if spool is not None:
@@ -252,18 +294,14 @@ class Prefilter:
         self.close()
 
 
-async def _wait_exit(child: Child, bound_s: float) -> None:
-    with anyio.move_on_after(bound_s):
-        await child.wait_exit()
-
-
-def candidates(corpus: Corpus, names: Names) -> frozenset[str] | None:
+def candidates(corpus: Corpus, names: Names,
+               grep: GrepCheck | None = None) -> frozenset[str] | None:
     """Corpus-relative paths of the files that may name the probe or an answer key.
 
     `Prefilter`, waited for. Returns the files grep lists (a superset of the
     files the matcher would flag, among those unchanged since grep read them),
     or None when grep could not answer (the caller then searches every file).
-    Never raises for a grep problem.
+    Never raises for a grep problem. ``grep``: a `GrepCheck` to ask (a new one by default).
     """
-    with Prefilter(corpus, names) as prefilter:
+    with Prefilter(corpus, names, grep or GrepCheck()) as prefilter:
         return prefilter.wait()

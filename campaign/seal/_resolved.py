@@ -12,7 +12,9 @@ again per attempt:
   binary, refuses the batch before it starts); a `SessionPlan` exists only
   for a probe whose folds passed;
 * the corpus's root ``.mcp.json`` declaration (`Corpus.mcp`, read once at
-  load by `recorder.read_mcp_declaration`).
+  load by `recorder.read_mcp_declaration`);
+* one `GrepCheck` for every seal's prefilter (is the host's grep GNU grep:
+  asked by the first seal, remembered once it says yes).
 
 What is read again per attempt is read as a proof, not to decide: the seal's
 verification reads the finished workspace back (rule 6), and the init check
@@ -23,13 +25,14 @@ session's harness loads (after the arm: ``absent`` has none).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from campaign._errors import UnknownProbe
 from campaign.plan import check_arm, plan_arm, plan_probe
 
 from ._names import NameCensus, Names
+from ._prefilter import GrepCheck
 from ._sealplan import check_folds
 
 if TYPE_CHECKING:
@@ -50,6 +53,9 @@ class SessionPlan:
     """What the seal of the probe searches for (its folds checked when this was made)."""
     mcp: McpDeclaration
     """The corpus's root ``.mcp.json`` declaration (`Corpus.mcp`)."""
+    grep: GrepCheck = field(default_factory=GrepCheck, compare=False)
+    """Whether the host's grep is GNU grep, for the seal's prefilter: one check per batch,
+    shared by its sessions (`resolve_sessions`)."""
 
     def __repr__(self) -> str:
         return f"<SessionPlan {self.arm.arm} {self.probe.id}>"
@@ -92,13 +98,14 @@ def resolve_sessions(corpus: Corpus, probes: Iterable[PlanProbe],
     for arm in arms:
         check_arm(arm.arm)
     census = NameCensus.of(corpus)
+    grep = GrepCheck()  # asked by the first seal, in its worker thread
     sessions: dict[tuple[str, str], SessionPlan] = {}
     for probe in probes:
         names = census.names_of(probe.id)
         check_folds(corpus, probe.id)
         for arm in arms:
             sessions[probe.id, arm.arm] = SessionPlan(probe=probe, arm=arm, names=names,
-                                                      mcp=corpus.mcp)
+                                                      mcp=corpus.mcp, grep=grep)
     return ResolvedSessions(sessions)
 
 

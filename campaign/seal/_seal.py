@@ -332,7 +332,7 @@ def plan_seal(corpus: Corpus, session: SessionPlan) -> SealPlan:
         see `iter_seal`.
     """
     plan = SealPlan()
-    decisions = iter_seal(corpus, session.names, session.arm.arm)
+    decisions = iter_seal(corpus, session.names, session.arm.arm, session.grep)
     with contextlib.closing(decisions):  # stops the grep
         for d in decisions:
             plan.decisions.append(FileDecision(d.path, d.action, None, d.mode, d.removals,
@@ -366,7 +366,7 @@ def seal_workspace(corpus: Corpus, session: SessionPlan, *, out: Path) -> SealRe
     """
     probe_id, arm = session.probe.id, session.arm.arm
     verifier = _Verifier(corpus, session.names)
-    decisions = iter_seal(corpus, session.names, arm)
+    decisions = iter_seal(corpus, session.names, arm, session.grep)
     # closing(): an exception here must stop the prefilter's grep now, not at a later gc.
     with contextlib.closing(decisions):
         _prepare(out)

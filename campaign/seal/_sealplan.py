@@ -44,7 +44,7 @@ from recorder import DIGEST_PREFIX
 from . import _sealbig
 from ._chunkscan import LARGE_FILE_BYTES, read_chunks
 from ._names import DocNames, Names, Naming, Text, states_answer
-from ._prefilter import Prefilter
+from ._prefilter import GrepCheck, Prefilter
 from ._rules import broken_path_rule
 
 if TYPE_CHECKING:
@@ -259,24 +259,27 @@ def _corpus_changed(probe_id: str, rel: str, why: str) -> SealRefused:
                                             "the plan's tree no longer describes it")
 
 
-def iter_seal(corpus: Corpus, names: Names, arm: str) -> Generator[FileDecision, None, None]:
+def iter_seal(corpus: Corpus, names: Names, arm: str,
+              grep: GrepCheck) -> Generator[FileDecision, None, None]:
     """The seal of ``names``' probe under ``arm``, one decision per corpus file. Reads, never
     writes.
 
     The probe, the arm and the folds were checked when the session was resolved
     (`campaign.seal.resolve_sessions`); the files are read one at a time as the
-    iterator is consumed (one file's bytes in memory at a time).
+    iterator is consumed (one file's bytes in memory at a time). ``grep``: the
+    batch's `GrepCheck`, for the prefilter (`campaign.seal._prefilter`).
 
     Raises (while iterating):
         ArmError: a settings file the arm edits is not JSON.
         SealRefused: a corpus file is gone, no longer regular, or changed since loading.
     """
-    return _decisions(corpus, names, arm)
+    return _decisions(corpus, names, arm, grep)
 
 
-def _decisions(corpus: Corpus, names: Names, arm: str) -> Generator[FileDecision, None, None]:
+def _decisions(corpus: Corpus, names: Names, arm: str,
+               grep: GrepCheck) -> Generator[FileDecision, None, None]:
     # The prefilter's grep runs on while the first files are searched here in full.
-    with Prefilter(corpus, names) as prefilter:
+    with Prefilter(corpus, names, grep) as prefilter:
         yield from _decide(corpus, names, arm, prefilter)
 
 

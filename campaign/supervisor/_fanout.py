@@ -30,6 +30,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from campaign.batch import BudgetStopRecord, StoppedRecord, StopReason
 from recorder import is_recorded
+from sandbox import LiveChildren
 
 from ._budget import Budgets, BudgetVerdict
 from ._heap import TRIM_EVERY_S, give_back_heap
@@ -183,6 +184,9 @@ class Supervisor:
         """What the user does about a refused write (free space, make it writable)."""
         self._work: anyio.CancelScope | None = None
         self._rng = random.Random()
+        self.children = LiveChildren()
+        """Every child its sessions spawned that is not reaped yet (what a second signal
+        kills); current while `run` runs, so each spawn under it joins."""
 
     # -- statistics -------------------------------------------------------------------------
 
@@ -211,6 +215,10 @@ class Supervisor:
         Raises:
             Exception: only bugs; states, refusals, budgets and refused writes are outcomes.
         """
+        with self.children.tracking():
+            return await self._run(specs, watch_signals=watch_signals)
+
+    async def _run(self, specs: Iterable[SessionSpec], *, watch_signals: bool) -> BatchOutcome:
         self._started_s = time.monotonic()
         try:
             async with anyio.create_task_group() as outer:
@@ -384,9 +392,7 @@ class Supervisor:
 
     def _escalate(self) -> None:
         """A second signal: end every session still running now, without the grace."""
-        from sandbox import kill_running_now
-
-        kill_running_now()
+        self.children.kill_now()
 
     async def _render_loop(self) -> None:
         while True:

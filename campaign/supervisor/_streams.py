@@ -51,30 +51,53 @@ file of two frames is one zstd stream to every reader (`stream_lines`, ``zstd -d
 _READ_BYTES: Final = 1 << 20
 IDLE_COMPRESSORS: Final = 64
 """Most zstd compressors of each kind kept idle for the next attempt."""
-_IDLE: dict[bool, list[zstandard.ZstdCompressor]] = {False: [], True: []}
-_IDLE_LOCK = threading.Lock()
 
 
-def _take_compressor(parallel: bool) -> zstandard.ZstdCompressor:
-    """A compressor to reuse, or a new one (``parallel``: with `THREADS` workers).
+class CompressorPool:
+    """Idle zstd compressors kept for the next attempt: at most `IDLE_COMPRESSORS` of each kind.
 
     A new context per attempt allocated and freed megabytes each time, and the runner's heap
     grew with the number of sessions (peak RSS 93 MiB after 100 sessions of a batch, 139
     after 1,000: bench/batch.py); reused, the contexts number the streams ever kept at once.
+
+    One pool per process (`COMPRESSORS`), on purpose: what it bounds is the process's heap,
+    which every batch and loop of the process shares, and a compressor holds nothing of an
+    attempt once its frame has ended (each stream starts a new frame), so handing one from
+    one batch's keeper to another's is correct. Thread-safe: keepers take and give back from
+    the loop's thread and from worker threads (`StreamKeeper.close` runs in one), under one
+    lock.
     """
-    with _IDLE_LOCK:
-        if _IDLE[parallel]:
-            return _IDLE[parallel].pop()
-    params = zstandard.ZstdCompressionParameters.from_level(
-        LEVEL, threads=THREADS if parallel else 0, job_size=JOB_BYTES if parallel else 0,
-        write_checksum=1)  # fmt: skip
-    return zstandard.ZstdCompressor(compression_params=params)
+
+    def __init__(self, keep: int = IDLE_COMPRESSORS) -> None:
+        self.keep = keep
+        self._idle: dict[bool, list[zstandard.ZstdCompressor]] = {False: [], True: []}
+        self._lock = threading.Lock()
+
+    def take(self, parallel: bool) -> zstandard.ZstdCompressor:
+        """An idle compressor, or a new one (``parallel``: with `THREADS` workers)."""
+        with self._lock:
+            if self._idle[parallel]:
+                return self._idle[parallel].pop()
+        params = zstandard.ZstdCompressionParameters.from_level(
+            LEVEL, threads=THREADS if parallel else 0, job_size=JOB_BYTES if parallel else 0,
+            write_checksum=1)  # fmt: skip
+        return zstandard.ZstdCompressor(compression_params=params)
+
+    def give_back(self, compressor: zstandard.ZstdCompressor, parallel: bool) -> None:
+        """Keep ``compressor`` (its frame ended whole) for a later `take`, unless the pool is
+        full; then it is dropped."""
+        with self._lock:
+            if len(self._idle[parallel]) < self.keep:
+                self._idle[parallel].append(compressor)
+
+    def idle(self, parallel: bool) -> int:
+        """How many compressors of the kind wait to be reused."""
+        with self._lock:
+            return len(self._idle[parallel])
 
 
-def _give_back(compressor: zstandard.ZstdCompressor, parallel: bool) -> None:
-    with _IDLE_LOCK:
-        if len(_IDLE[parallel]) < IDLE_COMPRESSORS:
-            _IDLE[parallel].append(compressor)
+COMPRESSORS: Final = CompressorPool()
+"""The process's pool (`CompressorPool` says why one per process)."""
 
 
 class StreamKeeper:
@@ -95,7 +118,7 @@ class StreamKeeper:
             os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE), "wb")
         self._pending = 0  # bytes taken since the last flush
         self._parallel = False
-        self._compressor = _take_compressor(self._parallel)
+        self._compressor = COMPRESSORS.take(self._parallel)
         self._writer = self._compressor.stream_writer(self._file, closefd=False)
         self._closed = False
 
@@ -130,9 +153,9 @@ class StreamKeeper:
         by zstd's workers (`LARGE_STREAM_BYTES`)."""
         self._writer.flush(zstandard.FLUSH_FRAME)
         self._writer.close()  # type: ignore[no-untyped-call]
-        _give_back(self._compressor, self._parallel)
+        COMPRESSORS.give_back(self._compressor, self._parallel)
         self._parallel = True
-        self._compressor = _take_compressor(self._parallel)
+        self._compressor = COMPRESSORS.take(self._parallel)
         self._writer = self._compressor.stream_writer(self._file, closefd=False)
 
     def close(self) -> int:
@@ -153,7 +176,7 @@ class StreamKeeper:
                 self._writer.close()  # type: ignore[no-untyped-call]
                 self._file.close()
             if ended:  # a compressor whose frame ended whole is reused (a fresh frame next)
-                _give_back(self._compressor, self._parallel)
+                COMPRESSORS.give_back(self._compressor, self._parallel)
         return self.path.stat().st_size
 
 

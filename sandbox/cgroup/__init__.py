@@ -13,7 +13,7 @@ Owns, per sandbox:
   (`watching`, `LimitWatch`; ``_watch``): it reads the cgroups' counters, so it lives
   beside them.
 
-Re-exports what the recipe (`sandbox._confined`), the session users' leases (the sweep's
+Re-exports what the recipe (`sandbox.confined`), the session users' leases (the sweep's
 bound, `EMPTY_TIMEOUT_S`), the preflight's checks, the egress proxy (`LimitHit`) and
 `sandbox/__init__` need. Imports only the leaves at sandbox's top (`_errors`, `_owner`,
 `_process`, `_groups`) and `sandbox.storage` (the watch counts a session's unlinked files).

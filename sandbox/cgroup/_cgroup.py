@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, final
@@ -223,11 +224,26 @@ def sweep_cgroups(host: CgroupHost | None = None) -> list[Path]:
 
 
 _SWEPT: set[Path] = set()
+"""The runner cgroup bases this process has swept (`sweep_once`), under `_SWEPT_LOCK`."""
+_SWEPT_LOCK: Final = threading.Lock()
 
 
 def sweep_once(host: CgroupHost) -> None:
-    """`sweep_cgroups` the first time a process asks for ``host`` (blocking)."""
-    if host.v2 is not None and host.v2.base not in _SWEPT:
+    """`sweep_cgroups` the first time this process asks for ``host``'s base (blocking).
+
+    An explicit process-wide record, on purpose: what it sweeps is the host's, left by
+    runners that are gone, and a runner's own cgroups end with their sandboxes, so one
+    sweep per process and base is the rule (docs/confinement.md: "the next runner's first
+    sandbox sweeps"), whichever batch or loop
+    of the process asks first. Thread-safe: concurrent sandboxes ask from worker threads;
+    the first sweeps under the lock and the others wait until it is done, so none opens
+    its sandbox before the leftovers are ended.
+    """
+    if host.v2 is None:
+        return
+    with _SWEPT_LOCK:
+        if host.v2.base in _SWEPT:
+            return
         _SWEPT.add(host.v2.base)
         _sweep(host.v2.base)
         sweep_v1(host)

@@ -21,7 +21,7 @@ report (``sandbox._errors``) and the other packages' own checks (`sandbox.storag
 network preflight) name it without importing the preflight.
 
 Re-exports what `sandbox/__init__` needs. This package sits above the confined recipe
-(`sandbox._confined`), `sandbox.users`, `sandbox.cgroup` and `sandbox.storage`; nothing
+(`sandbox.confined`), `sandbox.users`, `sandbox.cgroup` and `sandbox.storage`; nothing
 else in sandbox imports it.
 """
 

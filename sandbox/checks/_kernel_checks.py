@@ -22,9 +22,10 @@ import anyio
 from .._errors import ContainmentUnavailable, SessionUserUnusable
 from .._landlock import PYTHON as LANDLOCK_PYTHON
 from .._landlock import REFER_ABI, SCOPE_ABI, host_abi
-from .._process import open_child, run_sync
+from .._process import open_child
 from .._report import Check
 from .._seccomp import session_filter
+from .._sync import run_sync
 from ..cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
 from ._probes import Run, probe_spec, run_confined
 

@@ -25,16 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from .._capture import Run, capture
-from .._confined import open_confined
 from .._errors import ConfinementUnavailable, SessionUserUnusable, SpawnFailed
-from .._process import run_sync
 from .._report import Check
+from .._sync import run_sync
 from ..cgroup import LimitHit, Limits, MiB
+from ..confined import open_confined
 from ._probes import probe_spec
 
 if TYPE_CHECKING:
-    from .._confined import ConfinedSpec
     from .._layout import HostLayout
+    from ..confined import ConfinedSpec
     from ..users import SessionUser
 
 __all__ = ["LIMITS_PROBE_TIMEOUT_S", "check_limits"]

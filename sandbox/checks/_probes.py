@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Final
 from .._argv import HARNESS_MOUNT
 from .._capture import Run, capture
 from .._config import Credentials
-from .._confined import ConfinedDirs, ConfinedSpec, open_confined
 from .._env import session_environment
 from .._errors import SpawnFailed
-from .._process import run_sync
+from .._sync import run_sync
+from ..confined import ConfinedDirs, ConfinedSpec, open_confined
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -15,7 +15,7 @@ Owns:
   test directory deep enough passes it.
 
 Re-exports what `sandbox/__init__` needs. This package sits above the confined recipe
-(`sandbox._confined`, which its preflight runs a probe in), `sandbox.users` (the probe's
+(`sandbox.confined`, which its preflight runs a probe in), `sandbox.users` (the probe's
 lease) and `sandbox.cgroup` (the proxy's connection cap is a limit, `LimitHit`); nothing
 else in sandbox imports it.
 """

@@ -42,14 +42,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .._argv import NetworkMode
 from .._capture import Run, capture
-from .._confined import ConfinedSpec, open_confined
 from .._env import SESSION_PATH
 from .._errors import PoolBusy, SessionUserUnusable, SpawnFailed
 from .._init import BRIDGE_FAILED_STATUS as BRIDGE_FAILED_STATUS
 from .._init import BRIDGE_PORT, INIT_FAILED_STATUS, SOCAT
 from .._layout import HostLayout, measure_host_layout
-from .._process import run_sync
 from .._report import Check
+from .._sync import run_sync
+from ..confined import ConfinedSpec, open_confined
 from ..users import SessionUser, hold_lease, session_pool
 from ._egress import EGRESS_ROOT, EgressProxy, EgressStats, Target, open_egress_proxy, target_of_url
 

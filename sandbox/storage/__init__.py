@@ -13,7 +13,7 @@ After the session, what it wrote outside its store is made the runner's too
 files (`copy_regular`). That is this package's concern, not the session users': it
 is what the host does with a finished session's files, trusting nothing in them and
 following no symlink, and `copy_out` gives its copy the same modes (``_copy`` reads
-them from ``_reclaim``). The recipe (`sandbox._confined`) calls both after the
+them from ``_reclaim``). The recipe (`sandbox.confined`) calls both after the
 session's cgroup is empty; the limits' watch (`sandbox.cgroup`) counts the session's
 unlinked files with `unlinked_bytes`. Imports only sandbox's leaves (`_errors`,
 `_report`, `_owner`, `_remove`).

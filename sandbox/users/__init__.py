@@ -20,7 +20,7 @@ config directories all read it, so it is a leaf at sandbox's top; the reclaim of
 finished session wrote is the host's business with the session's files
 (`sandbox.storage`), the same whatever user the session ran as.
 
-Re-exports what the recipe (`sandbox._confined`), the config directories, the preflight,
+Re-exports what the recipe (`sandbox.confined`), the config directories, the preflight,
 the network's check and `sandbox/__init__` need. Imports only sandbox's leaves (`_errors`,
 `_capture`) and `sandbox.cgroup` (a lease waits for a user's leftover processes as long as
 a cgroup kill may take to empty a cgroup, `EMPTY_TIMEOUT_S`).

@@ -6,6 +6,7 @@ Expected removals are written from the rule text against `corpora.seal_corpus`
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -16,6 +17,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from campaign._errors import ArmError, SealRefused, UnknownProbe, WorkspaceNotEmpty
@@ -24,7 +26,7 @@ from campaign.seal import resolve_session
 from campaign.seal._names import Text, doc_names, names_for
 from campaign.seal._prefilter import candidates
 from campaign.seal._seal import SealResult, explain, plan_seal, seal_workspace, verify_workspace
-from sandbox._process import Child, run_sync, spawn
+from sandbox import Child, LiveChildren, spawn
 from tests.campaign.corpora import (
     ANSWER_KEY,
     BINARY_BYTES,
@@ -561,9 +563,10 @@ def test_without_grep_the_seal_searches_every_file_and_agrees(
 
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
     with_grep, _ = _seal(corpus, tmp_path / "a")
-    monkeypatch.setattr(prefilter, "_gnu_grep", lambda: None)
-    assert prefilter.candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
-    without, _ = _seal(corpus, tmp_path / "b")
+    no_grep = prefilter.GrepCheck(str(tmp_path / "no-grep"))
+    assert prefilter.candidates(corpus, names_for(corpus, "HW-PRB-001"), no_grep) is None
+    session = dataclasses.replace(resolve_session(corpus, "HW-PRB-001", "present"), grep=no_grep)
+    without = seal_workspace(corpus, session, out=tmp_path / "b")
     assert (without.manifest, without.removals) == (with_grep.manifest, with_grep.removals)
 
 
@@ -586,6 +589,34 @@ def test_the_prefilter_lists_every_file_that_names_the_probe_or_a_key(
             assert rel in listed, rel
     assert {"ops/mixed.txt", "ops/wrapped.txt", "ops/encoded.md", "ops/nul.bin"} <= listed
     assert len(listed) < len(corpus.files)  # it does filter
+
+
+@pytest.mark.timeout(60)
+def test_a_seal_in_a_worker_thread_of_the_batch_loop_starts_no_loop_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No nested event loop: the seal runs in a worker thread of the batch's trio loop, as a
+    session's does (campaign.supervisor._session), and waits for its grep there by blocking.
+    ``run_sync`` refuses to start a loop in such a thread, so a prefilter that reached it would
+    raise; this one answers, and leaves no grep unreaped."""
+    files = {**seal_files(), "notes/leak.md": LEAK}
+    corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
+    session = resolve_session(corpus, "HW-PRB-001", "present")
+    live = LiveChildren()
+
+    def in_the_worker() -> tuple[SealResult, frozenset[str] | None]:
+        sealed = seal_workspace(corpus, session, out=tmp_path / "ws")
+        return sealed, candidates(corpus, session.names)  # the prefilter's wait, too
+
+    async def batch_loop() -> tuple[SealResult, frozenset[str] | None]:
+        with live.tracking():
+            return await anyio.to_thread.run_sync(in_the_worker)
+
+    result, listed = anyio.run(batch_loop, backend="trio")
+    assert listed is not None and "notes/leak.md" in listed  # grep answered, in the thread
+    assert "names HW-PRB-001" in _reasons(result)["notes/leak.md"]
+    assert not (tmp_path / "ws" / "notes" / "leak.md").exists()
+    assert len(live) == 0  # every grep it spawned (in the thread, so registered) is reaped
 
 
 @pytest.mark.timeout(30)
@@ -643,7 +674,7 @@ def test_a_directory_swapped_while_grep_runs_turns_the_prefilter_off(
         os.rename(decoy, root / "notes")
         try:
             child = real(argv, **kwargs)
-            run_sync(child.wait_exit)
+            assert child.wait_exit_blocking(30)
             return child
         finally:
             os.rename(root / "notes", decoy)
@@ -663,8 +694,27 @@ def test_only_gnu_grep_at_its_fixed_path_is_trusted(
     fake = tmp_path / "grep"
     fake.write_text("#!/bin/sh\necho 'grep (BSD grep, GNU compatible) 2.6.0-FreeBSD'\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(prefilter, "GREP", str(fake))
-    assert prefilter._gnu_grep() is None
+    assert prefilter.GrepCheck(str(fake)).gnu() is None
+    assert prefilter.GrepCheck().gnu() == prefilter.GREP == "/usr/bin/grep"
+
+
+def test_the_grep_check_remembers_a_yes_and_asks_again_after_a_no(tmp_path: Path) -> None:
+    """GrepCheck (campaign.seal._prefilter): one run per check object once it is GNU grep;
+    a no (a loaded host may miss the bound once) is asked again by the next seal."""
+    from campaign.seal._prefilter import GrepCheck
+
+    runs = tmp_path / "runs"
+    answer = tmp_path / "answer"
+    fake = tmp_path / "grep"
+    fake.write_text(f'#!/bin/sh\necho run >> {runs}\ncat {answer}\n')
+    fake.chmod(0o755)
+    answer.write_text("grep (BSD grep) 2.6.0\n")
+    check = GrepCheck(str(fake))
+    assert check.gnu() is None and check.gnu() is None
+    assert runs.read_text().count("run") == 2  # a no is not remembered
+    answer.write_text("grep (GNU grep) 3.11\n")
+    assert check.gnu() == str(fake) and check.gnu() == str(fake)
+    assert runs.read_text().count("run") == 3  # a yes is: asked once more, then never
 
 
 def test_a_title_holding_a_nul_byte_turns_the_prefilter_off(
@@ -698,7 +748,7 @@ class _HeldGrep:
         assert self.child is not None
         with open(self.fifo, "w") as fifo:
             fifo.write("go\n")
-        run_sync(self.child.wait_exit)
+        assert self.child.wait_exit_blocking(30)
 
 
 def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
@@ -712,7 +762,8 @@ def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
     files = {**seal_files(), "notes/leak.md": LEAK}
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c", files), monkeypatch)
     held = [_HeldGrep(tmp_path / "fifo")]
-    assert prefilter._gnu_grep() is not None  # asked now, before spawn is replaced
+    session = resolve_session(corpus, "HW-PRB-001", "present")
+    assert session.grep.gnu() is not None  # asked now, before spawn is replaced
     monkeypatch.setattr(prefilter, "spawn", held[0].spawn)
     real = sealplan._read
 
@@ -727,7 +778,8 @@ def test_grep_done_only_after_the_seal_read_a_file_does_not_vouch_for_it(
         return got
 
     monkeypatch.setattr(sealplan, "_read", read)
-    _, out = _seal(corpus, tmp_path)
+    out = tmp_path / "ws"
+    seal_workspace(corpus, session, out=out)
     assert held[0].child is not None and held[0].child.returncode in (0, 1)
     assert not (out / "notes/leak.md").exists() or "HW-PRB-001" not in (
         out / "notes/leak.md").read_text()
@@ -765,6 +817,7 @@ def test_a_grep_that_floods_stderr_cannot_hang_the_seal(
     fake.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "grep (GNU grep) 3.8"; '
                     'exit 0; fi\nhead -c 200000 /dev/zero >&2\nexit 1\n')
     fake.chmod(0o755)
-    monkeypatch.setattr(prefilter, "GREP", str(fake))
     corpus = _load_as_if_later(seal_corpus(tmp_path / "c"), monkeypatch)
-    assert candidates(corpus, names_for(corpus, "HW-PRB-001")) is None
+    grep = prefilter.GrepCheck(str(fake))
+    assert grep.gnu() == str(fake)  # it passes for GNU grep, and then floods
+    assert candidates(corpus, names_for(corpus, "HW-PRB-001"), grep) is None

@@ -65,6 +65,8 @@ def test_a_batch_resolves_each_probe_once_for_all_its_arms(corpus: Corpus) -> No
             assert session.mcp is corpus.mcp
         # one Names per probe, shared by its arms (one census, folds checked once)
         assert len({id(resolved.of(probe.id, a.arm).names) for a in plan.arm_specs}) == 1
+    # one check of the host's grep for the whole batch, shared by every session's seal
+    assert len({id(s.grep) for s in resolved.sessions.values()}) == 1
     with pytest.raises(LookupError, match="no resolved session"):
         resolved.of("HW-PRB-404", "present")
 

@@ -213,7 +213,7 @@ async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_copy
     def no_cgroup(host: object, label: str, limits: object = None) -> None:
         raise ContainmentUnavailable("no cgroup here (test)", "none")
 
-    monkeypatch.setattr("sandbox._confined.open_session_cgroup", no_cgroup)
+    monkeypatch.setattr("sandbox.confined._open.open_session_cgroup", no_cgroup)
     with Watch(_prefix("LIFE-OK")) as watch, Journal(
             setup.root / "batch", setup.ctx.plan, planned=(), network="host",
             provider_note="Provider: scripted.") as journal:

@@ -21,7 +21,7 @@ past the limit, the runner ends that session at once with the limit named in
 its reason (ledger and prose), never the batch; every session of the batch
 runs. The defaults stop these sizes too (the last test).
 
-Seen red by reverting the enforcement in `sandbox/_confined.py` (no limit
+Seen red by reverting the enforcement in `sandbox/confined/` (no limit
 cgroups, no ``--size``, no watch): all four attacks run to their end and are
 recorded, the 1 GiB files left behind; ``inodes`` went red by itself with the writes
 counted by allocated blocks alone (`sandbox.cgroup._watch.MIN_ENTRY_BYTES` taken out): recorded,

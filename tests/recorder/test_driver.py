@@ -387,16 +387,17 @@ async def test_before_any_result_only_the_watchdog_bounds_silence(tmp_path: Path
     assert time.monotonic() - started >= 1.5
 
 
-async def test_kill_running_now_ends_a_child_that_ignores_sigterm_without_the_grace(
+async def test_a_registrys_kill_now_ends_a_child_that_ignores_sigterm_without_the_grace(
     tmp_path: Path,
 ) -> None:
     # A runner told twice to stop does not wait out the grace of a child deaf to SIGTERM.
-    from sandbox import _process
+    from sandbox import LiveChildren
 
     code = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
             "print('{}', flush=True); time.sleep(60)")
     started = time.monotonic()
     ended: list[float] = []
+    live = LiveChildren()
 
     async def run() -> None:
         try:
@@ -404,15 +405,16 @@ async def test_kill_running_now_ends_a_child_that_ignores_sigterm_without_the_gr
         finally:
             ended.append(time.monotonic())
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        await anyio.sleep(1.0)
-        tg.cancel_scope.cancel()  # the first signal: the reap sends SIGTERM, then waits
-        with anyio.CancelScope(shield=True):
-            await anyio.sleep(0.5)
-            assert _process.kill_running_now() == 1  # the second: SIGKILL now
+    with live.tracking():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            await anyio.sleep(1.0)
+            tg.cancel_scope.cancel()  # the first signal: the reap sends SIGTERM, then waits
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.5)
+                assert live.kill_now() == 1  # the second: SIGKILL now
     assert ended[0] - started < 5.0  # not the 20 s grace
-    assert _process.kill_running_now() == 0  # reaped, nothing left to kill
+    assert live.kill_now() == 0  # reaped, nothing left to kill
 
 
 @BOTH_BACKENDS

@@ -18,9 +18,9 @@ import pytest
 from recorder._driver import drive_child
 from sandbox import _argv as argv_module
 from sandbox._capture import capture
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._init import INIT_FAILED_STATUS, session_init_command
 from sandbox._layout import measure_host_layout
+from sandbox.confined import ConfinedSpec, open_confined
 from sandbox.users import session_user
 
 COMMAND = ["/opt/harness/claude", "-p", "--", "-a task; with $(words) and 'quotes'"]

@@ -1,10 +1,11 @@
-"""The process layer (sandbox/_process.py): spawn, environment, payload pipes, lifeline, reap.
+"""The process layer (sandbox/_process.py): spawn, environment, lifeline, reap, blocking waits.
 
 Expected behaviour from the module's rules: a child gets exactly the
-environment it is given (RC-03) and no fd of ours but the ones passed; a
-payload pipe holds the bytes then EOF; the lifeline reads EOF once the runner
-lets go; a reap ends a child that ignores SIGTERM after the grace, sweeps its
-process group, and is bounded and idempotent.
+environment it is given (RC-03) and no fd of ours but the ones passed; the
+lifeline reads EOF once the runner lets go; a reap ends a child that ignores
+SIGTERM after the grace, sweeps its process group, and is bounded and
+idempotent; its blocking counterpart does the same in a thread that runs no
+event loop.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -20,7 +22,8 @@ import pytest
 
 from sandbox import _process
 from sandbox._errors import SandboxError, SpawnFailed
-from sandbox._process import MAX_PAYLOAD_BYTES, Child, open_child, payload_pipe, run_sync, spawn
+from sandbox._payload import payload_pipe
+from sandbox._process import Child, open_child, spawn
 from tests.conftest import python_child
 
 pytestmark = pytest.mark.anyio
@@ -72,22 +75,6 @@ async def test_a_child_inherits_no_fd_but_stdio_and_the_passed_ones() -> None:
     # 0, 1, 2, the passed fd, and the one listdir itself opens (the lowest free number).
     fds = set(json.loads(listed))
     assert fd in fds and fds - {0, 1, 2, fd} == {3}
-
-
-async def test_a_payload_pipe_holds_the_bytes_then_eof() -> None:
-    payload = b"--setenv\0ANTHROPIC_API_KEY\0sk-secret\0" * 100
-    code = ("import os, sys\nfd = int(sys.argv[1]); chunks = []\n"
-            "while chunk := os.read(fd, 4096):\n    chunks.append(chunk)\n"
-            "print(b''.join(chunks).hex())")  # fmt: skip
-    with payload_pipe(payload) as fd:
-        async with open_child([*python_child(code), str(fd)], pass_fds=(fd,)) as child:
-            assert await output(child) == payload.hex().encode() + b"\n"
-
-
-def test_a_payload_over_one_pipe_buffer_is_refused() -> None:
-    too_big = payload_pipe(b"x" * (MAX_PAYLOAD_BYTES + 1))
-    with pytest.raises(ValueError, match=f"{MAX_PAYLOAD_BYTES + 1} bytes"):
-        too_big.__enter__()
 
 
 async def test_the_lifeline_reads_eof_once_the_runner_lets_go(tmp_path: Path) -> None:
@@ -188,13 +175,60 @@ async def test_open_child_leaks_no_fd() -> None:
     assert open_fds() == before
 
 
-def test_run_sync_runs_a_child_to_its_reap_from_synchronous_code() -> None:
-    """The sync shim: a fresh loop on this thread; the child is reaped before it returns."""
+# --- the blocking waits: for a thread that runs no event loop (the seal's grep) ------------
 
-    async def version() -> tuple[int | None, bytes]:
-        async with open_child(["/bin/sh", "-c", "echo v1; exit 3"]) as child:
-            text = await output(child)
-            await child.reap()
-            return child.returncode, text
 
-    assert run_sync(version) == (3, b"v1\n")
+def test_a_blocking_wait_returns_at_the_exit_and_not_before() -> None:
+    child = spawn(["/bin/sh", "-c", "sleep 0.3"])
+    try:
+        started = time.monotonic()
+        assert not child.wait_exit_blocking(0.05)  # still running: False at the bound
+        assert child.wait_exit_blocking(10)
+        assert 0.25 <= time.monotonic() - started < 5
+        assert child.returncode is None  # exited, not reaped (its pid stays reserved)
+    finally:
+        child.reap_blocking()
+        child.close()
+    assert child.returncode == 0
+
+
+def test_a_blocking_reap_ends_a_child_that_ignores_sigterm_after_the_grace() -> None:
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    child = spawn(python_child(code), stdout=subprocess.DEVNULL)
+    time.sleep(0.3)  # the handler is set
+    started = time.monotonic()
+    child.reap_blocking(grace_s=0.5)
+    took = time.monotonic() - started
+    child.close()
+    assert child.returncode == -signal.SIGKILL
+    assert 0.5 <= took < 5  # the grace, then SIGKILL: not the 60 s sleep
+    assert not alive(child.pid)
+    child.reap_blocking()  # idempotent
+
+
+def test_a_blocking_reap_sweeps_the_childs_process_group() -> None:
+    code = ("import subprocess, sys; p = subprocess.Popen(['sleep', '60']); "
+            "print(p.pid, flush=True); sys.exit(0)")
+    child = spawn(python_child(code))
+    assert child.wait_exit_blocking(10)
+    printed = child.try_read("stdout")  # printed before it exited: there now
+    assert printed
+    grandchild = int(printed)
+    assert alive(grandchild)
+    child.reap_blocking()
+    child.close()
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+
+
+def test_without_pidfd_the_blocking_wait_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_process, "_open_pidfd", lambda pid: None)
+    child = spawn(["/bin/sh", "-c", "sleep 0.2"])
+    try:
+        assert child.wait_exit_blocking(10)
+    finally:
+        child.reap_blocking()
+        child.close()
+    assert child.returncode == 0

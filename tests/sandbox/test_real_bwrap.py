@@ -20,8 +20,8 @@ from sandbox import (
     session_environment,
     setenv_payload,
 )
-from sandbox._confined import ConfinedSpec
 from sandbox.checks._probes import run_confined
+from sandbox.confined import ConfinedSpec
 from sandbox.users import session_user
 
 SECRET = "sk-ant-test-real-bwrap-3f9d0a71"

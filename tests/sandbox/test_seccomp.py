@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from sandbox._capture import capture
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from sandbox._seccomp import abis_for, build_filter, session_filter
+from sandbox.confined import ConfinedSpec, open_confined
 from sandbox.users import session_user
 from tests.conftest import missing
 from tests.standin import STANDIN_PYTHON
@@ -190,7 +190,7 @@ async def test_inside_the_sandbox_ptrace_and_process_vm_readv_are_refused(
     # Without the filter (its program replaced by one that allows everything) both succeed:
     # the check above is not vacuous.
     allow_all = struct.pack("=HBBI", 0x06, 0, 0, ALLOW)
-    monkeypatch.setattr("sandbox._confined.session_filter", lambda: allow_all)
+    monkeypatch.setattr("sandbox.confined._open.session_filter", lambda: allow_all)
     async with open_confined(spec) as sandbox:
         run = await capture(sandbox.child, timeout_s=30)
     assert run.stdout.split()[:4] == ["ptrace", "ok", "process_vm_readv", "ok"], run.stderr

@@ -19,8 +19,14 @@ SUBPACKAGES = sorted(p.parent.name for p in Path(sandbox.__file__).parent.glob("
 
 
 def test_every_subpackage_is_the_module_its_dotted_name_reaches() -> None:
-    assert {"cgroup", "checks", "network", "storage", "users"} <= set(SUBPACKAGES)
+    assert {"cgroup", "checks", "confined", "network", "storage", "users"} <= set(SUBPACKAGES)
     for name in SUBPACKAGES:
         reached = getattr(sandbox, name)
         assert isinstance(reached, types.ModuleType), f"sandbox.{name} is {reached!r}"
         assert reached is importlib.import_module(f"sandbox.{name}")
+
+
+def test_no_name_the_facade_exports_is_a_subpackages_name() -> None:
+    exported = {name for name, value in vars(sandbox).items()
+                if not name.startswith("_") and not isinstance(value, types.ModuleType)}
+    assert not exported & set(SUBPACKAGES)

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from campaign.supervisor import _streams
-from campaign.supervisor._streams import StreamKeeper, stream_lines
+from campaign.supervisor._streams import CompressorPool, StreamKeeper, stream_lines
 
 
 @pytest.mark.parametrize("chunks", [[b'{"a":1}\n{"b":2}\n'], [b'{"a"', b':1}\n{"b', b'":2}\n'],
@@ -118,3 +118,14 @@ def test_compressors_are_reused_and_each_stream_is_a_fresh_frame(tmp_path: Path)
     assert [line for line, _ in stream_lines(tmp_path / "b.zst")] == [b"second"]
     assert zstandard.ZstdDecompressor().decompress((tmp_path / "b.zst").read_bytes(),
                                                    max_output_size=100) == b"second\n"
+
+
+def test_the_pool_keeps_at_most_its_bound_of_each_kind_and_hands_them_out_again() -> None:
+    pool = CompressorPool(keep=2)
+    taken = [pool.take(False) for _ in range(3)]
+    assert len({id(c) for c in taken}) == 3  # none idle yet: each is new
+    for compressor in taken:
+        pool.give_back(compressor, False)
+    assert (pool.idle(False), pool.idle(True)) == (2, 0)  # the third is dropped
+    assert pool.take(False) in taken[:2]
+    assert pool.take(True) not in taken  # the parallel kind has its own

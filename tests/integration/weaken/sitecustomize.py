@@ -348,14 +348,16 @@ def _weaken_landlock(confined: ModuleType) -> None:
 
 
 def _weaken_reclaim(confined: ModuleType) -> None:
-    setattr(confined, "_reclaim", lambda spec: None)  # noqa: B010
+    setattr(confined, "reclaim", lambda spec: None)  # noqa: B010
 
 
 def _weaken_limits(confined: ModuleType) -> None:
     import dataclasses
 
+    from sandbox.cgroup import Limits
+
     original = confined.open_confined
-    unlimited = confined.Limits()
+    unlimited = Limits()
 
     def open_confined(spec: Any, **kwargs: Any) -> Any:
         return original(dataclasses.replace(spec, limits=unlimited), **kwargs)
@@ -459,7 +461,7 @@ def _report_uncontained(confined: ModuleType) -> None:
 
 
 if os.environ.get("HW_UNCONTAINED"):
-    _after_import("sandbox._confined", _report_uncontained)
+    _after_import("sandbox.confined._open", _report_uncontained)
 if "HW_USAGE_LOG" in os.environ:
     _after_import("sandbox.cgroup._watch", _log_usage)
 if "HW_KILL_AFTER_SPAWN_S" in os.environ:
@@ -476,15 +478,15 @@ if WEAKEN:
     if "no-uid-pool" in WEAKEN:
         _after_import("sandbox.users._lease", _weaken_lease)
     if "no-cgroup" in WEAKEN:
-        _after_import("sandbox._confined", _weaken_cgroup)
+        _after_import("sandbox.confined._open", _weaken_cgroup)
     if "no-landlock" in WEAKEN:
-        _after_import("sandbox._confined", _weaken_landlock)
+        _after_import("sandbox.confined._command", _weaken_landlock)
     if "no-reclaim" in WEAKEN:
-        _after_import("sandbox._confined", _weaken_reclaim)
+        _after_import("sandbox.confined._open", _weaken_reclaim)
     if WEAKEN & {"no-conn-cap", "no-host-check"}:
         _after_import("sandbox.network._egress", _weaken_egress)
     if "no-limits" in WEAKEN:
-        _after_import("sandbox._confined", _weaken_limits)
+        _after_import("sandbox.confined._open", _weaken_limits)
     if "open-batch" in WEAKEN:
         _after_import("campaign.batch._dir", _weaken_batch_dir)
     if "no-argument-bound" in WEAKEN:

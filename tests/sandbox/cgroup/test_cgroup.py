@@ -18,7 +18,6 @@ import anyio
 import pytest
 
 from sandbox._capture import capture, run_bounded_sync
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_alive, runner_tag
@@ -34,6 +33,7 @@ from sandbox.cgroup import (
     sweep_cgroups,
 )
 from sandbox.cgroup._cgroup_limits import ControllerGroup, enable_delegated, limit_groups
+from sandbox.confined import ConfinedSpec, open_confined
 from sandbox.users import session_user
 from tests.conftest import missing
 from tests.standin import STANDIN_PYTHON
@@ -214,7 +214,7 @@ async def test_a_sandbox_that_cut_its_lifeline_leaves_nothing_when_its_block_end
 
     The cgroup on its own: the command runs outside the Landlock domain that would refuse
     it the watcher's kill (`sandbox._landlock`)."""
-    monkeypatch.setattr("sandbox._confined.scoped_command", lambda command: list(command))
+    monkeypatch.setattr("sandbox.confined._command.scoped_command", lambda command: list(command))
     code = CUT_AND_DETACH
     spec = ConfinedSpec(command=[STANDIN_PYTHON, "-c", code], executable=Path(STANDIN_PYTHON),
                         network="host", env={"PATH": "/usr/bin:/bin"}, bwrap=bwrap,
@@ -339,3 +339,41 @@ def test_a_runner_tag_names_one_process_for_good() -> None:
     assert runner_alive(f"{pid}.{start}")  # an older tag, without the namespace
     assert not runner_alive(f"{pid}.{int(start) + 1}.{namespace}")  # the same pid, later
     assert not runner_alive(DEAD_TAG) and not runner_alive("not-a-tag")
+
+
+def test_concurrent_first_asks_sweep_a_base_once_and_all_wait_for_that_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sweep_once (sandbox.cgroup._cgroup): one sweep per process and base; a sandbox opened
+    meanwhile in another thread waits until it is done, so no leftover outlives its start."""
+    import threading
+    import time
+
+    from sandbox.cgroup import _cgroup
+    from sandbox.cgroup._hierarchy import CgroupHost, Hierarchy
+
+    host = CgroupHost(v2=Hierarchy(2, tmp_path / "fresh-mount", "/"))
+    sweeps: list[tuple[float, float]] = []
+
+    def slow_sweep(base: Path) -> list[Path]:
+        started = time.monotonic()
+        time.sleep(0.3)
+        sweeps.append((started, time.monotonic()))
+        return []
+
+    monkeypatch.setattr(_cgroup, "_sweep", slow_sweep)
+    returned: list[float] = []
+
+    def ask() -> None:
+        _cgroup.sweep_once(host)
+        returned.append(time.monotonic())
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(sweeps) == 1 and len(returned) == 3
+    assert all(at >= sweeps[0][1] for at in returned)  # none went on before the sweep ended
+    _cgroup.sweep_once(host)
+    assert len(sweeps) == 1  # asked again later: not swept again

@@ -16,10 +16,10 @@ import anyio
 import pytest
 
 from sandbox._capture import Run, capture
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._layout import measure_host_layout
 from sandbox.cgroup import LimitHit, Limits, MiB, find_cgroups
 from sandbox.cgroup._watch import MAX_WALK_DEPTH, LimitWatch
+from sandbox.confined import ConfinedSpec, open_confined
 from sandbox.users import session_user
 from tests.standin import STANDIN_PYTHON
 

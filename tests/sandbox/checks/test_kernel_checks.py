@@ -66,7 +66,7 @@ def test_a_filter_that_allows_everything_is_broken(
     bwrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     allow_all = struct.pack("=HBBI", 0x06, 0, 0, 0x7FFF0000)  # ret SECCOMP_RET_ALLOW
-    monkeypatch.setattr("sandbox._confined.session_filter", lambda: allow_all)
+    monkeypatch.setattr("sandbox.confined._open.session_filter", lambda: allow_all)
     assert _seccomp(bwrap) == "broken"
 
 
@@ -106,7 +106,7 @@ def test_a_sandbox_without_the_domain_is_broken(
     bwrap: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seen red the other way: with the domain in place the probe is refused (ok above)."""
-    monkeypatch.setattr("sandbox._confined.scoped_command", lambda command: list(command))
+    monkeypatch.setattr("sandbox.confined._command.scoped_command", lambda command: list(command))
     check = check_landlock(bwrap, measure_host_layout(), session_user(), 30)
     assert check.verdict == "broken" and "mem ok" in check.detail, check
 

@@ -22,14 +22,14 @@ from typing import Any
 import anyio
 import pytest
 
-from sandbox import _confined as confined_module
 from sandbox._argv import EGRESS_MOUNT, Confinement, bwrap_argv, bwrap_options
 from sandbox._capture import capture
 from sandbox._config import Credentials
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._env import session_environment
 from sandbox._init import session_init_command
 from sandbox._layout import HostLayout, measure_host_layout
+from sandbox.confined import ConfinedSpec, open_confined
+from sandbox.confined import _command as confined_module
 from sandbox.network import connect_unix
 from sandbox.network._egress import (
     MALFORMED_NAME,

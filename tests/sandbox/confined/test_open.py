@@ -1,4 +1,4 @@
-"""open_confined (sandbox/_confined.py): the one recipe every sandbox is started with.
+"""open_confined (sandbox/confined/_open.py): the one recipe every sandbox is started with.
 
 Expected behaviour from the module's rules and docs/confinement.md: the sandbox is
 spawned from the event loop's own thread, so a session longer than trio's
@@ -21,11 +21,11 @@ import pytest
 
 from recorder._driver import drive_child
 from sandbox._capture import capture
-from sandbox._confined import ConfinedSpec, open_confined
 from sandbox._errors import SpawnFailed
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_tag
-from sandbox.users import ensure_session_pool, hand_over, session_user
+from sandbox.confined import ConfinedSpec, open_confined
+from sandbox.users import SessionPool, ensure_session_pool, hand_over, session_user
 from tests.standin import STANDIN_PYTHON, write_standin
 
 pytestmark = [pytest.mark.anyio, pytest.mark.bwrap]
@@ -136,9 +136,20 @@ def test_a_spec_without_an_egress_socket_cannot_be_confined() -> None:
         _spec(["true"])
 
 
+@pytest.fixture
+def pool_of_three() -> SessionPool:
+    """Three pool users, made (``useradd``) before the test's loop starts: `ensure_session_pool`
+    is a synchronous entry point (its ``useradd`` runs on a loop of its own, `run_sync`)."""
+    # Three: on a shared host an older runner's sessions may hold headwater-session unleased
+    # (its uid has processes), and a lease then skips it.
+    pool, _ = ensure_session_pool(3)
+    assert pool is not None
+    return pool
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only a root runner has a pool of session users")
 async def test_sandboxes_given_the_pool_at_once_run_each_as_a_user_of_its_own(
-    bwrap: str,
+    bwrap: str, pool_of_three: SessionPool,
 ) -> None:
     """Rule (sandbox.users._lease): no two sandboxes that run at once share a uid.
 
@@ -146,10 +157,7 @@ async def test_sandboxes_given_the_pool_at_once_run_each_as_a_user_of_its_own(
     uids: two distinct pool users. Seen red with ``HW_WEAKEN=no-uid-pool`` (every lease is
     headwater-session at once): both print its uid.
     """
-    # Three: on a shared host an older runner's sessions may hold headwater-session unleased
-    # (its uid has processes), and a lease then skips it.
-    pool, _ = await anyio.to_thread.run_sync(ensure_session_pool, 3)
-    assert pool is not None
+    pool = pool_of_three
     started = anyio.Event()
     uids: list[int] = []
 
