@@ -12,7 +12,8 @@ pyproject.toml). What it offers, by concern:
 * the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`,
   `DriveEnd`
   and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
-* digests, costs (`decimal_cost`, `cost_cents`, `CostSum`), atomic writes and the bounds
+* digests, costs (`decimal_cost`, `cost_cents`, `CostSum`, `CENTS_PER_USD`,
+  `SUM_PRECISION`), atomic writes and the bounds
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
 * the checker of a transcript file (`check_transcript_file`) and the optional checker a
   probe names (`run_checker`).
@@ -31,6 +32,8 @@ from ._command import DISALLOWED_TOOLS as DISALLOWED_TOOLS
 from ._command import PERMISSION_MODE as PERMISSION_MODE
 from ._command import SETTING_SOURCES as SETTING_SOURCES
 from ._command import harness_command as harness_command
+from ._cost import CENTS_PER_USD as CENTS_PER_USD
+from ._cost import SUM_PRECISION as SUM_PRECISION
 from ._cost import CostSum as CostSum
 from ._cost import cost_cents as cost_cents
 from ._cost import decimal_cost as decimal_cost

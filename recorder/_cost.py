@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Final
 
-__all__ = ["CostFigure", "CostSum", "CostUnreadable", "cost_cents", "decimal_cost"]
+__all__ = ["CENTS_PER_USD", "SUM_PRECISION", "CostFigure", "CostSum", "CostUnreadable",
+           "cost_cents", "decimal_cost"]
 
-_SUM_PRECISION: Final = 200
-"""Decimal digits kept while summing: far above any real cost, so the sum is exact."""
-_CENTS_PER_USD: Final = Decimal(100)
+SUM_PRECISION: Final = 200
+"""Decimal digits kept while summing or scaling USD amounts: far above any real cost, so a
+sum is exact (RC-14). Every layer that adds or scales costs uses this one figure."""
+CENTS_PER_USD: Final = Decimal(100)
+"""US cents in one US dollar: the scale from ``total_cost_usd`` to the cents of RC-14."""
 _JSON_NUMBER: Final = re.compile(r"\A-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?\Z")
 
 
@@ -93,7 +96,7 @@ class CostSum:
     """
 
     total: Decimal = Decimal(0)
-    """The sum of the known costs so far, USD (exact: `_SUM_PRECISION` digits)."""
+    """The sum of the known costs so far, USD (exact: `SUM_PRECISION` digits)."""
     unknown: int = 0
     """Attempts of unknown cost so far."""
 
@@ -107,14 +110,14 @@ class CostSum:
             self.unknown += 1
             return
         with localcontext() as ctx:
-            ctx.prec = _SUM_PRECISION
+            ctx.prec = SUM_PRECISION
             self.total += _checked(cost)
 
     def figure(self) -> CostFigure:
         """The figure of what was added: one ceiling of 100 x the sum, in whole cents."""
         with localcontext() as ctx:
-            ctx.prec = _SUM_PRECISION
-            cents = int((self.total * _CENTS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
+            ctx.prec = SUM_PRECISION
+            cents = int((self.total * CENTS_PER_USD).to_integral_value(rounding=ROUND_CEILING))
         return CostFigure(cents=cents, unknown=self.unknown, lower_bound=self.unknown > 0)
 
 

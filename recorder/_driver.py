@@ -126,6 +126,7 @@ async def drive_child(
     max_stdout_bytes: int | None = None,
     max_stderr_bytes: int | None = None,
     max_lines: int | None = None,
+    drain_after_exit_s: float = DRAIN_AFTER_EXIT_S,
 ) -> DriveResult:
     """Read ``child``'s stdout to its end, handing each line to ``on_line``; reap it.
 
@@ -135,7 +136,8 @@ async def drive_child(
     drained concurrently into a ring of the last `STDERR_TAIL_BYTES`, written
     to ``stderr_tail`` at the end (BC-13). After the child exits, everything
     it wrote is still read, and stdout is read on to EOF for at most
-    `DRAIN_AFTER_EXIT_S` seconds (a descendant may hold it open). The child is
+    ``drain_after_exit_s`` seconds (`DRAIN_AFTER_EXIT_S` unless given: a descendant
+    may hold it open), and stderr as long. The child is
     always reaped (`sandbox.Child.reap`: SIGTERM to it and its group,
     ``grace_s``, SIGKILL, bounded); the caller still closes it (its context does).
 
@@ -204,7 +206,8 @@ async def drive_child(
     session = _Session(child, on_line, watchdog_s=watchdog_s,
                        post_result_grace_s=post_result_grace_s, on_chunk=on_chunk,
                        on_idle=on_idle, max_stdout_bytes=max_stdout_bytes,
-                       max_stderr_bytes=max_stderr_bytes, max_lines=max_lines)  # fmt: skip
+                       max_stderr_bytes=max_stderr_bytes, max_lines=max_lines,
+                       drain_after_exit_s=drain_after_exit_s)  # fmt: skip
     try:
         end = await session.run(wall_limit_s=wall_limit_s, grace_s=grace_s)
     except BaseException:
@@ -240,9 +243,10 @@ class _Session:
         self, child: Child, on_line: LineSink, *, watchdog_s: float, post_result_grace_s: float,
         on_chunk: ChunkSink | None = None, on_idle: Callable[[], None] | None = None,
         max_stdout_bytes: int | None = None, max_stderr_bytes: int | None = None,
-        max_lines: int | None = None,
+        max_lines: int | None = None, drain_after_exit_s: float = DRAIN_AFTER_EXIT_S,
     ) -> None:
         self._child = child
+        self._drain_s = drain_after_exit_s
         self._on_line = on_line
         self._on_chunk = on_chunk
         self._on_idle = on_idle
@@ -277,7 +281,7 @@ class _Session:
             watch.cancel()
             # A limit passed ends the child at once, as the sandbox's watch ends a session.
             await self._child.reap(0.0 if end in _LIMIT_ENDS else grace_s)
-            with anyio.move_on_after(DRAIN_AFTER_EXIT_S):  # stderr may also be held open
+            with anyio.move_on_after(self._drain_s):  # stderr may also be held open
                 await self._stderr_eof.wait()
             tg.cancel_scope.cancel()
         return end
@@ -393,7 +397,7 @@ class _Session:
             # Whatever the child wrote before it exited is in the pipe now: owed,
             # never cut by the drain limit (a slow on_line must not lose it).
             self._owed_bytes = self.reader.bytes_received + self._child.pending("stdout")
-            self._drain_deadline = anyio.current_time() + DRAIN_AFTER_EXIT_S
+            self._drain_deadline = anyio.current_time() + self._drain_s
             if self._waiting is not None:
                 self._waiting.deadline = min(self._waiting.deadline, self._drain_deadline)
 

@@ -11,10 +11,10 @@ Numbers with a fraction or exponent are parsed as `decimal.Decimal`, so
 
 `parse_line` is the reference: the standard library's decoder, the whole
 line. `observe_line` is what the transform calls: the same answer on every key
-it reads (`OBSERVED_KEYS`), from a typed decoder (msgspec) that decodes only
-those keys and skips the rest unbuilt. A Read's result is printed twice per
-line (the numbered text in ``message.content``, the raw text again in
-``tool_use_result``): the second copy, half of a large stream's bytes, is never
+it or the init check reads (`LINE_KEYS`), from a typed decoder (msgspec) that
+decodes each line once, only those keys, and skips the rest unbuilt. A Read's
+result is printed twice per line (the numbered text in ``message.content``, the
+raw text again in ``tool_use_result``): the second copy, half of a large stream's bytes, is never
 turned into a string. Whatever the typed decoder does not take (a lone
 surrogate, ``NaN``, a byte-order mark, a line that is not an object, any
 malformed line) goes to `parse_line`, so it decides every case it decided
@@ -61,12 +61,21 @@ def parse_line(line: bytes) -> dict[str, Any] | None:
 OBSERVED_KEYS: Final = ("type", "subtype", "message", "parent_tool_use_id", "is_error",
                         "api_error_status", "total_cost_usd", "num_turns", "result",
                         "permission_denials")
-"""The top-level keys the transform reads of a line other than an init line (an init line is
-read whole: the init check polices many of its keys)."""
+"""The top-level keys the transform reads of any line."""
+INIT_KEYS: Final = ("cwd", "claude_code_version", "permissionMode", "plugins", "mcp_servers",
+                    "skills", "memory_paths")
+"""The further top-level keys an init line is read for: the fields the init check polices
+(`recorder._initcheck.check_init`, RC-07) and the two the transform keeps (``cwd``,
+``claude_code_version``). A policed field missing here would read as missing from every
+init line, so every init line would be refused: the omission fails closed."""
+LINE_KEYS: Final = OBSERVED_KEYS + INIT_KEYS
+"""Every key `observe_line` gives, when the line has it."""
 
 
 class _Observed(msgspec.Struct):
-    """One line's `OBSERVED_KEYS`, each any JSON value (the transform checks the types)."""
+    """One line's `LINE_KEYS`, each any JSON value (the transform and the init check check
+    the types). A line other than an init line has none of `INIT_KEYS` in practice, so they
+    cost it nothing; an init line has them all, and is decoded once, like any other."""
 
     type: Any = msgspec.UNSET
     subtype: Any = msgspec.UNSET
@@ -78,6 +87,13 @@ class _Observed(msgspec.Struct):
     num_turns: Any = msgspec.UNSET
     result: Any = msgspec.UNSET
     permission_denials: Any = msgspec.UNSET
+    cwd: Any = msgspec.UNSET
+    claude_code_version: Any = msgspec.UNSET
+    permissionMode: Any = msgspec.UNSET
+    plugins: Any = msgspec.UNSET
+    mcp_servers: Any = msgspec.UNSET
+    skills: Any = msgspec.UNSET
+    memory_paths: Any = msgspec.UNSET
 
 
 _DECODER: Final = msgspec.json.Decoder(_Observed, float_hook=Decimal)
@@ -101,29 +117,32 @@ def json_values(data: bytes) -> int:
 
 
 def observe_line(line: bytes) -> dict[str, Any] | None:
-    """`parse_line` for the transform: equal to it on every key of `OBSERVED_KEYS`.
+    """`parse_line` for the transform: equal to it on every key of `LINE_KEYS`, decoded once.
 
-    An init line (``type`` ``system``, ``subtype`` ``init``) is returned whole,
-    as `parse_line` returns it; any other line as a dict of the observed keys it
-    has. None exactly when `parse_line` returns None (the line is an anomaly).
-    The typed decoder skips the other keys without decoding them but does not
-    check their bytes for UTF-8, which `parse_line` requires of the whole line,
-    so a non-ASCII line is checked first (`_is_utf8`). Both decoders refuse nesting
-    past Python's recursion limit, which depends on the caller's stack; the
-    typed one takes a few levels more, so within those few levels of the limit
-    a line may be read here that `parse_line` would refuse.
+    Every line, an init line too, is decoded once, by the typed decoder, into the keys of
+    `LINE_KEYS` it has (the others are skipped unbuilt); the dict returned holds exactly
+    those keys, as `parse_line`'s dict would hold them. None exactly when `parse_line`
+    returns None (the line is an anomaly). The typed decoder does not check the skipped
+    keys' bytes for UTF-8, which `parse_line` requires of the whole line, so a non-ASCII
+    line is checked first (`_is_utf8`). Whatever the typed decoder refuses goes to
+    `parse_line` instead (then that line is decoded by it alone, and cut to `LINE_KEYS`
+    the same way). Both decoders refuse nesting past Python's recursion limit, which
+    depends on the caller's stack; the typed one takes a few levels more, so within those
+    few levels of the limit a line may be read here that `parse_line` would refuse.
     """
     if not (line.isascii() or _is_utf8(line)):
-        return parse_line(line)  # not UTF-8: the reference decides (it also reads UTF-16/32)
+        return _cut(parse_line(line))  # not UTF-8: the reference decides (it reads UTF-16/32)
     try:
         observed = _DECODER.decode(line)
     except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
-        return parse_line(line)
-    if observed.type == "system" and observed.subtype == "init":
-        del observed  # let go before the reference decodes it again: one line's objects at once
-        return parse_line(line)
-    return {key: value for key in OBSERVED_KEYS
+        return _cut(parse_line(line))
+    return {key: value for key in LINE_KEYS
             if (value := getattr(observed, key)) is not msgspec.UNSET}
+
+
+def _cut(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``obj`` with only its keys of `LINE_KEYS` (what `observe_line` gives), or None."""
+    return None if obj is None else {key: obj[key] for key in LINE_KEYS if key in obj}
 
 
 def _is_utf8(line: bytes) -> bool:

@@ -141,16 +141,19 @@ class McpDeclaration:
         return tuple(sorted(self.servers))
 
 
-def read_mcp_declaration(directory: Path) -> McpDeclaration:
+def read_mcp_declaration(directory: Path, *,
+                         max_bytes: int = MAX_MCP_JSON_BYTES) -> McpDeclaration:
     """The one reader of a ``.mcp.json``: the servers ``directory``'s declares, every check made.
 
-    Rules: at most `MAX_MCP_JSON_BYTES` read (a bigger file is refused unread);
+    Rules: at most ``max_bytes`` read (`MAX_MCP_JSON_BYTES` unless given; a bigger
+    file is refused unread);
     UTF-8 JSON; an object; its ``mcpServers`` (absent: none) an object; every
     server name `SERVER_NAME`. Refusing to guess keeps RC-07 closed, and the
     ``mcp`` arm can allow every declared server as ``mcp__<server>``.
 
     Args:
         directory: a corpus root or a sealed workspace on the host.
+        max_bytes: the most read of the file, bytes.
 
     Returns:
         The declaration; empty servers when the file is absent.
@@ -161,11 +164,11 @@ def read_mcp_declaration(directory: Path) -> McpDeclaration:
     path = directory / MCP_JSON
     try:
         with path.open("rb") as fp:
-            raw = fp.read(MAX_MCP_JSON_BYTES + 1)
+            raw = fp.read(max_bytes + 1)
     except FileNotFoundError:
         return McpDeclaration(path, frozenset())
-    if len(raw) > MAX_MCP_JSON_BYTES:
-        raise McpConfigError(path, f"over {MAX_MCP_JSON_BYTES:,} bytes, the most a server "
+    if len(raw) > max_bytes:
+        raise McpConfigError(path, f"over {max_bytes:,} bytes, the most a server "
                                    "declaration is read")
     try:
         value = json.loads(raw)

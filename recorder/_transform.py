@@ -11,7 +11,8 @@ RC-10's argument table is `recorder._arguments`; the frozen results
 `recorder._observation`, re-exported here.
 
 `StreamObserver.finish` decides the session state from the table of
-docs/batch.md. A refusal the stream showed (RC-07) wins, whatever the end;
+docs/batch.md (its steps 1-7 are `recorder._decide`; the record's own bounds,
+`recorder._record_bounds`). A refusal the stream showed (RC-07) wins, whatever the end;
 then ``limit-exceeded`` (a limit of the sandbox the session passed, which
 ended it: processes, memory, /tmp, writes, connections; the runner's bound on
 what it prints, ``end="stdout-limit"``; or a call's argument
@@ -43,8 +44,9 @@ A harness the driver ended after the post-result grace
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from recorder._arguments import WRITE_TOOLS
 from recorder._arguments import call_argument as call_argument
@@ -60,6 +62,9 @@ from recorder._bounds import MAX_REASON_CHARS as MAX_REASON_CHARS
 from recorder._bounds import MAX_SESSION_ARGUMENT_CHARS as MAX_SESSION_ARGUMENT_CHARS
 from recorder._bounds import MAX_SESSION_CALLS as MAX_SESSION_CALLS
 from recorder._bounds import REASON_TEXT_CHARS as REASON_TEXT_CHARS
+from recorder._decide import SIGNAL_EXIT_BASE as SIGNAL_EXIT_BASE
+from recorder._decide import End as End
+from recorder._decide import decide
 from recorder._digest import digest_text
 from recorder._errors import LineTooLong
 from recorder._harness import (
@@ -69,7 +74,6 @@ from recorder._harness import (
     is_allowed_before_init,
     is_main_thread,
     is_synthetic,
-    json_values,
     line_kind,
     message_of,
     observe_line,
@@ -81,14 +85,12 @@ from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
 from recorder._observation import OrphanResult as OrphanResult
 from recorder._paths import MAX_PATH_LOOKUPS, Lookups, outside_paths
+from recorder._record_bounds import RecordBounds
 from recorder._result_line import ResultLine, read_result
 from recorder._vocab import DriveEnd, SessionState, harness_error_retryable, state_retryable
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-_AFTER_GRACE: Final = ("the harness neither printed nor exited within the post-result grace "
-                       "after it and was ended by the runner")
 
 
 @dataclass(slots=True)
@@ -114,10 +116,6 @@ class _Message:
         return "".join(self.texts) if self.texts else None
 
 
-SIGNAL_EXIT_BASE: Final = 128
-"""An exit status above this is 128 + the signal that ended the process (bwrap, sh)."""
-
-
 class StreamObserver:
     """Watches one attempt's stdout, line by line, and reports an `Observation`.
 
@@ -128,12 +126,18 @@ class StreamObserver:
     names are resolved. ``inside_from_init``: with no ``inside``, take the
     first init line's absolute ``cwd`` as the workspace path (an attempt of a
     batch of format 1 saw its workspace at the host path it had then, which
-    only its stream still tells).
+    only its stream still tells). ``bounds``: the record's bounds (a fresh
+    `RecordBounds` with the product's figures when None). ``decode``: a line's bytes
+    to its object or None (`recorder._harness.observe_line`; the reference
+    `parse_line` gives the same observation).
     """
 
     def __init__(self, *, policy: InitPolicy, workspace: Path, inside: str | None = None,
-                 inside_from_init: bool = False) -> None:
+                 inside_from_init: bool = False, bounds: RecordBounds | None = None,
+                 decode: Callable[[bytes], dict[str, Any] | None] = observe_line) -> None:
         self._policy = policy
+        self._bounds = RecordBounds() if bounds is None else bounds
+        self._decode = decode
         self._workspace = workspace
         self._inside = inside
         self._inside_from_init = inside_from_init and inside is None
@@ -154,9 +158,7 @@ class StreamObserver:
         self._too_long: LineTooLong | None = None
         self._final_line = 0  # the last main-thread, non-synthetic assistant line
         self._last_anomaly = 0
-        self._argument_chars = 0  # what the kept calls' arguments add to the record
         self._message_chars = 0  # the current message's text, over its lines
-        self._limit_reason: str | None = None
         self._lookups = Lookups()  # RC-08's lstat calls, for the whole session
 
     def __repr__(self) -> str:
@@ -175,9 +177,9 @@ class StreamObserver:
         if not line or line.isspace():  # never JSON: counted without a decoder's exception
             self._anomaly(line)
             return False
-        if self._too_many_values(line):
+        if self._bounds.too_many_values(line, self._lines):
             return False  # not decoded: what it would build is not bounded by its bytes
-        obj = observe_line(line)
+        obj = self._decode(line)
         if obj is None:
             self._anomaly(line)
             return False
@@ -203,7 +205,7 @@ class StreamObserver:
     def bound_passed(self) -> bool:
         """True once the stream passed one of the record's own bounds (calls, one message's
         text, an argument: docs/recorder.md); its reason then names the first one passed."""
-        return self._limit_reason is not None
+        return self._bounds.reason is not None
 
     def finish(self, *, end: DriveEnd, exit_status: int | None, tail: bytes | None,
                too_long: LineTooLong | None = None,
@@ -233,10 +235,13 @@ class StreamObserver:
             state, reason = "refused-init", "; ".join(self._refusals)
         elif limit_exceeded is not None:
             state, reason = "limit-exceeded", limit_exceeded
-        elif self._limit_reason is not None:
-            state, reason = "limit-exceeded", self._limit_reason
+        elif self._bounds.reason is not None:
+            state, reason = "limit-exceeded", self._bounds.reason
         else:
-            state, reason = self._decide(end, exit_status, tail)
+            state, reason = decide(end, exit_status, tail, lines=self._lines,
+                                   too_long=None if self._too_long is None
+                                   else str(self._too_long), refusals=self._refusals,
+                                   failed_mcp=self._failed_mcp, result=self._result)
         result = self._result
         retryable = (harness_error_retryable(result.api_error_status, result.text)
                      if state == "harness-error" and result is not None else state_retryable(state))
@@ -263,54 +268,6 @@ class StreamObserver:
             denied_tools=result.denied_tools if result is not None else (),
         )
 
-    def _decide(self, end: DriveEnd, exit_status: int | None,
-                tail: bytes | None) -> tuple[SessionState, str]:
-        if end == "stdout-limit":  # the caller names the bound in limit_exceeded
-            return "limit-exceeded", ("limit-exceeded: it printed more on stdout than its "
-                                      "bound (--max-stdout)")
-        if end == "stderr-limit":
-            return "limit-exceeded", ("limit-exceeded: it printed more on stderr than its "
-                                      "bound (--max-stdout, applied to stderr)")
-        if end == "line-limit":
-            return "limit-exceeded", ("limit-exceeded: it printed more lines on stdout than "
-                                      "a session may (docs/recorder.md)")
-        if end == "line-too-long":
-            return "line-too-long", "line-too-long: " + (
-                str(self._too_long) if self._too_long is not None
-                else f"line {self._lines + 1} exceeded the reader's line cap")
-        if end == "timed-out":
-            return "timed-out", "timed-out: the session's wall-clock limit fired"
-        if end == "watchdog" or (end == "post-result-grace" and self._result is None):
-            return "timed-out", "timed-out: the no-output watchdog fired"
-        if tail is not None:
-            return "truncated", f"truncated: the last line ({len(tail)} bytes) has no newline"
-        if self._refusals:
-            return "refused-init", "; ".join(self._refusals)
-        if self._failed_mcp:
-            names = ", ".join(repr(name) for name in self._failed_mcp)
-            return "env-fault", (f"env-fault: mcp_servers name = {names}: declared by the "
-                                 "workspace's .mcp.json, status 'failed'")
-        result = self._result
-        if result is None:
-            if exit_status is not None and (exit_status < 0 or exit_status > SIGNAL_EXIT_BASE):
-                # Popen gives -N for a signal; bwrap (and a shell) report 128 + N.
-                signum = -exit_status if exit_status < 0 else exit_status - SIGNAL_EXIT_BASE
-                return "killed", (f"killed: the harness ended by signal {signum} "
-                                  f"(exit status {exit_status}) with no result line")
-            return "no-result", (f"no-result: the stream ended (exit status {exit_status}) "
-                                 "with no result line")
-        ended = f"; {_AFTER_GRACE}" if end == "post-result-grace" else ""
-        if result.is_error:
-            text = (result.text or "")[:REASON_TEXT_CHARS]
-            return "harness-error", (f"harness-error: last result is_error true "
-                                     f"(subtype {result.subtype}, "
-                                     f"api_error_status {result.api_error_status}): {text}{ended}")
-        if result.damaged_at is not None:
-            return "damaged", (f"damaged: line {result.damaged_at} is not JSON and stands after "
-                               "the last main-thread assistant message, before the result: the "
-                               f"final message may be that line, so no answer is read{ended}")
-        return "recorded", f"recorded: the last result line has is_error false{ended}"
-
     def _refuse(self, reason: str) -> None:
         if len(reason) > MAX_REASON_CHARS:  # it quotes what the stream gave: bounded
             reason = reason[:MAX_REASON_CHARS] + f"... ({len(reason)} characters)"
@@ -335,7 +292,8 @@ class StreamObserver:
         if self._inside_from_init and isinstance(cwd, str) and posixpath.isabs(cwd):
             self._inside, self._inside_from_init = posixpath.normpath(cwd), False
         if self._version is None and isinstance(obj.get("claude_code_version"), str):
-            self._version = self._name("harness version", obj["claude_code_version"])
+            self._version = self._bounds.name("harness version", obj["claude_code_version"],
+                                              self._lines)
         for reason in check_init(obj, self._policy):
             self._refuse(reason)
         for name in failed_declared_mcp_servers(obj, self._policy):
@@ -346,8 +304,8 @@ class StreamObserver:
         main = is_main_thread(obj)
         if main and not is_synthetic(obj):
             self._final_line = self._lines
-            self._served_model = self._name("served model", assistant_model(obj)) or (
-                self._served_model)
+            self._served_model = self._bounds.name(
+                "served model", assistant_model(obj), self._lines) or self._served_model
             message = message_of(obj)
             message_id = message.get("id") if message is not None else None
             current = self._message
@@ -362,11 +320,7 @@ class StreamObserver:
                 text = block.get("text")
                 if isinstance(text, str):
                     self._message_chars += len(text)
-                    if self._message_chars > MAX_MESSAGE_CHARS:
-                        self._limit(f"limit-exceeded: by stdout line {self._lines} an assistant "
-                                    f"message holds {self._message_chars} characters of text, "
-                                    f"over the {MAX_MESSAGE_CHARS} one message may hold")
-                    else:
+                    if not self._bounds.over_the_message(self._message_chars, self._lines):
                         self._message.texts.append(text)
 
     def _tool_use(self, block: dict[str, Any], *, in_subagent: bool) -> None:
@@ -382,7 +336,8 @@ class StreamObserver:
         inputs = tool_input if isinstance(tool_input, dict) else {}
         read_path = inputs.get("file_path") if tool == "Read" else None
         argument = call_argument(tool, tool_input, workspace=self._workspace, inside=self._inside)
-        oversized = self._over_the_bound(tool, argument, len(tool_use_id or ""))
+        oversized = self._bounds.over_the_bound(tool, argument, self._lines,
+                                                len(tool_use_id or ""))
         call = _Call(
             tool=tool,
             argument="" if oversized else argument,
@@ -394,10 +349,10 @@ class StreamObserver:
             in_subagent=in_subagent,
         )
         if self._lookups.exhausted:
-            self._limit(f"limit-exceeded: by the {tool} call on stdout line {self._lines} the "
-                        f"calls' paths took {MAX_PATH_LOOKUPS} file lookups in the workspace "
-                        "to resolve (its symlinks followed), the most one session may ask of "
-                        "the runner")
+            self._bounds.limit(
+                f"limit-exceeded: by the {tool} call on stdout line {self._lines} the calls' "
+                f"paths took {MAX_PATH_LOOKUPS} file lookups in the workspace to resolve (its "
+                "symlinks followed), the most one session may ask of the runner")
         if not oversized:  # an oversized call is not kept: no value is ever cut to fit
             self._calls.append(call)
         if tool_use_id is not None and (not oversized or len(tool_use_id) <= MAX_KEPT_ID_CHARS):
@@ -406,54 +361,9 @@ class StreamObserver:
                 and isinstance(path := inputs.get(key), str) and path):
             self._produced.setdefault(path, None)  # the path is the argument, already counted
 
-    def _too_many_values(self, line: bytes) -> bool:
-        """Whether ``line`` may decode to more than `MAX_LINE_VALUES` JSON values (its bytes
-        counted, `json_values`); says so. A line no longer than the bound cannot pass it."""
-        if len(line) <= MAX_LINE_VALUES or (values := json_values(line)) <= MAX_LINE_VALUES:
-            return False
-        self._limit(f"limit-exceeded: stdout line {self._lines} ({len(line)} bytes) may hold "
-                    f"{values} JSON values (its braces, brackets and commas), over the "
-                    f"{MAX_LINE_VALUES} one line may decode to: it was not decoded")
-        return True
-
-    def _name(self, what: str, value: str | None) -> str | None:
-        """``value``, unless it is longer than `MAX_NAME_CHARS` (then None, and the limit)."""
-        if value is None or len(value) <= MAX_NAME_CHARS:
-            return value
-        self._limit(f"limit-exceeded: the {what} on stdout line {self._lines} has "
-                    f"{len(value)} characters, over the {MAX_NAME_CHARS} one name may have")
-        return None
-
     def _past_the_calls(self, what: str) -> bool:
-        """Whether the session has added `MAX_SESSION_CALLS` calls and orphan results already;
-        says so once."""
-        if len(self._calls) + len(self._orphans) < MAX_SESSION_CALLS:
-            return False
-        self._limit(f"limit-exceeded: the {what} on stdout line {self._lines} is past the "
-                    f"{MAX_SESSION_CALLS} calls and results one session may add to the record")
-        return True
-
-    def _over_the_bound(self, tool: str, argument: str, id_chars: int = 0) -> bool:
-        """Whether this call's argument passes what one call, or one session, may add to the
-        record (`MAX_CALL_ARGUMENT_CHARS`, `MAX_SESSION_ARGUMENT_CHARS`, which its id counts
-        against too); says so once."""
-        size = len(argument)
-        if size > MAX_CALL_ARGUMENT_CHARS:
-            self._limit(f"limit-exceeded: the {tool} call on stdout line {self._lines} has an "
-                        f"argument of {size} characters, over the {MAX_CALL_ARGUMENT_CHARS} one "
-                        "call may add to the ledger and the transcript")
-            return True
-        self._argument_chars += size + id_chars
-        if self._argument_chars > MAX_SESSION_ARGUMENT_CHARS:
-            self._limit(f"limit-exceeded: by stdout line {self._lines} the calls' arguments "
-                        f"hold {self._argument_chars} characters, over the "
-                        f"{MAX_SESSION_ARGUMENT_CHARS} one session may add to the record")
-            return True
-        return False
-
-    def _limit(self, reason: str) -> None:
-        if self._limit_reason is None:
-            self._limit_reason = reason
+        return self._bounds.past_the_calls(what, len(self._calls) + len(self._orphans),
+                                           self._lines)
 
     def _user(self, obj: dict[str, Any]) -> None:
         for block in content_blocks(obj):
@@ -463,8 +373,9 @@ class StreamObserver:
             call = self._by_id.get(tool_use_id) if isinstance(tool_use_id, str) else None
             digest = digest_text(tool_result_text(block))
             if call is None or call.result_digest is not None:
-                if self._past_the_calls("tool_result") or self._over_the_bound(
-                        "tool_result", tool_use_id if isinstance(tool_use_id, str) else ""):
+                if self._past_the_calls("tool_result") or self._bounds.over_the_bound(
+                        "tool_result", tool_use_id if isinstance(tool_use_id, str) else "",
+                        self._lines):
                     continue  # an orphan past the bounds is not kept
                 self._orphans.append(OrphanResult(
                     line_number=self._lines,

@@ -56,13 +56,13 @@ class Run:
 
 async def capture(
     child: Child, *, timeout_s: float, limit_bytes: int = CAPTURE_LIMIT_BYTES,
-    grace_s: float = GRACE_S,
+    grace_s: float = GRACE_S, drain_s: float = DRAIN_AFTER_EXIT_S,
 ) -> Run:
     """Read ``child``'s stdout and stderr to their end, wait for it, reap it.
 
     Both pipes are drained concurrently (a child blocked on a full stderr pipe
     would never finish stdout). Once the child has exited its pipes are read
-    for at most `DRAIN_AFTER_EXIT_S` more (a descendant may hold them). After
+    for at most ``drain_s`` more (`DRAIN_AFTER_EXIT_S`; a descendant may hold them). After
     ``timeout_s`` seconds from this call the child is reaped (`Child.reap`:
     SIGTERM, ``grace_s``, SIGKILL, its group swept) and the run is
     ``timed_out``.
@@ -75,6 +75,7 @@ async def capture(
         timeout_s: Seconds for the whole run.
         limit_bytes: Bytes kept of each pipe (`Run`).
         grace_s: Seconds between SIGTERM and SIGKILL.
+        drain_s: Seconds the pipes are read after the child exited.
     """
     out, err = bytearray(), bytearray()
     counts = {"stdout": 0, "stderr": 0}
@@ -101,7 +102,7 @@ async def capture(
                 tg.start_soon(drain, "stderr", keep_tail, eofs[1])
                 await child.wait_exit()
                 ended.set()
-                with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
+                with anyio.move_on_after(drain_s):
                     for eof in eofs:
                         await eof.wait()
                 tg.cancel_scope.cancel()
@@ -120,15 +121,18 @@ async def run_bounded(
     env: Mapping[str, str] | None = None,
     stdin: Stdin = "devnull",
     pass_fds: Sequence[int] = (),
+    drain_s: float = DRAIN_AFTER_EXIT_S,
 ) -> Run:
-    """`open_child` ``argv`` (empty environment unless ``env``) and `capture` it.
+    """`open_child` ``argv`` (empty environment unless ``env``) and `capture` it
+    (``drain_s``: its drain after the child exited).
 
     A command that cannot be started is data here, not an exception: a `Run`
     with ``returncode=None`` and the reason in ``stderr``.
     """
     try:
         async with open_child(argv, env=env, stdin=stdin, pass_fds=pass_fds) as child:
-            return await capture(child, timeout_s=timeout_s, limit_bytes=limit_bytes)
+            return await capture(child, timeout_s=timeout_s, limit_bytes=limit_bytes,
+                                 drain_s=drain_s)
     except SpawnFailed as exc:
         return Run(returncode=None, stdout="", stderr=str(exc))
 

@@ -27,6 +27,8 @@ import secrets
 import stat
 from typing import TYPE_CHECKING, Final
 
+from ._hostfs import DIR_FLAGS
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -34,7 +36,6 @@ __all__ = ["OPEN_DIRS", "remove_tree"]
 
 OPEN_DIRS: Final = 32
 """Directories a removal holds open at once, below the top one."""
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NOT_A_DIR: Final = (errno.ENOTDIR, errno.ELOOP)
 
 
@@ -119,13 +120,13 @@ def _open_dir(parent: int | None, name: str) -> int | None:
     """Open directory ``name`` (relative to ``parent``) without following a symlink; None when
     it is gone. An unreadable one of the runner's is made 0700 and opened again."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
     except FileNotFoundError:
         return None
     except PermissionError:
         _own(parent, name)
         try:
-            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+            return os.open(name, DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
             return None
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from campaign.plan import batch_order
+
 from ._config import read_config, read_plan, workspace_note
-from ._fold import BatchFold
+from ._fold import BatchFold, SessionKey
 from ._ledger import LEDGER_NAME, complete_bytes, read_ledger_spans
 from ._lock import lock_holder
 from ._projection import Projection, arm_transcripts
@@ -125,11 +127,10 @@ def read_batch(path: Path, *, transcripts: bool = False, settle: bool = True,
         LedgerCorrupt: a complete ledger line is not a record this runner writes.
         OSError: (``transcripts=True``) a spool could not be made or written.
     """
-    from campaign.supervisor import planned_sessions  # the batch order is the supervisor's
-
     config = read_config(path)
     plan = read_plan(path)
-    planned = () if config.options.command == "record" else tuple(planned_sessions(plan))
+    planned = () if config.options.command == "record" else tuple(
+        (SessionKey(o.arm.arm, o.probe.id, o.session), o.repetition) for o in batch_order(plan))
     arms = arm_transcripts(plan, planned=(key for key, _ in planned),
                            network=config.facts.network,
                            provider_note=config.facts.provider_note,

@@ -34,6 +34,11 @@ class Ordered(NamedTuple):
     position: int
     """0-based place in the batch order."""
 
+    @property
+    def session(self) -> str:
+        """The session's name within its probe and arm: ``s<repetition>`` (docs/batch.md)."""
+        return f"s{self.repetition}"
+
 
 def _shuffled(items: Sequence[_T], *, label: str) -> list[_T]:
     """Fisher-Yates over ``items``, each draw an integer from SHA-256 of ``label`` and the step."""

@@ -29,7 +29,7 @@ from campaign.batch import (
     StartedRecord,
     read_batch,
 )
-from recorder import NOTHING_SPENT, Call, is_recorded
+from recorder import NOTHING_SPENT, SUM_PRECISION, Call, is_recorded
 
 from ._errors import NotABatch
 
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from campaign.batch import BatchConfig, BatchReading, LedgerRecord
     from campaign.plan import Plan
 
-_SUM_PRECISION: Final = 200
-"""Decimal digits kept while summing USD: the sum is exact, as RC-14 asks."""
 READ_TOOL: Final = "Read"
 """The tool whose calls count as reading a document (its argument is the workspace path)."""
 
@@ -73,7 +71,7 @@ class Spend:
         """Add one attempt: its cost, or (``unknown``) nothing but the count."""
         if usd is not None:
             with localcontext() as ctx:
-                ctx.prec = _SUM_PRECISION
+                ctx.prec = SUM_PRECISION
                 self.usd += usd
         elif unknown:
             self.unknown += 1

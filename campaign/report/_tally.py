@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING, Final
 
-from recorder import cost_cents, is_failure, is_recorded, is_refusal
+from recorder import CENTS_PER_USD, SUM_PRECISION, cost_cents, is_failure, is_recorded, is_refusal
 
 from ._model import Cost
 from ._reading import Spend, epoch_s
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
     from ._reading import Outcome, ReportReading
 
-_PRECISION: Final = 200
-_CENTS_PER_USD: Final = Decimal(100)
 _TENTHS_PER_USD: Final = Decimal(1000)
 """Tenths of a cent per US dollar: the screen's figures."""
 
@@ -224,11 +222,11 @@ def cost_of(spend: Spend, recorded: int) -> Cost:
     figure = cost_cents([spend.usd, *([None] * spend.unknown)])
     per = per_tenths = None
     with localcontext() as ctx:
-        ctx.prec = _PRECISION
+        ctx.prec = SUM_PRECISION
         screen = ROUND_FLOOR if spend.unknown else ROUND_HALF_UP
         tenths = _rounded(spend.usd * _TENTHS_PER_USD, screen)
         if recorded:
-            per = _ceiling(spend.usd * _CENTS_PER_USD / recorded)
+            per = _ceiling(spend.usd * CENTS_PER_USD / recorded)
             per_tenths = _rounded(spend.usd * _TENTHS_PER_USD / recorded, screen)
     return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per,
                 tenths=tenths, per_recorded_tenths=per_tenths)

@@ -31,6 +31,19 @@ from ._names import Naming, Text
 
 OVERLAP_BYTES: Final = 64 << 10
 """The least overlap (bytes) of two windows: far above the longest name of any document."""
+O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How the seal opens every corpus and workspace file it reads: never through a link."""
+BINARY_SNIFF_BYTES: Final = 8192
+"""A NUL byte in this many leading bytes marks a file binary (the heuristic of git and grep)."""
+EXCERPT_CHARS: Final = 100
+"""How much of a deciding line ``--explain`` shows."""
+
+
+def shown_line(line: bytes) -> str:
+    """The deciding line ``line`` as ``--explain`` shows it: decoded (bad bytes replaced),
+    white space folded to single spaces, cut to `EXCERPT_CHARS` characters with ``...``."""
+    text = " ".join(line.decode("utf-8", "replace").split())
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 3] + "..."
 
 
 def read_chunks(fd: int, *, offset: int = 0) -> Iterator[bytes]:

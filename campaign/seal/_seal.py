@@ -31,7 +31,7 @@ from campaign.corpus import HEADWATER, SHELF
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
-from ._chunkscan import LARGE_FILE_BYTES
+from ._chunkscan import LARGE_FILE_BYTES, O_READ
 from ._names import Names, Text
 from ._rules import broken_path_rule
 from ._sealplan import (
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["SealPlan", "SealResult", "check_folds", "explain", "plan_seal", "seal_workspace",
            "verify_workspace"]
 
-_O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _O_WRITE: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _PATH_COLUMN: Final = 44
 """Width of the path column of ``--explain`` (longer paths push the reason right)."""
@@ -269,7 +268,7 @@ def _walk(directory: str, probe_id: str, prefix: str = "") -> Iterator[tuple[str
 
 def _read(path: str) -> bytes:
     """The file's bytes."""
-    fd = os.open(path, _O_READ)
+    fd = os.open(path, O_READ)
     try:
         return read_all(fd, os.fstat(fd).st_size)
     finally:

@@ -25,16 +25,20 @@ from campaign.corpus import FileSignature
 from campaign.plan import Removal
 from recorder import DIGEST_PREFIX
 
-from ._chunkscan import Found, read_chunks, scan, skip_ranges
+from ._chunkscan import (
+    BINARY_SNIFF_BYTES,
+    O_READ,
+    Found,
+    read_chunks,
+    scan,
+    shown_line,
+    skip_ranges,
+)
 from ._names import DocNames, Naming, Text, find_word
 
 if TYPE_CHECKING:
     from ._names import Names
 
-BINARY_SNIFF_BYTES: Final = 8192
-"""As `campaign.seal._sealplan.BINARY_SNIFF_BYTES`: a NUL byte this early marks a file binary."""
-_O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-_EXCERPT_CHARS: Final = 100
 _IDENT_BYTES: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 """Identifier bytes (`campaign.seal._names`): a word's edge of one of these needs a boundary."""
 
@@ -105,17 +109,11 @@ def find(chunks: Iterable[bytes], docs: tuple[DocNames, ...], rel: str, *,
     return found
 
 
-def excerpt(hit: Found) -> str:
-    """The deciding line of ``hit``, white space folded, cut to 100 characters (``--explain``)."""
-    line = " ".join(hit.excerpt.decode("utf-8", "replace").split())
-    return line if len(line) <= _EXCERPT_CHARS else line[: _EXCERPT_CHARS - 3] + "..."
-
-
 class Open:
     """A large corpus file open for the plan: its descriptor, mode, and signature after reading."""
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, _O_READ)
+        self.fd = os.open(path, O_READ)
         info = os.fstat(self.fd)
         if not stat.S_ISREG(info.st_mode):
             os.close(self.fd)
@@ -165,13 +163,13 @@ def judge(rel: str, src: Open, names: Names, binary: bool) -> Judged:
     if hits:
         _, hit = hits[0]
         if rel in names.folds and not binary:
-            out.fold = (hit.first_line, hit.naming.how, excerpt(hit))
+            out.fold = (hit.first_line, hit.naming.how, shown_line(hit.excerpt))
         elif binary:
             out.remove.append(_binary_removal(rel, hit, f"the probe {pid}"))
             return out
         elif rel not in names.folds:
             out.remove.append(Removal(rel, f"names {pid} by {hit.naming.how}",
-                                      hit.first_line, excerpt=excerpt(hit)))
+                                      hit.first_line, excerpt=shown_line(hit.excerpt)))
             return out
     if not names.keys:
         return out
@@ -200,7 +198,7 @@ def _drop_lines(rel: str, src: Open, names: Names, keyed: list[tuple[int, Found]
         for number in range(hit.first_line, hit.last_line + 1):
             doomed.setdefault(number, Removal(
                 rel, f"the line names answer key {names.keys[index].path} by {hit.naming.how}",
-                number, kind="line", excerpt=excerpt(hit)))
+                number, kind="line", excerpt=shown_line(hit.excerpt)))
     out.drops = _line_ranges(src.chunks(), sorted(doomed))
     out.lines = [doomed[n] for n in sorted(doomed)]
     if rel not in names.folds:
@@ -259,7 +257,7 @@ def write(target: str, source: str, drops: list[tuple[int, int]], mode: int,
     Raises:
         OSError: either file cannot be opened, read or written.
     """
-    src = os.open(source, _O_READ)
+    src = os.open(source, O_READ)
     try:
         fd = os.open(target, open_flags, mode if exact else 0o600)
         try:
@@ -286,7 +284,7 @@ def verify(rel: str, path: str, names: Names, *, search: bool) -> Facts:
         SealRefused: as `campaign.seal._seal._check_text`, naming the file and line.
         OSError: the file cannot be read.
     """
-    fd = os.open(path, _O_READ)
+    fd = os.open(path, O_READ)
     try:
         got = facts(read_chunks(fd))
         if not search:
@@ -353,7 +351,7 @@ def fold_statement(path: str, answers: tuple[str, ...]) -> tuple[int, str] | Non
     def states() -> str | None:
         return next((a for a, ws in wanted.items() if ws and ws <= seen), None)
 
-    fd = os.open(path, _O_READ)
+    fd = os.open(path, O_READ)
     try:
         for piece in _decoded(fd):
             parts = piece.split("\n")

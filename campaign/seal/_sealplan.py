@@ -42,7 +42,7 @@ from campaign.plan import Removal, arm_effect, is_layer_path, reads_bytes
 from recorder import DIGEST_PREFIX
 
 from . import _sealbig
-from ._chunkscan import LARGE_FILE_BYTES, read_chunks
+from ._chunkscan import BINARY_SNIFF_BYTES, LARGE_FILE_BYTES, O_READ, read_chunks, shown_line
 from ._names import DocNames, Names, Naming, Text, states_answer
 from ._prefilter import GrepCheck, Prefilter
 from ._rules import broken_path_rule
@@ -52,11 +52,6 @@ if TYPE_CHECKING:
 
     from campaign.corpus import Corpus, Probe
 
-BINARY_SNIFF_BYTES: Final = 8192
-"""A NUL byte in this many leading bytes marks a file binary (the heuristic of git and grep)."""
-EXCERPT_CHARS: Final = 100
-"""How much of a deciding line ``--explain`` shows."""
-_O_READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_READ: Final = 0x7FFFF000
 """The most one read(2) returns on Linux."""
 
@@ -93,9 +88,7 @@ def is_text(data: bytes) -> bool:
 def _excerpt(text: Text, naming: Naming) -> str:
     start = text.data.rfind(b"\n", 0, naming.start) + 1
     end = text.data.find(b"\n", naming.start)
-    line = text.data[start : end if end >= 0 else len(text.data)].decode("utf-8", "replace")
-    line = " ".join(line.split())
-    return line if len(line) <= EXCERPT_CHARS else line[: EXCERPT_CHARS - 3] + "..."
+    return shown_line(text.data[start : end if end >= 0 else len(text.data)])
 
 
 def check_folds(corpus: Corpus, probe_id: str) -> None:
@@ -242,7 +235,7 @@ def _binary_naming(rel: str, data: bytes, names: Names) -> Removal | None:
 
 
 def _read(path: str) -> tuple[bytes, int, FileSignature]:
-    fd = os.open(path, _O_READ)
+    fd = os.open(path, O_READ)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Final
 
 from campaign.batch import Budget
-
-_CENTS_PER_USD: Final = Decimal(100)
+from recorder import CENTS_PER_USD
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +75,8 @@ class Budgets:
             longest_session_s: The longest session of this invocation, seconds; None before any.
         """
         if self.max_cost_cents is not None:
-            spent = spent_usd * _CENTS_PER_USD
-            largest = (largest_attempt_usd or Decimal(0)) * _CENTS_PER_USD
+            spent = spent_usd * CENTS_PER_USD
+            largest = (largest_attempt_usd or Decimal(0)) * CENTS_PER_USD
             projection = max(largest, Decimal(self.est_session_cents or 0))
             if spent >= self.max_cost_cents or (
                     spent + projection * (in_flight + 1) > self.max_cost_cents):

@@ -46,7 +46,7 @@ def session_order(plan: Plan) -> Iterator[SessionSpec]:
     """Every session of ``plan`` in the batch order, lazily (`campaign.plan.ORDER_ALGORITHM`)."""
     for o in batch_order(plan):
         yield SessionSpec(probe=o.probe, arm=o.arm, repetition=o.repetition,
-                          session=f"s{o.repetition}", position=o.position)
+                          session=o.session, position=o.position)
 
 
 def planned_sessions(plan: Plan) -> Iterator[tuple[SessionKey, int]]:

@@ -37,7 +37,7 @@ WORKSPACE_NAME: Final = "workspace"
 """The workspace's directory in the store (its mountinfo root, inside the sandbox)."""
 LOG_NAME: Final = "log"
 """The log directory's directory in the store."""
-CONFIG_NAME: Final = "config"
+CONFIG_DIR_NAME: Final = "config"
 """The config directory's directory in a store of its own (with the credentials copy)."""
 LISTING_NAME: Final = "workspace.listing.json"
 """Beside the batch's ``workspace``, instead of it, for a session past its writes limit."""
@@ -92,7 +92,7 @@ async def staged(*, sealed_bytes: int, sealed_files: int,
         log_dir = await anyio.to_thread.run_sync(store.subdir, LOG_NAME)
         own = store.kernel_bounded  # mounts of its own file system show no host path
         yield Staged(store=store, workspace=store.path / WORKSPACE_NAME, log_dir=log_dir,
-                     config_dir=store.path / CONFIG_NAME if own else None,
+                     config_dir=store.path / CONFIG_DIR_NAME if own else None,
                      egress_dir=store.path / EGRESS_NAME if own else None)
     except BaseException as exc:
         with anyio.CancelScope(shield=True):

@@ -43,7 +43,15 @@ import anyio
 from .._errors import ContainmentUnavailable
 from .._owner import TAG, runner_gone, runner_tag
 from .._process import REAP_TIMEOUT_S
-from ._cgroup_limits import ControllerGroup, enable_delegated, limit_groups, remove_v1, sweep_v1
+from ._cgroup_limits import (
+    POLL_S,
+    REMOVE_TRIES,
+    ControllerGroup,
+    enable_delegated,
+    limit_groups,
+    remove_v1,
+    sweep_v1,
+)
 from ._hierarchy import CgroupHost, find_cgroups
 
 if TYPE_CHECKING:
@@ -78,9 +86,6 @@ the ``PWD`` it sets at start-up (dash): unset, so bwrap still starts with an emp
 environment (RC-03: the session reads it in /proc/1/environ)."""
 EMPTY_TIMEOUT_S: Final = REAP_TIMEOUT_S
 """Bound, in seconds, on waiting for ``populated 0`` after ``cgroup.kill``."""
-_POLL_S: Final = 0.01
-_REMOVE_TRIES: Final = 100
-"""rmdir tries, `_POLL_S` apart: a cgroup is EBUSY while a process is still in it."""
 
 
 @final
@@ -154,12 +159,12 @@ class SessionCgroup:
                 # cgroup.events signals a change only as POLLPRI, which an event loop's
                 # readiness wait does not see (a kernfs file is always readable): poll it.
                 while _populated(self.path):  # noqa: ASYNC110
-                    await anyio.sleep(_POLL_S)
+                    await anyio.sleep(POLL_S)
             self.final_events = {g.controller: g.events() for g in self.groups}
-            for _ in range(_REMOVE_TRIES):
+            for _ in range(REMOVE_TRIES):
                 if _remove_once(self.path):
                     return await anyio.to_thread.run_sync(remove_v1, list(self.groups))
-                await anyio.sleep(_POLL_S)
+                await anyio.sleep(POLL_S)
         return False
 
 
@@ -264,7 +269,7 @@ def _sweep(base: Path) -> list[Path]:
         _kill(path)
         deadline = time.monotonic() + EMPTY_TIMEOUT_S
         while _populated(path) and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
+            time.sleep(POLL_S)
         if _remove(path):
             removed.append(path)
     return removed
@@ -294,10 +299,10 @@ def _remove_once(path: Path) -> bool:
 
 
 def _remove(path: Path) -> bool:
-    for _ in range(_REMOVE_TRIES):
+    for _ in range(REMOVE_TRIES):
         if _remove_once(path):
             return True
-        time.sleep(_POLL_S)
+        time.sleep(POLL_S)
     return False
 
 

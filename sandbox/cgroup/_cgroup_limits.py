@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from ._hierarchy import CgroupHost, Hierarchy
     from ._limits import Limits
 
-__all__ = ["ControllerGroup", "enable_delegated", "limit_groups", "remove_v1", "sweep_v1"]
+__all__ = ["POLL_S", "REMOVE_TRIES", "ControllerGroup", "enable_delegated", "limit_groups",
+           "remove_v1", "sweep_v1"]
 
 Controller = Literal["pids", "memory"]
 _LIMIT_FILES: Final = {
@@ -57,8 +58,10 @@ _PEAKS: Final = {
     ("pids", 1): "pids.peak", ("pids", 2): "pids.peak",
     ("memory", 1): "memory.max_usage_in_bytes", ("memory", 2): "memory.peak",
 }  # fmt: skip
-_REMOVE_TRIES: Final = 100
-_POLL_S: Final = 0.01
+REMOVE_TRIES: Final = 100
+"""rmdir tries, `POLL_S` apart: a cgroup is EBUSY while a process is still in it."""
+POLL_S: Final = 0.01
+"""Seconds between two looks at a cgroup that is still emptying."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,13 +203,13 @@ def remove_v1(groups: list[ControllerGroup]) -> bool:
 
 
 def _remove(path: Path) -> bool:
-    for _ in range(_REMOVE_TRIES):
+    for _ in range(REMOVE_TRIES):
         try:
             path.rmdir()
         except FileNotFoundError:
             return True
         except OSError:  # EBUSY: a process not yet gone from it
-            time.sleep(_POLL_S)
+            time.sleep(POLL_S)
             continue
         return True
     return False

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
+from .._hostfs import PROC
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -25,7 +27,6 @@ BASE_NAME: Final = "headwater-campaign"
 """The directory, under the runner's own cgroup, that holds the sessions' cgroups."""
 LIMIT_CONTROLLERS: Final = ("pids", "memory")
 """The controllers per-session limits need."""
-_PROC: Final = Path("/proc")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ class CgroupHost:
     limits: Mapping[str, Hierarchy | None] = field(default_factory=dict)
 
 
-def find_cgroups(proc: Path = _PROC) -> CgroupHost:
+def find_cgroups(proc: Path = PROC) -> CgroupHost:
     """Read ``proc``/self/mountinfo and ``proc``/self/cgroup: where the hierarchies are.
 
     Reads only; creates nothing (`open_session_cgroup` does, and says when it cannot).

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Final, final
 import anyio
 
 from .._groups import single_unwrapped
+from .._hostfs import DIR_FLAGS
 from ..storage import unlinked_bytes
 from ._limits import LimitHit, Limits, format_bytes
 
@@ -76,7 +77,6 @@ default 512 MiB let one session take every inode of the host in a few minutes.""
 TMP_FULL_SLACK_BYTES: Final = 1024 * 1024
 """/tmp counts as full when less than this is left (a write that hit ENOSPC left less)."""
 _PAGE: Final = os.sysconf("SC_PAGE_SIZE")
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class _Unmeasurable(Exception):
@@ -99,7 +99,7 @@ def allocated_bytes(roots: Sequence[Path]) -> int:
     total = 0
     for root in roots:
         try:
-            fd = os.open(root, _DIR_FLAGS)
+            fd = os.open(root, DIR_FLAGS)
         except OSError:
             continue
         try:
@@ -127,7 +127,7 @@ def _walk(dir_fd: int, depth: int, seen: set[tuple[int, int]]) -> int:
         total += max(info.st_blocks * 512, MIN_ENTRY_BYTES)
         if stat.S_ISDIR(info.st_mode):
             try:
-                fd = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
+                fd = os.open(entry.name, DIR_FLAGS, dir_fd=dir_fd)
             except PermissionError as exc:
                 raise _Unmeasurable("a directory the runner may not read") from exc
             except OSError:

@@ -27,7 +27,7 @@ from .._report import Check
 from .._seccomp import session_filter
 from .._sync import run_sync
 from ..cgroup import CgroupHost, Hierarchy, SessionCgroup, find_cgroups, open_session_cgroup
-from ._probes import Run, probe_spec, run_confined
+from ._probes import PROBE_PYTHON, Run, probe_spec, run_confined
 
 if TYPE_CHECKING:
     from .._layout import HostLayout
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LANDLOCK_PROBE", "SECCOMP_PROBE", "check_cgroups", "check_landlock", "check_seccomp"]
 
-PROBE_PYTHON: Final = "/usr/bin/python3"
-"""The interpreter the seccomp probe runs with inside (Debian's, under /usr: mounted)."""
 SLEEP_CANDIDATES: Final = ("/usr/bin/sleep", "/bin/sleep")
 SECCOMP_PROBE: Final = r"""
 import ctypes, os, time

@@ -30,7 +30,7 @@ from .._report import Check
 from .._sync import run_sync
 from ..cgroup import LimitHit, Limits, MiB
 from ..confined import open_confined
-from ._probes import probe_spec
+from ._probes import PROBE_PYTHON, probe_spec
 
 if TYPE_CHECKING:
     from .._layout import HostLayout
@@ -41,7 +41,6 @@ __all__ = ["LIMITS_PROBE_TIMEOUT_S", "check_limits"]
 
 LIMITS_PROBE_TIMEOUT_S: Final = 30.0
 """Each probe ends within a second (the watch reads every 0.2 s); more means it hangs."""
-PROBE_PYTHON: Final = "/usr/bin/python3"
 MEMORY_LIMITS: Final = Limits(memory_bytes=64 * MiB, tmp_bytes=4 * MiB, open_files=64)
 PIDS_LIMITS: Final = Limits(pids=16)
 MEMORY_PROBE: Final = r"""

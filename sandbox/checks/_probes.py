@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from .._layout import HostLayout
     from ..users import SessionUser
 
-__all__ = ["STDERR_TAIL_CHARS", "Run", "probe_spec", "run_confined"]
+__all__ = ["PROBE_PYTHON", "STDERR_TAIL_CHARS", "Run", "probe_spec", "run_confined"]
+
+PROBE_PYTHON: Final = "/usr/bin/python3"
+"""The interpreter the preflight's Python probes run with inside (Debian's, under /usr: mounted)."""
 
 STDERR_TAIL_CHARS: Final = 2000
 """How much of bwrap's own message a check quotes."""

@@ -34,6 +34,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
+from .._hostfs import DIR_FLAGS
 from ._reclaim import DIR_MODE, FILE_MODE
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["CopyReport", "SkipReason", "Skipped", "copy_out"]
 
 SkipReason = Literal["fifo", "socket", "device", "over-max-bytes", "unreadable"]
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NEW_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK_BYTES: Final = 1024 * 1024
@@ -112,10 +112,10 @@ def copy_out(source: Path, destination: Path, *, max_bytes: int) -> CopyReport:
     if max_bytes < 0:
         raise ValueError(f"max_bytes must not be negative, got {max_bytes}")
     report = CopyReport()
-    fds = [os.open(source, _DIR_FLAGS)]
+    fds = [os.open(source, DIR_FLAGS)]
     try:
         os.mkdir(destination, DIR_MODE)
-        fds.append(os.open(destination, _DIR_FLAGS))
+        fds.append(os.open(destination, DIR_FLAGS))
         os.fchmod(fds[1], DIR_MODE)
         _walk(fds, report, max_bytes)
     finally:
@@ -157,14 +157,14 @@ def _walk(fds: list[int], report: CopyReport, max_bytes: int) -> None:
 def _move(fds: list[int], name: str, made: str | None, report: CopyReport, path: str) -> bool:
     """Replace the pair by its ``name`` (".." going up; ``made``: the copy's new directory)."""
     try:
-        src = _open(fds[0], name, _DIR_FLAGS, stat.S_IRWXU)
+        src = _open(fds[0], name, DIR_FLAGS, stat.S_IRWXU)
     except OSError:
         report.skipped.append(Skipped(path, "unreadable"))
         return False
     try:
         if made is not None:
             os.mkdir(made, DIR_MODE, dir_fd=fds[1])
-        dst = os.open(name, _DIR_FLAGS, dir_fd=fds[1])
+        dst = os.open(name, DIR_FLAGS, dir_fd=fds[1])
     except BaseException:
         os.close(src)
         raise

@@ -20,6 +20,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
+from .._hostfs import DIR_FLAGS
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -32,7 +34,6 @@ MAX_ENTRIES: Final = 100_000
 entries are counted, so a tree made to swell the listing costs the batch a bounded file."""
 MAX_PATH_CHARS: Final = 8 << 20
 """Characters of path named at most in all (a tree nested thousands deep has long paths)."""
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _KINDS: Final[tuple[tuple[int, EntryKind], ...]] = (
     (stat.S_IFREG, "file"), (stat.S_IFDIR, "directory"), (stat.S_IFLNK, "symlink"),
     (stat.S_IFIFO, "fifo"), (stat.S_IFSOCK, "socket"))  # fmt: skip
@@ -110,7 +111,7 @@ def list_tree(source: Path, *, max_entries: int = MAX_ENTRIES,
             tree changed under the walk (``EXDEV``).
     """
     listing = Listing()
-    fd = os.open(source, _DIR_FLAGS)
+    fd = os.open(source, DIR_FLAGS)
     try:
         stack = [_Frame("", _entries(fd, "", listing, max_entries, max_path_chars), _ident(fd))]
         while stack:
@@ -119,7 +120,7 @@ def list_tree(source: Path, *, max_entries: int = MAX_ENTRIES,
                 name = frame.subdirs.pop()
                 path = f"{frame.path}/{name}" if frame.path else name
                 try:
-                    below = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    below = os.open(name, DIR_FLAGS, dir_fd=fd)
                 except OSError:
                     listing.unreadable += 1
                     continue
@@ -130,7 +131,7 @@ def list_tree(source: Path, *, max_entries: int = MAX_ENTRIES,
                 continue
             stack.pop()
             if stack:
-                above = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                above = os.open("..", DIR_FLAGS, dir_fd=fd)
                 os.close(fd)
                 fd = above
                 if _ident(fd) != stack[-1].ident:

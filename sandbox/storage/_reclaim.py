@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from .._hostfs import DIR_FLAGS
 from .._remove import remove_tree
 
 __all__ = ["MAX_DEPTH", "Reclaimed", "reclaim_tree", "replace_with_copy"]
@@ -63,7 +64,6 @@ LOG_FILE_MODE: Final = 0o600
 """A file of a log copy."""
 _DROPPED_XATTRS: Final = ("system.posix_acl_access", "system.posix_acl_default",
                           "security.capability")
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _COPY_CHUNK_BYTES: Final = 1024 * 1024
 
 
@@ -103,7 +103,7 @@ def reclaim_tree(top: Path, *, uid: int | None = None, gid: int | None = None) -
     """
     owner = (os.geteuid() if uid is None else uid, os.getegid() if gid is None else gid)
     done = Reclaimed()
-    fd = os.open(top, _DIR_FLAGS)
+    fd = os.open(top, DIR_FLAGS)
     try:
         _own_dir(fd, owner, DIR_MODE)
         done.entries += 1
@@ -149,7 +149,7 @@ def _open_dir(dir_fd: int, name: str) -> int:
     a runner that is not root owns it, and changes its mode through an O_PATH descriptor,
     which needs no permission on it)."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
     except PermissionError:
         path_fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC,
                           dir_fd=dir_fd)  # fmt: skip
@@ -157,7 +157,7 @@ def _open_dir(dir_fd: int, name: str) -> int:
             os.chmod(f"/proc/self/fd/{path_fd}", SEALED_DIR_MODE)
         finally:
             os.close(path_fd)
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
 
 
 def _own_dir(fd: int, owner: tuple[int, int], mode: int) -> None:
@@ -246,7 +246,7 @@ def copy_regular(source: Path, destination: Path, *, max_bytes: int) -> Reclaime
     done = Reclaimed()
     destination.mkdir(mode=SEALED_DIR_MODE)
     try:
-        src = os.open(source, _DIR_FLAGS)
+        src = os.open(source, DIR_FLAGS)
         try:
             _copy_dir(src, destination, 1, done, max_bytes)
         finally:
@@ -265,7 +265,7 @@ def _copy_dir(src_fd: int, dst: Path, depth: int, done: Reclaimed, max_bytes: in
     for name, is_dir, is_file in names:
         if is_dir and depth < MAX_DEPTH:
             try:
-                fd = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
+                fd = os.open(name, DIR_FLAGS, dir_fd=src_fd)
             except OSError:
                 done.dropped += 1
                 continue

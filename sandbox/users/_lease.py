@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Final, final
 import anyio
 
 from .._errors import PoolBusy, SessionUserUnusable
+from .._hostfs import PROC
 from ..cgroup import EMPTY_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -95,7 +96,6 @@ the kernel frees a little after its last process (about 2 s here for 200 keys); 
 they count against the uid's quota (``kernel.keys.maxkeys``), and a session leased the user
 meanwhile got EDQUOT (`tests/integration/test_key_quota_lease_attack.py`)."""
 _KEYS_POLL_S: Final = 0.05
-_PROC: Final = Path("/proc")
 _STATUS_READ: Final = 16384
 """Bytes read of a ``/proc/<pid>/status`` (about 1.5 KB; ``Uid:`` is in its first 1 KB)."""
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class Lease:
     """
 
     def __init__(self, user: SessionUser, fd: int, *, keys: int = 0,
-                 proc: Path = _PROC) -> None:
+                 proc: Path = PROC) -> None:
         self.user = user
         self._fd: int | None = fd
         self._keys = keys
@@ -146,7 +146,7 @@ class Lease:
             os.close(fd)
 
 
-def uid_keys(uid: int, proc: Path = _PROC) -> int:
+def uid_keys(uid: int, proc: Path = PROC) -> int:
     """Keys the kernel counts for ``uid`` (``proc/key-users``: ``uid: usage nkeys/...``); 0 when
     it has none or the kernel keeps no keys."""
     try:
@@ -161,7 +161,7 @@ def uid_keys(uid: int, proc: Path = _PROC) -> int:
     return 0
 
 
-def uid_processes(uid: int, proc: Path = _PROC) -> list[int]:
+def uid_processes(uid: int, proc: Path = PROC) -> list[int]:
     """Pids of the live processes with ``uid`` as any of their four uids (``Uid:`` in status).
 
     A process that goes while it is read is not counted, nor is a zombie
@@ -208,7 +208,7 @@ def _field(text: bytes, key: bytes) -> list[bytes]:
 
 
 def try_lease(
-    pool: SessionPool, *, root: Path = LEASE_ROOT, proc: Path = _PROC
+    pool: SessionPool, *, root: Path = LEASE_ROOT, proc: Path = PROC
 ) -> tuple[Lease | None, Mapping[str, list[int]]]:
     """Lease the first free pool user, in pool order, if any is free now (blocking, no wait).
 
@@ -306,7 +306,7 @@ class _Wait:
 
 @asynccontextmanager
 async def lease_user(
-    pool: SessionPool | None, *, root: Path = LEASE_ROOT, proc: Path = _PROC,
+    pool: SessionPool | None, *, root: Path = LEASE_ROOT, proc: Path = PROC,
     poll_s: float = POLL_S, stray_bound_s: float = STRAY_BOUND_S,
 ) -> AsyncIterator[SessionUser | None]:
     """Hold a pool user for the block: the first free one, waiting while none is.
@@ -353,7 +353,7 @@ async def lease_user(
 @contextlib.contextmanager
 def hold_lease(
     pool: SessionPool | None, *, timeout_s: float | None = None, root: Path = LEASE_ROOT,
-    proc: Path = _PROC, poll_s: float = POLL_S, stray_bound_s: float = STRAY_BOUND_S,
+    proc: Path = PROC, poll_s: float = POLL_S, stray_bound_s: float = STRAY_BOUND_S,
 ) -> Iterator[SessionUser | None]:
     """`lease_user` for synchronous code (the preflight's bare bwrap probe); blocks while it waits.
 

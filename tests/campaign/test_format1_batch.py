@@ -45,88 +45,49 @@ zstandard, and not from an earlier run of the command under test.
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
-import zstandard
 from ruamel.yaml import YAML
+
+from tests.campaign.batch_fixture import (
+    FIXTURES,
+    arm_cost,
+    assert_show_prints_the_last_attempt,
+    cli,
+    fixture_copy,
+    last_finals,
+    names_its_workspace,
+    read_ledger,
+    read_yaml,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-REPO: Final = Path(__file__).resolve().parents[2]
-FIXTURE: Final = REPO / "tests" / "fixtures" / "batches" / "format1"
-HOST_ROOT: Final = Path("/var/tmp")
-"""Where the copies go: outside $HOME (a batch is never under it) and outside /tmp."""
-CLI_TIMEOUT_S: Final = 120.0
-"""Bound on one command; none of these runs a session, each takes about a second."""
-DIGEST_SHOWN: Final = 19
-"""Characters of a call's digest that ``show`` prints: ``sha256:`` and 12 hex digits."""
+FIXTURE: Final = FIXTURES / "format1"
 SHOW_SESSION: Final = ("present", "FX-PRB-0002", "s1")
 """The session ``show`` is asked for: the one with a Glob, a Write and a produced note."""
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m campaign ARGS`` in a pipe (plain text, no colour); never raises for a status."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
-    return subprocess.run([sys.executable, "-m", "campaign", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=CLI_TIMEOUT_S, check=False)
-
-
-def _copy() -> Iterator[Path]:
-    """A fresh copy of the fixture (batch, corpus, scripts) under `HOST_ROOT`, removed after."""
-    root = Path(tempfile.mkdtemp(prefix="hw-format1-", dir=HOST_ROOT))
-    try:
-        shutil.copytree(FIXTURE, root / "format1")
-        yield root / "format1"
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[Path]:
     """One copy for the commands that write nothing (status, report, show, check-transcript)."""
-    yield from _copy()
+    yield from fixture_copy("format1")
 
 
 @pytest.fixture
 def own() -> Iterator[Path]:
     """A copy of its own for a command that writes to the batch (retranscribe, resume)."""
-    yield from _copy()
-
-
-def _ledger(batch: Path) -> list[dict[str, Any]]:
-    lines = (batch / "ledger.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines]
+    yield from fixture_copy("format1")
 
 
 def _plan(batch: Path) -> dict[str, Any]:
-    data: dict[str, Any] = YAML(typ="safe", pure=True).load(
-        (batch / "plan.yaml").read_text(encoding="utf-8"))
-    return data
-
-
-def _last_finals(batch: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """Each session's last ``final`` record, keyed (arm, probe, session)."""
-    return {(r["arm"], r["probe"], r["session"]): r for r in _ledger(batch)
-            if r["kind"] == "final"}
-
-
-def _arm_cost(batch: Path, arm: str) -> Decimal:
-    """Every attempt's cost of ``arm``, summed as the ledger writes each: a decimal string."""
-    return sum((Decimal(r["cost_usd"]) for r in _ledger(batch)
-                if r["kind"] == "final" and r["arm"] == arm), Decimal(0))
+    return read_yaml(batch / "plan.yaml")
 
 
 def _planned(batch: Path) -> int:
@@ -139,9 +100,9 @@ def test_the_fixture_is_a_format_1_batch_with_four_recorded_sessions() -> None:
     """What the other tests rely on: format 1 in config and ledger, 2 arms, 4 recorded sessions."""
     batch = FIXTURE / "batch"
     config = YAML(typ="safe", pure=True).load((batch / "config.yaml").read_text())
-    ledger = _ledger(batch)
+    ledger = read_ledger(batch)
     assert (config["format"], ledger[0]["kind"], ledger[0]["format"]) == (1, "ledger", 1)
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     assert sorted({arm for arm, _, _ in finals}) == ["absent", "present"]
     assert len(finals) == 4 and {r["state"] for r in finals.values()} == {"recorded"}
     for arm, probe, session in finals:
@@ -154,48 +115,48 @@ def test_the_fixture_is_a_format_1_batch_with_four_recorded_sessions() -> None:
 def test_status_of_a_format_1_batch_counts_every_arm_from_its_ledger(shared: Path) -> None:
     """``status`` exits 0 and prints each arm's planned, recorded and spend from the ledger."""
     batch = shared / "batch"
-    run = _cli("status", str(batch))
+    run = cli("status", str(batch))
     assert run.returncode == 0, run.stderr
     planned = _planned(batch)
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     rows = [line.split() for line in run.stdout.splitlines()]
     for arm in _plan(batch)["arms"]:
         recorded = sum(1 for (a, _, _), r in finals.items()
                        if a == arm and r["state"] == "recorded")
         # queued, running, interrupted, recorded of planned, refused, failed, retried
         assert [arm, "0", "0", "0", f"{recorded}/{planned}", "0", "0", "0",
-                f"${_arm_cost(batch, arm):.4f}"] in rows
+                f"${arm_cost(batch, arm):.4f}"] in rows
     assert "outstanding: 0" in run.stdout.splitlines()
 
 
 def test_status_json_of_a_format_1_batch_matches_its_ledger(shared: Path) -> None:
     """``status --json`` exits 0; its batch, command, counts and spend are the ledger's own."""
     batch = shared / "batch"
-    run = _cli("status", str(batch), "--json")
+    run = cli("status", str(batch), "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    ledger = _ledger(batch)
+    ledger = read_ledger(batch)
     invocations = [r for r in ledger if r["kind"] == "invocation"]
     assert (data["batch"], data["command"], data["invocations"]) == (
         str(batch.resolve()), invocations[0]["command"], len(invocations))
     assert (data["running"], data["outstanding"], data["in_flight"], data["interrupted"],
             data["last_failures"]) == (False, 0, [], [], [])
     planned = _planned(batch)
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     total = Decimal(0)
     for arm in _plan(batch)["arms"]:
         counts = data["arms"][arm]
         recorded = sum(1 for (a, _, _) in finals if a == arm)
         assert (counts["planned"], counts["recorded"], counts["queued"]) == (planned, recorded, 0)
-        assert Decimal(counts["cost_usd"]) == _arm_cost(batch, arm)
-        total += _arm_cost(batch, arm)
+        assert Decimal(counts["cost_usd"]) == arm_cost(batch, arm)
+        total += arm_cost(batch, arm)
     assert Decimal(data["spend_usd"]) == total
 
 
 def test_report_of_a_format_1_batch_names_every_probe_and_arm(shared: Path) -> None:
     """``report`` exits 0 and shows each probe of plan.yaml and each arm, present the reference."""
     batch = shared / "batch"
-    run = _cli("report", str(batch))
+    run = cli("report", str(batch))
     assert run.returncode == 0, run.stderr
     plan = _plan(batch)
     for probe in plan["probes"]:
@@ -210,12 +171,12 @@ def test_report_json_of_a_format_1_batch_holds_the_ledgers_answers_and_calls(
         shared: Path) -> None:
     """``report --json``: per probe and arm, the answers and call counts of the ledger's events."""
     batch = shared / "batch"
-    run = _cli("report", str(batch), "--json")
+    run = cli("report", str(batch), "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     plan = _plan(batch)
     assert [c["id"] for c in data["columns"]] == plan["arms"]
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     assert [p["id"] for p in data["probes"]] == [p["id"] for p in plan["probes"]]
     for probe in data["probes"]:
         for cell in probe["cells"]:
@@ -234,39 +195,16 @@ def test_report_json_of_a_format_1_batch_holds_the_ledgers_answers_and_calls(
 def test_show_of_a_format_1_session_prints_its_ledger_record_and_final_text(
         shared: Path) -> None:
     """``show`` exits 0 and prints the state, reason, calls, answer and final.txt of the attempt."""
-    batch = shared / "batch"
-    arm, probe, session = SHOW_SESSION
-    run = _cli("show", str(batch), arm, probe, session)
-    assert run.returncode == 0, run.stderr
-    final = _last_finals(batch)[SHOW_SESSION]
-    lines = run.stdout.splitlines()
-    assert f"  state: {final['state']}" in lines and f"  reason: {final['reason']}" in lines
-    calls = final["event"]["calls"]
-    assert f"  calls ({len(calls)}):" in lines
-    for call in calls:
-        assert f"    {call['tool']} {call['argument']} -> {call['result'][:DIGEST_SHOWN]}" in lines
-    assert f"  answer: {final['event']['answer']}" in lines
-    text = (batch / "sessions" / arm / probe / session / "attempt-1" / "final.txt").read_text()
-    assert all(f"    | {line}" in lines for line in text.split("\n"))
+    assert_show_prints_the_last_attempt(shared / "batch", SHOW_SESSION)
 
 
 def test_check_transcript_finds_the_format_1_transcripts_clean(shared: Path) -> None:
     """``check-transcript`` exits 0 on each arm's transcript of the batch, one clean line each."""
     batch = shared / "batch"
     paths = [batch / "transcripts" / f"{arm}.md" for arm in _plan(batch)["arms"]]
-    run = _cli("check-transcript", *map(str, paths))
+    run = cli("check-transcript", *map(str, paths))
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(run.stdout.splitlines()) == sorted(f"{p}: verified clean" for p in paths)
-
-
-def _names_its_workspace(stream: Path) -> bool:
-    """Whether a tool call of the kept stream names a path under the init line's ``cwd``."""
-    with stream.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-        records = [json.loads(line) for line in io.TextIOWrapper(reader, encoding="utf-8")]
-    cwd = next(r["cwd"] for r in records if r.get("subtype") == "init")
-    inputs = [json.dumps(block.get("input")) for r in records if r.get("type") == "assistant"
-              for block in r["message"]["content"] if block.get("type") == "tool_use"]
-    return any(f"{cwd}/" in text for text in inputs)
 
 
 def _retranscribed(copy: Path) -> tuple[dict[tuple[str, str, str], dict[str, Any]],
@@ -274,19 +212,19 @@ def _retranscribed(copy: Path) -> tuple[dict[tuple[str, str, str], dict[str, Any
     """Run ``retranscribe`` over ``copy``'s corpus (exit 0, one line per count) and return the
     last final records from before the run and the ``rederived`` records it appended."""
     batch = copy / "batch"
-    finals = _last_finals(batch)
-    before = len(_ledger(batch))
-    run = _cli("retranscribe", str(batch), "--corpus", str(copy / "corpus"))
+    finals = last_finals(batch)
+    before = len(read_ledger(batch))
+    run = cli("retranscribe", str(batch), "--corpus", str(copy / "corpus"))
     assert run.returncode == 0, run.stderr
     kept = [r for r in finals.values() if r.get("stream")]
     assert f"re-derived {len(kept)} sessions from their kept streams" in run.stdout
-    rederived = [r for r in _ledger(batch)[before:] if r["kind"] == "rederived"]
+    rederived = [r for r in read_ledger(batch)[before:] if r["kind"] == "rederived"]
     assert len(rederived) == len(kept)
     return finals, rederived
 
 
 def _named(batch: Path, final: dict[str, Any]) -> bool:
-    return _names_its_workspace(batch / final["stream"])
+    return names_its_workspace(batch / final["stream"])
 
 
 def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Path) -> None:
@@ -307,7 +245,7 @@ def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Pat
         assert (record["state"], record["event"], record.get("outside_paths", 0)) == (
             final["state"], final["event"], final.get("outside_paths", 0))
     paths = [batch / "transcripts" / f"{arm}.md" for arm in _plan(batch)["arms"]]
-    check = _cli("check-transcript", *map(str, paths))
+    check = cli("check-transcript", *map(str, paths))
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -336,7 +274,7 @@ def test_resume_of_a_finished_format_1_batch_has_nothing_to_run(own: Path) -> No
     nothing would run, so no session of this runner's format meets the recorded ones."""
     batch = own / "batch"
     before = (batch / "ledger.jsonl").read_bytes()
-    run = _cli("resume", str(batch), "--corpus", str(own / "corpus"))
+    run = cli("resume", str(batch), "--corpus", str(own / "corpus"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"nothing to resume: every session of {batch.resolve()} is finished" in run.stdout
     assert (batch / "ledger.jsonl").read_bytes() == before
@@ -353,7 +291,7 @@ def test_resume_of_an_unfinished_format_1_batch_is_refused_naming_both_formats(
     (batch / "ledger.jsonl").write_text("".join(lines[:last_final] + lines[last_final + 1:]),
                                         encoding="utf-8")
     before = (batch / "ledger.jsonl").read_bytes()
-    run = _cli("resume", str(batch), "--corpus", str(own / "corpus"))
+    run = cli("resume", str(batch), "--corpus", str(own / "corpus"))
     assert run.returncode == 2, run.stdout + run.stderr
     assert "batch format 1" in run.stderr and "writes format 2" in run.stderr, run.stderr
     assert (batch / "ledger.jsonl").read_bytes() == before

@@ -51,116 +51,73 @@ command under test.
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
-import tempfile
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
-import zstandard
-from ruamel.yaml import YAML
+
+from tests.campaign.batch_fixture import (
+    FIXTURES,
+    Key,
+    arm_cost,
+    assert_show_prints_the_last_attempt,
+    cli,
+    fixture_copy,
+    init_cwd,
+    last_finals,
+    names_its_workspace,
+    read_ledger,
+    read_yaml,
+    record_key,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-REPO: Final = Path(__file__).resolve().parents[2]
-FIXTURE: Final = REPO / "tests" / "fixtures" / "batches" / "format2"
-HOST_ROOT: Final = Path("/var/tmp")
-"""Where the copies go: outside $HOME (a batch is never under it) and outside /tmp."""
-CLI_TIMEOUT_S: Final = 100.0
-"""Bound on one command; a resume here runs three sessions in about 10 s, the rest ~1 s."""
-DIGEST_SHOWN: Final = 19
-"""Characters of a call's digest that ``show`` prints: ``sha256:`` and 12 hex digits."""
+FIXTURE: Final = FIXTURES / "format2"
 SHOW_SESSION: Final = ("present", "FX-PRB-0002", "s1")
 """The session ``show`` is asked for: the one with a Glob, a Write and a produced note."""
 FAILED_SESSION: Final = ("absent", "FX-PRB-0003", "s1")
 """A session whose one attempt ended harness-error: no calls, no final text."""
 LARGER_BUDGET_CENTS: Final = 100
 """A budget resume is given: far above what the six sessions cost (about 5 cents)."""
-Key = tuple[str, str, str]
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m campaign ARGS`` in a pipe (plain text, no colour); never raises for a status."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
-    return subprocess.run([sys.executable, "-m", "campaign", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=CLI_TIMEOUT_S, check=False)
-
-
-def _copy() -> Iterator[Path]:
-    """A fresh copy of the fixture (batch, corpus, scripts) under `HOST_ROOT`, removed after."""
-    root = Path(tempfile.mkdtemp(prefix="hw-format2-", dir=HOST_ROOT))
-    try:
-        shutil.copytree(FIXTURE, root / "format2")
-        yield root / "format2"
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[Path]:
     """One copy for the commands that write nothing (status, report, show, check-transcript)."""
-    yield from _copy()
+    yield from fixture_copy("format2")
 
 
 @pytest.fixture
 def own() -> Iterator[Path]:
     """A copy of its own for a command that writes to the batch (retranscribe, resume)."""
-    yield from _copy()
-
-
-def _yaml(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-    return data
-
-
-def _ledger(batch: Path) -> list[dict[str, Any]]:
-    lines = (batch / "ledger.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines]
+    yield from fixture_copy("format2")
 
 
 def _one(batch: Path, kind: str) -> dict[str, Any]:
-    (record,) = (r for r in _ledger(batch) if r["kind"] == kind)
+    (record,) = (r for r in read_ledger(batch) if r["kind"] == kind)
     return record
 
 
-def _key(record: dict[str, Any]) -> Key:
-    return record["arm"], record["probe"], record["session"]
-
-
-def _last_finals(batch: Path) -> dict[Key, dict[str, Any]]:
-    """Each session's last ``final`` record, keyed (arm, probe, session)."""
-    return {_key(r): r for r in _ledger(batch) if r["kind"] == "final"}
-
-
 def _planned_keys(batch: Path) -> set[Key]:
-    plan = _yaml(batch / "plan.yaml")
+    plan = read_yaml(batch / "plan.yaml")
     return {(arm, probe["id"], f"s{rep}") for arm in plan["arms"] for probe in plan["probes"]
             for rep in range(1, int(plan["repetitions"]) + 1)}
 
 
 def _outstanding(batch: Path) -> dict[Key, str]:
     """Each session left to run, with why: never started, or its last attempt is retryable."""
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     why = dict.fromkeys(_planned_keys(batch) - set(finals), "not started")
     why |= {k: f"{r['state']} (worth another attempt)" for k, r in finals.items()
             if r["retryable"]}
     return why
-
-
-def _arm_cost(batch: Path, arm: str) -> Decimal:
-    """Every attempt's cost of ``arm``, summed as the ledger writes each: a decimal string."""
-    return sum((Decimal(r["cost_usd"]) for r in _ledger(batch)
-                if r["kind"] == "final" and r["arm"] == arm), Decimal(0))
 
 
 def _failed(record: dict[str, Any]) -> bool:
@@ -171,15 +128,15 @@ def test_the_fixture_is_a_format_2_batch_stopped_by_its_budget() -> None:
     """What the other tests rely on: format 2, a tree, a budget, 6 planned sessions of which 3
     are recorded, 2 ended harness-error worth another attempt and 1 never started."""
     batch = FIXTURE / "batch"
-    config = _yaml(batch / "config.yaml")
-    ledger = _ledger(batch)
+    config = read_yaml(batch / "config.yaml")
+    ledger = read_ledger(batch)
     assert (config["format"], ledger[0]["kind"], ledger[0]["format"]) == (2, "ledger", 1)
     assert config["options"]["workspace_path"] == "/workspace/corpus"
     assert config["budget"]["max_cost_cents"] == config["options"]["max_cost_cents"] == 3
     assert set(json.loads((batch / "tree.json").read_text())["files"]) == {
         str(p.relative_to(FIXTURE / "corpus")) for p in (FIXTURE / "corpus").rglob("*")
         if p.is_file()}
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     assert len(_planned_keys(batch)) == 6
     assert Counter(r["state"] for r in finals.values()) == {"recorded": 3, "harness-error": 2}
     assert _outstanding(batch) == {
@@ -198,11 +155,11 @@ def test_status_of_a_format_2_batch_counts_every_arm_and_what_is_outstanding(
         shared: Path) -> None:
     """``status`` exits 0 and prints each arm's counts, the budget, the stop and what is left."""
     batch = shared / "batch"
-    run = _cli("status", str(batch))
+    run = cli("status", str(batch))
     assert run.returncode == 0, run.stderr
-    plan, config = _yaml(batch / "plan.yaml"), _yaml(batch / "config.yaml")
+    plan, config = read_yaml(batch / "plan.yaml"), read_yaml(batch / "config.yaml")
     planned = len(plan["probes"]) * int(plan["repetitions"])
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     rows = [line.split() for line in run.stdout.splitlines()]
     total = Decimal(0)
     for arm in plan["arms"]:
@@ -210,8 +167,8 @@ def test_status_of_a_format_2_batch_counts_every_arm_and_what_is_outstanding(
         recorded = sum(1 for r in mine if r["state"] == "recorded")
         # queued, running, interrupted, recorded of planned, refused, failed, retried
         assert [arm, str(planned - len(mine)), "0", "0", f"{recorded}/{planned}", "0",
-                str(sum(map(_failed, mine))), "0", f"${_arm_cost(batch, arm):.4f}"] in rows
-        total += _arm_cost(batch, arm)
+                str(sum(map(_failed, mine))), "0", f"${arm_cost(batch, arm):.4f}"] in rows
+        total += arm_cost(batch, arm)
     budget = config["budget"]
     assert (f"spend ${total:.4f} of a ${Decimal(budget['max_cost_cents']) / 100:.2f} budget "
             f"(set by {budget['command']}, invocation {budget['invocation']})") in run.stdout
@@ -224,10 +181,10 @@ def test_status_of_a_format_2_batch_counts_every_arm_and_what_is_outstanding(
 def test_status_json_of_a_format_2_batch_matches_its_ledger(shared: Path) -> None:
     """``status --json`` exits 0; its counts, spend, budget, stop and failures are the ledger's."""
     batch = shared / "batch"
-    run = _cli("status", str(batch), "--json")
+    run = cli("status", str(batch), "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    ledger = _ledger(batch)
+    ledger = read_ledger(batch)
     invocations = [r for r in ledger if r["kind"] == "invocation"]
     assert (data["batch"], data["command"], data["invocations"]) == (
         str(batch.resolve()), invocations[0]["command"], len(invocations))
@@ -235,8 +192,8 @@ def test_status_json_of_a_format_2_batch_matches_its_ledger(shared: Path) -> Non
         False, len(_outstanding(batch)), [], [])
     assert (data["stopped"], data["budget_stop"]) == (
         _one(batch, "stopped"), _one(batch, "budget-stop"))
-    assert data["max_cost_cents"] == _yaml(batch / "config.yaml")["budget"]["max_cost_cents"]
-    finals = _last_finals(batch)
+    assert data["max_cost_cents"] == read_yaml(batch / "config.yaml")["budget"]["max_cost_cents"]
+    finals = last_finals(batch)
     assert sorted((f["arm"], f["probe"], f["session"], f["attempt"], f["state"], f["reason"])
                   for f in data["last_failures"]) == sorted(
         (*k, r["attempt"], r["state"], r["reason"]) for k, r in finals.items() if _failed(r))
@@ -246,8 +203,8 @@ def test_status_json_of_a_format_2_batch_matches_its_ledger(shared: Path) -> Non
         assert (counts["planned"], counts["queued"], counts["failed"], counts["recorded"]) == (
             3, 3 - len(mine), sum(map(_failed, mine)),
             sum(1 for r in mine if r["state"] == "recorded"))
-        assert Decimal(counts["cost_usd"]) == _arm_cost(batch, arm)
-        total += _arm_cost(batch, arm)
+        assert Decimal(counts["cost_usd"]) == arm_cost(batch, arm)
+        total += arm_cost(batch, arm)
     assert Decimal(data["spend_usd"]) == total
 
 
@@ -256,9 +213,9 @@ def test_report_of_a_format_2_batch_names_every_probe_arm_and_outstanding_sessio
     """``report`` exits 0: each probe and answer of plan.yaml, each arm, the stop, and each
     outstanding session with why it is outstanding."""
     batch = shared / "batch"
-    run = _cli("report", str(batch))
+    run = cli("report", str(batch))
     assert run.returncode == 0, run.stderr
-    for probe in _yaml(batch / "plan.yaml")["probes"]:
+    for probe in read_yaml(batch / "plan.yaml")["probes"]:
         assert f"{probe['id']}: {probe['title']}" in run.stdout
         for answer in probe["answers"]:
             assert f'answer "{answer}"' in run.stdout
@@ -277,13 +234,13 @@ def test_report_json_of_a_format_2_batch_holds_the_ledgers_answers_states_and_ca
     """``report --json``: per probe and arm the answers, states and calls of the last finals;
     the batch's outstanding sessions and stop."""
     batch = shared / "batch"
-    run = _cli("report", str(batch), "--json")
+    run = cli("report", str(batch), "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    plan = _yaml(batch / "plan.yaml")
+    plan = read_yaml(batch / "plan.yaml")
     assert [c["id"] for c in data["columns"]] == plan["arms"]
     assert [p["id"] for p in data["probes"]] == [p["id"] for p in plan["probes"]]
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     for probe in data["probes"]:
         for cell in probe["cells"]:
             mine = [r for (arm, p, _), r in finals.items()
@@ -313,28 +270,15 @@ def test_report_json_of_a_format_2_batch_holds_the_ledgers_answers_states_and_ca
 def test_show_of_a_format_2_session_prints_its_ledger_record_and_final_text(
         shared: Path) -> None:
     """``show`` exits 0 and prints the state, reason, calls, answer and final.txt of the attempt."""
-    batch = shared / "batch"
-    arm, probe, session = SHOW_SESSION
-    run = _cli("show", str(batch), arm, probe, session)
-    assert run.returncode == 0, run.stderr
-    final = _last_finals(batch)[SHOW_SESSION]
-    lines = run.stdout.splitlines()
-    assert f"  state: {final['state']}" in lines and f"  reason: {final['reason']}" in lines
-    calls = final["event"]["calls"]
-    assert f"  calls ({len(calls)}):" in lines
-    for call in calls:
-        assert f"    {call['tool']} {call['argument']} -> {call['result'][:DIGEST_SHOWN]}" in lines
-    assert f"  answer: {final['event']['answer']}" in lines
-    text = (batch / "sessions" / arm / probe / session / "attempt-1" / "final.txt").read_text()
-    assert all(f"    | {line}" in lines for line in text.split("\n"))
+    assert_show_prints_the_last_attempt(shared / "batch", SHOW_SESSION)
 
 
 def test_show_of_a_failed_format_2_session_prints_its_state_and_reason(shared: Path) -> None:
     """``show`` of the harness-error attempt exits 0: its state, reason, no calls, no text."""
     batch = shared / "batch"
-    run = _cli("show", str(batch), *FAILED_SESSION)
+    run = cli("show", str(batch), *FAILED_SESSION)
     assert run.returncode == 0, run.stderr
-    final = _last_finals(batch)[FAILED_SESSION]
+    final = last_finals(batch)[FAILED_SESSION]
     lines = run.stdout.splitlines()
     assert f"  state: {final['state']}" in lines and f"  reason: {final['reason']}" in lines
     assert f"  calls ({len(final['calls'])}):" in lines
@@ -345,7 +289,7 @@ def test_show_of_a_session_that_never_started_is_a_usage_error(shared: Path) -> 
     """``show`` of the planned session the budget kept from starting: exit 2, said in words."""
     batch = shared / "batch"
     (key,) = (k for k, why in _outstanding(batch).items() if why == "not started")
-    run = _cli("show", str(batch), *key)
+    run = cli("show", str(batch), *key)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "has no attempt yet" in run.stderr
 
@@ -353,8 +297,8 @@ def test_show_of_a_session_that_never_started_is_a_usage_error(shared: Path) -> 
 def test_check_transcript_finds_the_format_2_transcripts_clean(shared: Path) -> None:
     """``check-transcript`` exits 0 on each arm's transcript of the batch, one clean line each."""
     batch = shared / "batch"
-    paths = [batch / "transcripts" / f"{arm}.md" for arm in _yaml(batch / "plan.yaml")["arms"]]
-    run = _cli("check-transcript", *map(str, paths))
+    paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
+    run = cli("check-transcript", *map(str, paths))
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(run.stdout.splitlines()) == sorted(f"{p}: verified clean" for p in paths)
 
@@ -365,42 +309,24 @@ def test_retranscribe_of_a_moved_format_2_batch_derives_the_same_records(own: Pa
     ``/workspace/corpus/...`` absolutely among them, since that path is where every session
     saw its workspace. The transcripts stay clean."""
     batch = own / "batch"
-    finals = _last_finals(batch)
-    before = len(_ledger(batch))
-    run = _cli("retranscribe", str(batch), "--corpus", str(own / "corpus"))
+    finals = last_finals(batch)
+    before = len(read_ledger(batch))
+    run = cli("retranscribe", str(batch), "--corpus", str(own / "corpus"))
     assert run.returncode == 0, run.stderr
     kept = [r for r in finals.values() if r.get("stream")]
     assert f"re-derived {len(kept)} sessions from their kept streams" in run.stdout
-    rederived = [r for r in _ledger(batch)[before:] if r["kind"] == "rederived"]
-    assert sorted(map(_key, rederived)) == sorted(map(_key, kept))
-    assert any(_names_its_workspace(batch / r["stream"]) for r in kept)
+    rederived = [r for r in read_ledger(batch)[before:] if r["kind"] == "rederived"]
+    assert sorted(map(record_key, rederived)) == sorted(map(record_key, kept))
+    assert any(names_its_workspace(batch / r["stream"]) for r in kept)
     for record in rederived:
-        final = finals[_key(record)]
+        final = finals[record_key(record)]
         assert (record["state"], record.get("event"), record.get("calls"),
                 record.get("outside_paths", 0)) == (
             final["state"], final.get("event"), final.get("calls"),
             final.get("outside_paths", 0))
-    paths = [batch / "transcripts" / f"{arm}.md" for arm in _yaml(batch / "plan.yaml")["arms"]]
-    check = _cli("check-transcript", *map(str, paths))
+    paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
+    check = cli("check-transcript", *map(str, paths))
     assert check.returncode == 0, check.stdout + check.stderr
-
-
-def _stream(path: Path) -> list[dict[str, Any]]:
-    with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-        return [json.loads(line) for line in io.TextIOWrapper(reader, encoding="utf-8")]
-
-
-def _init_cwd(stream: Path) -> str:
-    return str(next(r["cwd"] for r in _stream(stream) if r.get("subtype") == "init"))
-
-
-def _names_its_workspace(stream: Path) -> bool:
-    """Whether a tool call of the kept stream names a path under the init line's ``cwd``."""
-    records = _stream(stream)
-    cwd = _init_cwd(stream)
-    inputs = [json.dumps(block.get("input")) for r in records if r.get("type") == "assistant"
-              for block in r["message"]["content"] if block.get("type") == "tool_use"]
-    return any(f"{cwd}/" in text for text in inputs)
 
 
 def _relocate(copy: Path, harness: Path) -> None:
@@ -408,7 +334,7 @@ def _relocate(copy: Path, harness: Path) -> None:
     two paths ``resume`` takes from the options and no flag replaces."""
     path = copy / "batch" / "config.yaml"
     text = path.read_text(encoding="utf-8")
-    options = _yaml(path)["options"]
+    options = read_yaml(path)["options"]
     for name, new in (("harness", harness), ("scripts", copy / "scripts")):
         old = f"\n  {name}: {options[name]}\n"
         assert text.count(old) == 1, name
@@ -444,24 +370,24 @@ def test_resume_of_a_moved_format_2_batch_runs_only_what_was_outstanding(
     runner refuses the batch by its format, naming both."""
     batch = own / "batch"
     outstanding = _outstanding(batch)
-    finals = _last_finals(batch)
+    finals = last_finals(batch)
     _relocate(own, harness)
     before = (batch / "ledger.jsonl").read_bytes()
-    count = len(_ledger(batch))
-    run = _cli("resume", str(batch), "--corpus", str(own / "corpus"), "--retries", "0",
+    count = len(read_ledger(batch))
+    run = cli("resume", str(batch), "--corpus", str(own / "corpus"), "--retries", "0",
                "--max-cost-cents", str(LARGER_BUDGET_CENTS))
     if _refused_by_format(run, batch, before):
         return
     assert run.returncode == 0, run.stdout + run.stderr
-    added = _ledger(batch)[count:]
+    added = read_ledger(batch)[count:]
     (invocation,) = (r for r in added if r["kind"] == "invocation")
     assert (invocation["command"], invocation["number"]) == ("resume", 2)
-    assert sorted(_key(r) for r in added if r["kind"] == "started") == sorted(outstanding)
-    new = {_key(r): r for r in added if r["kind"] == "final"}
+    assert sorted(record_key(r) for r in added if r["kind"] == "started") == sorted(outstanding)
+    new = {record_key(r): r for r in added if r["kind"] == "final"}
     assert set(new) == set(outstanding)
-    workspace = _yaml(batch / "config.yaml")["options"]["workspace_path"]
+    workspace = read_yaml(batch / "config.yaml")["options"]["workspace_path"]
     for key, final in new.items():
-        assert _init_cwd(batch / final["stream"]) == workspace
+        assert init_cwd(batch / final["stream"]) == workspace
         if key in finals:
             old = finals[key]
             assert (final["attempt"], final["state"], final["retryable"]) == (
@@ -470,8 +396,8 @@ def test_resume_of_a_moved_format_2_batch_runs_only_what_was_outstanding(
         (sibling,) = (r for k, r in finals.items() if k[1:] == key[1:])
         assert (final["attempt"], final["state"], final["event"]) == (
             1, "recorded", sibling["event"])
-    paths = [batch / "transcripts" / f"{arm}.md" for arm in _yaml(batch / "plan.yaml")["arms"]]
-    check = _cli("check-transcript", *map(str, paths))
+    paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
+    check = cli("check-transcript", *map(str, paths))
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -486,12 +412,12 @@ def test_resume_of_a_format_2_batch_keeps_its_recorded_budget(
     batch = own / "batch"
     _relocate(own, harness)
     before = (batch / "ledger.jsonl").read_bytes()
-    count = len(_ledger(batch))
-    run = _cli("resume", str(batch), "--corpus", str(own / "corpus"))
+    count = len(read_ledger(batch))
+    run = cli("resume", str(batch), "--corpus", str(own / "corpus"))
     if _refused_by_format(run, batch, before):
         return
     assert run.returncode == 3, run.stdout + run.stderr
-    added = _ledger(batch)[count:]
+    added = read_ledger(batch)[count:]
     assert [r for r in added if r["kind"] in ("started", "final")] == []
     (stop,) = (r for r in added if r["kind"] == "budget-stop")
     old = _one(FIXTURE / "batch", "budget-stop")

@@ -157,13 +157,10 @@ async def test_drive_watchdog_does_not_count_time_spent_in_on_line(tmp_path: Pat
     assert (result.end, result.exit_status, len(seen)) == ("exited", 0, 3)
 
 
-async def test_drive_bounds_the_drain_when_a_descendant_holds_stdout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_driver, "DRAIN_AFTER_EXIT_S", 1.0)
+async def test_drive_bounds_the_drain_when_a_descendant_holds_stdout(tmp_path: Path) -> None:
     standin = write_standin(tmp_path / "standin", stdout=STREAM, exit_code=5, hold_stdout_s=60)
     started = time.monotonic()
-    result, seen = await drive([str(standin)], tmp_path)
+    result, seen = await drive([str(standin)], tmp_path, drain_after_exit_s=1.0)
     elapsed = time.monotonic() - started
     assert (result.end, result.exit_status, result.tail) == ("exited", 5, None)
     assert seen == STREAM.split(b"\n")[:-1]
@@ -173,7 +170,7 @@ async def test_drive_bounds_the_drain_when_a_descendant_holds_stdout(
 
 
 async def test_drive_reads_all_the_child_wrote_before_exit_however_slow_on_line_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """The drain limit bounds waiting for a descendant's bytes, never the child's own.
 
@@ -181,7 +178,6 @@ async def test_drive_reads_all_the_child_wrote_before_exit_however_slow_on_line_
     400 lines (~420 KB, several reads) and exits at once; a descendant keeps
     the pipe open. Reading them all takes longer than the drain limit.
     """
-    monkeypatch.setattr(_driver, "DRAIN_AFTER_EXIT_S", 0.3)
     code = (
         "import fcntl, os, time\n"
         "fcntl.fcntl(1, fcntl.F_SETPIPE_SZ, 1 << 20)\n"
@@ -198,7 +194,7 @@ async def test_drive_reads_all_the_child_wrote_before_exit_however_slow_on_line_
         time.sleep(0.003)  # 400 lines: 1.2 s of work, well past the drain limit
         seen.append(line)
 
-    result, _ = await drive(python_child(code), tmp_path, on_line=slow)
+    result, _ = await drive(python_child(code), tmp_path, on_line=slow, drain_after_exit_s=0.3)
     assert [json.loads(line)["n"] for line in seen] == list(range(400))
     assert (result.end, result.exit_status, result.tail) == ("exited", 0, None)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from recorder._initcheck import (
+    MAX_MCP_JSON_BYTES,
     InitPolicy,
     McpConfigError,
     check_init,
@@ -248,19 +249,20 @@ def test_the_declaration_names_its_file_and_sorts_its_servers(tmp_path: Path) ->
     assert declaration.sorted() == ("A_1", "b-2")
 
 
-def test_a_mcp_json_over_the_bound_is_refused_unread(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    # The runner reads at most MAX_MCP_JSON_BYTES of it (here 64): the valid 65-byte
+def test_a_mcp_json_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    # The runner reads at most its bound of it (here 64 bytes): the valid 65-byte
     # declaration is refused, the 64-byte one read.
-    import recorder._initcheck as initcheck
-
-    monkeypatch.setattr(initcheck, "MAX_MCP_JSON_BYTES", 64)
     head = '{"mcpServers": {"echo": {}}, "pad": "'
     (tmp_path / ".mcp.json").write_text(head + "x" * (64 - len(head) - 2) + '"}')
-    assert declared_mcp_servers_of(tmp_path) == frozenset({"echo"})
+    assert read_mcp_declaration(tmp_path, max_bytes=64).servers == frozenset({"echo"})
     (tmp_path / ".mcp.json").write_text(head + "x" * (65 - len(head) - 2) + '"}')
     with pytest.raises(McpConfigError, match="over 64 bytes"):
-        declared_mcp_servers_of(tmp_path)
+        read_mcp_declaration(tmp_path, max_bytes=64)
+
+
+def test_the_mcp_json_bound_is_8_mib() -> None:
+    """docs/arms.md: a server declaration is read up to 8 MiB."""
+    assert MAX_MCP_JSON_BYTES == 8 * 1024 * 1024
 
 
 def test_host_skill_names(tmp_path: Path) -> None:

@@ -9,10 +9,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from recorder._harness import json_values, observe_line, parse_line
 from recorder._initcheck import InitPolicy
+from recorder._record_bounds import RecordBounds
 from recorder._transform import MAX_LINE_VALUES, Observation, StreamObserver
 
 POLICY = InitPolicy("dontAsk", frozenset({"docs"}), frozenset(), "/home/agent")
@@ -32,8 +31,8 @@ def _assistant(content: bytes, text: str = "the answer") -> bytes:
     return head + b'"content":[' + content + block + b"]}}"
 
 
-def _observe(*lines: bytes) -> Observation:
-    observer = StreamObserver(policy=POLICY, workspace=Path("/workspace"))
+def _observe(*lines: bytes, bounds: RecordBounds | None = None) -> Observation:
+    observer = StreamObserver(policy=POLICY, workspace=Path("/workspace"), bounds=bounds)
     for line in lines:
         observer.feed(line)
     return observer.finish(end="exited", exit_status=0, tail=None)
@@ -46,16 +45,12 @@ def test_json_values_counts_braces_brackets_and_commas_an_over_count() -> None:
     assert json_values(b"1.5") == 0
 
 
-def test_a_line_past_the_values_bound_is_not_decoded_and_ends_the_session(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_line_past_the_values_bound_is_not_decoded_and_ends_the_session() -> None:
     """Its text is not read (not decoded), the reason names the line and the bound."""
-    import recorder._transform as transform
-
-    monkeypatch.setattr(transform, "MAX_LINE_VALUES", 40)
     at_bound = _assistant(b"{}," * 10, "kept")  # 28: 20, 6 in the head, 2 in the block
     past = _assistant(b"{}," * 20, "never read")  # 48
     assert json_values(at_bound) <= 40 < json_values(past) and len(past) > 40
-    obs = _observe(INIT, at_bound, past, RESULT)
+    obs = _observe(INIT, at_bound, past, RESULT, bounds=RecordBounds(line_values=40))
     assert obs.state == "limit-exceeded", obs.reason
     assert f"stdout line 3 ({len(past)} bytes) may hold {json_values(past)} JSON values" \
         in obs.reason

@@ -1,15 +1,18 @@
 """observe_line (the typed decoder the transform reads with) against parse_line (the reference).
 
-The definition: on every key the transform reads (`OBSERVED_KEYS`), and on the
-whole of an init line, `observe_line` gives what `parse_line` gives, value for
-value and type for type (a ``Decimal`` with the same digits), and None exactly
-when it gives None. Every capture, every bug input, the edge cases of JSON
-text, and generated lines are held to it; so are whole observations.
+The definition: `observe_line` gives the keys of `LINE_KEYS` (what the transform
+and the init check read) that `parse_line` gives, value for value and type for
+type (a ``Decimal`` with the same digits), no other key, and None exactly when
+it gives None; and it decodes each line once, an init line too. Every capture,
+every bug input, the edge cases of JSON text, and generated lines are held to
+it; so are whole observations.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recorder._harness as _harness
-import recorder._transform as transform
-from recorder._harness import OBSERVED_KEYS, observe_line, parse_line
+from recorder._harness import LINE_KEYS, observe_line, parse_line
 from recorder._initcheck import InitPolicy
 from recorder._transform import StreamObserver
 
@@ -28,21 +30,16 @@ STREAMS = sorted([*FIXTURES.glob("captures/*.jsonl"), *FIXTURES.glob("bug_inputs
 
 
 def expected(line: bytes) -> str:
-    """What observe_line must give, from the definition: parse_line's observed keys (all of an
-    init line), as a repr so that types and a Decimal's digits count."""
+    """What observe_line must give, from the definition: parse_line's keys of `LINE_KEYS`, as
+    a repr so that types and a Decimal's digits count."""
     ref = parse_line(line)
     if ref is None:
         return repr(None)
-    if ref.get("type") == "system" and ref.get("subtype") == "init":
-        return repr(ref)
-    return repr({key: ref[key] for key in OBSERVED_KEYS if key in ref})
+    return repr({key: ref[key] for key in LINE_KEYS if key in ref})
 
 
 def got(line: bytes) -> str:
-    obj = observe_line(line)
-    if obj is None or (obj.get("type") == "system" and obj.get("subtype") == "init"):
-        return repr(obj)
-    return repr({key: obj[key] for key in OBSERVED_KEYS if key in obj})
+    return repr(observe_line(line))
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=[p.name for p in STREAMS])
@@ -110,7 +107,28 @@ def test_observe_line_never_builds_what_the_transform_does_not_read() -> None:
     assert observe_line(line) == {"type": "user", "message": {"content": []}}
 
 
-_KEYS = st.sampled_from([*OBSERVED_KEYS, "tool_use_result", "uuid", "junk"])
+def test_an_init_line_is_decoded_once_and_only_for_what_is_read() -> None:
+    """An init line goes through one decoder, the typed one: the reference is never called
+    (seen by a profile hook, nothing replaced), and the keys nothing reads are not built."""
+    init = {"type": "system", "subtype": "init", "cwd": "/workspace", "permissionMode": "dontAsk",
+            "plugins": [], "mcp_servers": [], "skills": [], "memory_paths": {},
+            "claude_code_version": "2.1.197", "tools": ["Read"] * 50, "uuid": "u"}
+    called: list[str] = []
+
+    def watch(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            called.append(frame.f_code.co_name)
+
+    sys.setprofile(watch)
+    try:
+        obj = observe_line(json.dumps(init).encode())
+    finally:
+        sys.setprofile(None)
+    assert "parse_line" not in called
+    assert obj == {key: value for key, value in init.items() if key not in ("tools", "uuid")}
+
+
+_KEYS = st.sampled_from([*LINE_KEYS, "tool_use_result", "uuid", "junk"])
 _TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF,
                                        exclude_categories=()), max_size=12)
 _SCALARS = (st.none() | st.booleans() | st.integers(-(10**30), 10**30) | _TEXT
@@ -149,22 +167,19 @@ def test_observe_line_agrees_with_the_reference_on_generated_lines(
     assert got(line) == expected(line)
 
 
-def _observe(lines: list[bytes]) -> str:
+def _observe(lines: list[bytes],
+             decode: Callable[[bytes], dict[str, Any] | None] = observe_line) -> str:
     policy = InitPolicy("dontAsk", frozenset(), frozenset(), "/home/agent")
-    observer = StreamObserver(policy=policy, workspace=Path("/workspace"))
+    observer = StreamObserver(policy=policy, workspace=Path("/workspace"), decode=decode)
     for line in lines:
         observer.feed(line)
     return repr(observer.finish(end="exited", exit_status=0, tail=None))
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=[p.name for p in STREAMS])
-def test_a_whole_observation_is_the_same_with_the_reference_decoder(
-    path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_whole_observation_is_the_same_with_the_reference_decoder(path: Path) -> None:
     lines = path.read_bytes().split(b"\n")[:-1]
-    fast = _observe(lines)
-    monkeypatch.setattr(transform, "observe_line", parse_line)
-    assert fast == _observe(lines)
+    assert _observe(lines) == _observe(lines, decode=parse_line)
 
 
 @pytest.mark.parametrize("shift", range(-4, 5))

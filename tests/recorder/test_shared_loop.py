@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from recorder import _harness, _transform
+from recorder import _harness
 from recorder._bounds import MAX_SESSION_LINES
 from recorder._driver import YIELD_AFTER_S, DriveResult, drive_child
 from recorder._initcheck import InitPolicy
@@ -116,7 +116,7 @@ def test_the_line_bound_is_a_million() -> None:
     assert MAX_SESSION_LINES == 1_000_000
 
 
-def test_blank_lines_are_anomalies_without_a_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_blank_lines_are_anomalies_without_a_decoder() -> None:
     """Empty and whitespace-only lines are counted and kept aside as any anomaly is, and
     never reach the JSON decoders (which cost an exception each)."""
     decoded: list[bytes] = []
@@ -126,8 +126,7 @@ def test_blank_lines_are_anomalies_without_a_decoder(monkeypatch: pytest.MonkeyP
         decoded.append(line)
         return real(line)
 
-    monkeypatch.setattr(_transform, "observe_line", counting)
-    observer = StreamObserver(policy=POLICY, workspace=Path("/w"))
+    observer = StreamObserver(policy=POLICY, workspace=Path("/w"), decode=counting)
     lines = [b"", b"   ", b"\t\r", b"\x0b\x0c", b"not json", b""]
     for line in lines:
         assert observer.feed(line) is False

@@ -19,6 +19,7 @@ import pytest
 from recorder._digest import digest_text
 from recorder._harness import parse_line, tool_result_text
 from recorder._initcheck import InitPolicy
+from recorder._record_bounds import RecordBounds
 from recorder._transform import (
     ANOMALIES_KEPT,
     Observation,
@@ -78,8 +79,9 @@ def result(*, is_error: bool = False, cost: str = "0.01", subtype: str = "succes
 
 
 def observe(*lines: bytes, end: str = "exited", exit_status: int | None = 0,
-            tail: bytes | None = None, policy: InitPolicy = POLICY) -> Observation:
-    observer = StreamObserver(policy=policy, workspace=WS)
+            tail: bytes | None = None, policy: InitPolicy = POLICY,
+            bounds: RecordBounds | None = None) -> Observation:
+    observer = StreamObserver(policy=policy, workspace=WS, bounds=bounds)
     for line in lines:
         observer.feed(line)
     return observer.finish(end=end, exit_status=exit_status, tail=tail)  # type: ignore[arg-type]
@@ -637,12 +639,10 @@ def test_an_argument_at_the_bound_is_kept_whole() -> None:
     assert obs.state == "recorded" and obs.calls[0].argument == exact
 
 
-def test_the_sessions_arguments_together_are_bounded_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    import recorder._transform as transform
-
-    monkeypatch.setattr(transform, "MAX_SESSION_ARGUMENT_CHARS", 10)
+def test_the_sessions_arguments_together_are_bounded_too() -> None:
     obs = observe(init(), tool_use("a", "Bash", {"command": "123456"}),
-                  tool_use("b", "Bash", {"command": "7890ab"}), text("x", msg="m2"), result())
+                  tool_use("b", "Bash", {"command": "7890ab"}), text("x", msg="m2"), result(),
+                  bounds=RecordBounds(session_argument_chars=10))
     assert obs.state == "limit-exceeded" and "one session may add" in obs.reason
     assert [c.argument for c in obs.calls] == ["123456"]
 
@@ -663,31 +663,23 @@ def test_a_sandbox_limit_passed_is_limit_exceeded_whatever_the_stream_but_a_refu
     assert obs.state == "refused-init"
 
 
-def test_the_sessions_calls_and_orphans_together_are_bounded(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sessions_calls_and_orphans_together_are_bounded() -> None:
     """docs/recorder.md: at most `MAX_SESSION_CALLS` calls and orphan results per session;
     past them limit-exceeded, and nothing more is kept (no call, no produced path)."""
-    import recorder._transform as transform
-
-    monkeypatch.setattr(transform, "MAX_SESSION_CALLS", 3)
     obs = observe(init(), tool_use("a", "Bash", {"command": "x"}), tool_result("zz", "orphan"),
                   tool_use("b", "Bash", {"command": "y"}), tool_use("c", "Write",
                   {"file_path": "late.md", "content": "x"}), tool_result("zy", "orphan 2"),
-                  text("x", msg="m2"), result())  # fmt: skip
+                  text("x", msg="m2"), result(), bounds=RecordBounds(session_calls=3))  # fmt: skip
     assert obs.state == "limit-exceeded"
     assert "past the 3 calls and results one session may add" in obs.reason
     assert [c.argument for c in obs.calls] == ["x", "y"] and len(obs.orphan_results) == 1
     assert obs.produced_paths == ()
 
 
-def test_a_message_past_its_text_bound_ends_the_session_and_is_not_kept_whole(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_message_past_its_text_bound_ends_the_session_and_is_not_kept_whole() -> None:
     """One message id over many lines: its text is bounded (`MAX_MESSAGE_CHARS`)."""
-    import recorder._transform as transform
-
-    monkeypatch.setattr(transform, "MAX_MESSAGE_CHARS", 10)
     obs = observe(init(), text("12345", msg="m"), text("67890", msg="m"), text("abc", msg="m"),
-                  result())
+                  result(), bounds=RecordBounds(message_chars=10))
     assert obs.state == "limit-exceeded" and "over the 10 one message may hold" in obs.reason
     assert obs.final_text == "1234567890"
 

@@ -12,7 +12,6 @@ import time
 
 import pytest
 
-from sandbox import _process
 from sandbox._capture import run_bounded, run_bounded_sync
 from tests.conftest import python_child
 
@@ -38,13 +37,10 @@ async def test_a_child_past_its_time_bound_is_ended_and_the_run_says_so() -> Non
     assert time.monotonic() - started < 5  # SIGTERM ends sleep at once
 
 
-async def test_a_descendant_holding_the_pipes_delays_the_run_by_the_drain_at_most(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(_process, "DRAIN_AFTER_EXIT_S", 0.5)
-    monkeypatch.setattr("sandbox._capture.DRAIN_AFTER_EXIT_S", 0.5)
+async def test_a_descendant_holding_the_pipes_delays_the_run_by_the_drain_at_most() -> None:
     started = time.monotonic()
-    run = await run_bounded(["/bin/sh", "-c", "sleep 60 & echo parent; exit 7"], timeout_s=30)
+    run = await run_bounded(["/bin/sh", "-c", "sleep 60 & echo parent; exit 7"], timeout_s=30,
+                            drain_s=0.5)
     assert (run.returncode, run.timed_out, run.stdout) == (7, False, "parent\n")
     assert time.monotonic() - started < 5
 

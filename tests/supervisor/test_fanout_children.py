@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -17,12 +16,11 @@ import pytest
 
 from campaign.batch._journal import Journal
 from campaign.batch._records import FinalRecord
-from campaign.supervisor import _fanout
 from campaign.supervisor._fanout import RunLimits, Supervisor
-from campaign.supervisor._spec import planned_sessions
+from campaign.supervisor._spec import planned_sessions, session_order
 from sandbox import LiveChildren, open_child
 from tests.conftest import python_child
-from tests.supervisor.test_fanout_stops import _specs, _stand_in
+from tests.fakes import FakeAttempts, supervisor_context
 from tests.supervisor.test_fanout_stops import plan as plan  # the fixture
 
 pytestmark = pytest.mark.anyio
@@ -32,8 +30,8 @@ DEAF = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
 
 
 async def test_a_second_signal_kills_the_sessions_children_at_once(
-        tmp_path: Path, plan: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    recorded = _stand_in({"s1": "recorded", "s2": "recorded"})
+        tmp_path: Path, plan: Any) -> None:
+    recorded = FakeAttempts({"s1": "recorded", "s2": "recorded"})
     held: list[int] = []
     took: list[float] = []
     other = LiveChildren()  # another run's registry: never reached from this one
@@ -51,14 +49,14 @@ async def test_a_second_signal_kills_the_sessions_children_at_once(
         final: FinalRecord = await recorded(spec, attempt, ctx, journal, **kwargs)
         return final
 
-    monkeypatch.setattr(_fanout, "run_attempt", run_attempt)
     batch = tmp_path / "batch"
     batch.mkdir()
     with other.tracking(), Journal(batch, plan, planned=planned_sessions(plan),
                                    network="confined", provider_note="a stand-in") as journal:
-        supervisor = Supervisor(SimpleNamespace(invocation=1),  # type: ignore[arg-type]
-                                journal, RunLimits(concurrency=1, retries=0, backoff_s=0.0))
-        await supervisor.run(_specs(plan), watch_signals=False)
+        supervisor = Supervisor(supervisor_context(), journal,
+                                RunLimits(concurrency=1, retries=0, backoff_s=0.0),
+                                run_attempt=run_attempt)
+        await supervisor.run(session_order(plan), watch_signals=False)
     assert held == [1, 1]  # each attempt's child, in the supervisor's registry
     assert all(t < 5.0 for t in took)  # killed at once, not after the 30 s grace
     assert (len(supervisor.children), len(other)) == (0, 0)
