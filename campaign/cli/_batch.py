@@ -7,10 +7,9 @@ live view, a summary, and the exit status of docs/cli.md.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +43,14 @@ from demo import example_paths
 from recorder import McpConfigError
 from sandbox import Credentials, CredentialsMissing, host_credentials, measure_host_layout
 
-from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
+from ._args import (
+    DemoArgs,
+    ResumeArgs,
+    RunArgs,
+    batch_options,
+    resolve_harness,
+    resume_overrides,
+)
 from ._console import StderrConsole, StdoutConsole, stdout_gone
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
 from ._provider import start_provider
@@ -58,9 +64,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TIER = "campaign"
 """The tier when neither --tier nor --plan names one."""
-DEMO_SESSION_TIMEOUT_S = 300.0
-"""The demo's sessions are short scripted ones: a hung one is ended after 5 minutes."""
-DEMO_WATCHDOG_S = 120.0
 
 
 def checkout() -> Path:
@@ -136,37 +139,32 @@ class _Invocation:
     """resume: the batch as read (`open_batch` goes on from it)."""
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: RunArgs) -> int:
     """``run``: a batch of probes x arms x repetitions sessions."""
-    root = corpus_of(args)
-    if root is None:
-        raise UsageError("run: the corpus is required (CORPUS or --corpus DIR)")
-    corpus = load_corpus_or_usage(root)
+    corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed,
                    plan_file=args.plan, model=args.model)
     harness = resolve_harness(args.harness, default_harness())
-    options = _options(args, "run", corpus=corpus.root, tier=plan.tier, harness=harness,
-                       model=plan.model)
+    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness=harness,
+                            model=plan.model)
     return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: DemoArgs) -> int:
     """``demo``: the bundled example corpus, tier campaign, the scripted provider, the real
     pinned CLI under real bwrap."""
     harness = resolve_harness(args.harness, default_harness())
     with example_paths() as (corpus_root, scripts_dir):  # the demo double's own corpus
         corpus = load_corpus_or_usage(corpus_root)
-        plan = compose(corpus, tier=DEFAULT_TIER, seed=0, plan_file=None, model=None)
-        options = _options(args, "demo", corpus=corpus.root, tier=plan.tier, harness=harness,
-                           model=plan.model, provider="scripted", scripts=str(scripts_dir),
-                           provider_url=None, seed=0, session_timeout_s=DEMO_SESSION_TIMEOUT_S,
-                           watchdog_s=DEMO_WATCHDOG_S)
+        plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
+        options = batch_options(replace(args, scripts=scripts_dir), corpus=corpus.root,
+                                tier=plan.tier, harness=harness, model=plan.model)
         return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
 
 
-def cmd_resume(args: argparse.Namespace) -> int:
+def cmd_resume(args: ResumeArgs) -> int:
     """``resume BATCH``: run what did not finish, with the batch's recorded options."""
-    batch = Path(args.batch).expanduser().resolve()
+    batch = args.batch.expanduser().resolve()
     # Read once: config.yaml, plan.yaml and the ledger (with the transcripts, which the
     # journal goes on from when nothing was appended before the lock is taken).
     reading = batch_reading(batch, hint="`resume` takes a batch directory made by run or demo",
@@ -194,13 +192,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return execute(_Invocation("resume", options, corpus, plan, batch,
                                sets_budget=overrides.max_cost_cents is not None,
                                reading=reading))
-
-
-def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOptions:
-    try:
-        return batch_options(args, command=command, **fixed)  # type: ignore[arg-type]
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise UsageError(f"{command}: {exc}") from exc
 
 
 def execute(inv: _Invocation) -> int:

@@ -3,7 +3,6 @@ doctor."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from campaign.seal import check_folds, explain, resolve_session, seal_workspace
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
-from ._args import corpus_of, resolve_harness
+from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness
 from ._batch import compose, default_harness, load_corpus_or_usage
 from ._console import StderrConsole, quiet_pipe
 from ._doctor_view import exit_status, print_report
@@ -27,16 +26,9 @@ _CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)
                 "unverified": "could not verify"}
 
 
-def _corpus(args: argparse.Namespace) -> Path:
-    root = corpus_of(args)
-    if root is None:
-        raise UsageError(f"{args.command}: the corpus is required (CORPUS or --corpus DIR)")
-    return root
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
+def cmd_plan(args: PlanArgs) -> int:
     """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input)."""
-    corpus = load_corpus_or_usage(_corpus(args))
+    corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
     try:  # what run would refuse before spending, plan refuses before printing
         for probe in plan.probes:
@@ -49,9 +41,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_seal(args: argparse.Namespace) -> int:
+def cmd_seal(args: SealArgs) -> int:
     """``seal``: one sealed workspace; ``--explain`` lists every removal and why."""
-    corpus = load_corpus_or_usage(_corpus(args))
+    corpus = load_corpus_or_usage(args.corpus)
     if args.probe not in corpus.probes:
         raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
     try:
@@ -68,7 +60,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_check_transcript(args: argparse.Namespace) -> int:
+def cmd_check_transcript(args: CheckTranscriptArgs) -> int:
     """``check-transcript FILE...``: one line per file (and its reasons); 1 if any is refused,
     else 4 if any could not be verified, else 0 (never a pass for "could not verify")."""
     results = [(path, check_transcript_file(path)) for path in args.files]
@@ -83,7 +75,7 @@ def cmd_check_transcript(args: argparse.Namespace) -> int:
     return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
+def cmd_doctor(args: DoctorArgs) -> int:
     """``doctor``: every host check, three answers each; 0 all ok, 12 any broken, else 4.
 
     Reads and probes only: it removes left-over credentials copies (and says

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import Any, Final, Generic, NoReturn, TypeVar
 
 from campaign.batch import (
     CONCURRENCY,
@@ -32,6 +33,22 @@ from sandbox import (
 )
 
 from ._args import (
+    CheckTranscriptArgs,
+    CommandArgs,
+    DemoArgs,
+    DoctorArgs,
+    PlanArgs,
+    RecordArgs,
+    ReportArgs,
+    ResumeArgs,
+    RetranscribeArgs,
+    RunArgs,
+    SealArgs,
+    ShowArgs,
+    StatusArgs,
+)
+from ._errors import EXIT_USAGE
+from ._types import (
     COUNT_FLOORS,
     SIZE_FLOORS,
     concurrency,
@@ -43,7 +60,8 @@ from ._args import (
     stdout_bound,
     workspace_path,
 )
-from ._errors import EXIT_USAGE
+
+A = TypeVar("A", bound=CommandArgs)
 
 PINNED_HARNESS: Final = "2.1.197"
 """The Claude Code version `make` installs (the Makefile's HARNESS_VERSION)."""
@@ -87,35 +105,96 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
-    """The command ``name`` of ``campaign.cli.<module>``, imported when it runs: a batch does
-    not load the report's templates and charts, nor ``--help`` the supervisor."""
-    def run(args: argparse.Namespace) -> int:
-        function: Callable[[argparse.Namespace], int] = getattr(
-            importlib.import_module(f"campaign.cli.{module}"), name)
+class _CommandParser(_Parser):
+    """A command's parser: a flag not given is left out of the namespace, so the command's
+    argument class (`campaign.cli._args`) holds every default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("argument_default", argparse.SUPPRESS)
+        super().__init__(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Command(Generic[A]):
+    """One command: the class of its arguments and its function, imported when it runs (a
+    batch does not load the report's templates and charts, nor ``--help`` the supervisor)."""
+
+    args: type[A]
+    module: str
+    """The module under ``campaign.cli`` that holds the function."""
+    function: str
+    parser: argparse.ArgumentParser = field(compare=False, repr=False)
+    corpus: bool = False
+    """The command takes a required corpus, as CORPUS or ``--corpus DIR`` (`_corpus_args`)."""
+
+    def run(self, args: A) -> int:
+        """Import the command's module and run its function on ``args``; its exit status."""
+        function: Callable[[A], int] = getattr(
+            importlib.import_module(f"campaign.cli.{self.module}"), self.function)
         return function(args)
-    run.__qualname__ = f"{module}.{name}"
-    return run
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parsed command line: the command and its arguments, built once."""
+
+    command: Command[Any]
+    args: CommandArgs
+
+    def run(self) -> int:
+        """Run the command; its exit status."""
+        return self.command.run(self.args)
+
+
+def parse_command(argv: Sequence[str] | None = None) -> Parsed:
+    """Parse ``argv`` into its command's frozen arguments (`campaign.cli._args`).
+
+    Every list argparse made becomes a tuple, and the corpus, given as CORPUS or
+    ``--corpus DIR`` (once: both must name the same), becomes ``corpus``. A usage error
+    (a bad value, a missing corpus) prints the command's usage and exits 2.
+    """
+    values = dict(vars(build_parser().parse_args(argv)))
+    command: Command[Any] = values.pop("_command")
+    values.pop("command", None)
+    if command.corpus:
+        pos, opt = values.pop("corpus_pos", None), values.pop("corpus_opt", None)
+        if pos is not None and opt is not None and pos != opt:
+            command.parser.error("give the corpus once, positionally or as --corpus")
+        if pos is None and opt is None:
+            command.parser.error("the corpus is required: give it as CORPUS or --corpus DIR")
+        values["corpus"] = opt if opt is not None else pos
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    return Parsed(command, command.args(**values))
+
+
+def _add(sub: argparse._SubParsersAction[_CommandParser], name: str, args: type[A], module: str,
+         function: str, *, corpus: bool = False, **kwargs: Any) -> argparse.ArgumentParser:
+    """Add the parser of command ``name``; its arguments become an ``args`` (`parse_command`)."""
+    p = sub.add_parser(name, **kwargs)
+    if corpus:
+        _corpus_args(p)
+    p.set_defaults(_command=Command(args, module, function, p, corpus=corpus))
+    return p
 
 
 def _corpus_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("corpus_pos", nargs="?", metavar="CORPUS", type=Path,
+    # default None: a positional left out would otherwise be given SUPPRESS, through type
+    p.add_argument("corpus_pos", nargs="?", metavar="CORPUS", type=Path, default=None,
                    help="the corpus root (holds .headwater/probe.yml and docs/)")
-    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
+    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR", default=None,
                    help="the corpus root, as an option")
-    p.set_defaults(_needs_corpus=p)  # main() reports a missing corpus with this usage
 
 
 def _harness_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--harness", type=Path, metavar="PATH",
                    help="the harness executable (default: the pinned Claude Code CLI under "
                         ".harness/, installed by `make`)")
-    p.add_argument("--bwrap", default="bwrap", metavar="PATH",
+    p.add_argument("--bwrap", metavar="PATH",
                    help="the bubblewrap binary (default: bwrap on PATH)")
 
 
 def _network_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--network", choices=("confined", "host"), default=None,
+    p.add_argument("--network", choices=("confined", "host"),
                    help="confined: each session in its own network namespace whose only way "
                         "out is an egress proxy that allows the provider's host:port and "
                         "nothing else (default where the host supports it; docs/network.md); "
@@ -125,7 +204,7 @@ def _network_args(p: argparse.ArgumentParser) -> None:
 def _provider_args(p: argparse.ArgumentParser, *, scripted: bool) -> None:
     p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
     if scripted:
-        p.add_argument("--provider", choices=("anthropic", "scripted"), default="anthropic",
+        p.add_argument("--provider", choices=("anthropic", "scripted"),
                        help="anthropic: a real Messages API (default); scripted: a loopback "
                             "test double that plays --scripts, for a dry run that spends "
                             "nothing (docs/provider.md); the transcripts say which")
@@ -156,7 +235,7 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                         "(e.g. 8h); no session starts once it could be passed (exit 3), and "
                         "sessions already running finish, each within --session-timeout, "
                         "so the invocation may end past D (unless --hard-wall)")
-    p.add_argument("--hard-wall", action=argparse.BooleanOptionalAction, default=None,
+    p.add_argument("--hard-wall", action=argparse.BooleanOptionalAction,
                    help="with --max-wall: at D, cancel the sessions still running (each is "
                         "written killed and rerun by resume; exit 3), so the invocation "
                         "ends at D plus the sessions' grace to stop")
@@ -178,13 +257,13 @@ def _limits_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-backoff", dest="retry_backoff_s", type=duration_s, metavar="S",
                    help=f"wait before a session's first retry (default {RETRY_BACKOFF_S:g} s; "
                         "doubled per retry, jittered, at most 300 s)")
-    p.add_argument("--discard-workspaces", action="store_true", default=None,
+    p.add_argument("--discard-workspaces", action="store_true",
                    help="delete each workspace once its attempt is recorded (large batches)")
-    p.add_argument("--no-keep-streams", dest="keep_streams", action="store_false", default=None,
+    p.add_argument("--no-keep-streams", dest="keep_streams", action="store_false",
                    help="do not keep each attempt's stdout (compressed, in attempt-<n>/ of the "
                         "session; `show` and `retranscribe` read it): for very large batches")
 
-    p.add_argument("--allow-identical-arms", action="store_true", default=None,
+    p.add_argument("--allow-identical-arms", action="store_true",
                    help="run an arm whose component the corpus lacks (it would differ from "
                         "present in nothing); refused by default, before anything is spent")
 
@@ -248,10 +327,10 @@ def _record_batch_dir_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _tier_args(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
-    p.add_argument("--tier", default=None,
+    p.add_argument("--tier",
                    help="a tier of probe.yml: its arms and repetitions (default campaign"
                         + ("; with --plan, the plan's)" if plan_file else ")"))
-    p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N", help=SEED_HELP)
+    p.add_argument("--seed", type=nonnegative_int, metavar="N", help=SEED_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,19 +342,18 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
                         version=f"{harness_version()} (pinned Claude Code {PINNED_HARNESS})")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser,
                                 metavar="COMMAND")
 
-    p = sub.add_parser("plan", help="print the plan: identity, probes, read set, session count")
-    _corpus_args(p)
+    p = _add(sub, "plan", PlanArgs, "_inspect", "cmd_plan", corpus=True,
+             help="print the plan: identity, probes, read set, session count")
     _tier_args(p)
-    p.add_argument("--format", choices=("text", "yaml", "json"), default="text",
+    p.add_argument("--format", choices=("text", "yaml", "json"),
                    help="text for people; yaml/json are exactly what `run --plan FILE` reads")
-    p.set_defaults(func=_command("_inspect", "cmd_plan"))
 
-    p = sub.add_parser("run", help="run a batch: probes x arms x repetitions sessions",
+    p = _add(sub, "run", RunArgs, "_batch", "cmd_run", corpus=True,
+             help="run a batch: probes x arms x repetitions sessions",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _corpus_args(p)
     _tier_args(p, plan_file=True)
     p.add_argument("--plan", type=Path, metavar="FILE",
                    help="a plan from `plan --format yaml|json` (its selection and tier)")
@@ -287,9 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
     _limits_args(p)
     _session_limit_args(p)
     _budget_args(p)
-    p.set_defaults(func=_command("_batch", "cmd_run"))
 
-    p = sub.add_parser("demo", help="the bundled example corpus (tier campaign: arms present "
+    p = _add(sub, "demo", DemoArgs, "_batch", "cmd_demo",
+             help="the bundled example corpus (tier campaign: arms present "
                                     "and absent, 2 repetitions, 16 sessions), the scripted "
                                     "provider, the real pinned CLI under real bwrap; session "
                                     "timeout 300 s, watchdog 120 s (short scripted sessions)",
@@ -301,39 +379,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=concurrency, metavar="N",
                    help=f"sessions at once (default {CONCURRENCY}, at most {MAX_POOL_USERS})")
     _budget_args(p)
-    p.set_defaults(func=_command("_batch", "cmd_demo"))
 
-    p = sub.add_parser("resume", help="run what did not finish in a batch, with its recorded "
+    p = _add(sub, "resume", ResumeArgs, "_batch", "cmd_resume",
+             help="run what did not finish in a batch, with its recorded "
                                       "options (never started, interrupted, or retryable)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
-    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
+    p.add_argument("--corpus", type=Path, metavar="DIR",
                    help="where the corpus is now (default: the path config.yaml records); it "
                         "must still plan to the same tree, read set, selection and lock")
     _budget_args(p)
-    p.set_defaults(func=_command("_batch", "cmd_resume"))
 
-    p = sub.add_parser("status", help="how a batch stands, running or finished")
+    p = _add(sub, "status", StatusArgs, "_status", "cmd_status",
+             help="how a batch stands, running or finished")
     p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/batch.md)")
-    p.set_defaults(func=_command("_status", "cmd_status"))
 
-    p = sub.add_parser("show", help="one session's attempts: state and reason, calls, final "
+    p = _add(sub, "show", ShowArgs, "_show", "cmd_show",
+             help="one session's attempts: state and reason, calls, final "
                                     "text")
     p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
     p.add_argument("arm", metavar="ARM", help="the session's arm")
     p.add_argument("probe", metavar="PROBE", help="the probe's id")
     p.add_argument("session", metavar="SESSION", help="the session's name (s1, r2, ...)")
-    p.set_defaults(func=_command("_show", "cmd_show"))
 
-    p = sub.add_parser("retranscribe", help="derive a batch's events again from the streams it "
+    p = _add(sub, "retranscribe", RetranscribeArgs, "_retranscribe", "cmd_retranscribe",
+             help="derive a batch's events again from the streams it "
                                             "kept, with this recorder (runs nothing)")
     p.add_argument("batch", type=Path, metavar="BATCH", help="the batch directory")
-    p.add_argument("--corpus", dest="corpus_opt", type=Path, metavar="DIR",
+    p.add_argument("--corpus", type=Path, metavar="DIR",
                    help="where the batch's corpus is now (default: the path config.yaml "
                         "records); it must still plan to the same tree")
-    p.set_defaults(func=_command("_retranscribe", "cmd_retranscribe"))
-    p = sub.add_parser("report", help="arms side by side per probe: states, answers with 95%% "
+    p = _add(sub, "report", ReportArgs, "_report", "cmd_report",
+             help="arms side by side per probe: states, answers with 95%% "
                                       "intervals, differences, calls, reads, cost; describes, "
                                       "grades nothing (docs/report.md)")
     p.add_argument("batches", type=Path, nargs="+", metavar="BATCH",
@@ -347,20 +425,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--side-by-side", action="store_true",
                    help="show each batch in columns of its own instead of merging (needed when "
                         "their plans or arms differ)")
-    p.set_defaults(func=_command("_report", "cmd_report"))
 
-    p = sub.add_parser("record", help="record one session into a batch (named r<N>)")
-    _corpus_args(p)
+    p = _add(sub, "record", RecordArgs, "_record", "cmd_record", corpus=True,
+             help="record one session into a batch (named r<N>)")
     p.add_argument("--probe", required=True, metavar="ID", help="the probe's id")
     p.add_argument("--arm", required=True, metavar="ARM",
                    help="an arm of the tier (present, absent, no-hook, no-skills, "
                         "no-claude-md, mcp)")
-    p.add_argument("--tier", default=None,
+    p.add_argument("--tier",
                    help="a tier of probe.yml (default campaign); the arm must be one of its")
-    p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N",
+    p.add_argument("--seed", type=nonnegative_int, metavar="N",
                    help="the transcripts' identity seed (default 0)")
     _provider_args(p, scripted=True)
-    p.add_argument("--produced", action="append", default=[], metavar="PATH",
+    p.add_argument("--produced", action="append", metavar="PATH",
                    help="an artifact the log cannot name (relative to the workspace unless "
                         "absolute); repeatable")
     _record_batch_dir_arg(p)
@@ -372,36 +449,33 @@ def build_parser() -> argparse.ArgumentParser:
                         f"{WATCHDOG_S:g} s)")
     p.add_argument("--post-result-grace", dest="post_result_grace_s", type=duration_s,
                    metavar="S", help=f"see run (default {POST_RESULT_GRACE_S:g} s)")
-    p.add_argument("--allow-identical-arms", action="store_true", default=None,
+    p.add_argument("--allow-identical-arms", action="store_true",
                    help="record an arm that would differ from present in nothing")
     _harness_args(p)
     _network_args(p)
     _workspace_path_arg(p)
     _session_limit_args(p)
-    p.set_defaults(func=_command("_record", "cmd_record"))
 
-    p = sub.add_parser("seal", help="write one sealed workspace (the seal's rules: "
+    p = _add(sub, "seal", SealArgs, "_inspect", "cmd_seal", corpus=True,
+             help="write one sealed workspace (the seal's rules: "
                                     "docs/sealing.md)")
-    _corpus_args(p)
     p.add_argument("--probe", required=True, metavar="ID", help="the probe whose session it is")
-    p.add_argument("--arm", default="present", metavar="ARM", help="the arm (default present)")
+    p.add_argument("--arm", metavar="ARM", help="the arm (default present)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="where to write it (must not exist, or be empty)")
     p.add_argument("--explain", action="store_true", help="list every removal and why")
-    p.set_defaults(func=_command("_inspect", "cmd_seal"))
 
-    p = sub.add_parser("check-transcript",
+    p = _add(sub, "check-transcript", CheckTranscriptArgs, "_inspect", "cmd_check_transcript",
                        help="the contract check: 0 clean, 1 refused, 4 could not verify")
     p.add_argument("files", type=Path, nargs="+", metavar="FILE",
                    help="a transcript (transcripts/<arm>.md); several give one line each. "
                         "Exit 0 every file verified clean, 1 any refused, else 4 any could "
                         "not be verified")
-    p.set_defaults(func=_command("_inspect", "cmd_check_transcript"))
 
-    p = sub.add_parser("doctor", help="host preflight: 0 all ok, 12 broken, 4 could not verify")
+    p = _add(sub, "doctor", DoctorArgs, "_inspect", "cmd_doctor",
+             help="host preflight: 0 all ok, 12 broken, 4 could not verify")
     p.add_argument("--api-key-env", metavar="NAME",
                    help="take the API key from this variable instead of the host's "
                         ".credentials.json")
     _harness_args(p)
-    p.set_defaults(func=_command("_inspect", "cmd_doctor"))
     return parser

@@ -6,7 +6,6 @@ Exit: 0 recorded; 12 refused (RC-05, RC-07, RC-09); 1 any other final state;
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,8 +17,8 @@ from campaign.supervisor import BatchContext, RunLimits, SessionSpec, Supervisor
 from recorder import is_recorded, is_refusal
 from sandbox import measure_host_layout
 
-from ._args import corpus_of, resolve_harness
-from ._batch import _options, compose, credentials_for, default_harness, load_corpus_or_usage
+from ._args import RecordArgs, batch_options, resolve_harness
+from ._batch import compose, credentials_for, default_harness, load_corpus_or_usage
 from ._console import StderrConsole
 from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
 from ._provider import start_provider
@@ -38,12 +37,9 @@ def next_record_name(fold: BatchFold, *, arm: str, probe: str) -> str:
     return f"r{highest + 1}"
 
 
-def cmd_record(args: argparse.Namespace) -> int:
+def cmd_record(args: RecordArgs) -> int:
     """``record``: one session into ``--batch-dir``; see the module docstring for statuses."""
-    root = corpus_of(args)
-    if root is None:
-        raise UsageError("record: the corpus is required (--corpus DIR)")
-    corpus = load_corpus_or_usage(root)
+    corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=args.model)
     if args.probe not in corpus.probes:
         raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
@@ -51,8 +47,8 @@ def cmd_record(args: argparse.Namespace) -> int:
         raise UsageError(f"arm {args.arm!r} is not an arm of tier {plan.tier} "
                          f"({', '.join(plan.arms)}); pass the --tier that runs it")
     harness = resolve_harness(args.harness, default_harness())
-    options = _options(args, "record", corpus=corpus.root, tier=plan.tier, harness=harness,
-                       model=plan.model, retries=0)
+    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness=harness,
+                            model=plan.model)
     err = StderrConsole()
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
