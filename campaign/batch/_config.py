@@ -20,8 +20,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from campaign.corpus import describe_validation
-from campaign.plan import Plan, dump_plan
-from recorder import write_atomic
+from campaign.plan import Plan, PlanArm, dump_plan
+from recorder import DISALLOWED_TOOLS, PERMISSION_MODE, SETTING_SOURCES, write_atomic
 from sandbox import CONFIG_MOUNT, LOG_MOUNT
 
 from ._options import BatchOptions
@@ -60,6 +60,30 @@ class OrderFacts(BaseModel):
     seed: int
 
 
+class ArmFacts(BaseModel):
+    """One arm as config.yaml records it: its identity (`PlanArm`) and the harness flags that
+    identity covers (RC-04), spelled out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    permission_mode: str
+    setting_sources: str
+    allowed_tools: tuple[str, ...]
+    disallowed_tools: tuple[str, ...]
+    layer: str
+    flags: str
+    """Digest of the four flags above (`campaign.plan._arms.harness_flags`)."""
+    identity: str
+
+    @classmethod
+    def of(cls, arm: PlanArm) -> ArmFacts:
+        """The facts of the plan's ``arm``: its digests as the plan holds them (nothing is
+        computed again), with the flags every arm's harness runs with."""
+        return cls(permission_mode=PERMISSION_MODE, setting_sources=SETTING_SOURCES,
+                   allowed_tools=arm.allowed_tools, disallowed_tools=DISALLOWED_TOOLS,
+                   layer=arm.layer, flags=arm.flags, identity=arm.identity)
+
+
 class BatchFacts(BaseModel):
     """What the runner measured or decided when the batch was made."""
 
@@ -74,7 +98,7 @@ class BatchFacts(BaseModel):
     """Why this mode: asked, verified, or fallen back (with the preflight's finding)."""
     provider_note: str
     """Which provider, said plainly: the real API at its URL, or the scripted loopback one."""
-    arms: dict[str, dict[str, Any]]
+    arms: dict[str, ArmFacts]
     """Per arm: its identity, layer and flags digests and the harness flags it runs with."""
     order: OrderFacts
     disk_bound: Literal["kernel", "sampled"] | None = None

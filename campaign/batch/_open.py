@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._errors import CampaignError
 from campaign.corpus import corpus_notes, large_file_notes
-from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_flags, harness_version
+from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_version
 from campaign.seal import ResolvedSessions, resolve_sessions
 from sandbox import (
     Check,
@@ -55,6 +55,7 @@ from sandbox.storage import stores_kernel_bounded
 
 from ._config import (
     CONFIG_FORMAT,
+    ArmFacts,
     BatchConfig,
     BatchFacts,
     OrderFacts,
@@ -327,8 +328,7 @@ def _new_config(request: BatchRequest, harness: str, network: Literal["confined"
     return BatchConfig(options=request.options, facts=BatchFacts(
         runner=harness_version(), harness_version=harness, network=network, network_note=note,
         provider_note=provider_note(request.options, url),
-        arms={a.arm: {**harness_flags(a.allowed_tools), "layer": a.layer, "flags": a.flags,
-                      "identity": a.identity} for a in plan.arm_specs},
+        arms={a.arm: ArmFacts.of(a) for a in plan.arm_specs},
         order=OrderFacts(algorithm=ORDER_ALGORITHM, seed=plan.seed),
         disk_bound="kernel" if stores_kernel_bounded() else "sampled"))
 

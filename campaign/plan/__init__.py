@@ -11,7 +11,6 @@ from ._arms import Removal as Removal
 from ._arms import arm_effect as arm_effect
 from ._arms import arms_without_effect as arms_without_effect
 from ._arms import check_arm as check_arm
-from ._arms import harness_flags as harness_flags
 from ._arms import is_layer_path as is_layer_path
 from ._arms import reads_bytes as reads_bytes
 from ._order import ORDER_ALGORITHM as ORDER_ALGORITHM

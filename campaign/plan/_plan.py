@@ -49,7 +49,7 @@ from campaign.corpus import (
 )
 from recorder import digest_text, tree_digest
 
-from ._arms import Arm, arm_spec
+from ._arms import Arm, ArmSpec, arm_spec
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
@@ -203,9 +203,13 @@ def plan_arm(corpus: Corpus, arm: str, tools: Iterable[str]) -> PlanArm:
     Raises:
         ArmError: see `arm_spec`.
     """
-    a = arm_spec(corpus, arm, tools)
-    return PlanArm.model_validate({"arm": a.arm, "allowed_tools": a.allowed_tools,
-                                   "layer": a.layer, "flags": a.flags, "identity": a.identity})
+    return _plan_arm(arm_spec(corpus, arm, tools))
+
+
+def _plan_arm(spec: ArmSpec) -> PlanArm:
+    """``spec`` as a plan states it (its layer's file count is not a plan member)."""
+    return PlanArm(arm=spec.arm, allowed_tools=spec.allowed_tools, layer=spec.layer,
+                   flags=spec.flags, identity=spec.identity)
 
 
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
@@ -217,17 +221,14 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
     probes = [plan_probe(corpus, p.id) for p in chosen]
-    specs = [arm_spec(corpus, arm, tools) for arm in arms]
-    return Plan.model_validate({
-        "tree": corpus.tree, "lock": corpus.lock, "selection": selection_digest(ids),
-        "read_set": tree_digest({f.path: f.digest for f in read}), "seed": seed,
-        "harness": harness, "tier": tier, "arms": arms, "repetitions": repetitions,
-        "session_count": len(probes) * len(arms) * repetitions, "model": model,
-        "tools": tools, "lock_source": corpus.lock_source, "probes": probes,
-        "arm_specs": [{"arm": a.arm, "allowed_tools": a.allowed_tools, "layer": a.layer,
-                       "flags": a.flags, "identity": a.identity} for a in specs],
-        "read_set_files": read, UNTYPED_KEY: corpus.untyped,
-    })
+    return Plan(
+        tree=corpus.tree, lock=corpus.lock, selection=selection_digest(ids),
+        read_set=tree_digest({f.path: f.digest for f in read}), seed=seed,
+        harness=harness, tier=tier, arms=arms, repetitions=repetitions,
+        session_count=len(probes) * len(arms) * repetitions, model=model,
+        tools=tools, lock_source=corpus.lock_source, probes=tuple(probes),
+        arm_specs=tuple(_plan_arm(arm_spec(corpus, arm, tools)) for arm in arms),
+        read_set_files=read, untyped_files=corpus.untyped)
 
 
 def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
