@@ -30,18 +30,16 @@ from campaign.batch import (
 from campaign.corpus import Corpus, load_corpus
 from campaign.plan import Plan, compose_plan, load_plan_file, recompose
 from campaign.supervisor import (
-    BatchContext,
     BatchOutcome,
     Budgets,
     RunLimits,
     SessionSpec,
     Supervisor,
-    planned_sessions,
     session_order,
 )
 from demo import example_paths
 from recorder import McpConfigError
-from sandbox import Credentials, CredentialsMissing, host_credentials, measure_host_layout
+from sandbox import Credentials, CredentialsMissing, host_credentials
 
 from ._args import (
     DemoArgs,
@@ -52,13 +50,14 @@ from ._args import (
     resume_overrides,
 )
 from ._console import StderrConsole, StdoutConsole, stdout_gone
+from ._context import batch_context
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
 from ._provider import start_provider
 from ._reading import batch_reading
 from ._view import LiveView, arms_table
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Sequence
 
     from campaign.batch import BatchOptions
 
@@ -202,17 +201,18 @@ def execute(inv: _Invocation) -> int:
         raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
                          "running when that wall-clock budget is reached (docs/batch.md, "
                          "\"Budgets\")")
+    order = tuple(session_order(inv.plan))  # the batch order, once: planned, counted, run
     request = BatchRequest(
         provider=start_provider,
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
-        planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
+        planned=tuple((spec.key, spec.repetition) for spec in order), arms_used=inv.plan.arms,
         probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget,
         reading=inv.reading)
     with open_batch(request, notify=lambda text: err.print(block(text), markup=False,
                                                            soft_wrap=True)) as opened:
-        _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)
-        specs = _outstanding(opened)
+        specs = _outstanding(opened, order)
+        _header(err, opened, len(specs), inv.mode)
         supervisor = _supervisor(opened)
         with LiveView() as view:
             supervisor.view = view
@@ -221,46 +221,23 @@ def execute(inv: _Invocation) -> int:
     return batch_exit_status(outcome)
 
 
-def _outstanding(opened: OpenBatch) -> Iterator[SessionSpec]:
-    """The outstanding sessions in the batch's order, each made when the fan-out takes it
-    (a list held every session's spec for the whole batch). Only the fan-out moves a
-    session it has not yet taken, so taken later it is outstanding as it was at the start."""
+def _outstanding(opened: OpenBatch, order: Sequence[SessionSpec]) -> list[SessionSpec]:
+    """The sessions of ``order`` (the batch's, `session_order`) still outstanding once the
+    batch is open: new to the ledger, or left in a state worth another attempt."""
     fold = opened.journal.fold
-    return (spec for spec in session_order(opened.plan)
-            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding)
+    return [spec for spec in order
+            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding]
 
 
 def _supervisor(opened: OpenBatch) -> Supervisor:
     options = opened.options
-    ctx = BatchContext(
-        batch=opened.path, corpus=opened.corpus, plan=opened.plan,
-        harness=Path(options.harness), bwrap=options.bwrap, credentials=opened.credentials,
-        provider_url=opened.provider_url, layout=measure_host_layout(),
-        session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
-        post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
-        workspace_path=_workspace_path(options), sessions=opened.sessions,
-        host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
-        keep_streams=options.keep_streams,
-        network=opened.network, limits=options.session_limits())
     limits = RunLimits(concurrency=options.concurrency, retries=options.retries,
                        backoff_s=options.retry_backoff_s,
                        budgets=Budgets(max_cost_cents=options.max_cost_cents,
                                        est_session_cents=options.est_session_cents,
                                        max_wall_s=options.max_wall_s,
                                        hard_wall=options.hard_wall))
-    return Supervisor(ctx, opened.journal, limits)
-
-
-def _workspace_path(options: BatchOptions) -> str:
-    """The batch's workspace path; every batch this runner opens to run has one (format 2)."""
-    assert options.workspace_path is not None, "a batch of format 1 is never run"
-    return options.workspace_path
-
-
-def _skill_dirs() -> tuple[Path, ...]:
-    from campaign.batch import host_skill_dirs
-
-    return host_skill_dirs()
+    return Supervisor(batch_context(opened), opened.journal, limits)
 
 
 def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> None:

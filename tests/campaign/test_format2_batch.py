@@ -456,6 +456,9 @@ def test_resume_of_a_moved_format_2_batch_runs_only_what_was_outstanding(
     added = _ledger(batch)[count:]
     (invocation,) = (r for r in added if r["kind"] == "invocation")
     assert (invocation["command"], invocation["number"]) == ("resume", 2)
+    planned = _yaml(batch / "plan.yaml")["session_count"]
+    assert (f"resuming (invocation 2): {len(outstanding)} of {planned} sessions outstanding"
+            in run.stderr), run.stderr
     assert sorted(_key(r) for r in added if r["kind"] == "started") == sorted(outstanding)
     new = {_key(r): r for r in added if r["kind"] == "final"}
     assert set(new) == set(outstanding)
