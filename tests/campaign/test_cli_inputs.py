@@ -189,9 +189,11 @@ def test_check_transcript_takes_several_files_and_answers_for_each(tmp_path: Pat
     assert _cli("check-transcript", str(good)).returncode == 0
 
 
-@pytest.mark.parametrize("command", ["plan", "run", "seal"])
+@pytest.mark.parametrize("command", ["plan", "run", "seal", "record"])
 def test_a_missing_corpus_is_reported_with_the_commands_own_usage(command: str) -> None:
-    extra = ["--probe", "P", "--out", "/nonexistent/x"] if command == "seal" else []
+    extra = {"seal": ["--probe", "P", "--out", "/nonexistent/x"],
+             "record": ["--probe", "P", "--arm", "present", "--batch-dir", "/nonexistent/b"],
+             }.get(command, [])
     proc = _cli(command, *extra)
     assert proc.returncode == 2
     assert f"usage: headwater-campaign {command}" in proc.stderr
