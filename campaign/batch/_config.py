@@ -251,7 +251,7 @@ def read_config(batch: Path) -> BatchConfig:
                                    f"{', '.join(map(str, READ_FORMATS))} and writes format "
                                    f"{CONFIG_FORMAT}: read it with the runner that wrote it")
     try:
-        return BatchConfig.model_validate(data)
+        return BatchConfig.model_validate(data, by_name=False)  # the keys as written
     except ValidationError as exc:
         raise BatchFileError(path, f"{describe_validation(exc, BatchConfig)} (not a config "
                                    "this runner wrote)") from exc
@@ -270,7 +270,7 @@ def read_plan(batch: Path) -> Plan:
     """
     path = batch / PLAN_NAME
     try:
-        return Plan.model_validate(_load(path))
+        return Plan.model_validate(_load(path), by_name=False)
     except ValidationError as exc:
         raise BatchFileError(path, f"{describe_validation(exc, Plan)} (not a plan this runner "
                                    "wrote)") from exc

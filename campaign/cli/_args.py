@@ -67,8 +67,8 @@ class NewBatchArgs:
     scripts: Path | None = None
     provider_url: str | None = None
     api_key_env: str | None = None
-    harness: Path | None = None
-    """``--harness PATH``; None = the pinned CLI under ``.harness/``."""
+    harness_path: Path | None = None
+    """``--harness PATH``: the claude executable; None = the pinned CLI under ``.harness/``."""
     bwrap: str = "bwrap"
     network: Literal["confined", "host"] | None = None
     batch_dir: Path | None = None
@@ -175,7 +175,7 @@ class DoctorArgs:
     """``doctor``: the host preflight, with the harness and bwrap a batch would use."""
 
     api_key_env: str | None = None
-    harness: Path | None = None
+    harness_path: Path | None = None
     bwrap: str = "bwrap"
 
 
@@ -220,7 +220,7 @@ CommandArgs = (NewBatchArgs | ResumeArgs | PlanArgs | SealArgs | CheckTranscript
 """What any command was given."""
 
 
-def resolve_harness(path: Path | None, default: Path) -> Path:
+def resolve_harness_path(path: Path | None, default: Path) -> Path:
     """The harness executable, resolved.
 
     Raises:
@@ -237,10 +237,10 @@ def resolve_harness(path: Path | None, default: Path) -> Path:
     return resolved
 
 
-def batch_options(args: NewBatchArgs, *, corpus: Path, tier: str, harness: Path,
+def batch_options(args: NewBatchArgs, *, corpus: Path, tier: str, harness_path: Path,
                   model: str) -> BatchOptions:
     """The options of a new batch (``args.COMMAND``) over the resolved ``corpus``, with the
-    plan's ``tier`` and ``model`` and the resolved ``harness``.
+    plan's ``tier`` and ``model`` and the resolved ``harness_path``.
 
     Raises:
         UsageError: a combination the options refuse (the message names the flags and says
@@ -255,7 +255,7 @@ def batch_options(args: NewBatchArgs, *, corpus: Path, tier: str, harness: Path,
         return BatchOptions(
             command=args.COMMAND, corpus=str(corpus), tier=tier, seed=args.seed,
             plan_file=str(args.plan.resolve()) if args.plan is not None else None,
-            model=model, harness=str(harness), bwrap=args.bwrap, provider=args.provider,
+            model=model, harness_path=str(harness_path), bwrap=args.bwrap, provider=args.provider,
             provider_url=_provider_url(args),
             scripts=str(args.scripts.resolve()) if args.scripts is not None else None,
             api_key_env=args.api_key_env, network=args.network,

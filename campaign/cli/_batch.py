@@ -46,7 +46,7 @@ from ._args import (
     ResumeArgs,
     RunArgs,
     batch_options,
-    resolve_harness,
+    resolve_harness_path,
     resume_overrides,
 )
 from ._console import StderrConsole, StdoutConsole, stdout_gone
@@ -70,7 +70,7 @@ def checkout() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def default_harness() -> Path:
+def default_harness_path() -> Path:
     """The pinned CLI that `make` installs under ``.harness/`` of the checkout (or of the cwd)."""
     for base in (checkout(), Path.cwd()):
         candidate = base / ".harness" / "node_modules" / ".bin" / "claude"
@@ -143,8 +143,8 @@ def cmd_run(args: RunArgs) -> int:
     corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed,
                    plan_file=args.plan, model=args.model)
-    harness = resolve_harness(args.harness, default_harness())
-    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness=harness,
+    harness_path = resolve_harness_path(args.harness_path, default_harness_path())
+    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
                             model=plan.model)
     return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
 
@@ -152,12 +152,12 @@ def cmd_run(args: RunArgs) -> int:
 def cmd_demo(args: DemoArgs) -> int:
     """``demo``: the bundled example corpus, tier campaign, the scripted provider, the real
     pinned CLI under real bwrap."""
-    harness = resolve_harness(args.harness, default_harness())
+    harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     with example_paths() as (corpus_root, scripts_dir):  # the demo double's own corpus
         corpus = load_corpus_or_usage(corpus_root)
         plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
         options = batch_options(replace(args, scripts=scripts_dir), corpus=corpus.root,
-                                tier=plan.tier, harness=harness, model=plan.model)
+                                tier=plan.tier, harness_path=harness_path, model=plan.model)
         return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
 
 

@@ -24,8 +24,9 @@ def batch_context(opened: OpenBatch, *, produced_extra: tuple[str, ...] = ()) ->
     assert options.workspace_path is not None, "a batch of format 1 is never run"
     return BatchContext(
         batch=opened.path, corpus=opened.corpus, plan=opened.plan,
-        harness=Path(options.harness), bwrap=options.bwrap, credentials=opened.credentials,
-        provider_url=opened.provider_url, layout=measure_host_layout(),
+        harness_path=Path(options.harness_path), bwrap=options.bwrap,
+        credentials=opened.credentials, provider_url=opened.provider_url,
+        layout=measure_host_layout(),
         session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
         post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
         workspace_path=options.workspace_path, sessions=opened.sessions,

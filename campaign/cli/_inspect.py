@@ -16,8 +16,8 @@ from campaign.seal import check_folds, explain, resolve_session, seal_workspace
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
-from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness
-from ._batch import compose, default_harness, load_corpus_or_usage
+from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness_path
+from ._batch import compose, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole, quiet_pipe
 from ._doctor_view import exit_status, print_report
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
@@ -88,13 +88,13 @@ def cmd_doctor(args: DoctorArgs) -> int:
     for left in sweep_killed_runners():
         err.print(f"ended and removed what a killed runner left: {left}", markup=False,
                   soft_wrap=True)
-    harness: Path | None
+    harness_path: Path | None
     try:
-        harness = resolve_harness(args.harness, default_harness())
+        harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     except UsageError:
-        harness = None
-    report = doctor_checks(bwrap=args.bwrap, harness=harness, host_skill_dirs=host_skill_dirs(),
-                           api_key_env=args.api_key_env)
+        harness_path = None
+    report = doctor_checks(bwrap=args.bwrap, harness=harness_path,
+                           host_skill_dirs=host_skill_dirs(), api_key_env=args.api_key_env)
     with quiet_pipe():  # the status is decided: a reader that goes away does not change it
         print_report(report)
     return exit_status(report)

@@ -15,8 +15,8 @@ from campaign.batch import BatchRequest, FinalRecord, open_batch, transcript_pat
 from campaign.supervisor import RunLimits, SessionSpec, Supervisor
 from recorder import is_recorded, is_refusal
 
-from ._args import RecordArgs, batch_options, resolve_harness
-from ._batch import compose, credentials_for, default_harness, load_corpus_or_usage
+from ._args import RecordArgs, batch_options, resolve_harness_path
+from ._batch import compose, credentials_for, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole
 from ._context import batch_context
 from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
@@ -45,8 +45,8 @@ def cmd_record(args: RecordArgs) -> int:
     if args.arm not in plan.arms:
         raise UsageError(f"arm {args.arm!r} is not an arm of tier {plan.tier} "
                          f"({', '.join(plan.arms)}); pass the --tier that runs it")
-    harness = resolve_harness(args.harness, default_harness())
-    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness=harness,
+    harness_path = resolve_harness_path(args.harness_path, default_harness_path())
+    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
                             model=plan.model)
     err = StderrConsole()
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,

@@ -40,12 +40,13 @@ def cmd_retranscribe(args: RetranscribeArgs) -> int:
     root = args.corpus or Path(config.options.corpus)
     corpus = load_corpus_or_usage(root)
     try:
-        current = recompose(recorded, corpus).model_copy(update={"model": recorded.model,
-                                                                 "harness": recorded.harness})
+        current = recompose(recorded, corpus).model_copy(update={
+            "model": recorded.model, "runner_version": recorded.runner_version})
     except CampaignError as exc:
         raise UsageError(f"batch {batch}: {exc}") from exc
-    moved = compare_batch(recorded, current, recorded_harness="", current_harness="",
-                          recorded_tree=read_tree(batch), current_tree=corpus.files)
+    moved = compare_batch(recorded, current, recorded_harness_version="",
+                          current_harness_version="", recorded_tree=read_tree(batch),
+                          current_tree=corpus.files)
     if moved:
         raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
                          f"{'; '.join(moved)}; give that corpus with --corpus DIR")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from campaign._json_text import json_text
 from campaign.batch import FinalRecord, RederivedRecord, SessionKey, read_ledger, session_paths
-from campaign.plan import harness_version
+from campaign.plan import runner_version
 from recorder import InitPolicy, StreamObserver, build_event, is_recorded, observed_calls
 
 from ._facts import uncontained_reason
@@ -113,7 +113,7 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
             obs.calls, workspace=paths.workspace, manifest=manifest, inside=observer.inside)]
     return RederivedRecord(arm=final.arm, probe=final.probe, session=final.session,
                            repetition=final.repetition, attempt=final.attempt,
-                           invocation=final.invocation, runner=harness_version(), **facts)
+                           invocation=final.invocation, runner=runner_version(), **facts)
 
 
 def _manifest(path: Path) -> dict[str, str]:

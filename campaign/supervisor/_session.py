@@ -105,7 +105,7 @@ class BatchContext:
     batch: Path
     corpus: Corpus
     plan: Plan
-    harness: Path
+    harness_path: Path
     """Host path of the harness executable (resolved, bound read-only at HARNESS_MOUNT)."""
     bwrap: str
     credentials: Credentials
@@ -354,7 +354,7 @@ async def _drive(
         # The recipe of every sandbox: hand-over to the session user, init shell and
         # lifeline, the bridge with a confined network, --args, teardown (sandbox._confined).
         confined = ConfinedSpec(
-            command=command, executable=ctx.harness, mount=HARNESS_MOUNT,
+            command=command, executable=ctx.harness_path, mount=HARNESS_MOUNT,
             network="confined" if egress else "host",
             egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
             layout=ctx.layout, user=user, workspace=stage.workspace,

@@ -56,11 +56,11 @@ def test_every_flag_is_a_field_and_every_required_field_a_flag(name: str) -> Non
 def test_a_flag_not_given_runs_with_the_default_the_options_record() -> None:
     args = parse_command(["run", str(EXAMPLE)]).args
     assert isinstance(args, RunArgs)
-    built = batch_options(args, corpus=EXAMPLE, tier="campaign", harness=Path("/bin/true"),
+    built = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
                           model="m")
     # Only what a run always states; every other option is BatchOptions' own default.
     bare = BatchOptions(command="run", corpus=str(EXAMPLE), tier="campaign", seed=0,
-                        harness="/bin/true", model="m",
+                        harness_path="/bin/true", model="m",
                         workspace_path=f"/workspace/{EXAMPLE.name}")
     assert built == bare
 
@@ -75,7 +75,7 @@ def test_demo_and_record_fix_what_they_do_not_offer() -> None:
     assert isinstance(record, RecordArgs)
     assert record.retries == 0 and record.produced == ()
     options = batch_options(record, corpus=EXAMPLE, tier="campaign", model="m",
-                            harness=Path("/bin/true"))
+                            harness_path=Path("/bin/true"))
     assert (options.command, options.retries) == ("record", 0)
 
 

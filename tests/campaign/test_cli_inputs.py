@@ -145,7 +145,7 @@ def test_the_limits_given_are_the_sessions_limits() -> None:
     args = parse_command(["run", str(EXAMPLE), "--max-processes", "64",
                           "--max-tmp", "64M", "--max-connections", "8"]).args
     assert isinstance(args, RunArgs)
-    limits = batch_options(args, corpus=EXAMPLE, tier="campaign", harness=Path("/bin/true"),
+    limits = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
                            model="m").session_limits()
     assert (limits.pids, limits.tmp_bytes, limits.connections) == (64, 64 * 1024**2, 8)
     assert (limits.memory_bytes, limits.write_bytes, limits.open_files) == (

@@ -37,7 +37,7 @@ def test_the_default_is_256_mib_and_the_floor_4_mib() -> None:
 def test_run_and_record_take_it_into_the_sessions_limits(command: list[str]) -> None:
     args = parse_command([*command, "--max-stdout", "8M"]).args
     assert isinstance(args, NewBatchArgs) and command[0] == args.COMMAND
-    options = batch_options(args, corpus=EXAMPLE, tier="campaign", harness=Path("/bin/true"),
+    options = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
                             model="m")
     assert options.max_stdout_bytes == 8 * MiB
     assert options.session_limits().stdout_bytes == 8 * MiB
@@ -46,7 +46,7 @@ def test_run_and_record_take_it_into_the_sessions_limits(command: list[str]) -> 
 def test_not_given_it_is_the_default() -> None:
     args = parse_command(["run", str(EXAMPLE)]).args
     assert isinstance(args, NewBatchArgs)
-    options = batch_options(args, corpus=EXAMPLE, tier="campaign", harness=Path("/bin/true"),
+    options = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
                             model="m")
     assert options.session_limits().stdout_bytes == DEFAULT_STDOUT_BYTES
 

@@ -14,9 +14,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from campaign.plan import harness_version
+from campaign.corpus import PINNED_HARNESS_VERSION
+from campaign.plan import runner_version
 
-from ._base import EPILOG, PINNED_HARNESS, Command, CommandParser, Parsed, Parser
+from ._base import EPILOG, Command, CommandParser, Parsed, Parser
 from ._batch import add_batch_commands
 from ._inspect import add_check_commands, add_inspect_commands
 from ._reading import add_reading_commands
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "documentation corpus, and record contract transcripts from their stdout.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
-                        version=f"{harness_version()} (pinned Claude Code {PINNED_HARNESS})")
+                        version=f"{runner_version()} (pinned Claude Code {PINNED_HARNESS_VERSION})")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser,
                                 metavar="COMMAND")
     add_inspect_commands(sub)

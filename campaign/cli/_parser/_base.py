@@ -16,8 +16,6 @@ from .._errors import EXIT_USAGE
 
 A = TypeVar("A", bound=CommandArgs)
 
-PINNED_HARNESS: Final = "2.1.197"
-"""The Claude Code version `make` installs (the Makefile's HARNESS_VERSION)."""
 
 EPILOG: Final = """\
 exit statuses:

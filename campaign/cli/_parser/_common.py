@@ -42,7 +42,7 @@ SEED_HELP: Final = ("seeds the order in which the batch runs its sessions (shuff
 
 def harness_args(p: argparse.ArgumentParser) -> None:
     """``--harness PATH`` and ``--bwrap PATH``: what runs, and what confines it."""
-    p.add_argument("--harness", type=Path, metavar="PATH",
+    p.add_argument("--harness", dest="harness_path", type=Path, metavar="PATH",
                    help="the harness executable (default: the pinned Claude Code CLI under "
                         ".harness/, installed by `make`)")
     p.add_argument("--bwrap", metavar="PATH",
