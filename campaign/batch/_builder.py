@@ -283,7 +283,7 @@ class FrozenArm:
             model=plan.model, served_version=served_version_of(served.elements(),
                                                                fallback=plan.model),
             tree=plan.tree, lock=plan.lock, selection=plan.selection, read_set=plan.read_set,
-            seed=plan.seed, harness=plan.harness, tier=plan.tier, arm=self.arm,
+            seed=plan.seed, harness=plan.runner_version, tier=plan.tier, arm=self.arm,
             at=self.first_start or _EPOCH, cost_cents=cost.cents,
         )
         tools, arm_line = arm_tools_and_identity(plan, self.arm)

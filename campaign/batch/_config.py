@@ -20,8 +20,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from campaign.corpus import describe_validation
-from campaign.plan import Plan, dump_plan
-from recorder import write_atomic
+from campaign.plan import Plan, PlanArm, dump_plan
+from recorder import DISALLOWED_TOOLS, PERMISSION_MODE, SETTING_SOURCES, write_atomic
 from sandbox import CONFIG_MOUNT, LOG_MOUNT
 
 from ._options import BatchOptions
@@ -60,6 +60,30 @@ class OrderFacts(BaseModel):
     seed: int
 
 
+class ArmFacts(BaseModel):
+    """One arm as config.yaml records it: its identity (`PlanArm`) and the harness flags that
+    identity covers (RC-04), spelled out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    permission_mode: str
+    setting_sources: str
+    allowed_tools: tuple[str, ...]
+    disallowed_tools: tuple[str, ...]
+    layer: str
+    flags: str
+    """Digest of the four flags above (`campaign.plan._arms.harness_flags`)."""
+    identity: str
+
+    @classmethod
+    def of(cls, arm: PlanArm) -> ArmFacts:
+        """The facts of the plan's ``arm``: its digests as the plan holds them (nothing is
+        computed again), with the flags every arm's harness runs with."""
+        return cls(permission_mode=PERMISSION_MODE, setting_sources=SETTING_SOURCES,
+                   allowed_tools=arm.allowed_tools, disallowed_tools=DISALLOWED_TOOLS,
+                   layer=arm.layer, flags=arm.flags, identity=arm.identity)
+
+
 class BatchFacts(BaseModel):
     """What the runner measured or decided when the batch was made."""
 
@@ -74,7 +98,7 @@ class BatchFacts(BaseModel):
     """Why this mode: asked, verified, or fallen back (with the preflight's finding)."""
     provider_note: str
     """Which provider, said plainly: the real API at its URL, or the scripted loopback one."""
-    arms: dict[str, dict[str, Any]]
+    arms: dict[str, ArmFacts]
     """Per arm: its identity, layer and flags digests and the harness flags it runs with."""
     order: OrderFacts
     disk_bound: Literal["kernel", "sampled"] | None = None
@@ -227,7 +251,7 @@ def read_config(batch: Path) -> BatchConfig:
                                    f"{', '.join(map(str, READ_FORMATS))} and writes format "
                                    f"{CONFIG_FORMAT}: read it with the runner that wrote it")
     try:
-        return BatchConfig.model_validate(data)
+        return BatchConfig.model_validate(data, by_name=False)  # the keys as written
     except ValidationError as exc:
         raise BatchFileError(path, f"{describe_validation(exc, BatchConfig)} (not a config "
                                    "this runner wrote)") from exc
@@ -246,7 +270,7 @@ def read_plan(batch: Path) -> Plan:
     """
     path = batch / PLAN_NAME
     try:
-        return Plan.model_validate(_load(path))
+        return Plan.model_validate(_load(path), by_name=False)
     except ValidationError as exc:
         raise BatchFileError(path, f"{describe_validation(exc, Plan)} (not a plan this runner "
                                    "wrote)") from exc

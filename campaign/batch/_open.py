@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from campaign._errors import CampaignError
 from campaign.corpus import corpus_notes, large_file_notes
-from campaign.plan import ORDER_ALGORITHM, arms_without_effect, harness_flags, harness_version
+from campaign.plan import ORDER_ALGORITHM, Plan, arms_without_effect, runner_version
 from campaign.seal import ResolvedSessions, resolve_sessions
 from sandbox import (
     Check,
@@ -55,6 +55,7 @@ from sandbox.storage import stores_kernel_bounded
 
 from ._config import (
     CONFIG_FORMAT,
+    ArmFacts,
     BatchConfig,
     BatchFacts,
     OrderFacts,
@@ -76,7 +77,6 @@ from ._tree import files_moved, read_tree, write_tree
 
 if TYPE_CHECKING:
     from campaign.corpus import Corpus
-    from campaign.plan import Plan
 
     from ._fold import SessionKey
     from ._options import BatchOptions
@@ -162,13 +162,13 @@ def _refuse_unfixable(request: BatchRequest,
     return sessions
 
 
-def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
-                  current_harness: str, recorded_tree: Mapping[str, str] | None = None,
+def compare_batch(recorded: Plan, current: Plan, *, recorded_harness_version: str,
+                  current_harness_version: str, recorded_tree: Mapping[str, str] | None = None,
                   current_tree: Mapping[str, str] | None = None) -> list[str]:
     """What moved between the batch as recorded and this invocation, in words; [] = nothing.
 
     The plan members that make two batches the same measurement (`Plan.COMPARABLE`: tree,
-    lock, selection, read set, seed, the planner's version ``harness``, the arms and their
+    lock, selection, read set, seed, the planner's version ``runner_version``, the arms and their
     identities); then what this invocation runs with besides (`RUN_SETTINGS`: the model,
     the tier) and the harness's (Claude Code's) version. The read set's files that moved are
     named from plan.yaml; the others from the batch's ``tree.json``
@@ -178,7 +178,7 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
     members = [m for m in recorded.moved(current) if m != "arm_specs"]  # the arms: below
     for member in [*members, *(m for m in RUN_SETTINGS if
                               getattr(recorded, m) != getattr(current, m))]:
-        moved.append(f"{member} was {getattr(recorded, member)}, is now "
+        moved.append(f"{Plan.key(member)} was {getattr(recorded, member)}, is now "
                      f"{getattr(current, member)}")
     files = files_moved({f.path: f.digest for f in recorded.read_set_files},
                         {f.path: f.digest for f in current.read_set_files},
@@ -197,8 +197,9 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness: str,
         was = ", ".join(f"{a.arm} {a.identity[:19]}" for a in recorded.arm_specs)
         now = ", ".join(f"{a.arm} {a.identity[:19]}" for a in current.arm_specs)
         moved.append(f"the arms (with their identities) were {was}, are now {now}")
-    if recorded_harness != current_harness:
-        moved.append(f"the harness version was {recorded_harness!r}, is now {current_harness!r}")
+    if recorded_harness_version != current_harness_version:
+        moved.append(f"the harness version was {recorded_harness_version!r}, is now "
+                     f"{current_harness_version!r}")
     return moved
 
 
@@ -237,7 +238,7 @@ def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
     except SessionUserUnusable as exc:  # useradd's own words, or the bound: before any check
         raise PreflightFailed(PreflightReport((Check(
             "session-user", "broken", exc.detail, exc.fix),))) from exc
-    report = sandbox_checks(bwrap=options.bwrap, harness=Path(options.harness),
+    report = sandbox_checks(bwrap=options.bwrap, harness=Path(options.harness_path),
                             host_skill_dirs=host_skill_dirs())
     raise_for(report)
     return bounded_version(report.harness_version or "unknown")
@@ -278,7 +279,7 @@ def provider_note(options: BatchOptions, url: str) -> str:
     return f"Provider: the Messages API at {url}."
 
 
-def _existing(path: Path, request: BatchRequest, current_harness: str,
+def _existing(path: Path, request: BatchRequest, harness_version: str,
               reading: BatchReading | None) -> BatchConfig | None:
     """The config of the batch at ``path`` once checked against the request; None = no batch
     yet (an empty directory, which ``record`` may start). ``reading``: the batch as read
@@ -294,8 +295,8 @@ def _existing(path: Path, request: BatchRequest, current_harness: str,
     what = "resume it" if request.mode == "resume" else "record into it"
     _refuse_other_format(path, config, what)
     moved = compare_batch(reading.plan if reading is not None else read_plan(path), request.plan,
-                          recorded_harness=config.facts.harness_version,
-                          current_harness=current_harness, recorded_tree=read_tree(path),
+                          recorded_harness_version=config.facts.harness_version,
+                          current_harness_version=harness_version, recorded_tree=read_tree(path),
                           current_tree=request.corpus.files)
     if config.options.workspace_path != request.options.workspace_path:
         moved.append(f"the workspace path: the batch's sessions ran at "
@@ -321,14 +322,14 @@ def _refuse_other_format(path: Path, config: BatchConfig, what: str) -> None:
             "retranscribe still read it; start a new batch to run more")
 
 
-def _new_config(request: BatchRequest, harness: str, network: Literal["confined", "host"],
+def _new_config(request: BatchRequest, harness_version: str, network: Literal["confined", "host"],
                 note: str, url: str = "") -> BatchConfig:
     plan = request.plan
     return BatchConfig(options=request.options, facts=BatchFacts(
-        runner=harness_version(), harness_version=harness, network=network, network_note=note,
+        runner=runner_version(), harness_version=harness_version, network=network,
+        network_note=note,
         provider_note=provider_note(request.options, url),
-        arms={a.arm: {**harness_flags(a.allowed_tools), "layer": a.layer, "flags": a.flags,
-                      "identity": a.identity} for a in plan.arm_specs},
+        arms={a.arm: ArmFacts.of(a) for a in plan.arm_specs},
         order=OrderFacts(algorithm=ORDER_ALGORITHM, seed=plan.seed),
         disk_bound="kernel" if stores_kernel_bounded() else "sampled"))
 
@@ -359,13 +360,13 @@ def open_batch(request: BatchRequest, *,
             _refuse_other_format(path, reading.config if reading is not None else  # before
                                  read_config(path), "resume it" if request.mode ==  # any probe
                                  "resume" else "record into it")
-        current_harness = _preflight(options, notify)
+        harness_version = _preflight(options, notify)
         existing = (None if request.mode == "new" else
-                    _existing(path, request, current_harness, reading))
+                    _existing(path, request, harness_version, reading))
         network, note = ((existing.facts.network, existing.facts.network_note)
                          if existing is not None else _network(options, notify))
         with request.provider(options, notify) as (url, scripted):
-            config = existing or _new_config(request, current_harness, network, note, url)
+            config = existing or _new_config(request, harness_version, network, note, url)
             if existing is None:  # plan.yaml last: it marks the batch as made (resume needs both)
                 write_config(path, config)
                 write_tree(path, request.corpus.files)
@@ -381,7 +382,7 @@ def open_batch(request: BatchRequest, *,
                 number = (journal.fold.invocation.number if journal.fold.invocation else 0) + 1
                 command = "resume" if request.mode == "resume" else options.command
                 invocation = InvocationRecord(
-                    number=number, command=command, pid=os.getpid(), runner=harness_version(),
+                    number=number, command=command, pid=os.getpid(), runner=runner_version(),
                     retries=options.retries, max_cost_cents=options.max_cost_cents,
                     est_session_cents=options.est_session_cents,
                     max_wall_s=options.max_wall_s, hard_wall=options.hard_wall)

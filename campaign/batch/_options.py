@@ -50,7 +50,9 @@ class BatchOptions(BaseModel):
     Paths are absolute strings (resolved once, when the options are built).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     command: Literal["run", "demo", "record"]
     """The command that made the batch."""
@@ -63,8 +65,8 @@ class BatchOptions(BaseModel):
     """``--plan FILE`` as given (resolved), or None when the plan was composed."""
     model: str | None = None
     """``--model``; None = probe.yml's ``model``."""
-    harness: str
-    """The harness executable, resolved."""
+    harness_path: str = Field(alias="harness")
+    """The harness executable (the claude CLI), resolved; config.yaml's key ``harness``."""
     bwrap: str = "bwrap"
     provider: Provider = "anthropic"
     provider_url: str | None = None

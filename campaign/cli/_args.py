@@ -1,170 +1,226 @@
-"""Command-line values: checked types, and the one place that turns arguments into options.
+"""What each command was given: one frozen object per command, built once from the parse.
 
-`batch_options` builds the frozen `BatchOptions` once from the parsed
-arguments; nothing below the CLI sees an argparse namespace.
+`campaign.cli._parser.parse_command` turns argparse's namespace into one of
+these right after parsing (a dest the command's class does not name is a bug,
+refused there); from then on no code reads a namespace. A field's default is
+the command's default: where a flag was not given, argparse leaves its name
+out (``argument_default=SUPPRESS``) and the class's default stands, so each
+default is written once, here, with the constant ``--help`` quotes.
+
+`batch_options` builds the frozen `BatchOptions` of a new batch directly from
+`RunArgs`, `DemoArgs` or `RecordArgs`; `resume_overrides` builds `resume`'s
+`ResumeOverrides` from `ResumeArgs`.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import ClassVar, Literal
 
-from campaign.batch import BatchOptions, ResumeOverrides
+from pydantic import ValidationError
+
+from campaign.batch import (
+    CONCURRENCY,
+    RETRIES,
+    RETRY_BACKOFF_S,
+    SESSION_TIMEOUT_S,
+    WATCHDOG_S,
+    BatchOptions,
+    ResumeOverrides,
+)
+from recorder import POST_RESULT_GRACE_S
 from sandbox import (
-    MAX_POOL_USERS,
-    MIN_STDOUT_BYTES,
-    MiB,
-    check_workspace_path,
+    DEFAULT_CONNECTIONS,
+    DEFAULT_MEMORY_BYTES,
+    DEFAULT_OPEN_FILES,
+    DEFAULT_PIDS,
+    DEFAULT_STDOUT_BYTES,
+    DEFAULT_TMP_BYTES,
+    DEFAULT_WRITE_BYTES,
     default_workspace_path,
-    format_bytes,
 )
 
 from ._errors import UsageError
 
-_DURATION: Final = re.compile(r"\A(\d+(?:\.\d+)?)([smh]?)\Z")
-_UNIT_S: Final = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+DEMO_SESSION_TIMEOUT_S = 300.0
+"""The demo's sessions are short scripted ones: a hung one is ended after 5 minutes."""
+DEMO_WATCHDOG_S = 120.0
 
 
-def duration_s(text: str) -> float:
-    """argparse type: seconds, or a number with ``s``, ``m`` or ``h`` (``90``, ``45m``,
-    ``8h``); more than zero."""
-    m = _DURATION.match(text.strip())
-    if m is None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a duration: give seconds, or a number with s, m or h (e.g. 8h)")
-    value = float(m.group(1)) * _UNIT_S[m.group(2)]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than zero, got {text!r}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class NewBatchArgs:
+    """Every value a new batch takes from its command line (`batch_options`), with the
+    defaults of ``run``; a command that does not offer a flag runs with its default."""
+
+    COMMAND: ClassVar[Literal["run", "demo", "record"]] = "run"
+    """The command whose batch these arguments make (``options.command`` in config.yaml)."""
+
+    tier: str | None = None
+    """``--tier``; None = the plan's, else ``campaign``."""
+    seed: int = 0
+    plan: Path | None = None
+    """``--plan FILE`` as given."""
+    model: str | None = None
+    provider: Literal["anthropic", "scripted"] = "anthropic"
+    scripts: Path | None = None
+    provider_url: str | None = None
+    api_key_env: str | None = None
+    harness_path: Path | None = None
+    """``--harness PATH``: the claude executable; None = the pinned CLI under ``.harness/``."""
+    bwrap: str = "bwrap"
+    network: Literal["confined", "host"] | None = None
+    batch_dir: Path | None = None
+    workspace_path: str | None = None
+    """``--workspace-path`` (checked, normalised); None = under /workspace, by the corpus."""
+    concurrency: int = CONCURRENCY
+    session_timeout_s: float = SESSION_TIMEOUT_S
+    watchdog_s: float = WATCHDOG_S
+    post_result_grace_s: float = POST_RESULT_GRACE_S
+    retry_backoff_s: float = RETRY_BACKOFF_S
+    discard_workspaces: bool = False
+    keep_streams: bool = True
+    allow_identical_arms: bool = False
+    retries: int = RETRIES
+    max_cost_cents: int | None = None
+    est_session_cents: int | None = None
+    max_wall_s: float | None = None
+    hard_wall: bool = False
+    max_processes: int = DEFAULT_PIDS
+    max_memory_bytes: int = DEFAULT_MEMORY_BYTES
+    max_tmp_bytes: int = DEFAULT_TMP_BYTES
+    max_write_bytes: int = DEFAULT_WRITE_BYTES
+    max_open_files: int = DEFAULT_OPEN_FILES
+    max_connections: int = DEFAULT_CONNECTIONS
+    max_stdout_bytes: int = DEFAULT_STDOUT_BYTES
 
 
-_SIZE: Final = re.compile(r"\A(\d+)\s*(|[kmg]i?b?)\Z", re.IGNORECASE)
-_UNIT_BYTES: Final = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+@dataclass(frozen=True, kw_only=True)
+class RunArgs(NewBatchArgs):
+    """``run``: a batch of probes x arms x repetitions sessions over ``corpus``."""
+
+    corpus: Path
 
 
-def size_bytes(text: str) -> int:
-    """argparse type: bytes, or a whole number with K, M or G (binary: 1K is 1024 bytes;
-    ``512M``, ``4GiB``, ``64k``); at least 1."""
-    m = _SIZE.match(text.strip())
-    if m is None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a size: give bytes, or a whole number with K, M or G (e.g. 512M)")
-    value = int(m.group(1)) * _UNIT_BYTES[m.group(2)[:1].lower()]
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class DemoArgs(NewBatchArgs):
+    """``demo``: the bundled corpus and scripts (``scripts`` is set by the command, from
+    the demo's own files), seed 0, short session bounds."""
+
+    COMMAND: ClassVar[Literal["run", "demo", "record"]] = "demo"
+    provider: Literal["anthropic", "scripted"] = "scripted"
+    session_timeout_s: float = DEMO_SESSION_TIMEOUT_S
+    watchdog_s: float = DEMO_WATCHDOG_S
 
 
-SIZE_FLOORS: Final = {"max_memory_bytes": 64 * MiB, "max_tmp_bytes": MiB,
-                      "max_write_bytes": MiB}
-"""The least each size limit takes, in bytes: below it the pinned CLI cannot start (a session
-holds about 150 MB of memory; its config directory and log hold tens of KiB), so a smaller
-value is almost always a missing unit (``--max-memory 1`` is one byte)."""
+@dataclass(frozen=True, kw_only=True)
+class RecordArgs(NewBatchArgs):
+    """``record``: one session of ``probe`` x ``arm`` into ``batch_dir``, never retried."""
+
+    COMMAND: ClassVar[Literal["run", "demo", "record"]] = "record"
+    corpus: Path
+    probe: str
+    arm: str
+    batch_dir: Path
+    """Required: a batch to add to, or a new or empty directory to start one in."""
+    produced: tuple[str, ...] = ()
+    retries: int = 0
 
 
-COUNT_FLOORS: Final = {"max_processes": 8, "max_open_files": 20}
-"""The least each count limit takes: Node.js alone runs 7 threads beside the sandbox's init
-shell, and opens 19 files before the CLI reads its prompt (measured on the pinned CLI's Node),
-so below these no session can start."""
+@dataclass(frozen=True, kw_only=True)
+class ResumeArgs:
+    """``resume BATCH``: what this invocation replaces of the recorded options (None: as
+    recorded; the budget's rule is docs/batch.md, "Budgets")."""
+
+    batch: Path
+    corpus: Path | None = None
+    retries: int | None = None
+    max_cost_cents: int | None = None
+    est_session_cents: int | None = None
+    max_wall_s: float | None = None
+    hard_wall: bool | None = None
 
 
-def count_at_least(floor: int) -> Callable[[str], int]:
-    """argparse type: a whole number of at least ``floor`` (a count limit's floor, named in the
-    refusal)."""
-    def parse(text: str) -> int:
-        value = _whole(text)
-        if value < floor:
-            raise argparse.ArgumentTypeError(
-                f"must be at least {floor}, the least a session can start with; got {value}")
-        return value
-    return parse
+@dataclass(frozen=True, kw_only=True)
+class PlanArgs:
+    """``plan``: the plan of ``tier`` over ``corpus``, printed as ``format``."""
+
+    corpus: Path
+    tier: str | None = None
+    seed: int = 0
+    format: Literal["text", "yaml", "json"] = "text"
 
 
-def size_at_least(floor: int) -> Callable[[str], int]:
-    """argparse type: `size_bytes` of at least ``floor`` bytes (a size limit's floor, named in
-    the refusal with its reason)."""
-    def parse(text: str) -> int:
-        value = size_bytes(text)
-        if value < floor:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is {format_bytes(value)}, below the least a session can start "
-                f"with, {format_bytes(floor)} (a size takes K, M or G: e.g. 512M)")
-        return value
-    return parse
+@dataclass(frozen=True, kw_only=True)
+class SealArgs:
+    """``seal``: one sealed workspace of ``probe`` x ``arm`` written to ``out``."""
+
+    corpus: Path
+    probe: str
+    arm: str = "present"
+    out: Path
+    explain: bool = False
 
 
-def concurrency(text: str) -> int:
-    """argparse type: ``--concurrency``, 1 to `MAX_POOL_USERS` (a root runner runs each
-    session at once as its own session user, and the pool holds at most that many:
-    docs/host.md)."""
-    value = positive_int(text)
-    if value > MAX_POOL_USERS:
-        raise argparse.ArgumentTypeError(
-            f"must be at most {MAX_POOL_USERS}, the most session users a runner leases at "
-            f"once (each running session is its own user); got {value}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class CheckTranscriptArgs:
+    """``check-transcript``: the contract check of each file."""
+
+    files: tuple[Path, ...]
 
 
-def stdout_bound(text: str) -> int:
-    """argparse type of ``--max-stdout``: a size (`size_bytes`) of at least
-    `sandbox.MIN_STDOUT_BYTES` (docs/cli.md, "Defaults")."""
-    value = size_bytes(text)
-    if value < MIN_STDOUT_BYTES:
-        raise argparse.ArgumentTypeError(
-            f"must be at least {format_bytes(MIN_STDOUT_BYTES)} (one large line of a real "
-            f"session passes 1 MB), got {text!r}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class DoctorArgs:
+    """``doctor``: the host preflight, with the harness and bwrap a batch would use."""
+
+    api_key_env: str | None = None
+    harness_path: Path | None = None
+    bwrap: str = "bwrap"
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+@dataclass(frozen=True, kw_only=True)
+class StatusArgs:
+    """``status``: how ``batch`` stands."""
+
+    batch: Path
+    json: bool = False
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1 (``--concurrency``, budgets)."""
-    value = _whole(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class ShowArgs:
+    """``show``: one session's attempts."""
+
+    batch: Path
+    arm: str
+    probe: str
+    session: str
 
 
-def nonnegative_int(text: str) -> int:
-    """argparse type: a whole number of at least 0 (``--seed``, ``--retries``)."""
-    value = _whole(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class RetranscribeArgs:
+    """``retranscribe``: ``batch``'s events derived again; ``corpus`` where it is now."""
+
+    batch: Path
+    corpus: Path | None = None
 
 
-def workspace_path(text: str) -> str:
-    """argparse type: a batch's workspace path (``--workspace-path``), normalised (RC-02)."""
-    try:
-        return check_workspace_path(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+@dataclass(frozen=True, kw_only=True)
+class ReportArgs:
+    """``report``: the arms of ``batches`` side by side per probe."""
+
+    batches: tuple[Path, ...]
+    json: bool = False
+    html: Path | None = None
+    side_by_side: bool = False
 
 
-def corpus_of(args: argparse.Namespace) -> Path | None:
-    """The corpus given positionally or as ``--corpus`` (both: the same one).
-
-    Raises:
-        UsageError: two different corpora were given.
-    """
-    pos = getattr(args, "corpus_pos", None)
-    opt = getattr(args, "corpus_opt", None)
-    if pos is not None and opt is not None and pos != opt:
-        raise UsageError("give the corpus once, positionally or as --corpus")
-    return opt or pos
+CommandArgs = (NewBatchArgs | ResumeArgs | PlanArgs | SealArgs | CheckTranscriptArgs
+               | DoctorArgs | StatusArgs | ShowArgs | RetranscribeArgs | ReportArgs)
+"""What any command was given."""
 
 
-def resolve_harness(path: Path | None, default: Path) -> Path:
+def resolve_harness_path(path: Path | None, default: Path) -> Path:
     """The harness executable, resolved.
 
     Raises:
@@ -181,63 +237,57 @@ def resolve_harness(path: Path | None, default: Path) -> Path:
     return resolved
 
 
-SESSION_LIMITS: Final = ("max_processes", "max_memory_bytes", "max_tmp_bytes",
-                         "max_write_bytes", "max_open_files", "max_connections",
-                         "max_stdout_bytes")
-"""The per-session limits' option names (`BatchOptions`, the parser's destinations)."""
-
-
-def batch_options(args: argparse.Namespace, *, command: str, corpus: Path, tier: str,
-                  harness: Path, **fixed: object) -> BatchOptions:
-    """The options of a new batch from ``run``/``demo``/``record`` arguments (``fixed`` wins).
+def batch_options(args: NewBatchArgs, *, corpus: Path, tier: str, harness_path: Path,
+                  model: str) -> BatchOptions:
+    """The options of a new batch (``args.COMMAND``) over the resolved ``corpus``, with the
+    plan's ``tier`` and ``model`` and the resolved ``harness_path``.
 
     Raises:
-        UsageError: a combination the options refuse (the message says which).
+        UsageError: a combination the options refuse (the message names the flags and says
+            the rule).
     """
-    values: dict[str, object] = {
-        "command": command, "corpus": str(corpus), "tier": tier,
-        "seed": getattr(args, "seed", 0), "harness": str(harness),
-        "plan_file": str(Path(args.plan).resolve()) if getattr(args, "plan", None) else None,
-        "model": getattr(args, "model", None), "bwrap": args.bwrap,
-        "provider": getattr(args, "provider", "anthropic"),
-        "provider_url": _provider_url(args),
-        "scripts": str(Path(args.scripts).resolve()) if getattr(args, "scripts", None) else None,
-        "api_key_env": getattr(args, "api_key_env", None),
-        "network": getattr(args, "network", None),
-        "workspace_path": (getattr(args, "workspace_path", None)
-                           or default_workspace_path(corpus.name)),
-    }
-    for name in ("concurrency", "session_timeout_s", "watchdog_s", "post_result_grace_s",
-                 "retries", "max_cost_cents", "est_session_cents", "max_wall_s",
-                 "hard_wall", "retry_backoff_s", "discard_workspaces", "keep_streams",
-                 "allow_identical_arms", *SESSION_LIMITS):
-
-        value = getattr(args, name, None)
-        if value is not None:
-            values[name] = value
-    values.update(fixed)
-    if values["provider"] == "scripted" and not values.get("scripts"):
+    if args.provider == "scripted" and args.scripts is None:
         raise UsageError("--provider scripted needs --scripts DIR: the directory of the "
                          "provider's scripts (docs/provider.md)")
-    if values["provider"] != "scripted" and getattr(args, "scripts", None):
+    if args.provider != "scripted" and args.scripts is not None:
         raise UsageError("--scripts DIR is for --provider scripted")
-    return BatchOptions.model_validate(values)
+    try:
+        return BatchOptions(
+            command=args.COMMAND, corpus=str(corpus), tier=tier, seed=args.seed,
+            plan_file=str(args.plan.resolve()) if args.plan is not None else None,
+            model=model, harness_path=str(harness_path), bwrap=args.bwrap, provider=args.provider,
+            provider_url=_provider_url(args),
+            scripts=str(args.scripts.resolve()) if args.scripts is not None else None,
+            api_key_env=args.api_key_env, network=args.network,
+            workspace_path=args.workspace_path or default_workspace_path(corpus.name),
+            concurrency=args.concurrency, session_timeout_s=args.session_timeout_s,
+            watchdog_s=args.watchdog_s, post_result_grace_s=args.post_result_grace_s,
+            retries=args.retries, retry_backoff_s=args.retry_backoff_s,
+            max_cost_cents=args.max_cost_cents, est_session_cents=args.est_session_cents,
+            max_wall_s=args.max_wall_s, hard_wall=args.hard_wall,
+            discard_workspaces=args.discard_workspaces, keep_streams=args.keep_streams,
+            allow_identical_arms=args.allow_identical_arms,
+            max_processes=args.max_processes, max_memory_bytes=args.max_memory_bytes,
+            max_tmp_bytes=args.max_tmp_bytes, max_write_bytes=args.max_write_bytes,
+            max_open_files=args.max_open_files, max_connections=args.max_connections,
+            max_stdout_bytes=args.max_stdout_bytes)
+    except ValidationError as exc:
+        raise UsageError(f"{args.COMMAND}: {exc}") from exc
 
 
-def _provider_url(args: argparse.Namespace) -> str | None:
-    if getattr(args, "provider", "anthropic") == "scripted":
-        if getattr(args, "provider_url", None):
+def _provider_url(args: NewBatchArgs) -> str | None:
+    if args.provider == "scripted":
+        if args.provider_url:
             raise UsageError("--provider-url is for a real provider; the scripted provider "
                              "starts on loopback by itself")
         return None
-    return getattr(args, "provider_url", None) or os.environ.get("ANTHROPIC_BASE_URL") or None
+    return args.provider_url or os.environ.get("ANTHROPIC_BASE_URL") or None
 
 
-def resume_overrides(args: argparse.Namespace) -> ResumeOverrides:
+def resume_overrides(args: ResumeArgs) -> ResumeOverrides:
     """What ``resume``'s flags replace of the recorded options."""
-    corpus = corpus_of(args)
     return ResumeOverrides(
-        corpus=str(corpus.expanduser().resolve()) if corpus else None,
+        corpus=str(args.corpus.expanduser().resolve()) if args.corpus else None,
         retries=args.retries, max_cost_cents=args.max_cost_cents,
         est_session_cents=args.est_session_cents, max_wall_s=args.max_wall_s,
-        hard_wall=getattr(args, "hard_wall", None))
+        hard_wall=args.hard_wall)

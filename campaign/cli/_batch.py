@@ -7,10 +7,9 @@ live view, a summary, and the exit status of docs/cli.md.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,36 +30,39 @@ from campaign.batch import (
 from campaign.corpus import Corpus, load_corpus
 from campaign.plan import Plan, compose_plan, load_plan_file, recompose
 from campaign.supervisor import (
-    BatchContext,
     BatchOutcome,
     Budgets,
     RunLimits,
     SessionSpec,
     Supervisor,
-    planned_sessions,
     session_order,
 )
 from demo import example_paths
 from recorder import McpConfigError
-from sandbox import Credentials, CredentialsMissing, host_credentials, measure_host_layout
+from sandbox import Credentials, CredentialsMissing, host_credentials
 
-from ._args import batch_options, corpus_of, resolve_harness, resume_overrides
+from ._args import (
+    DemoArgs,
+    ResumeArgs,
+    RunArgs,
+    batch_options,
+    resolve_harness_path,
+    resume_overrides,
+)
 from ._console import StderrConsole, StdoutConsole, stdout_gone
+from ._context import batch_context
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
 from ._provider import start_provider
 from ._reading import batch_reading
 from ._view import LiveView, arms_table
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Sequence
 
     from campaign.batch import BatchOptions
 
 DEFAULT_TIER = "campaign"
 """The tier when neither --tier nor --plan names one."""
-DEMO_SESSION_TIMEOUT_S = 300.0
-"""The demo's sessions are short scripted ones: a hung one is ended after 5 minutes."""
-DEMO_WATCHDOG_S = 120.0
 
 
 def checkout() -> Path:
@@ -68,7 +70,7 @@ def checkout() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def default_harness() -> Path:
+def default_harness_path() -> Path:
     """The pinned CLI that `make` installs under ``.harness/`` of the checkout (or of the cwd)."""
     for base in (checkout(), Path.cwd()):
         candidate = base / ".harness" / "node_modules" / ".bin" / "claude"
@@ -136,37 +138,32 @@ class _Invocation:
     """resume: the batch as read (`open_batch` goes on from it)."""
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: RunArgs) -> int:
     """``run``: a batch of probes x arms x repetitions sessions."""
-    root = corpus_of(args)
-    if root is None:
-        raise UsageError("run: the corpus is required (CORPUS or --corpus DIR)")
-    corpus = load_corpus_or_usage(root)
+    corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed,
                    plan_file=args.plan, model=args.model)
-    harness = resolve_harness(args.harness, default_harness())
-    options = _options(args, "run", corpus=corpus.root, tier=plan.tier, harness=harness,
-                       model=plan.model)
+    harness_path = resolve_harness_path(args.harness_path, default_harness_path())
+    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
+                            model=plan.model)
     return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
+def cmd_demo(args: DemoArgs) -> int:
     """``demo``: the bundled example corpus, tier campaign, the scripted provider, the real
     pinned CLI under real bwrap."""
-    harness = resolve_harness(args.harness, default_harness())
+    harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     with example_paths() as (corpus_root, scripts_dir):  # the demo double's own corpus
         corpus = load_corpus_or_usage(corpus_root)
-        plan = compose(corpus, tier=DEFAULT_TIER, seed=0, plan_file=None, model=None)
-        options = _options(args, "demo", corpus=corpus.root, tier=plan.tier, harness=harness,
-                           model=plan.model, provider="scripted", scripts=str(scripts_dir),
-                           provider_url=None, seed=0, session_timeout_s=DEMO_SESSION_TIMEOUT_S,
-                           watchdog_s=DEMO_WATCHDOG_S)
+        plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
+        options = batch_options(replace(args, scripts=scripts_dir), corpus=corpus.root,
+                                tier=plan.tier, harness_path=harness_path, model=plan.model)
         return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
 
 
-def cmd_resume(args: argparse.Namespace) -> int:
+def cmd_resume(args: ResumeArgs) -> int:
     """``resume BATCH``: run what did not finish, with the batch's recorded options."""
-    batch = Path(args.batch).expanduser().resolve()
+    batch = args.batch.expanduser().resolve()
     # Read once: config.yaml, plan.yaml and the ledger (with the transcripts, which the
     # journal goes on from when nothing was appended before the lock is taken).
     with batch_reading(batch, hint="`resume` takes a batch directory made by run or demo",
@@ -200,13 +197,6 @@ def _resume(args: argparse.Namespace, batch: Path, reading: BatchReading) -> int
                                reading=reading))
 
 
-def _options(args: argparse.Namespace, command: str, **fixed: object) -> BatchOptions:
-    try:
-        return batch_options(args, command=command, **fixed)  # type: ignore[arg-type]
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise UsageError(f"{command}: {exc}") from exc
-
-
 def execute(inv: _Invocation) -> int:
     """Open the batch, run its outstanding sessions under the view, report; the exit status."""
     err = StderrConsole()
@@ -215,17 +205,18 @@ def execute(inv: _Invocation) -> int:
         raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
                          "running when that wall-clock budget is reached (docs/batch.md, "
                          "\"Budgets\")")
+    order = tuple(session_order(inv.plan))  # the batch order, once: planned, counted, run
     request = BatchRequest(
         provider=start_provider,
         mode="resume" if inv.mode == "resume" else "new", options=options, corpus=inv.corpus,
         plan=inv.plan, credentials=credentials_for(options), batch_dir=inv.batch_dir,
-        planned=tuple(planned_sessions(inv.plan)), arms_used=inv.plan.arms,
+        planned=tuple((spec.key, spec.repetition) for spec in order), arms_used=inv.plan.arms,
         probes_used=tuple(p.id for p in inv.plan.probes), sets_budget=inv.sets_budget,
         reading=inv.reading)
     with open_batch(request, notify=lambda text: err.print(block(text), markup=False,
                                                            soft_wrap=True)) as opened:
-        _header(err, opened, sum(1 for _ in _outstanding(opened)), inv.mode)
-        specs = _outstanding(opened)
+        specs = _outstanding(opened, order)
+        _header(err, opened, len(specs), inv.mode)
         supervisor = _supervisor(opened)
         with LiveView() as view:
             supervisor.view = view
@@ -234,46 +225,23 @@ def execute(inv: _Invocation) -> int:
     return batch_exit_status(outcome)
 
 
-def _outstanding(opened: OpenBatch) -> Iterator[SessionSpec]:
-    """The outstanding sessions in the batch's order, each made when the fan-out takes it
-    (a list held every session's spec for the whole batch). Only the fan-out moves a
-    session it has not yet taken, so taken later it is outstanding as it was at the start."""
+def _outstanding(opened: OpenBatch, order: Sequence[SessionSpec]) -> list[SessionSpec]:
+    """The sessions of ``order`` (the batch's, `session_order`) still outstanding once the
+    batch is open: new to the ledger, or left in a state worth another attempt."""
     fold = opened.journal.fold
-    return (spec for spec in session_order(opened.plan)
-            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding)
+    return [spec for spec in order
+            if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding]
 
 
 def _supervisor(opened: OpenBatch) -> Supervisor:
     options = opened.options
-    ctx = BatchContext(
-        batch=opened.path, corpus=opened.corpus, plan=opened.plan,
-        harness=Path(options.harness), bwrap=options.bwrap, credentials=opened.credentials,
-        provider_url=opened.provider_url, layout=measure_host_layout(),
-        session_timeout_s=options.session_timeout_s, watchdog_s=options.watchdog_s,
-        post_result_grace_s=options.post_result_grace_s, invocation=opened.invocation,
-        workspace_path=_workspace_path(options), sessions=opened.sessions,
-        host_skill_dirs=_skill_dirs(), discard_workspaces=options.discard_workspaces,
-        keep_streams=options.keep_streams,
-        network=opened.network, limits=options.session_limits())
     limits = RunLimits(concurrency=options.concurrency, retries=options.retries,
                        backoff_s=options.retry_backoff_s,
                        budgets=Budgets(max_cost_cents=options.max_cost_cents,
                                        est_session_cents=options.est_session_cents,
                                        max_wall_s=options.max_wall_s,
                                        hard_wall=options.hard_wall))
-    return Supervisor(ctx, opened.journal, limits)
-
-
-def _workspace_path(options: BatchOptions) -> str:
-    """The batch's workspace path; every batch this runner opens to run has one (format 2)."""
-    assert options.workspace_path is not None, "a batch of format 1 is never run"
-    return options.workspace_path
-
-
-def _skill_dirs() -> tuple[Path, ...]:
-    from campaign.batch import host_skill_dirs
-
-    return host_skill_dirs()
+    return Supervisor(batch_context(opened), opened.journal, limits)
 
 
 def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> None:

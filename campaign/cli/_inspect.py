@@ -3,7 +3,6 @@ doctor."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -17,8 +16,8 @@ from campaign.seal import check_folds, explain, resolve_session, seal_workspace
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
-from ._args import corpus_of, resolve_harness
-from ._batch import compose, default_harness, load_corpus_or_usage
+from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness_path
+from ._batch import compose, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole, quiet_pipe
 from ._doctor_view import exit_status, print_report
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
@@ -27,16 +26,9 @@ _CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)
                 "unverified": "could not verify"}
 
 
-def _corpus(args: argparse.Namespace) -> Path:
-    root = corpus_of(args)
-    if root is None:
-        raise UsageError(f"{args.command}: the corpus is required (CORPUS or --corpus DIR)")
-    return root
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
+def cmd_plan(args: PlanArgs) -> int:
     """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input)."""
-    corpus = load_corpus_or_usage(_corpus(args))
+    corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
     try:  # what run would refuse before spending, plan refuses before printing
         for probe in plan.probes:
@@ -49,9 +41,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_seal(args: argparse.Namespace) -> int:
+def cmd_seal(args: SealArgs) -> int:
     """``seal``: one sealed workspace; ``--explain`` lists every removal and why."""
-    corpus = load_corpus_or_usage(_corpus(args))
+    corpus = load_corpus_or_usage(args.corpus)
     if args.probe not in corpus.probes:
         raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
     try:
@@ -68,7 +60,7 @@ def cmd_seal(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_check_transcript(args: argparse.Namespace) -> int:
+def cmd_check_transcript(args: CheckTranscriptArgs) -> int:
     """``check-transcript FILE...``: one line per file (and its reasons); 1 if any is refused,
     else 4 if any could not be verified, else 0 (never a pass for "could not verify")."""
     results = [(path, check_transcript_file(path)) for path in args.files]
@@ -83,7 +75,7 @@ def cmd_check_transcript(args: argparse.Namespace) -> int:
     return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
+def cmd_doctor(args: DoctorArgs) -> int:
     """``doctor``: every host check, three answers each; 0 all ok, 12 any broken, else 4.
 
     Reads and probes only: it removes left-over credentials copies (and says
@@ -96,13 +88,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for left in sweep_killed_runners():
         err.print(f"ended and removed what a killed runner left: {left}", markup=False,
                   soft_wrap=True)
-    harness: Path | None
+    harness_path: Path | None
     try:
-        harness = resolve_harness(args.harness, default_harness())
+        harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     except UsageError:
-        harness = None
-    report = doctor_checks(bwrap=args.bwrap, harness=harness, host_skill_dirs=host_skill_dirs(),
-                           api_key_env=args.api_key_env)
+        harness_path = None
+    report = doctor_checks(bwrap=args.bwrap, harness=harness_path,
+                           host_skill_dirs=host_skill_dirs(), api_key_env=args.api_key_env)
     with quiet_pipe():  # the status is decided: a reader that goes away does not change it
         print_report(report)
     return exit_status(report)

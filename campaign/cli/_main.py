@@ -5,8 +5,8 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Sequence
+from typing import NoReturn
 
 from campaign._errors import CampaignError
 from campaign._terminal_text import block
@@ -24,10 +24,8 @@ from ._errors import (
     PreflightStop,
     UsageError,
 )
-from ._parser import build_parser
+from ._parser import parse_command
 
-if TYPE_CHECKING:
-    import argparse
 
 def _say(text: str) -> None:
     # A message may quote what a session sent (a reason, a path): its controls escaped.
@@ -36,13 +34,9 @@ def _say(text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Parse ``argv``, run the command, exit with its status."""
-    args = build_parser().parse_args(argv)
-    needs = getattr(args, "_needs_corpus", None)
-    if needs is not None and args.corpus_pos is None and args.corpus_opt is None:
-        needs.error("the corpus is required: give it as CORPUS or --corpus DIR")
-    func: Callable[[argparse.Namespace], int] = args.func
+    parsed = parse_command(argv)
     try:
-        code = func(args)
+        code = parsed.run()
     except (UsageError, CampaignError, BatchBusy) as exc:
         _say(str(exc))
         code = EXIT_USAGE

@@ -6,26 +6,24 @@ Exit: 0 recorded; 12 refused (RC-05, RC-07, RC-09); 1 any other final state;
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 
 from campaign._terminal_text import block, one_line
 from campaign.batch import BatchRequest, FinalRecord, open_batch, transcript_path
-from campaign.supervisor import BatchContext, RunLimits, SessionSpec, Supervisor
+from campaign.supervisor import RunLimits, SessionSpec, Supervisor
 from recorder import is_recorded, is_refusal
-from sandbox import measure_host_layout
 
-from ._args import corpus_of, resolve_harness
-from ._batch import _options, compose, credentials_for, default_harness, load_corpus_or_usage
+from ._args import RecordArgs, batch_options, resolve_harness_path
+from ._batch import compose, credentials_for, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole
+from ._context import batch_context
 from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
 from ._provider import start_provider
 
 if TYPE_CHECKING:
-    from campaign.batch import BatchFold, BatchOptions
+    from campaign.batch import BatchFold
 
 
 def next_record_name(fold: BatchFold, *, arm: str, probe: str) -> str:
@@ -38,21 +36,18 @@ def next_record_name(fold: BatchFold, *, arm: str, probe: str) -> str:
     return f"r{highest + 1}"
 
 
-def cmd_record(args: argparse.Namespace) -> int:
+def cmd_record(args: RecordArgs) -> int:
     """``record``: one session into ``--batch-dir``; see the module docstring for statuses."""
-    root = corpus_of(args)
-    if root is None:
-        raise UsageError("record: the corpus is required (--corpus DIR)")
-    corpus = load_corpus_or_usage(root)
+    corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=args.model)
     if args.probe not in corpus.probes:
         raise UsageError(f"probe {args.probe!r} is not on the shelf docs/probes/ of {corpus.root}")
     if args.arm not in plan.arms:
         raise UsageError(f"arm {args.arm!r} is not an arm of tier {plan.tier} "
                          f"({', '.join(plan.arms)}); pass the --tier that runs it")
-    harness = resolve_harness(args.harness, default_harness())
-    options = _options(args, "record", corpus=corpus.root, tier=plan.tier, harness=harness,
-                       model=plan.model, retries=0)
+    harness_path = resolve_harness_path(args.harness_path, default_harness_path())
+    options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
+                            model=plan.model)
     err = StderrConsole()
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
@@ -64,17 +59,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         probe = next(p for p in plan.probes if p.id == args.probe)
         name = next_record_name(fold, arm=args.arm, probe=args.probe)
         spec = SessionSpec(probe=probe, arm=plan.arm_spec(args.arm), repetition=0, session=name)
-        ctx = BatchContext(
-            batch=opened.path, corpus=corpus, plan=plan, harness=harness, bwrap=options.bwrap,
-            credentials=opened.credentials, provider_url=opened.provider_url,
-            layout=measure_host_layout(), session_timeout_s=options.session_timeout_s,
-            watchdog_s=options.watchdog_s, post_result_grace_s=options.post_result_grace_s,
-            invocation=opened.invocation, host_skill_dirs=_skill_dirs(),
-            workspace_path=_workspace_path(options), sessions=opened.sessions,
-            produced_extra=tuple(args.produced), network=opened.network,
-            limits=options.session_limits())
         supervisor = Supervisor(
-            ctx, opened.journal, RunLimits(concurrency=1, retries=0, backoff_s=1.0),
+            batch_context(opened, produced_extra=args.produced), opened.journal,
+            RunLimits(concurrency=1, retries=0, backoff_s=1.0),
             done_detail=f"record ran one session ({args.arm} {args.probe} {name}); the "
                         "batch's planned sessions are run by run and resume")
         outcome = anyio.run(supervisor.run, [spec], backend="trio")
@@ -106,18 +93,6 @@ def _final_of(fold: BatchFold, spec: SessionSpec) -> FinalRecord | None:
             spec.arm.arm, spec.probe.id, spec.session):
         return last
     return None
-
-
-def _workspace_path(options: BatchOptions) -> str:
-    """The batch's workspace path; a batch this runner records into has one (format 2)."""
-    assert options.workspace_path is not None, "a batch of format 1 is never recorded into"
-    return options.workspace_path
-
-
-def _skill_dirs() -> tuple[Path, ...]:
-    from campaign.batch import host_skill_dirs
-
-    return host_skill_dirs()
 
 
 def record_warnings(record: FinalRecord) -> list[str]:

@@ -10,7 +10,6 @@ names the member that differs; ``--side-by-side`` shows them apart).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,17 +19,18 @@ from campaign.report import build_report, print_report, render_page, report_json
 from campaign.supervisor import refused_write
 from recorder import write_atomic
 
+from ._args import ReportArgs
 from ._errors import EXIT_OK, UsageError
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: ReportArgs) -> int:
     """``report``: print the report of the batches (module docstring).
 
     Raises:
         ReportError: a batch is not readable, named twice, or batches differ (exit 2).
         UsageError: the page cannot be written where ``--html`` says (exit 2).
     """
-    paths = [Path(b).expanduser().resolve() for b in args.batches]
+    paths = [b.expanduser().resolve() for b in args.batches]
     report = build_report(paths, side_by_side=args.side_by_side)
     if args.html is not None:
         page = Path(args.html).expanduser()

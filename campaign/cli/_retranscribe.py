@@ -6,7 +6,6 @@ Exit 0, or 2 when BATCH is not a batch, is in use, or its corpus changed.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -26,15 +25,15 @@ from campaign.batch import (
 from campaign.plan import recompose
 from campaign.supervisor import retranscribe
 
-from ._args import corpus_of
+from ._args import RetranscribeArgs
 from ._batch import load_corpus_or_usage
 from ._errors import EXIT_OK, UsageError, plural
 from ._reading import batch_reading
 
 
-def cmd_retranscribe(args: argparse.Namespace) -> int:
+def cmd_retranscribe(args: RetranscribeArgs) -> int:
     """``retranscribe``: append a ``rederived`` record per session and render the transcripts."""
-    batch = Path(args.batch).expanduser().resolve()
+    batch = args.batch.expanduser().resolve()
     # The ledger as it stands (retranscribe appends no invocation, so a killed runner's
     # attempt stays as the ledger shows it); the journal goes on from this reading.
     with batch_reading(batch, transcripts=True, settle=False,
@@ -44,15 +43,16 @@ def cmd_retranscribe(args: argparse.Namespace) -> int:
 
 def _retranscribe(args: argparse.Namespace, batch: Path, reading: BatchReading) -> int:
     config, recorded = reading.config, reading.plan
-    root = corpus_of(args) or Path(config.options.corpus)
+    root = args.corpus or Path(config.options.corpus)
     corpus = load_corpus_or_usage(root)
     try:
-        current = recompose(recorded, corpus).model_copy(update={"model": recorded.model,
-                                                                 "harness": recorded.harness})
+        current = recompose(recorded, corpus).model_copy(update={
+            "model": recorded.model, "runner_version": recorded.runner_version})
     except CampaignError as exc:
         raise UsageError(f"batch {batch}: {exc}") from exc
-    moved = compare_batch(recorded, current, recorded_harness="", current_harness="",
-                          recorded_tree=read_tree(batch), current_tree=corpus.files)
+    moved = compare_batch(recorded, current, recorded_harness_version="",
+                          current_harness_version="", recorded_tree=read_tree(batch),
+                          current_tree=corpus.files)
     if moved:
         raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
                          f"{'; '.join(moved)}; give that corpus with --corpus DIR")

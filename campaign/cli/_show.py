@@ -9,7 +9,6 @@ understood. Exit 0, or 2 when BATCH is not a batch or holds no such session.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -20,6 +19,7 @@ from campaign.batch import FinalRecord, LedgerCorrupt, StartedRecord, read_ledge
 from campaign.supervisor import FINAL_TEXT_NAME
 from recorder import Call
 
+from ._args import ShowArgs
 from ._errors import EXIT_OK, UsageError
 from ._reading import batch_reading
 
@@ -109,9 +109,9 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
                    f"({final.stream_bytes or 0} bytes received)")
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def cmd_show(args: ShowArgs) -> int:
     """``show``: print one session's attempts (module docstring)."""
-    batch = Path(args.batch).expanduser().resolve()
+    batch = args.batch.expanduser().resolve()
     fold = batch_reading(batch, is_dir_first=True).fold  # refuses what is not a batch
     slots = _attempts(batch, args.arm, args.probe, args.session)
     if not slots:

@@ -11,7 +11,6 @@ not a batch.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from campaign._json_text import json_safe
 from campaign._terminal_text import one_line
 from campaign.batch import BatchFold, BatchReading, BatchStatistics, SessionLog, batch_budget
 
+from ._args import StatusArgs
 from ._console import StdoutConsole
 from ._errors import EXIT_OK
 from ._reading import batch_reading
@@ -80,9 +80,9 @@ def _key(log: SessionLog) -> dict[str, Any]:
             "attempt": log.attempts}
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(args: StatusArgs) -> int:
     """``status``: print the batch's standing (module docstring)."""
-    batch = Path(args.batch).expanduser().resolve()
+    batch = args.batch.expanduser().resolve()
     reading = batch_reading(batch, is_dir_first=True)
     data = status_data(batch, reading)
     if args.json:

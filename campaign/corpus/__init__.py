@@ -28,6 +28,7 @@ from ._largefiles import file_size as file_size
 from ._largefiles import large_file_notes as large_file_notes
 from ._schema import DIGEST_PATTERN as DIGEST_PATTERN
 from ._schema import describe_validation as describe_validation
+from ._tools import PINNED_HARNESS_VERSION as PINNED_HARNESS_VERSION
 from ._tools import check_allowed_tools as check_allowed_tools
 from ._yamlload import describe_yaml_error as describe_yaml_error
 from ._yamlload import load_yaml as load_yaml

@@ -11,7 +11,6 @@ from ._arms import Removal as Removal
 from ._arms import arm_effect as arm_effect
 from ._arms import arms_without_effect as arms_without_effect
 from ._arms import check_arm as check_arm
-from ._arms import harness_flags as harness_flags
 from ._arms import is_layer_path as is_layer_path
 from ._arms import reads_bytes as reads_bytes
 from ._order import ORDER_ALGORITHM as ORDER_ALGORITHM
@@ -22,8 +21,8 @@ from ._plan import PlanArm as PlanArm
 from ._plan import PlanProbe as PlanProbe
 from ._plan import compose_plan as compose_plan
 from ._plan import dump_plan as dump_plan
-from ._plan import harness_version as harness_version
 from ._plan import load_plan_file as load_plan_file
 from ._plan import plan_arm as plan_arm
 from ._plan import plan_probe as plan_probe
 from ._plan import recompose as recompose
+from ._plan import runner_version as runner_version

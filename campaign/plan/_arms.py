@@ -267,10 +267,6 @@ class ArmSpec:
     identity: str
     """Digest of the two lines ``layer <layer>`` and ``flags <flags>``: the arm's identity."""
 
-    def harness_flags(self) -> dict[str, object]:
-        """The harness flags the identity covers (RC-04), as config.yaml records them."""
-        return harness_flags(self.allowed_tools)
-
 
 def harness_flags(allowed_tools: Iterable[str]) -> dict[str, object]:
     """Permission mode, setting sources, allowed and disallowed tools, as a JSON-able dict."""

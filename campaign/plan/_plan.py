@@ -6,7 +6,8 @@ Digest rules (docs/plan.md, "The six identity members"; the file shape is there 
 * ``lock`` - the lock file's digest; without one, probe.yml's (``lock_source`` says so).
 * ``selection`` - sha256 of the sorted selected probe ids joined by ``\\n``.
 * ``read_set`` - `tree_digest` over the selected probe files and what they examine.
-* ``seed`` - the caller's. ``harness`` - ``headwater-campaign <version>``.
+* ``seed`` - the caller's. ``harness`` - the runner's version, ``headwater-campaign <version>``
+  (`Plan.runner_version`).
 
 Each arm of the tier is stated with its identity (`campaign.plan._arms.ArmSpec`):
 its allowed tools, the digest of its workspace layer and of its harness flags,
@@ -49,7 +50,7 @@ from campaign.corpus import (
 )
 from recorder import digest_text, tree_digest
 
-from ._arms import Arm, arm_spec
+from ._arms import Arm, ArmSpec, arm_spec
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
@@ -103,13 +104,18 @@ class PlanArm(_Closed):
 class Plan(_Closed):
     """A composed plan. Dumped by `dump_plan`, read back by `load_plan_file`."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
+
     tree: Digest
     lock: Digest
     selection: Digest
     read_set: Digest
     seed: int = Field(strict=True, ge=0)
-    harness: str
-    """``headwater-campaign <version>``: the planner's version, never Claude Code's."""
+    runner_version: str = Field(alias="harness")
+    """``headwater-campaign <version>``: the planner's version, never Claude Code's (the key
+    ``harness`` in a plan file, as it always was)."""
     tier: Tier
     arms: tuple[Arm, ...] = Field(min_length=1)
     repetitions: int = Field(ge=1, strict=True)
@@ -140,11 +146,17 @@ class Plan(_Closed):
         return self
 
     COMPARABLE: ClassVar[tuple[str, ...]] = (
-        "tree", "lock", "selection", "read_set", "seed", "harness", "arm_specs")
+        "tree", "lock", "selection", "read_set", "seed", "runner_version", "arm_specs")
     """The members that make two plans the same measurement: equal in each, two batches
     measure the same thing (``resume`` and ``record`` continue a batch only then, the report
     merges batches only then, and a given plan file must compose to them). Compared in this
     order, by `moved`."""
+
+    @classmethod
+    def key(cls, member: str) -> str:
+        """The key a plan file spells ``member`` with (``runner_version``: ``harness``); what
+        a message names, so a reader finds it in plan.yaml."""
+        return cls.model_fields[member].alias or member
 
     def moved(self, other: Plan) -> list[str]:
         """The `COMPARABLE` members in which ``other`` differs from this plan, in that order."""
@@ -163,7 +175,7 @@ class Plan(_Closed):
                                              f"({', '.join(self.arms)})")
 
 
-def harness_version() -> str:
+def runner_version() -> str:
     """``headwater-campaign <version>`` from the installed distribution's metadata."""
     try:
         version = importlib.metadata.version(DISTRIBUTION)
@@ -203,13 +215,17 @@ def plan_arm(corpus: Corpus, arm: str, tools: Iterable[str]) -> PlanArm:
     Raises:
         ArmError: see `arm_spec`.
     """
-    a = arm_spec(corpus, arm, tools)
-    return PlanArm.model_validate({"arm": a.arm, "allowed_tools": a.allowed_tools,
-                                   "layer": a.layer, "flags": a.flags, "identity": a.identity})
+    return _plan_arm(arm_spec(corpus, arm, tools))
+
+
+def _plan_arm(spec: ArmSpec) -> PlanArm:
+    """``spec`` as a plan states it (its layer's file count is not a plan member)."""
+    return PlanArm(arm=spec.arm, allowed_tools=spec.allowed_tools, layer=spec.layer,
+                   flags=spec.flags, identity=spec.identity)
 
 
 def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ...],
-           repetitions: int, seed: int, harness: str, model: str,
+           repetitions: int, seed: int, runner: str, model: str,
            tools: tuple[str, ...], tools_source: str | None = None) -> Plan:
     """The plan of ``ids`` over ``corpus``; ``tools_source`` names where ``tools`` come from in
     an error (default: the corpus's probe.yml)."""
@@ -217,17 +233,14 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
     chosen = [corpus.probes[i] for i in sorted(ids)]
     read = _files(corpus, [p.path for p in chosen] + [e for p in chosen for e in p.examines])
     probes = [plan_probe(corpus, p.id) for p in chosen]
-    specs = [arm_spec(corpus, arm, tools) for arm in arms]
-    return Plan.model_validate({
-        "tree": corpus.tree, "lock": corpus.lock, "selection": selection_digest(ids),
-        "read_set": tree_digest({f.path: f.digest for f in read}), "seed": seed,
-        "harness": harness, "tier": tier, "arms": arms, "repetitions": repetitions,
-        "session_count": len(probes) * len(arms) * repetitions, "model": model,
-        "tools": tools, "lock_source": corpus.lock_source, "probes": probes,
-        "arm_specs": [{"arm": a.arm, "allowed_tools": a.allowed_tools, "layer": a.layer,
-                       "flags": a.flags, "identity": a.identity} for a in specs],
-        "read_set_files": read, UNTYPED_KEY: corpus.untyped,
-    })
+    return Plan(
+        tree=corpus.tree, lock=corpus.lock, selection=selection_digest(ids),
+        read_set=tree_digest({f.path: f.digest for f in read}), seed=seed,
+        runner_version=runner, tier=tier, arms=arms, repetitions=repetitions,
+        session_count=len(probes) * len(arms) * repetitions, model=model,
+        tools=tools, lock_source=corpus.lock_source, probes=tuple(probes),
+        arm_specs=tuple(_plan_arm(arm_spec(corpus, arm, tools)) for arm in arms),
+        read_set_files=read, untyped_files=corpus.untyped)
 
 
 def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
@@ -249,7 +262,7 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
                                           "nothing to run")
     chosen = declared[tier]
     return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
-                  repetitions=chosen.repetitions, seed=seed, harness=harness_version(),
+                  repetitions=chosen.repetitions, seed=seed, runner=runner_version(),
                   model=corpus.config.model, tools=corpus.config.tools)
 
 
@@ -301,7 +314,7 @@ def _text(plan: Plan) -> str:
         f"  selection  {plan.selection}",
         f"  read_set   {plan.read_set}",
         f"  seed       {plan.seed}",
-        f"  harness    {plan.harness}",
+        f"  harness    {plan.runner_version}",
         f"model: {plan.model}",
         f"tools: {', '.join(plan.tools) or '(none)'}",
         "arms (identity = layer + harness flags):",
@@ -355,7 +368,7 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     """Read a plan file (the yaml or json of `dump_plan`) and recompose it over ``corpus``.
 
     The file fixes the selection (its probe ids), tier, arms, repetitions,
-    seed, harness, model and tools. Tasks, answers, titles and digests are
+    seed, runner version, model and tools. Tasks, answers, titles and digests are
     read from the corpus, so the result is what `compose_plan` would give
     for that selection.
 
@@ -375,7 +388,7 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
                                "composed by an older planner; compose it again with "
                                "`headwater-campaign plan CORPUS --format yaml`")
     try:
-        given = Plan.model_validate(data)
+        given = Plan.model_validate(data, by_name=False)  # a file spells keys as written
     except ValidationError as exc:
         raise PlanError(where, describe_validation(exc, Plan)) from exc
     if given.tree != corpus.tree:
@@ -390,13 +403,13 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     if missing:
         raise PlanError(where, f"probe {missing[0]!r} is not on the shelf docs/probes/")
     plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
-                  seed=given.seed, harness=given.harness, model=given.model, tools=given.tools,
-                  tools_source=f"{where} `tools`")
-    for member in given.moved(plan):  # tree: checked above; seed, harness: given's own
+                  seed=given.seed, runner=given.runner_version, model=given.model,
+                  tools=given.tools, tools_source=f"{where} `tools`")
+    for member in given.moved(plan):  # tree: checked above; seed, runner: given's own
         if member == "arm_specs":
             raise PlanError(where, "an arm's identity differs from what this corpus and "
                                    "runner compose (another layer or other harness flags)")
-        raise PlanError(where, f"{member} {getattr(given, member)} differs from the "
+        raise PlanError(where, f"{Plan.key(member)} {getattr(given, member)} differs from the "
                                f"{getattr(plan, member)} this corpus composes")
     return plan
 
@@ -417,5 +430,5 @@ def recompose(given: Plan, corpus: Corpus) -> Plan:
         raise PlanError("plan.yaml", f"probe {missing[0]!r} is no longer on the shelf "
                                      "docs/probes/ of the corpus")
     return _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
-                  seed=given.seed, harness=harness_version(), model=given.model,
+                  seed=given.seed, runner=runner_version(), model=given.model,
                   tools=corpus.config.tools)

@@ -80,7 +80,8 @@ def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:
             if member == "arm_specs":
                 raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
                                     _arms_text(other.plan))
-            raise BatchesDiffer(member, first.path, other.path, str(getattr(first.plan, member)),
+            raise BatchesDiffer(Plan.key(member), first.path, other.path,
+                                str(getattr(first.plan, member)),
                                 str(getattr(other.plan, member)))
         if other.plan.model != first.plan.model:  # the model the runner asked for (RC-14)
             raise BatchesDiffer("model", first.path, other.path, first.plan.model,
@@ -100,7 +101,8 @@ def _standing(reading: ReportReading, group: int) -> BatchStanding:
                          key=lambda log: (log.key.arm, *session_order(log.key)))
     return BatchStanding(
         path=str(reading.path), group=group, command=reading.config.options.command,
-        tier=plan.tier, members={m: getattr(plan, m) for m in MEMBERS}, model=plan.model,
+        tier=plan.tier, members={Plan.key(m): getattr(plan, m) for m in MEMBERS},
+        model=plan.model,
         harness_version=facts.harness_version, network=facts.network,
         provider_note=facts.provider_note, running=reading.running, pid=reading.holder or None,
         invocations=fold.invocation.number if fold.invocation else 0,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 import jinja2
 
 from campaign._terminal_text import block
-from campaign.plan import harness_version
+from campaign.plan import runner_version
 
 from ._chart import answer_chart, colour
 from ._json import REPORT_FORMAT
@@ -68,4 +68,4 @@ def render_page(report: Report) -> str:
         describes_only=DESCRIBES_ONLY, mark_note=MARK_NOTE,
         layout=layout_line(report),
         standings=[standing_lines(b) for b in report.batches], probes=probes,
-        arm_rows=arm_rows(report), runner=harness_version(), json_format=REPORT_FORMAT))
+        arm_rows=arm_rows(report), runner=runner_version(), json_format=REPORT_FORMAT))

@@ -141,7 +141,7 @@ def prepare_attempt(spec: SessionSpec, ctx: BatchContext, *, stage: Staged, conf
     # The recipe of every sandbox: hand-over to the session user, init shell and
     # lifeline, the bridge with a confined network, --args, teardown (sandbox._confined).
     confined = ConfinedSpec(
-        command=command, executable=ctx.harness, mount=HARNESS_MOUNT, network=ctx.network,
+        command=command, executable=ctx.harness_path, mount=HARNESS_MOUNT, network=ctx.network,
         egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
         layout=ctx.layout, user=user, workspace=stage.workspace,
         log_dir=stage.log_dir, config_dir=config_dir, workspace_mount=inside,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from campaign._json_text import json_text
 from campaign.batch import FinalRecord, RederivedRecord, SessionKey, read_ledger, session_paths
-from campaign.plan import harness_version
+from campaign.plan import runner_version
 from recorder import Call, Event, StreamObserver, build_event, is_recorded, observed_calls
 
 from ._facts import uncontained_reason
@@ -106,7 +106,7 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
                                inside=observer.inside)
     return RederivedRecord(arm=final.arm, probe=final.probe, session=final.session,
                            repetition=final.repetition, attempt=final.attempt,
-                           invocation=final.invocation, runner=harness_version(), state=state,
+                           invocation=final.invocation, runner=runner_version(), state=state,
                            reason=reason, outside_paths=len(obs.outside_paths),
                            served_model=obs.served_model, event=event, calls=calls)
 

@@ -86,7 +86,7 @@ class BatchContext:
     batch: Path
     corpus: Corpus
     plan: Plan
-    harness: Path
+    harness_path: Path
     """Host path of the harness executable (resolved, bound read-only at HARNESS_MOUNT)."""
     bwrap: str
     credentials: Credentials

@@ -314,3 +314,20 @@ def test_an_arm_reads_only_the_settings_files_it_edits_and_those_bounded(
     arm_spec(corpus, "no-skills", ["Read"])  # the 1000-byte skill is never read
     with pytest.raises(ArmError, match=r"\.claude/settings\.json is over 64 bytes"):
         arm_spec(corpus, "no-hook", ["Read"])
+
+
+def test_config_records_each_arm_as_the_plan_holds_it_with_its_flags_spelled_out(
+        corpus: Corpus) -> None:
+    """config.yaml's ``facts.arms``: the plan's digests as they are, and the four harness
+    flags whose canonical JSON is the ``flags`` digest (docs/arms.md)."""
+    from campaign.batch._config import ArmFacts
+
+    plan = compose_plan(corpus, tier="campaign")
+    for spec in plan.arm_specs:
+        facts = ArmFacts.of(spec)
+        assert (facts.layer, facts.flags, facts.identity) == (spec.layer, spec.flags,
+                                                              spec.identity)
+        spelled = facts.model_dump(mode="json", include={
+            "permission_mode", "setting_sources", "allowed_tools", "disallowed_tools"})
+        assert facts.flags == _sha(json.dumps(spelled, sort_keys=True,
+                                              separators=(",", ":")).encode())

@@ -121,7 +121,7 @@ def test_numbers_are_checked_at_the_command_line(tmp_path: Path, flag: str, valu
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90.0), ("45m", 2700.0), ("8h", 28800.0),
                                                ("1.5s", 1.5)])
 def test_durations_take_seconds_or_a_unit(text: str, seconds: float) -> None:
-    from campaign.cli._args import duration_s
+    from campaign.cli._types import duration_s
 
     assert duration_s(text) == seconds
 
@@ -130,7 +130,7 @@ def test_durations_take_seconds_or_a_unit(text: str, seconds: float) -> None:
                                              ("512M", 512 * 1024**2), ("2GiB", 2 * 1024**3),
                                              ("3 mb", 3 * 1024**2)])
 def test_sizes_take_bytes_or_a_binary_unit(text: str, count: int) -> None:
-    from campaign.cli._args import size_bytes
+    from campaign.cli._types import size_bytes
 
     assert size_bytes(text) == count
 
@@ -138,14 +138,15 @@ def test_sizes_take_bytes_or_a_binary_unit(text: str, count: int) -> None:
 def test_the_limits_given_are_the_sessions_limits() -> None:
     """``--max-*`` flags become `BatchOptions` (recorded in config.yaml) and the sandbox's
     `Limits`; the ones not given keep their defaults."""
-    from campaign.cli._args import batch_options
-    from campaign.cli._parser import build_parser
+    from campaign.cli._args import RunArgs, batch_options
+    from campaign.cli._parser import parse_command
     from sandbox import DEFAULT_LIMITS
 
-    args = build_parser().parse_args(["run", str(EXAMPLE), "--max-processes", "64",
-                                      "--max-tmp", "64M", "--max-connections", "8"])
-    limits = batch_options(args, command="run", corpus=EXAMPLE, tier="campaign",
-                           harness=Path("/bin/true")).session_limits()
+    args = parse_command(["run", str(EXAMPLE), "--max-processes", "64",
+                          "--max-tmp", "64M", "--max-connections", "8"]).args
+    assert isinstance(args, RunArgs)
+    limits = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
+                           model="m").session_limits()
     assert (limits.pids, limits.tmp_bytes, limits.connections) == (64, 64 * 1024**2, 8)
     assert (limits.memory_bytes, limits.write_bytes, limits.open_files) == (
         DEFAULT_LIMITS.memory_bytes, DEFAULT_LIMITS.write_bytes, DEFAULT_LIMITS.open_files)
@@ -188,9 +189,11 @@ def test_check_transcript_takes_several_files_and_answers_for_each(tmp_path: Pat
     assert _cli("check-transcript", str(good)).returncode == 0
 
 
-@pytest.mark.parametrize("command", ["plan", "run", "seal"])
+@pytest.mark.parametrize("command", ["plan", "run", "seal", "record"])
 def test_a_missing_corpus_is_reported_with_the_commands_own_usage(command: str) -> None:
-    extra = ["--probe", "P", "--out", "/nonexistent/x"] if command == "seal" else []
+    extra = {"seal": ["--probe", "P", "--out", "/nonexistent/x"],
+             "record": ["--probe", "P", "--arm", "present", "--batch-dir", "/nonexistent/b"],
+             }.get(command, [])
     proc = _cli(command, *extra)
     assert proc.returncode == 2
     assert f"usage: headwater-campaign {command}" in proc.stderr

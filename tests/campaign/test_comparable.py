@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 OTHER_DIGEST = "sha256:" + "0" * 64
 SAME_MEASUREMENT = ("tree", "lock", "selection", "read_set", "seed", "harness", "arm_specs")
-"""The members docs/batch.md and docs/report.md name, in the order they are named."""
+"""The members docs/batch.md and docs/report.md name, in the order they are named: the keys
+of a plan file."""
+ATTRIBUTES = ("tree", "lock", "selection", "read_set", "seed", "runner_version", "arm_specs")
+"""The same members as `Plan` names them in code (``harness`` is the runner's version)."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ def _changed(plan: Plan, member: str) -> Any:
     value = getattr(plan, member)
     if member == "seed":
         return value + 1
-    if member == "harness":
+    if member == "runner_version":
         return value + "-other"
     if member == "arm_specs":
         first = value[0].model_copy(update={"identity": OTHER_DIGEST})
@@ -68,24 +71,26 @@ def _merge(plan: Plan, other: Plan) -> None:
 
 
 def test_the_report_lists_the_same_members_as_the_plan() -> None:
-    assert (*MEMBERS, "arm_specs") == SAME_MEASUREMENT
+    assert (*MEMBERS, "arm_specs") == ATTRIBUTES
 
 
 def test_the_members_are_the_documented_ones() -> None:
-    assert Plan.COMPARABLE == SAME_MEASUREMENT
+    assert Plan.COMPARABLE == ATTRIBUTES
+    assert tuple(Plan.key(m) for m in Plan.COMPARABLE) == SAME_MEASUREMENT
 
 
-@pytest.mark.parametrize("member", SAME_MEASUREMENT)
+@pytest.mark.parametrize(("member", "key"), list(zip(ATTRIBUTES, SAME_MEASUREMENT, strict=True)))
 def test_a_change_of_each_member_is_caught_by_resume_record_and_the_report(
-        plan: Plan, member: str) -> None:
+        plan: Plan, member: str, key: str) -> None:
+    """Each is named as a plan file spells it, so the reader finds it in plan.yaml."""
     other = plan.model_copy(update={member: _changed(plan, member)})
     assert plan.moved(other) == [member]
-    moved = compare_batch(plan, other, recorded_harness="v", current_harness="v")
+    moved = compare_batch(plan, other, recorded_harness_version="v", current_harness_version="v")
     assert moved  # a tree that moved also says where (here: that it cannot say which file)
-    assert moved[0].startswith("the arms" if member == "arm_specs" else f"{member} was ")
+    assert moved[0].startswith("the arms" if member == "arm_specs" else f"{key} was ")
     with pytest.raises(BatchesDiffer) as caught:
         _merge(plan, other)
-    assert caught.value.member == ("arms" if member == "arm_specs" else member)
+    assert caught.value.member == ("arms" if member == "arm_specs" else key)
 
 
 @pytest.mark.parametrize("member", ["lock", "selection", "read_set", "arm_specs"])
@@ -112,5 +117,6 @@ def test_a_value_that_is_no_member_is_caught_by_none(plan: Plan) -> None:
     assert "repetitions" not in Plan.COMPARABLE
     other = plan.model_copy(update={"repetitions": plan.repetitions + 1})
     assert plan.moved(other) == []
-    assert compare_batch(plan, other, recorded_harness="v", current_harness="v") == []
+    assert compare_batch(plan, other, recorded_harness_version="v",
+                         current_harness_version="v") == []
     _merge(plan, other)

@@ -382,6 +382,9 @@ def test_resume_of_a_moved_format_2_batch_runs_only_what_was_outstanding(
     added = read_ledger(batch)[count:]
     (invocation,) = (r for r in added if r["kind"] == "invocation")
     assert (invocation["command"], invocation["number"]) == ("resume", 2)
+    planned = read_yaml(batch / "plan.yaml")["session_count"]
+    assert (f"resuming (invocation 2): {len(outstanding)} of {planned} sessions outstanding"
+            in run.stderr), run.stderr
     assert sorted(record_key(r) for r in added if r["kind"] == "started") == sorted(outstanding)
     new = {record_key(r): r for r in added if r["kind"] == "final"}
     assert set(new) == set(outstanding)

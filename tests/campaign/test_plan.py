@@ -38,7 +38,7 @@ def test_plan_digests_by_hand_on_a_three_file_corpus(tmp_path: Path) -> None:
     assert plan.lock_source == "probe.yml (no lock file)"
     assert plan.selection == _sha(b"HW-PRB-0001")
     assert plan.read_set == _lines_digest({p: raw[p] for p in ("docs/probes/p1.md", "docs/a.md")})
-    assert plan.seed == 7 and plan.harness.startswith("headwater-campaign ")
+    assert plan.seed == 7 and plan.runner_version.startswith("headwater-campaign ")
     assert (plan.arms, plan.repetitions, plan.session_count) == (("present", "absent"), 2, 4)
     assert [(f.path, f.digest) for f in plan.read_set_files] == [
         ("docs/a.md", _sha(raw["docs/a.md"])),

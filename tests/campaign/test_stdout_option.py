@@ -14,8 +14,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from campaign.batch._config import CONFIG_FORMAT, read_config
-from campaign.cli._args import batch_options
-from campaign.cli._parser import build_parser
+from campaign.cli._args import NewBatchArgs, batch_options
+from campaign.cli._parser import parse_command
 from sandbox.cgroup import DEFAULT_STDOUT_BYTES, MIN_STDOUT_BYTES, Limits
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,17 +35,19 @@ def test_the_default_is_256_mib_and_the_floor_4_mib() -> None:
      "--batch-dir", "/var/tmp/x"],
 ])
 def test_run_and_record_take_it_into_the_sessions_limits(command: list[str]) -> None:
-    args = build_parser().parse_args([*command, "--max-stdout", "8M"])
-    options = batch_options(args, command=command[0], corpus=EXAMPLE, tier="campaign",
-                            harness=Path("/bin/true"))
+    args = parse_command([*command, "--max-stdout", "8M"]).args
+    assert isinstance(args, NewBatchArgs) and command[0] == args.COMMAND
+    options = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
+                            model="m")
     assert options.max_stdout_bytes == 8 * MiB
     assert options.session_limits().stdout_bytes == 8 * MiB
 
 
 def test_not_given_it_is_the_default() -> None:
-    args = build_parser().parse_args(["run", str(EXAMPLE)])
-    options = batch_options(args, command="run", corpus=EXAMPLE, tier="campaign",
-                            harness=Path("/bin/true"))
+    args = parse_command(["run", str(EXAMPLE)]).args
+    assert isinstance(args, NewBatchArgs)
+    options = batch_options(args, corpus=EXAMPLE, tier="campaign", harness_path=Path("/bin/true"),
+                            model="m")
     assert options.session_limits().stdout_bytes == DEFAULT_STDOUT_BYTES
 
 
@@ -61,7 +63,8 @@ def test_below_the_floor_is_a_usage_error_naming_the_option(size: str, tmp_path:
 
 
 def test_the_floor_itself_is_accepted() -> None:
-    args = build_parser().parse_args(["run", str(EXAMPLE), "--max-stdout", "4M"])
+    args = parse_command(["run", str(EXAMPLE), "--max-stdout", "4M"]).args
+    assert isinstance(args, NewBatchArgs)
     assert args.max_stdout_bytes == MIN_STDOUT_BYTES
 
 

@@ -118,7 +118,7 @@ def test_status_of_a_stopped_batch_and_of_one_that_is_held(tmp_path: Path) -> No
     batch = tmp_path / "batch"
     batch.mkdir()
     options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign", seed=0,
-                           harness="/h", max_cost_cents=500)
+                           harness_path="/h", max_cost_cents=500)
     write_config(batch, BatchConfig(options=options, facts=BatchFacts(
         runner="r", harness_version="v", network="host", network_note="n", provider_note="p",
         arms={}, order=OrderFacts(algorithm="a", seed=0))))

@@ -12,7 +12,7 @@ from campaign.batch._options import BatchOptions
 
 
 def _config(disk_bound: Literal["kernel", "sampled"] | None) -> BatchConfig:
-    options = BatchOptions(command="run", corpus="/c", tier="campaign", seed=0, harness="/h",
+    options = BatchOptions(command="run", corpus="/c", tier="campaign", seed=0, harness_path="/h",
                            max_cost_cents=500, workspace_path="/workspace/c")  # fmt: skip
     return BatchConfig(options=options, facts=BatchFacts(
         runner="r", harness_version="v", network="host", network_note="n", provider_note="p",

@@ -124,7 +124,7 @@ def test_a_closed_log_takes_no_more_lines(tmp_path: Path) -> None:
 
 
 def _options(provider: Provider, scripts: str | None) -> BatchOptions:
-    return BatchOptions(command="run", corpus="/c", tier="campaign", seed=0, harness="/h",
+    return BatchOptions(command="run", corpus="/c", tier="campaign", seed=0, harness_path="/h",
                         provider=provider, scripts=scripts)
 
 

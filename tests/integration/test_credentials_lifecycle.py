@@ -141,7 +141,7 @@ def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
         with ScriptedProvider(load_scripts(root / "scripts")) as provider:
             ctx = BatchContext(
                 batch=root / "batch", corpus=corpus, plan=plan, sessions=sessions,
-                harness=harness, bwrap=bwrap,
+                harness_path=harness, bwrap=bwrap,
                 credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY),
                 provider_url=provider.url, layout=measure_host_layout(),
                 session_timeout_s=120.0, watchdog_s=60.0, post_result_grace_s=30.0, invocation=1,

@@ -212,7 +212,7 @@ def test_record_with_network_confined_names_the_denial_of_its_session(
 
 def _options(network: str | None) -> BatchOptions:
     return BatchOptions(command="run", corpus="/c", tier="campaign", seed=0,
-                        harness="/h", network=network)
+                        harness_path="/h", network=network)
 
 
 @pytest.mark.parametrize("verdict", ["broken", "unverified"])

@@ -69,7 +69,7 @@ class HandBatch:
         self.path = root / name
         self.path.mkdir()
         options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign",
-                               seed=seed, harness="/opt/claude")
+                               seed=seed, harness_path="/opt/claude")
         write_config(self.path, BatchConfig(options=options, facts=BatchFacts(
             runner="headwater-campaign test", harness_version="2.1.197 (Claude Code)",
             network="confined", network_note="verified", provider_note="Provider: a test.",
