@@ -171,7 +171,7 @@ def cmd_resume(args: ResumeArgs) -> int:
         return _resume(args, batch, reading)
 
 
-def _resume(args: argparse.Namespace, batch: Path, reading: BatchReading) -> int:
+def _resume(args: ResumeArgs, batch: Path, reading: BatchReading) -> int:
     config, recorded, fold = reading.config, reading.plan, reading.fold
     if config.options.command == "record":
         raise UsageError(f"batch {batch} was made by `record`, one session at a time; "

@@ -41,7 +41,7 @@ def cmd_retranscribe(args: RetranscribeArgs) -> int:
         return _retranscribe(args, batch, reading)
 
 
-def _retranscribe(args: argparse.Namespace, batch: Path, reading: BatchReading) -> int:
+def _retranscribe(args: RetranscribeArgs, batch: Path, reading: BatchReading) -> int:
     config, recorded = reading.config, reading.plan
     root = args.corpus or Path(config.options.corpus)
     corpus = load_corpus_or_usage(root)

@@ -74,7 +74,7 @@ def ctx(tmp_path: Path) -> BatchContext:
     return BatchContext(
         batch=tmp_path / "batch", corpus=corpus, plan=plan,
         sessions=resolve_sessions(corpus, plan.probes, plan.arm_specs),
-        harness=Path("/usr/bin/true"), bwrap="bwrap",
+        harness_path=Path("/usr/bin/true"), bwrap="bwrap",
         credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key="k"),
         provider_url="http://127.0.0.1:9", layout=measure_host_layout(),
         session_timeout_s=60.0, watchdog_s=30.0, post_result_grace_s=5.0, invocation=1,
