@@ -122,7 +122,7 @@ def _time_phases() -> dict[str, list[float]]:
     import contextlib
     import functools
 
-    import campaign.supervisor._fanout as fanout
+    import campaign.supervisor._attempt as attempt
     import campaign.supervisor._session as session
 
     phases: dict[str, list[float]] = {}
@@ -162,7 +162,7 @@ def _time_phases() -> dict[str, list[float]]:
         return wrapper
 
     last_result = [0.0]
-    feed = session.StreamObserver.feed
+    feed = attempt.StreamObserver.feed
 
     def timed_feed(self: Any, line: bytes) -> bool:
         first = time.monotonic()
@@ -172,8 +172,8 @@ def _time_phases() -> dict[str, list[float]]:
         note("transform (feed)", first)
         return is_result
 
-    session.StreamObserver.feed = timed_feed  # type: ignore[method-assign]
-    drive = session.drive_child
+    attempt.StreamObserver.feed = timed_feed  # type: ignore[method-assign]
+    drive = attempt.drive_child
 
     async def drive_after(*args: Any, **kwargs: Any) -> Any:
         result = await drive(*args, **kwargs)
@@ -181,12 +181,13 @@ def _time_phases() -> dict[str, list[float]]:
             note("drive after the result line", last_result[0])
         return result
 
-    session.drive_child = drive_after
-    fanout.run_attempt = timed_async("attempt", fanout.run_attempt)
+    attempt.drive_child = drive_after
+    # The Supervisor binds its attempt runner when it is made: the attempt's body is timed.
+    session._attempt = timed_async("attempt", session._attempt)
     session.seal_workspace = timed_sync("seal", session.seal_workspace)
-    session.build_event = timed_sync("build_event", session.build_event)
-    session.drive_child = timed_async("drive (harness runs)", session.drive_child)
-    session.open_confined = timed_cm("open_confined", session.open_confined)
+    attempt.build_event = timed_sync("build_event", attempt.build_event)
+    attempt.drive_child = timed_async("drive (harness runs)", attempt.drive_child)
+    attempt.open_confined = timed_cm("open_confined", attempt.open_confined)
     session.open_session_egress = timed_cm("egress", session.open_session_egress)
     session.write_atomic = timed_sync("write_atomic", session.write_atomic)
     import campaign.batch._journal as journal

@@ -148,7 +148,7 @@ def one_product(standin: Path, size: int, root: Path, *, profile: bool = False,
     from recorder._driver import drive_child
     from recorder._initcheck import InitPolicy
     from recorder._transform import StreamObserver
-    from sandbox._confined import ConfinedSpec, open_confined
+    from sandbox import ConfinedSpec, open_confined
     from sandbox.users import session_pool
 
     del campaign.cli

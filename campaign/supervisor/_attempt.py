@@ -139,7 +139,7 @@ def prepare_attempt(spec: SessionSpec, ctx: BatchContext, *, stage: Staged, conf
         allowed_tools=spec.arm.allowed_tools,  # per arm (mcp adds)
     )
     # The recipe of every sandbox: hand-over to the session user, init shell and
-    # lifeline, the bridge with a confined network, --args, teardown (sandbox._confined).
+    # lifeline, the bridge with a confined network, --args, teardown (`sandbox.open_confined`).
     confined = ConfinedSpec(
         command=command, executable=ctx.harness_path, mount=HARNESS_MOUNT, network=ctx.network,
         egress_socket=egress.socket_path if egress else None, env=env, bwrap=ctx.bwrap,
