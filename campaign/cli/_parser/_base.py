@@ -93,6 +93,7 @@ class Parsed:
         """Run the command; its exit status."""
         return self.command.run(self.args)
 
+
 Subparsers: TypeAlias = "argparse._SubParsersAction[CommandParser]"
 """The top-level parser's commands, to which each group module adds its own."""
 
