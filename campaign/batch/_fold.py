@@ -302,7 +302,7 @@ class BatchFold:
             self._failures.clear()
             self._failures.extend(kept)
         if record.cost_usd is not None:
-            cost = Decimal(record.cost_usd)
+            cost = record.cost_usd
             counts.cost_usd += cost
             self.spend_usd += cost
             if self.largest_attempt_usd is None or cost > self.largest_attempt_usd:
@@ -324,7 +324,7 @@ class BatchFold:
             counts.cost_unknown += 1
             self.cost_unknown += 1
         if record.cost_usd is not None:
-            cost = Decimal(record.cost_usd)
+            cost = record.cost_usd
             counts.cost_usd += cost
             self.spend_usd += cost
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ._budget import Budgets as Budgets
-from ._fanout import BatchOutcome as BatchOutcome
-from ._fanout import InFlight as InFlight
-from ._fanout import LiveStatistics as LiveStatistics
 from ._fanout import RunLimits as RunLimits
 from ._fanout import Supervisor as Supervisor
 from ._outcome import AttemptOutcome as AttemptOutcome
+from ._progress import BatchOutcome as BatchOutcome
+from ._progress import InFlight as InFlight
+from ._progress import LiveStatistics as LiveStatistics
+from ._progress import View as View
 from ._retranscribe import retranscribe as retranscribe
 from ._session import AttemptRunner as AttemptRunner
 from ._session import BatchContext as BatchContext

@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -34,11 +34,12 @@ from sandbox import LiveChildren
 
 from ._budget import Budgets, BudgetVerdict
 from ._heap import TRIM_EVERY_S, give_back_heap
+from ._progress import BatchOutcome, InFlight, LiveStatistics, NoView, View
 from ._session import AttemptRunner, BatchContext, run_attempt
 from ._writes import HostWriteRefused, refused_write, write_remedy
 
 if TYPE_CHECKING:
-    from campaign.batch import BatchStatistics, FinalRecord, Journal, SessionKey
+    from campaign.batch import Journal, SessionKey
 
     from ._spec import SessionSpec
 
@@ -65,85 +66,6 @@ class RunLimits:
     budgets: Budgets = field(default_factory=Budgets)
 
 
-@dataclass(frozen=True, slots=True)
-class InFlight:
-    """A session whose attempt is running now."""
-
-    key: SessionKey
-    attempt: int
-    started_s: float
-    """``time.monotonic()`` at its start."""
-
-
-@dataclass(frozen=True, slots=True)
-class LiveStatistics:
-    """What the live view shows: the ledger's counts plus this invocation's running state."""
-
-    batch: BatchStatistics
-    in_flight: tuple[InFlight, ...]
-    elapsed_s: float
-    finals_now: int
-    """Attempts that ended in this invocation."""
-    retries_now: int
-    """Retries started in this invocation."""
-    outstanding: int
-    stopping: str | None
-    """Why no session starts any more (a signal, a budget), or None."""
-    max_cost_cents: int | None
-    max_wall_s: float | None
-
-    @property
-    def eta_s(self) -> float | None:
-        """Seconds left at this invocation's completion rate; None before any final."""
-        if not self.finals_now or self.elapsed_s <= 0:
-            return None
-        return self.outstanding / (self.finals_now / self.elapsed_s)
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOutcome:
-    """How one invocation of a batch ended."""
-
-    stop: StopReason
-    detail: str
-    signal: int | None
-    """The signal that stopped it (SIGINT 2, SIGTERM 15), or None."""
-    outstanding: int
-    """Planned sessions not finished (``resume`` runs them)."""
-    recorded: int
-    """Sessions of the whole batch whose last attempt is recorded."""
-    budget_stopped: bool = False
-    """A budget stopped this invocation from starting sessions."""
-    write_refused: bool = False
-    """The host refused a write (disk full, quota, read-only)."""
-    remedy: str = ""
-    """For a refused write, what to do before ``resume`` (e.g. ``free space on ...``)."""
-
-
-class View(Protocol):
-    """What the supervisor tells a display (the CLI's `LiveView`); called on the loop thread."""
-
-    def update(self, live: LiveStatistics, now_s: float) -> None:
-        """Redraw from a snapshot."""
-
-    def attempt_ended(self, record: FinalRecord, live: LiveStatistics) -> None:
-        """An attempt ended in ``record.state``."""
-
-    def note(self, text: str) -> None:
-        """A notice: a retry's wait, a budget, a signal."""
-
-
-class _NoView:
-    def update(self, live: LiveStatistics, now_s: float) -> None:
-        pass
-
-    def attempt_ended(self, record: FinalRecord, live: LiveStatistics) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        pass
-
-
 class Supervisor:
     """Runs sessions of one open batch; one `run` per invocation.
 
@@ -167,7 +89,7 @@ class Supervisor:
         self._done_text = done_detail
         self.journal = journal
         self.limits = limits
-        self.view: View = view or _NoView()
+        self.view: View = view or NoView()
         self._in_flight: dict[SessionKey, InFlight] = {}
         self._started_s = time.monotonic()
         self._finals = 0

@@ -22,7 +22,7 @@ from campaign.cli._status import status_data
 from campaign.cli._view import LiveView, arms_table, duration, usd
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import compose_plan
-from campaign.supervisor._fanout import LiveStatistics
+from campaign.supervisor import LiveStatistics
 from tests.campaign.corpora import probe_yml, write_files
 
 
