@@ -19,6 +19,7 @@ from ._corpus import Probe as Probe
 from ._corpus import Tier as Tier
 from ._corpus import TierConfig as TierConfig
 from ._corpus import load_corpus as load_corpus
+from ._corpus import read_front as read_front
 from ._corpus import split_lines as split_lines
 from ._corpus_files import CHUNK_BYTES as CHUNK_BYTES
 from ._corpus_files import LARGE_FILE_BYTES as LARGE_FILE_BYTES
@@ -27,6 +28,8 @@ from ._corpus_notes import corpus_notes as corpus_notes
 from ._largefiles import file_size as file_size
 from ._largefiles import large_file_notes as large_file_notes
 from ._schema import DIGEST_PATTERN as DIGEST_PATTERN
+from ._schema import ID_PATTERN as ID_PATTERN
+from ._schema import check_relpath as check_relpath
 from ._schema import describe_validation as describe_validation
 from ._tools import PINNED_HARNESS_VERSION as PINNED_HARNESS_VERSION
 from ._tools import check_allowed_tools as check_allowed_tools

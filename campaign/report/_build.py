@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Final
 
 from campaign.batch import session_order
 from campaign.plan import Plan
+from campaign.stats import Z
 
 from ._errors import BatchesDiffer, SameBatchTwice
 from ._figures import columns_of, figures, rfc3339
 from ._model import BatchStanding, Outstanding, Report
 from ._reading import read_for_report
-from ._stats import Z
 from ._tally import tally_group
 from ._warnings import condition_warnings, corpus_warnings
 

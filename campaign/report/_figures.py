@@ -14,10 +14,10 @@ import datetime as dt
 import statistics
 from typing import TYPE_CHECKING, Final
 
+from campaign.stats import newcombe, quartiles, wilson
 from recorder import STATES, is_recorded
 
 from ._model import AnswerShare, ArmSummary, Cell, Column, Difference, ProbeFigures, ReadShare
-from ._stats import newcombe, quartiles, wilson
 from ._tally import ArmTally, CellTally, cost_of
 
 if TYPE_CHECKING:

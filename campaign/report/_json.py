@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ._stats import CONFIDENCE
+from campaign.stats import CONFIDENCE
+
 from ._text import DESCRIBES_ONLY
 
 if TYPE_CHECKING:
+    from campaign.stats import Interval, Quartiles
+
     from ._model import ArmSummary, BatchStanding, Cell, ConditionWarning, Cost, Report
-    from ._stats import Interval, Quartiles
 
 REPORT_FORMAT: Final = 1
 """Version of the JSON object's shape."""

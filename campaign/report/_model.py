@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from ._stats import Interval, Quartiles
+    from campaign.stats import Interval, Quartiles
 
 Layout: TypeAlias = Literal["single", "merged", "side-by-side"]
 """One batch; several merged into one set of columns; several, each in columns of its own."""

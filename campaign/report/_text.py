@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from campaign.stats import Interval, Quartiles
+
     from ._model import AnswerShare, BatchStanding, Cell, Cost, Difference, ProbeFigures, Report
-    from ._stats import Interval, Quartiles
 
 DESCRIBES_ONLY: Final = (
     "This report describes what the sessions did; it grades nothing. Whether an answer is "

@@ -26,8 +26,9 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Final
 
+from campaign.stats import SIGNIFICANCE, fisher_exact
+
 from ._model import ConditionWarning
-from ._stats import SIGNIFICANCE, fisher_exact
 from ._tally import ArmTally
 
 if TYPE_CHECKING:

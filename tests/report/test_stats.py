@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from campaign.report._stats import Z, fisher_exact, newcombe, quartiles, wilson
+from campaign.stats import Z, fisher_exact, newcombe, quartiles, wilson
 from tests.report import definitions as d
 
 

@@ -1,4 +1,4 @@
-"""The statistics of the report: score intervals, Fisher's exact test, quartiles. Pure.
+"""Score intervals, Fisher's exact test, quartiles. Pure.
 
 Every function here takes counts and returns numbers; none reads a batch.
 The definitions (docs/report.md says each in words):

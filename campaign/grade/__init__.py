@@ -1,0 +1,19 @@
+"""The grader: verdicts of each recorded event against the probes' expectations.
+
+A pure function of the transcripts, the expectations (``expect:`` in each
+probe's front matter) and its own version, `GRADER_VERSION`. It sits beside
+the recorder and apart from it: the recorder, the seal and the supervisor
+never import this package (an import contract holds it), and nothing here
+writes to a batch. docs/grading.md says every verdict rule in words.
+"""
+
+from ._model import GRADER_VERSION as GRADER_VERSION
+from ._model import MOVED_READ_SET as MOVED_READ_SET
+from ._model import Apart as Apart
+from ._model import CellGrade as CellGrade
+from ._model import Evidence as Evidence
+from ._model import ExpectationKey as ExpectationKey
+from ._model import ExpectationVerdict as ExpectationVerdict
+from ._model import Grading as Grading
+from ._model import SessionGrade as SessionGrade
+from ._model import Verdict as Verdict

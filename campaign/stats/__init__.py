@@ -1,0 +1,20 @@
+"""The statistics the report, the grader and the plan share: pure functions of counts.
+
+* `wilson` - the Wilson score interval of a proportion.
+* `newcombe` - Newcombe's hybrid score interval of a difference of two proportions.
+* `fisher_exact` - the two-sided p-value of Fisher's exact test on a 2x2 table.
+* `quartiles` - the quartiles of a histogram of counts.
+
+None of them reads a batch, a corpus or a clock; docs/report.md and
+docs/grading.md say each in words, with the sources of the formulas.
+"""
+
+from ._scores import CONFIDENCE as CONFIDENCE
+from ._scores import SIGNIFICANCE as SIGNIFICANCE
+from ._scores import Interval as Interval
+from ._scores import Quartiles as Quartiles
+from ._scores import Z as Z
+from ._scores import fisher_exact as fisher_exact
+from ._scores import newcombe as newcombe
+from ._scores import quartiles as quartiles
+from ._scores import wilson as wilson
