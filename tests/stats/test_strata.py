@@ -5,8 +5,12 @@ tabulated by Agresti 1990, Categorical Data Analysis, pp. 231-237), whose
 Mantel-Haenszel estimate is 7 and whose RBG 95% interval R's
 ``mantelhaen.test`` (the worked example of its manual page, which uses the
 Robins, Breslow and Greenland 1986 variance) prints as 1.026713 to 47.725133;
-the arithmetic is also written out below from the definitions. The zero-cell
-rules are the ones docs/statistics.md states.
+the arithmetic is also written out below from the definitions. And the
+Berkeley admissions by department (Bickel, Hammel and O'Connell 1975,
+Science 187:398-404; R's UCBAdmissions), whose common odds ratio of admission,
+male against female, the same manual page prints as 0.9046968 with the
+interval 0.7719074 to 1.0603298. The zero-cell rules are the ones
+docs/statistics.md states.
 """
 
 from __future__ import annotations
@@ -31,6 +35,21 @@ def test_rabbits_match_the_published_estimate_and_interval() -> None:
     assert result.interval is not None
     assert round(result.interval.low, 6) == 1.026713
     assert round(result.interval.high, 6) == 47.725133
+
+
+# (admitted, rejected) rows male / female, per department A to F.
+BERKELEY = [(512, 313, 89, 19), (353, 207, 17, 8), (120, 205, 202, 391), (138, 279, 131, 244),
+            (53, 138, 94, 299), (22, 351, 24, 317)]
+
+
+def test_berkeley_admissions_match_the_published_estimate_and_interval() -> None:
+    # R's tables are [[admitted male, admitted female], [rejected male, rejected female]];
+    # the transpose used here has the same a d and b c, so the same estimate and variance.
+    result = mantel_haenszel(BERKELEY)
+    assert result.strata == 6
+    assert result.estimate is not None and round(result.estimate, 7) == 0.9046968
+    assert result.interval is not None
+    assert (round(result.interval.low, 7), round(result.interval.high, 7)) == (0.7719074, 1.0603298)
 
 
 def test_rabbits_interval_is_the_rbg_variance_written_out() -> None:
