@@ -4,9 +4,12 @@
 * `newcombe` - Newcombe's hybrid score interval of a difference of two proportions.
 * `fisher_exact` - the two-sided p-value of Fisher's exact test on a 2x2 table.
 * `quartiles` - the quartiles of a histogram of counts.
+* `mantel_haenszel` - the Mantel-Haenszel common odds ratio over strata, with the
+  Robins-Breslow-Greenland interval.
+* `tally_probes` - the wins, losses and ties of an arm against the reference arm.
 
-None of them reads a batch, a corpus or a clock; docs/report.md and
-docs/grading.md say each in words, with the sources of the formulas.
+None of them reads a batch, a corpus or a clock; docs/statistics.md says each
+in words, with the sources of the formulas and how each zero cell is handled.
 """
 
 from ._scores import CONFIDENCE as CONFIDENCE
@@ -18,3 +21,7 @@ from ._scores import fisher_exact as fisher_exact
 from ._scores import newcombe as newcombe
 from ._scores import quartiles as quartiles
 from ._scores import wilson as wilson
+from ._strata import CommonOddsRatio as CommonOddsRatio
+from ._strata import mantel_haenszel as mantel_haenszel
+from ._tally import WinsLossesTies as WinsLossesTies
+from ._tally import tally_probes as tally_probes

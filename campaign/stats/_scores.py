@@ -1,7 +1,7 @@
 """Score intervals, Fisher's exact test, quartiles. Pure.
 
 Every function here takes counts and returns numbers; none reads a batch.
-The definitions (docs/report.md says each in words):
+The definitions (docs/statistics.md says each in words, with its zero cells):
 
 * `wilson` - the Wilson score interval of a proportion k/n (Wilson 1927),
   at ``z = NormalDist().inv_cdf(0.975)`` for 95%.

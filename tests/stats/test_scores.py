@@ -1,10 +1,18 @@
 """The statistics against published values and against their definitions (tests/report/definitions).
 
-Published values: Newcombe (1998a, Statistics in Medicine 17:857, Table I,
-method 3: Wilson) and (1998b, 17:873, Table II, method 10: the hybrid score
-interval without continuity correction); Fisher's exact test on Fisher's
-tea-tasting table (p = 0.4857) and on the 2x2 of Wikipedia's worked example
-(p = 0.002759).
+Published values, each checked to the precision it is printed with:
+
+* Wilson: Newcombe (1998a), "Two-sided confidence intervals for the single
+  proportion: comparison of seven methods", Statistics in Medicine 17:857-872,
+  Table I, method 3 (81/263, 15/148, 0/20, 1/29).
+* Newcombe: Newcombe (1998b), "Interval estimation for the difference between
+  independent proportions: comparison of eleven methods", Statistics in
+  Medicine 17:873-890, Table II, method 10 (the hybrid score interval without
+  continuity correction), its eight examples (a) to (h), four with a zero cell.
+* Fisher: Fisher's tea-tasting table [[3, 1], [1, 3]] (Fisher 1935, The
+  Design of Experiments, section 2; Agresti 2002, Categorical Data Analysis,
+  2nd ed., section 3.5), two-sided p = 34/70 = 0.4857; and [[1, 9], [11, 3]], p =
+  0.002759 (the worked example of Wikipedia's "Fisher's exact test").
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ def test_wilson_matches_newcombes_table(k: int, n: int, low: float, high: float)
 @pytest.mark.parametrize(("k1", "n1", "k2", "n2", "low", "high"), [
     (56, 70, 48, 80, 0.0524, 0.3339), (9, 10, 3, 10, 0.1705, 0.8090),
     (6, 7, 2, 7, 0.0582, 0.8062), (5, 56, 0, 29, -0.0381, 0.1926),
-    (0, 10, 0, 20, -0.1611, 0.2775), (10, 10, 0, 20, 0.6791, 1.0000)])
+    (0, 10, 0, 20, -0.1611, 0.2775), (0, 10, 0, 10, -0.2775, 0.2775),
+    (10, 10, 0, 20, 0.6791, 1.0000), (10, 10, 0, 10, 0.6075, 1.0000)])
 def test_newcombe_hybrid_matches_newcombes_table(k1: int, n1: int, k2: int, n2: int,
                                                  low: float, high: float) -> None:
     interval = newcombe(k1, n1, k2, n2)
@@ -47,6 +56,38 @@ def test_z_is_the_975th_normal_quantile() -> None:
 @pytest.mark.parametrize(("table", "p"), [((3, 1, 1, 3), 0.4857), ((1, 9, 11, 3), 0.002759)])
 def test_fisher_matches_published_p_values(table: tuple[int, int, int, int], p: float) -> None:
     assert fisher_exact(*table) == pytest.approx(p, abs=5e-5 if p > 0.01 else 5e-7)
+
+
+def test_fisher_tea_tasting_is_34_of_70() -> None:
+    # Margins 4, 4 / 4, 4: C(4,x) C(4,4-x) / C(8,4) for x = 0..4 is 1, 16, 36, 16, 1 over 70.
+    # The observed x = 3 has 16/70; no more probable: 1 + 16 + 16 + 1 = 34 of 70.
+    assert fisher_exact(3, 1, 1, 3) == pytest.approx(34 / 70, rel=1e-15)
+
+
+@pytest.mark.parametrize("table", [(0, 0, 3, 4), (3, 4, 0, 0), (0, 3, 0, 4), (3, 0, 4, 0),
+                                   (0, 0, 0, 0), (5, 0, 0, 0)])
+def test_fisher_with_an_empty_margin_is_one(table: tuple[int, int, int, int]) -> None:
+    # An empty row or column leaves one table with those margins: it is the observed one.
+    assert fisher_exact(*table) == 1.0
+
+
+@pytest.mark.parametrize("n", [1, 10, 20, 29, 263])
+def test_wilson_at_zero_and_at_n_ends_exactly_at_0_and_1(n: int) -> None:
+    # At k = 0 the quadratic's roots are 0 and z^2 / (n + z^2); at k = n, n / (n + z^2) and 1.
+    z2 = Z * Z
+    zero, every = wilson(0, n), wilson(n, n)
+    assert zero is not None and every is not None
+    assert zero.low == 0.0 and zero.high == pytest.approx(z2 / (n + z2), rel=1e-12)
+    assert every.high == 1.0 and every.low == pytest.approx(n / (n + z2), rel=1e-12)
+
+
+def test_newcombe_with_both_sides_at_zero_is_the_two_wilson_upper_bounds() -> None:
+    # p1 = p2 = 0: low = -u2 and high = u1, with u = z^2 / (n + z^2) (no correction added).
+    z2 = Z * Z
+    interval = newcombe(0, 10, 0, 20)
+    assert interval is not None
+    assert interval.low == pytest.approx(-z2 / (20 + z2), rel=1e-12)
+    assert interval.high == pytest.approx(z2 / (10 + z2), rel=1e-12)
 
 
 @settings(max_examples=300, deadline=None)
