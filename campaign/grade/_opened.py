@@ -68,7 +68,7 @@ def opened_verdicts(event: Event, index: int, key: ExpectationKey, documents: tu
             continue
         number = first[document]
         call = event.calls[number]
-        said = f"call {number} ({call.tool} {call.argument}) names it"
+        said = f"call {number}, {call.tool} {call.argument}, names it"
         verdict = Verdict.SATISFIED if key == "opened" else Verdict.UNSATISFIED
         verdicts.append(ExpectationVerdict(key, document, verdict, Evidence(index, number), said))
     return verdicts
