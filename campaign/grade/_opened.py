@@ -32,6 +32,8 @@ PATH_TOOLS: Final = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEd
 GREP: Final = "Grep"
 BASH: Final = "Bash"
 _IN: Final = " in "
+PATH_MAX_BYTES: Final = 4096
+"""Linux's PATH_MAX: no path a call can open is longer."""
 
 
 def named_documents(call: Call, workspace_path: str | None) -> set[str]:
@@ -40,13 +42,23 @@ def named_documents(call: Call, workspace_path: str | None) -> set[str]:
     if call.tool in PATH_TOOLS:
         paths = [call.argument]
     elif call.tool == GREP:
-        parts = call.argument.split(_IN)
-        paths = [_IN.join(parts[i:]) for i in range(1, len(parts))]
+        paths = _grep_paths(call.argument)
     elif call.tool == BASH:
         paths = read_words(call.argument)
     else:
         return set()
     return {d for p in paths if (d := document_named(p, workspace_path)) is not None}
+
+
+def _grep_paths(argument: str) -> list[str]:
+    """Every tail of ``argument`` after a `` in `` no longer than `PATH_MAX_BYTES` characters
+    (a longer one names no file): bounded work for a pattern of a million `` in ``."""
+    paths = []
+    pos = argument.find(_IN, max(0, len(argument) - PATH_MAX_BYTES - len(_IN)))
+    while pos >= 0:
+        paths.append(argument[pos + len(_IN):])
+        pos = argument.find(_IN, pos + 1)
+    return paths
 
 
 def opened_verdicts(event: Event, index: int, key: ExpectationKey, documents: tuple[str, ...],

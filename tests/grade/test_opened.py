@@ -5,6 +5,8 @@ command ... The grader expands nothing.")."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from campaign.expect import Expectations
@@ -105,3 +107,10 @@ def test_no_workspace_path_leaves_absolute_words_naming_nothing() -> None:
     (verdict,) = event_verdicts(event(calls=[call("Bash", f"cat {WORKSPACE}/{DOC}")]), 0,
                                 OPENED, None)
     assert verdict.verdict is Verdict.UNSATISFIED
+
+
+def test_a_grep_pattern_of_a_million_splits_is_graded_at_once() -> None:
+    argument = "x in " * 1_000_000 + f"y in {DOC}"
+    started = time.monotonic()
+    assert _opened(argument, "Grep") is Verdict.SATISFIED
+    assert time.monotonic() - started < 2.0  # every split joined again would take minutes
