@@ -9,12 +9,15 @@ states; every satisfied verdict names its event and call.
 from __future__ import annotations
 
 import json
+import shutil
 from typing import TYPE_CHECKING
 
 import pytest
 
 from campaign.grade import (
+    GRADER_VERSION,
     MOVED_READ_SET,
+    BatchesDiffer,
     Evidence,
     NoCorpus,
     SameBatchTwice,
@@ -110,25 +113,18 @@ def test_the_text_names_event_and_call_and_json_every_verdict(copy: Path) -> Non
     assert line.startswith("  FX-PRB-0001 present s1 (event 0): satisfied")
     assert "call 1, Read docs/decisions/FX-DR-0002.md, names it" in line
     data = json.loads(cli("grade", str(batch), "--corpus", str(corpus), "--json").stdout)
-    assert data["format"] == 1 and data["grader"] == grading_version()
+    assert data["format"] == 1 and data["grader"] == GRADER_VERSION
     verdicts = [v for s in data["sessions"] for v in s["verdicts"]]
     assert all(v["event"] is not None for v in verdicts)
     read = next(v for v in verdicts if v["key"] == "opened")
     assert (read["event"], read["call"], read["verdict"]) == (0, 1, "satisfied")
 
 
-def grading_version() -> str:
-    from campaign.grade import GRADER_VERSION
-    return GRADER_VERSION
-
-
-def test_a_batch_named_twice_is_refused_and_two_copies_are_pooled(copy: Path,
-                                                                  tmp_path: Path) -> None:
+def test_a_batch_named_twice_is_refused_and_two_copies_are_pooled(copy: Path) -> None:
     batch = copy / "batch"
     with pytest.raises(SameBatchTwice):
         grade_batches([batch, batch], corpus=copy / "corpus")
     twin = copy / "twin"
-    import shutil
     shutil.copytree(batch, twin)
     grading = grade_batches([batch, twin], corpus=copy / "corpus")
     cell = grading.cell("FX-PRB-0002", "absent")
@@ -145,3 +141,16 @@ def test_what_a_session_wrote_reaches_the_terminal_escaped(copy: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "\x1b" not in run.stdout and "\x07" not in run.stdout
     assert "\\x1b]0;owned\\x07" in run.stdout
+
+
+def test_batches_of_two_plans_are_not_graded_together(copy: Path) -> None:
+    batch, twin = copy / "batch", copy / "twin"
+    shutil.copytree(batch, twin)
+    plan = twin / "plan.yaml"
+    plan.write_text(plan.read_text(encoding="utf-8").replace("\nseed: 1\n", "\nseed: 2\n"),
+                    encoding="utf-8")
+    with pytest.raises(BatchesDiffer) as refused:
+        grade_batches([batch, twin], corpus=copy / "corpus")
+    assert refused.value.member == "seed"
+    run = cli("grade", str(batch), str(twin), "--corpus", str(copy / "corpus"))
+    assert run.returncode == 2 and "differ in seed" in run.stderr
