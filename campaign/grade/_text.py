@@ -118,7 +118,7 @@ def _share_row(share: Share) -> str:
 def _difference_row(difference: Difference, reference: str) -> str:
     head = f"  {difference.arm} - {reference}:"
     if difference.difference is None or difference.fisher_p is None:
-        return f"{head} no difference (an arm has no recorded session)"
+        return f"{head} untested (an arm has no recorded session)"
     return (f"{head} {100 * difference.difference:+.0f} points "
             f"({_interval(difference.interval, points=True)}), Fisher p = "
             f"{difference.fisher_p:.3g}: {difference.outcome}")
