@@ -56,8 +56,13 @@ def grade_text(grading: Grading, figures: Figures) -> str:
     if figures.ungraded:
         lines += ["", "ungraded (no expect: in the probe's front matter): "
                   + ", ".join(one_line(p) for p in figures.ungraded)]
+    if not figures.probes:
+        lines += ["", "no probe of the plan declares expectations (expect: in its front "
+                      "matter, docs/expectations.md): nothing is graded"]
+        return "\n".join(lines) + "\n"
     count = len(grading.sessions)
-    lines += ["", f"verdicts ({count} recorded {'session' if count == 1 else 'sessions'}):"]
+    lines += ["", f"verdicts ({count} recorded {'session' if count == 1 else 'sessions'} of "
+                  "the graded probes):"]
     several = len(grading.batches) > 1
     lines += [_session_line(s, several=several) for s in grading.sessions]
     if grading.apart:

@@ -154,3 +154,11 @@ def test_batches_of_two_plans_are_not_graded_together(copy: Path) -> None:
     assert refused.value.member == "seed"
     run = cli("grade", str(batch), str(twin), "--corpus", str(copy / "corpus"))
     assert run.returncode == 2 and "differ in seed" in run.stderr
+
+
+def test_a_corpus_without_expectations_grades_nothing_and_says_so() -> None:
+    for root in fixture_copy("format1"):
+        run = cli("grade", str(root / "batch"), "--corpus", str(root / "corpus"))
+        assert run.returncode == 0, run.stderr
+        assert "no probe of the plan declares expectations" in run.stdout
+        assert "ungraded (no expect: in the probe's front matter): FX-PRB-0001" in run.stdout
