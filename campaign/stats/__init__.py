@@ -6,7 +6,8 @@
 * `quartiles` - the quartiles of a histogram of counts.
 * `mantel_haenszel` - the Mantel-Haenszel common odds ratio over strata, with the
   Robins-Breslow-Greenland interval.
-* `tally_probes` - the wins, losses and ties of an arm against the reference arm.
+* `probe_outcome`, `tally_probes` - a probe's win, loss or tie against the reference
+  arm, and their counts across probes.
 
 None of them reads a batch, a corpus or a clock; docs/statistics.md says each
 in words, with the sources of the formulas and how each zero cell is handled.
@@ -23,5 +24,7 @@ from ._scores import quartiles as quartiles
 from ._scores import wilson as wilson
 from ._strata import CommonOddsRatio as CommonOddsRatio
 from ._strata import mantel_haenszel as mantel_haenszel
+from ._tally import Outcome as Outcome
 from ._tally import WinsLossesTies as WinsLossesTies
+from ._tally import probe_outcome as probe_outcome
 from ._tally import tally_probes as tally_probes

@@ -38,7 +38,7 @@ SIGNIFICANCE: Final = 0.05
 
 @dataclass(frozen=True, slots=True)
 class Interval:
-    """A closed interval ``[low, high]`` of proportions or differences of proportions."""
+    """A closed interval ``[low, high]`` of proportions, their differences or odds ratios."""
 
     low: float
     high: float

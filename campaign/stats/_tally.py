@@ -11,8 +11,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from ._scores import Interval
+
+Outcome = Literal["win", "loss", "tie"]
+"""What one probe is for an arm against the reference arm."""
+
+
+def probe_outcome(difference: Interval | None) -> Outcome | None:
+    """One probe's outcome from the interval of its difference (the module's rule).
+
+    Args:
+        difference: The 95% Newcombe interval of the arm's share minus the
+            reference arm's, or None when `newcombe` gave none.
+
+    Returns:
+        ``"win"`` when the interval lies above 0, ``"loss"`` when it lies
+        below 0, ``"tie"`` when it holds 0 (an end at 0 included), None
+        (untested) when there is no interval.
+    """
+    if difference is None:
+        return None
+    if difference.low > 0:
+        return "win"
+    if difference.high < 0:
+        return "loss"
+    return "tie"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +68,6 @@ def tally_probes(differences: Iterable[Interval | None]) -> WinsLossesTies:
     Returns:
         The four counts; they sum to the number of probes given.
     """
-    wins = losses = ties = untested = 0
-    for interval in differences:
-        if interval is None:
-            untested += 1
-        elif interval.low > 0:
-            wins += 1
-        elif interval.high < 0:
-            losses += 1
-        else:
-            ties += 1
-    return WinsLossesTies(wins, losses, ties, untested)
+    outcomes = [probe_outcome(interval) for interval in differences]
+    return WinsLossesTies(outcomes.count("win"), outcomes.count("loss"), outcomes.count("tie"),
+                          outcomes.count(None))

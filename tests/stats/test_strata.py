@@ -16,8 +16,11 @@ docs/statistics.md states.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from campaign.stats import CommonOddsRatio, Z, mantel_haenszel
 
@@ -112,3 +115,43 @@ def test_a_zero_denominator_is_infinite_and_a_zero_numerator_is_zero_without_int
 def test_a_negative_cell_is_refused() -> None:
     with pytest.raises(ValueError, match="negative"):
         mantel_haenszel([(1, 2, 3, 4), (1, -1, 0, 2)])
+
+
+_tables = st.lists(st.tuples(*[st.integers(0, 30)] * 4), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tables)
+def test_the_estimate_equals_its_definition_in_exact_fractions(
+        tables: list[tuple[int, int, int, int]]) -> None:
+    # sum(a d / n) / sum(b c / n) over every table with n > 0, in exact arithmetic: the
+    # uninformative tables add 0 to both sums, so dropping them changes nothing.
+    numerator = sum((Fraction(a * d, a + b + c + d) for a, b, c, d in tables if a + b + c + d),
+                    Fraction(0))
+    denominator = sum((Fraction(b * c, a + b + c + d) for a, b, c, d in tables if a + b + c + d),
+                      Fraction(0))
+    estimate = mantel_haenszel(tables).estimate
+    if numerator == denominator == 0:
+        assert estimate is None
+    elif denominator == 0:
+        assert estimate == math.inf
+    else:
+        assert estimate == pytest.approx(float(numerator / denominator), rel=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tables)
+def test_swapping_the_arms_inverts_the_estimate_and_the_interval(
+        tables: list[tuple[int, int, int, int]]) -> None:
+    # Rows swapped: (a, b, c, d) -> (c, d, a, b), so R and S trade places, and P, Q do not move.
+    forward = mantel_haenszel(tables)
+    backward = mantel_haenszel([(c, d, a, b) for a, b, c, d in tables])
+    assert backward.strata == forward.strata
+    if forward.interval is None:
+        assert backward.interval is None
+        return
+    assert forward.estimate is not None and backward.estimate is not None
+    assert backward.estimate == pytest.approx(1 / forward.estimate, rel=1e-9)
+    assert backward.interval is not None
+    assert (backward.interval.low, backward.interval.high) == pytest.approx(
+        (1 / forward.interval.high, 1 / forward.interval.low), rel=1e-9)

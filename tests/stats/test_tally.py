@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from campaign.stats import Interval, WinsLossesTies, newcombe, tally_probes
+from campaign.stats import Interval, WinsLossesTies, newcombe, probe_outcome, tally_probes
 
 
 def test_each_probe_is_a_win_a_loss_a_tie_or_untested_by_its_interval() -> None:
@@ -27,3 +27,12 @@ def test_newcombes_examples_tally_by_their_published_intervals() -> None:
 
 def test_no_probes_tally_to_nothing() -> None:
     assert tally_probes([]) == WinsLossesTies(0, 0, 0, 0)
+
+
+def test_one_probes_outcome_is_the_side_of_0_its_interval_lies_on() -> None:
+    assert probe_outcome(Interval(0.0524, 0.3339)) == "win"
+    assert probe_outcome(Interval(-0.3339, -0.0524)) == "loss"
+    assert probe_outcome(Interval(-0.1611, 0.2775)) == "tie"
+    assert probe_outcome(Interval(0.0, 0.2775)) == "tie"
+    assert probe_outcome(Interval(-0.2775, 0.0)) == "tie"
+    assert probe_outcome(None) is None
