@@ -7,7 +7,7 @@ the share) with its Wilson score 95% interval. Per probe and arm other than the 
 hybrid score 95% interval and Fisher's exact two-sided p of the table
 ``[[arm satisfied, arm not], [reference satisfied, reference not]]``; a *win* when the
 interval lies above 0, a *loss* when it lies below, else a *tie*; no outcome (untested)
-when either side has no recorded session (the one rule, `campaign.stats.tally_probes`).
+when either side has no recorded session (the one rule, `campaign.stats.probe_outcome`).
 Across probes, per arm: the Mantel-Haenszel common odds ratio of those tables, probes as
 strata, with the Robins-Breslow-Greenland 95% interval (`campaign.stats.mantel_haenszel`;
 docs/statistics.md says how zero cells are handled), and the wins, losses, ties and untested
@@ -17,24 +17,23 @@ probes counted. Pure: counts in, figures out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from campaign.stats import (
     CommonOddsRatio,
     Interval,
+    Outcome,
     WinsLossesTies,
     fisher_exact,
     mantel_haenszel,
     newcombe,
+    probe_outcome,
     tally_probes,
     wilson,
 )
 
 if TYPE_CHECKING:
     from ._model import CellGrade, Grading
-
-Outcome = Literal["win", "loss", "tie"]
-
 
 @dataclass(frozen=True, slots=True)
 class Share:
@@ -110,9 +109,8 @@ def difference_of(arm: CellGrade, reference: CellGrade) -> Difference:
     if interval is None:
         return Difference(arm.arm, None, None, None, None)
     a, b, c, d = table(arm, reference)
-    outcome: Outcome = ("win" if interval.low > 0 else "loss" if interval.high < 0 else "tie")
     return Difference(arm.arm, a / (a + b) - c / (c + d), interval, fisher_exact(a, b, c, d),
-                      outcome)
+                      probe_outcome(interval))
 
 
 def figures(grading: Grading) -> Figures:
