@@ -91,12 +91,18 @@ def load_corpus_or_usage(root: Path) -> Corpus:
 
 
 def compose(corpus: Corpus, *, tier: str | None, seed: int, plan_file: Path | None,
-            model: str | None) -> Plan:
-    """The plan of this invocation (``--plan FILE`` or composed), with ``--model`` applied.
+            model: str | None, probes: Sequence[str] = ()) -> Plan:
+    """The plan of this invocation (``--plan FILE`` or composed), with ``--model`` applied;
+    ``probes`` (``--probe ID``, repeatable) chooses a subset of the shelf (empty: all).
 
     Raises:
-        UsageError: an unknown tier, a bad plan file, a tier that differs from the plan's.
+        UsageError: an unknown tier, a bad plan file, a tier that differs from the plan's,
+            ``--probe`` with ``--plan``, an unknown probe id, an ``expect:`` that breaks a
+            rule (docs/expectations.md).
     """
+    if probes and plan_file is not None:
+        raise UsageError(f"--probe and --plan {plan_file} both choose the probes; give one of "
+                         "them (a plan file's probes are its selection)")
     try:
         if plan_file is not None:
             plan = load_plan_file(plan_file, corpus)
@@ -104,7 +110,8 @@ def compose(corpus: Corpus, *, tier: str | None, seed: int, plan_file: Path | No
                 raise UsageError(f"--tier {tier} differs from the tier of --plan {plan_file} "
                                  f"({plan.tier}); give one of them")
         else:
-            plan = compose_plan(corpus, tier=tier or DEFAULT_TIER, seed=seed)
+            plan = compose_plan(corpus, tier=tier or DEFAULT_TIER, seed=seed,
+                                probes=probes or None)
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     return plan.model_copy(update={"model": model}) if model else plan
@@ -142,7 +149,7 @@ def cmd_run(args: RunArgs) -> int:
     """``run``: a batch of probes x arms x repetitions sessions."""
     corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed,
-                   plan_file=args.plan, model=args.model)
+                   plan_file=args.plan, model=args.model, probes=args.probes)
     harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
                             model=plan.model)

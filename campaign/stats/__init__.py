@@ -9,6 +9,12 @@ None of them reads a batch, a corpus or a clock; docs/report.md and
 docs/grading.md say each in words, with the sources of the formulas.
 """
 
+from ._power import POWER as POWER
+from ._power import Detectable as Detectable
+from ._power import detectable_difference as detectable_difference
+from ._power import fisher_power as fisher_power
+from ._power import normal_power as normal_power
+from ._power import sessions_needed as sessions_needed
 from ._scores import CONFIDENCE as CONFIDENCE
 from ._scores import SIGNIFICANCE as SIGNIFICANCE
 from ._scores import Interval as Interval
