@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from campaign.corpus._corpus import load_corpus
 from campaign.expect import ExpectationsRefused, checked_expectations
 from campaign.plan._plan import compose_plan, dump_plan, load_plan_file
-from tests.campaign.corpora import ANSWER_KEY, seal_files, write_files
+from tests.campaign.corpora import ANSWER_KEY, probe_yml, seal_files, write_files
 
 PROBE = "docs/probes/client-retries.md"
 
@@ -104,8 +104,8 @@ def test_a_path_no_workspace_holds_is_refused(tmp_path: Path, path: str, why: st
 def test_an_answer_key_of_the_probe_is_refused(tmp_path: Path) -> None:
     files = seal_files()
     files[PROBE] = _probe_with({"opened": [ANSWER_KEY]})
-    files[".headwater/probe.yml"] = files[".headwater/probe.yml"].replace(  # type: ignore[union-attr]
-        '"HW-PRB-001": [\n      "docs/runs', '"HW-PRB-002": [\n      "docs/runs')
+    files[".headwater/probe.yml"] = probe_yml(folds={"HW-PRB-001": ["src/retry.py"]},
+                                              answer_keys={"HW-PRB-002": [ANSWER_KEY]})
     corpus = load_corpus(write_files(tmp_path / "c", files))
     assert corpus.answer_keys_of("HW-PRB-002") == (ANSWER_KEY,)
     with pytest.raises(ExpectationsRefused, match="an answer key of the probe"):
