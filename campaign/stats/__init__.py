@@ -4,6 +4,8 @@
 * `newcombe` - Newcombe's hybrid score interval of a difference of two proportions.
 * `fisher_exact` - the two-sided p-value of Fisher's exact test on a 2x2 table.
 * `quartiles` - the quartiles of a histogram of counts.
+* `detectable_difference`, `repetitions_needed` (and `fisher_power`, `normal_power`,
+  `sessions_needed`) - sizing: the power of the test a difference is judged by.
 
 None of them reads a batch, a corpus or a clock; docs/report.md and
 docs/grading.md say each in words, with the sources of the formulas.
@@ -14,6 +16,7 @@ from ._power import Detectable as Detectable
 from ._power import detectable_difference as detectable_difference
 from ._power import fisher_power as fisher_power
 from ._power import normal_power as normal_power
+from ._power import repetitions_needed as repetitions_needed
 from ._power import sessions_needed as sessions_needed
 from ._scores import CONFIDENCE as CONFIDENCE
 from ._scores import SIGNIFICANCE as SIGNIFICANCE

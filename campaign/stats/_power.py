@@ -172,3 +172,23 @@ def detectable_difference(n: int, *, base_rate: float = 0.5, power: float = POWE
         return Detectable(n, base_rate, method, None, None)
     d, other = min(found, key=lambda f: f[0] - (TOLERANCE if f[1] > base_rate else 0.0))
     return Detectable(n, base_rate, method, d, min(1.0, max(0.0, other)))
+
+
+def repetitions_needed(p1: float, p2: float, *, power: float = POWER,
+                       alpha: float = SIGNIFICANCE) -> tuple[int, str]:
+    """The fewest sessions per arm that tell ``p1`` from ``p2`` with ``power``, and the method:
+    the first ``n <= EXACT_MAX_N`` whose Fisher power (`fisher_power`) reaches it
+    (``fisher-exact``), else the pooled z test's formula (`sessions_needed`, at least
+    ``EXACT_MAX_N + 1``; ``normal-pooled-z``).
+
+    Raises:
+        ValueError: ``p1 == p2``, or a share outside [0, 1].
+    """
+    _check(1, p1, p2)
+    if p1 == p2:
+        raise ValueError("equal shares: no number of sessions tells them apart")
+    for n in range(1, EXACT_MAX_N + 1):
+        if fisher_power(n, p1, p2, alpha=alpha) >= power:
+            return n, "fisher-exact"
+    return max(EXACT_MAX_N + 1, sessions_needed(p1, p2, alpha=alpha, power=power)), \
+        "normal-pooled-z"

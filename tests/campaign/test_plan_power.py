@@ -16,6 +16,7 @@ from campaign.stats import (
     detectable_difference,
     fisher_power,
     normal_power,
+    repetitions_needed,
     sessions_needed,
 )
 
@@ -80,3 +81,12 @@ def test_refuses_shares_outside_the_open_unit_interval() -> None:
         detectable_difference(10, base_rate=1.0)
     with pytest.raises(ValueError, match="at least one session"):
         detectable_difference(0)
+
+
+def test_repetitions_needed_is_the_first_n_with_the_power_asked() -> None:
+    n, method = repetitions_needed(0.5, 1.0)
+    assert method == "fisher-exact"
+    assert fisher_power(n, 0.5, 1.0) >= POWER
+    assert all(fisher_power(m, 0.5, 1.0) < POWER for m in range(1, n))
+    # Past 60 per arm the Fleiss figure again.
+    assert repetitions_needed(0.5, 0.6) == (388, "normal-pooled-z")
