@@ -39,8 +39,9 @@ def _check_answered(corpus: Corpus, probe: Probe, answered: str) -> None:
         return
     if not probe.answers:
         raise _refuse(corpus, probe, f"expect: answered {answered!r}: the probe declares no "
-                                     "`answers`, so no session's answer can be one (RC-13: "
-                                     "the transcript records only a declared answer)")
+                                     "`answers`, so no session's answer can be one: the "
+                                     "transcript records only a declared answer "
+                                     "(docs/glossary.md: RC-13)")
     meant = [a for a in probe.answers if answer_words(a) == answer_words(answered)]
     hint = (f"; it has the words of the declared answer {meant[0]!r}, write that form"
             if meant else "")
