@@ -24,7 +24,7 @@ from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
 from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness_path
-from ._batch import compose, default_harness_path, load_corpus_or_usage
+from ._batch import check_sealed_paths, compose, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole, quiet_pipe
 from ._doctor_view import exit_status, print_report
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
@@ -48,6 +48,7 @@ def cmd_plan(args: PlanArgs) -> int:
         expectations = checked_expectations(corpus, [p.id for p in plan.probes])
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
+    check_sealed_paths(corpus, plan)
     figures = None if args.from_batch is None else batch_figures(args.from_batch)
     tiers = {str(t): c.repetitions for t, c in corpus.config.tiers.items()
              if args.tier is None or str(t) == args.tier}

@@ -153,3 +153,23 @@ def test_run_refuses_a_broken_expectation_before_making_the_batch(tmp_path: Path
     with pytest.raises(UsageError, match="answered 'seven' is not one of the probe's answers"):
         parse_command(["run", str(root), "--batch-dir", str(tmp_path / "b")]).run()
     assert not (tmp_path / "b").exists()
+
+
+def test_a_path_the_seal_removes_for_naming_the_probe_is_refused(tmp_path: Path) -> None:
+    # seal_corpus: docs/guide/other-probe.md names HW-PRB-002 in its text, so the seal removes
+    # it from HW-PRB-002's workspaces; docs/guide/prefix.md names other probes, not that one.
+    root = _expecting_corpus(tmp_path / "c", {"not_opened": ["docs/guide/other-probe.md"]})
+    with pytest.raises(UsageError) as caught:
+        parse_command(["plan", str(root)]).run()
+    message = str(caught.value)
+    assert "docs/probes/client-retries.md: expect: not_opened: 'docs/guide/other-probe.md' " \
+           "is never in a session's workspace (the seal removes it:" in message
+    with pytest.raises(UsageError, match="the seal removes it"):
+        parse_command(["run", str(root), "--batch-dir", str(tmp_path / "b")]).run()
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_path_the_seal_keeps_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _expecting_corpus(tmp_path / "c", {"opened": ["docs/guide/prefix.md"]})
+    out, _ = _plan(capsys, str(root))
+    assert "    opened: docs/guide/prefix.md\n" in out
