@@ -191,7 +191,7 @@ def tier_args(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
 def probe_arg(p: argparse.ArgumentParser) -> None:
     """``--probe ID``, repeatable: a subset of the shelf (``plan`` and ``run``)."""
     p.add_argument("--probe", dest="probes", action="append", metavar="ID",
-                   help="run only this probe (repeatable; default every probe of the shelf): "
+                   help="this probe only (repeatable; default every probe of the shelf): "
                         "the plan's selection and read set are then the chosen probes', so "
                         "its identity is not the whole shelf's; an id not on the shelf is "
                         "refused with the ids that are")
