@@ -50,7 +50,7 @@ def cmd_plan(args: PlanArgs) -> int:
         raise UsageError(str(exc)) from exc
     check_sealed_paths(corpus, plan)
     figures = None if args.from_batch is None else batch_figures(args.from_batch)
-    tiers = {str(t): c.repetitions for t, c in corpus.config.tiers.items()
+    tiers = {str(t): (c.repetitions, c.arms) for t, c in corpus.config.tiers.items()
              if args.tier is None or str(t) == args.tier}
     extra = ["", *sizing_lines(tiers, base_rate=args.base_rate)]
     if figures is not None:

@@ -26,8 +26,10 @@ def _share(x: float) -> str:
     return f"{x * 100:.0f}%" if abs(x * 100 - round(x * 100)) < 0.05 else f"{x * 100:.1f}%"
 
 
-def sizing_lines(tiers: Mapping[str, int], *, base_rate: float) -> list[str]:
-    """The sizing section of ``plan``: one line per tier (name -> repetitions), then how many
+def sizing_lines(tiers: Mapping[str, tuple[int, tuple[str, ...]]], *,
+                 base_rate: float) -> list[str]:
+    """The sizing section of ``plan``: one line per tier (name -> its repetitions and arms; a
+    tier of one arm has no difference to detect), then how many
     repetitions each difference of `TARGETS` needs (`repetitions_needed`: Fisher's exact test
     up to 60, the pooled z test's formula above; a difference past 100% is left out).
 
@@ -38,7 +40,11 @@ def sizing_lines(tiers: Mapping[str, int], *, base_rate: float) -> list[str]:
              f"that a tier's repetitions tell from noise: two-sided {CONFIDENCE:.0%}, "
              f"{POWER:.0%} power, from a base rate of {_share(base_rate)}; --base-rate P "
              "changes it):"]
-    for tier, n in tiers.items():
+    for tier, (n, arms) in tiers.items():
+        if len(arms) < 2:
+            lines.append(f"  tier {tier}: one arm ({', '.join(arms)}): no difference between "
+                         "arms to detect")
+            continue
         found = detectable_difference(n, base_rate=base_rate)
         test = ("Fisher's exact test, enumerated" if found.method == "fisher-exact"
                 else "the pooled two-proportion z test, normal approximation")

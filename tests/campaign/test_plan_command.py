@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 from campaign.cli._errors import UsageError
 from campaign.cli._parser import parse_command
 from campaign.corpus._corpus import load_corpus
-from tests.campaign.corpora import seal_files, write_files
+from campaign.stats import fisher_power
+from tests.campaign.corpora import probe_yml, seal_files, write_files
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "demo" / "example" / "corpus"
@@ -173,3 +175,21 @@ def test_a_path_the_seal_keeps_passes(tmp_path: Path, capsys: pytest.CaptureFixt
     root = _expecting_corpus(tmp_path / "c", {"opened": ["docs/guide/prefix.md"]})
     out, _ = _plan(capsys, str(root))
     assert "    opened: docs/guide/prefix.md\n" in out
+
+
+def test_sizing_of_a_tier_that_can_detect_and_one_of_one_arm(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_files(tmp_path / "c", {**seal_files(), ".headwater/probe.yml": probe_yml(tiers={
+        "campaign": {"arms": ["present", "absent"], "repetitions": 20},
+        "regression": {"arms": ["present"], "repetitions": 1}})})
+    out, _ = _plan(capsys, str(root), "--base-rate", "0.3")
+    assert "from a base rate of 30%" in out
+    assert "tier regression: one arm (present): no difference between arms to detect" in out
+    found = re.search(r"tier campaign: 20 repetitions detect ([\d.]+) points \(30% against "
+                      r"([\d.]+)%; Fisher's exact test, enumerated\)", out)
+    assert found is not None, out
+    points, other = float(found[1]), float(found[2])
+    assert other == pytest.approx(30 + points, abs=0.06)
+    # the definition: at that difference the power is 80%, a point below it is not
+    assert fisher_power(20, 0.3, (30 + points + 0.05) / 100) >= 0.8
+    assert fisher_power(20, 0.3, (30 + points - 1) / 100) < 0.8
