@@ -4,8 +4,6 @@
 * `newcombe` - Newcombe's hybrid score interval of a difference of two proportions.
 * `fisher_exact` - the two-sided p-value of Fisher's exact test on a 2x2 table.
 * `quartiles` - the quartiles of a histogram of counts.
-* `detectable_difference`, `repetitions_needed` (and `fisher_power`, `normal_power`,
-  `sessions_needed`) - sizing: the power of the test a difference is judged by.
 
 None of them reads a batch, a corpus or a clock; docs/report.md and
 docs/grading.md say each in words, with the sources of the formulas.
