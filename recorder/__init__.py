@@ -16,7 +16,9 @@ pyproject.toml). What it offers, by concern:
   `SUM_PRECISION`), atomic writes and the bounds
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
 * the checker of a transcript file (`check_transcript_file`) and the optional checker a
-  probe names (`run_checker`).
+  probe names (`run_checker`);
+* the word set RC-13 compares answers by (`answer_words`), for the plan's check of an
+  expected answer.
 
 The transcript's models, layout and writer are the subpackage `recorder.transcript`.
 See docs/internals.md.
@@ -24,6 +26,7 @@ See docs/internals.md.
 
 from __future__ import annotations
 
+from ._answer import answer_words as answer_words
 from ._atomic import fsync_dir as fsync_dir
 from ._atomic import write_atomic as write_atomic
 from ._bounds import MAX_SESSION_LINES as MAX_SESSION_LINES

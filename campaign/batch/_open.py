@@ -185,6 +185,7 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness_version: st
                         where="in the read set")  # fmt: skip
     if files:
         moved.append(files)
+        moved += _probe_files_moved(recorded, current)
     if recorded.tree != current.tree:
         outside = _outside_read_set(recorded, current, recorded_tree, current_tree)
         if outside is not None:
@@ -201,6 +202,18 @@ def compare_batch(recorded: Plan, current: Plan, *, recorded_harness_version: st
         moved.append(f"the harness version was {recorded_harness_version!r}, is now "
                      f"{current_harness_version!r}")
     return moved
+
+
+def _probe_files_moved(recorded: Plan, current: Plan) -> list[str]:
+    """For each probe whose own file changed between the two plans: that its ``expect:`` is
+    part of the read set (so an edit of the expectations alone moves it), and that ``grade``
+    still grades the batch as it stands (docs/expectations.md)."""
+    now = {p.id: p.digest for p in current.probes}
+    return [f"probe {p.id}'s document {p.path} changed: a probe's file, with the expectations "
+            "of its `expect:`, is part of the read set, so editing only the expectations moves "
+            "the read set too; `grade` still grades this batch as it stands, its verdicts "
+            "marked \"graded over a moved read set\""
+            for p in recorded.probes if p.id in now and now[p.id] != p.digest]
 
 
 def _outside_read_set(recorded: Plan, current: Plan, before: Mapping[str, str] | None,

@@ -101,6 +101,8 @@ class RunArgs(NewBatchArgs):
     """``run``: a batch of probes x arms x repetitions sessions over ``corpus``."""
 
     corpus: Path
+    probes: tuple[str, ...] = ()
+    """``--probe ID`` (repeatable): the probes chosen; empty = every probe of the shelf."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +152,14 @@ class PlanArgs:
     tier: str | None = None
     seed: int = 0
     format: Literal["text", "yaml", "json"] = "text"
+    probes: tuple[str, ...] = ()
+    """``--probe ID`` (repeatable): the probes chosen; empty = every probe of the shelf."""
+    base_rate: float = 0.5
+    """``--base-rate P``: the satisfied share the sizing assumes for the reference arm."""
+    from_batch: Path | None = None
+    """``--from BATCH``: a batch whose per-session cost and wall time project this plan's."""
+    concurrency: int = CONCURRENCY
+    """``--concurrency N``: sessions at once, as ``run`` would run them (the wall projection)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,9 @@ from campaign.batch import (
     transcript_path,
 )
 from campaign.corpus import Corpus, load_corpus
+from campaign.expect import checked_expectations
 from campaign.plan import Plan, compose_plan, load_plan_file, recompose
+from campaign.seal import plan_seal, resolve_session
 from campaign.supervisor import (
     BatchOutcome,
     Budgets,
@@ -91,12 +93,18 @@ def load_corpus_or_usage(root: Path) -> Corpus:
 
 
 def compose(corpus: Corpus, *, tier: str | None, seed: int, plan_file: Path | None,
-            model: str | None) -> Plan:
-    """The plan of this invocation (``--plan FILE`` or composed), with ``--model`` applied.
+            model: str | None, probes: Sequence[str] = ()) -> Plan:
+    """The plan of this invocation (``--plan FILE`` or composed), with ``--model`` applied;
+    ``probes`` (``--probe ID``, repeatable) chooses a subset of the shelf (empty: all).
 
     Raises:
-        UsageError: an unknown tier, a bad plan file, a tier that differs from the plan's.
+        UsageError: an unknown tier, a bad plan file, a tier that differs from the plan's,
+            ``--probe`` with ``--plan``, an unknown probe id, an ``expect:`` that breaks a
+            rule (docs/expectations.md).
     """
+    if probes and plan_file is not None:
+        raise UsageError(f"--probe and --plan {plan_file} both choose the probes; give one of "
+                         "them (a plan file's probes are its selection)")
     try:
         if plan_file is not None:
             plan = load_plan_file(plan_file, corpus)
@@ -104,10 +112,43 @@ def compose(corpus: Corpus, *, tier: str | None, seed: int, plan_file: Path | No
                 raise UsageError(f"--tier {tier} differs from the tier of --plan {plan_file} "
                                  f"({plan.tier}); give one of them")
         else:
-            plan = compose_plan(corpus, tier=tier or DEFAULT_TIER, seed=seed)
+            plan = compose_plan(corpus, tier=tier or DEFAULT_TIER, seed=seed,
+                                probes=probes or None)
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     return plan.model_copy(update={"model": model}) if model else plan
+
+
+def check_sealed_paths(corpus: Corpus, plan: Plan) -> None:
+    """Refuse an ``opened`` or ``not_opened`` path of a probe of ``plan`` that the seal removes
+    from the probe's workspaces for what it holds or how it is named (its content or path
+    names the probe): no session can open it. The path rules alone (the shelf,
+    ``.headwater/``, the answer keys) are checked when the plan is composed; this takes the
+    seal's plan of the probe's present arm (every file read), so only probes that declare
+    paths are sealed (docs/expectations.md).
+
+    Raises:
+        UsageError: such a path, naming the probe file, the key, the path and the seal's reason.
+    """
+    try:
+        declared = checked_expectations(corpus, [p.id for p in plan.probes])
+        for probe_id, expect in declared.items():
+            wanted = {"opened": set(expect.opened or ()),
+                      "not_opened": set(expect.not_opened or ())}
+            if not wanted["opened"] | wanted["not_opened"]:
+                continue
+            sealed = plan_seal(corpus, resolve_session(corpus, probe_id, "present"))
+            for decision in sealed.decisions:
+                key = next((k for k, paths in wanted.items() if decision.path in paths), None)
+                if decision.action != "remove" or key is None:
+                    continue
+                reason = decision.removals[0].reason if decision.removals else "removed"
+                raise UsageError(
+                    f"corpus {corpus.root}: {corpus.probes[probe_id].path}: expect: {key}: "
+                    f"{decision.path!r} is never in a session's workspace (the seal removes "
+                    f"it: {reason}), so no session can open it")
+    except CampaignError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def credentials_for(options: BatchOptions) -> Credentials:
@@ -142,7 +183,8 @@ def cmd_run(args: RunArgs) -> int:
     """``run``: a batch of probes x arms x repetitions sessions."""
     corpus = load_corpus_or_usage(args.corpus)
     plan = compose(corpus, tier=args.tier, seed=args.seed,
-                   plan_file=args.plan, model=args.model)
+                   plan_file=args.plan, model=args.model, probes=args.probes)
+    check_sealed_paths(corpus, plan)
     harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
                             model=plan.model)

@@ -8,37 +8,84 @@ from pathlib import Path
 
 from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
-from campaign.batch import host_skill_dirs
+from campaign.batch import LEDGER_NAME, FinalRecord, LedgerCorrupt, host_skill_dirs, read_ledger
 from campaign.corpus import corpus_notes, large_file_notes
 from campaign.doctor import doctor_checks
-from campaign.plan import arms_without_effect, dump_plan
+from campaign.expect import checked_expectations
+from campaign.plan import (
+    BatchFigures,
+    arms_without_effect,
+    dump_plan,
+    projection_lines,
+    sizing_lines,
+)
 from campaign.seal import check_folds, explain, resolve_session, seal_workspace
 from recorder import check_transcript_file
 from sandbox import sweep_config_root, sweep_killed_runners
 
 from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness_path
-from ._batch import compose, default_harness_path, load_corpus_or_usage
+from ._batch import check_sealed_paths, compose, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole, quiet_pipe
 from ._doctor_view import exit_status, print_report
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
+from ._reading import batch_reading
 
 _CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)",
                 "unverified": "could not verify"}
 
 
 def cmd_plan(args: PlanArgs) -> int:
-    """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input)."""
+    """``plan``: print the plan before anything is spent (exit 0, or 2 on bad input): the
+    plan, each probe's expectations, the sizing per tier and, with ``--from BATCH``, the
+    projected cost and wall time. yaml/json print the plan file alone on stdout (what
+    ``run --plan FILE`` reads), the sizing and the projection on stderr."""
     corpus = load_corpus_or_usage(args.corpus)
-    plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
+    plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None,
+                   probes=args.probes)
     try:  # what run would refuse before spending, plan refuses before printing
         for probe in plan.probes:
             check_folds(corpus, probe.id)
+        expectations = checked_expectations(corpus, [p.id for p in plan.probes])
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
-    sys.stdout.write(dump_plan(plan, args.format))
+    check_sealed_paths(corpus, plan)
+    figures = None if args.from_batch is None else batch_figures(args.from_batch)
+    tiers = {str(t): (c.repetitions, c.arms) for t, c in corpus.config.tiers.items()
+             if args.tier is None or str(t) == args.tier}
+    extra = ["", *sizing_lines(tiers, base_rate=args.base_rate)]
+    if figures is not None:
+        extra += ["", *projection_lines(plan.session_count, figures,
+                                        concurrency=args.concurrency)]
+    if args.format == "text":
+        sys.stdout.write(dump_plan(plan, "text", expectations) + "\n".join(extra) + "\n")
+    else:
+        sys.stdout.write(dump_plan(plan, args.format))
+        for line in extra[1:]:
+            print(line, file=sys.stderr)
     for line in [*corpus_notes(corpus), *large_file_notes(corpus)]:
         print(f"note: {line}", file=sys.stderr)
     return EXIT_OK
+
+
+def batch_figures(path: Path) -> BatchFigures:
+    """The realized figures of the batch at ``path`` (``plan --from``), read through
+    `read_batch` and the ledger reader.
+
+    Raises:
+        UsageError: not a batch directory (exit 2), or its ledger is corrupt.
+    """
+    batch = path.expanduser().resolve()
+    with batch_reading(batch, hint="`plan --from` takes a batch directory made by run, demo "
+                                   "or record", is_dir_first=True) as reading:
+        stats = reading.fold.statistics()
+        try:
+            attempt_s = sum(r.duration_s or 0.0 for r in read_ledger(batch / LEDGER_NAME)
+                            if isinstance(r, FinalRecord))
+        except LedgerCorrupt as exc:
+            raise UsageError(str(exc)) from exc
+    return BatchFigures(path=str(batch), recorded=sum(a.recorded for a in stats.arms.values()),
+                        spend_usd=stats.spend_usd, cost_unknown=stats.cost_unknown,
+                        attempt_s=attempt_s)
 
 
 def cmd_seal(args: SealArgs) -> int:

@@ -143,3 +143,16 @@ def workspace_path(text: str) -> str:
         return check_workspace_path(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def probability(text: str) -> float:
+    """argparse type: a share strictly between 0 and 1 (``0.5``, ``0.8``): at 0 or 1 every
+    session of an arm would give the same verdict, so no difference could be sized."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: give a share such as "
+                                         "0.5") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")
+    return value

@@ -99,3 +99,19 @@ def read_expectations(corpus: Corpus) -> dict[str, Expectations]:
         if expectations is not None:
             found[probe_id] = expectations
     return found
+
+
+def expectation_lines(expectations: Expectations | None) -> list[str]:
+    """The lines ``plan`` prints under a probe: each declared key and its value, indented two
+    spaces (``expect: none declared`` when ``expectations`` is None)."""
+    if expectations is None:
+        return ["  expect: none declared (`grade` leaves the probe ungraded; "
+                "docs/expectations.md)"]
+    lines = ["  expect (graded by `grade`, never seen by a session):"]
+    declared = expectations.keys()  # a model iterates as (name, value) pairs
+    for key in declared:
+        value = getattr(expectations, key)
+        shown = ", ".join(value) if isinstance(value, tuple) else (
+            "true" if value is True else str(value))
+        lines.append(f"    {key}: {shown}")
+    return lines

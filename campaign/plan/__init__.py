@@ -2,7 +2,8 @@
 
 The only way in from outside this package. The modules: `_plan` (compose,
 dump, load, recompose), `_arms` (what each arm does to a workspace's harness
-layer, and its identity; docs/arms.md), `_order` (the batch order).
+layer, and its identity; docs/arms.md), `_order` (the batch order), `_plan_text` (the
+plan in words), `_sizing` (what `plan` says before spending: the sizing, the projection).
 """
 
 from __future__ import annotations
@@ -26,3 +27,6 @@ from ._plan import plan_arm as plan_arm
 from ._plan import plan_probe as plan_probe
 from ._plan import recompose as recompose
 from ._plan import runner_version as runner_version
+from ._sizing import BatchFigures as BatchFigures
+from ._sizing import projection_lines as projection_lines
+from ._sizing import sizing_lines as sizing_lines

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from io import StringIO
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -39,7 +39,6 @@ from campaign._errors import PlanError, TreeMismatch, UnknownTier
 from campaign.corpus import (
     DIGEST_PATTERN,
     PROBE_YML,
-    SHELF,
     Corpus,
     Tier,
     TierConfig,
@@ -48,9 +47,11 @@ from campaign.corpus import (
     describe_yaml_error,
     load_yaml,
 )
+from campaign.expect import Expectations, checked_expectations
 from recorder import digest_text, tree_digest
 
 from ._arms import Arm, ArmSpec, arm_spec
+from ._plan_text import plan_text
 
 DISTRIBUTION: Final = "headwater-campaign"
 UNKNOWN_VERSION: Final = "0+unknown"
@@ -243,12 +244,18 @@ def _build(corpus: Corpus, ids: Iterable[str], *, tier: str, arms: tuple[str, ..
         read_set_files=read, untyped_files=corpus.untyped)
 
 
-def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
-    """Compose the plan of ``tier``: every probe of the shelf, the tier's arms and repetitions.
+def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0,
+                 probes: Sequence[str] | None = None) -> Plan:
+    """Compose the plan of ``tier``: the probes ``probes`` (None: every probe of the shelf),
+    the tier's arms and repetitions; ``selection`` and ``read_set`` are those of the probes
+    chosen. The chosen probes' ``expect:`` is checked against the corpus and dropped: a plan
+    never holds an expectation (RC-13; `campaign.expect.checked_expectations`).
 
     Raises:
         UnknownTier: probe.yml declares no tier ``tier`` (the message lists those it does).
-        PlanError: the shelf holds no probe; the corpus's ``.mcp.json`` cannot be read.
+        PlanError: the shelf holds no probe; a probe of ``probes`` is not on it (the message
+            lists those that are) or is given twice; the corpus's ``.mcp.json`` cannot be read.
+        ExpectationsRefused: a chosen probe's ``expect:`` breaks a rule (docs/expectations.md).
         UnknownTool: probe.yml's ``tools`` holds an entry the pinned harness does not
             know (`campaign.corpus._tools.check_allowed_tools`).
         ArmError: an arm's settings file or ``.mcp.json`` is not a JSON object (`arm_spec`).
@@ -260,10 +267,27 @@ def compose_plan(corpus: Corpus, *, tier: str, seed: int = 0) -> Plan:
         raise PlanError(f"tier {tier!r}", f"corpus {corpus.root}: the shelf docs/probes/ holds no "
                                           "probe (a Markdown file there with front matter); "
                                           "nothing to run")
+    ids = list(corpus.probes) if probes is None else _chosen(corpus, probes)
+    checked_expectations(corpus, ids)
     chosen = declared[tier]
-    return _build(corpus, corpus.probes, tier=tier, arms=chosen.arms,
+    return _build(corpus, ids, tier=tier, arms=chosen.arms,
                   repetitions=chosen.repetitions, seed=seed, runner=runner_version(),
                   model=corpus.config.model, tools=corpus.config.tools)
+
+
+def _chosen(corpus: Corpus, probes: Sequence[str]) -> list[str]:
+    """``probes`` (``--probe ID``), each checked to be on the shelf once."""
+    for probe_id in probes:
+        if probe_id not in corpus.probes:
+            raise PlanError(f"--probe {probe_id}", f"no probe of the shelf docs/probes/ of "
+                                                   f"corpus {corpus.root} has this id; its "
+                                                   f"probes are {', '.join(corpus.probes)}")
+    if len(set(probes)) != len(probes):
+        twice = next(p for p in probes if probes.count(p) > 1)
+        raise PlanError(f"--probe {twice}", "given twice; name each probe once")
+    if not probes:
+        raise PlanError("--probe", "no probe chosen")
+    return list(probes)
 
 
 def _yaml_value(value: Any) -> Any:
@@ -281,8 +305,12 @@ def _literal_safe(text: str) -> bool:
     return "\n" in text and all(c in "\n\t" or c.isprintable() for c in text)
 
 
-def dump_plan(plan: Plan, fmt: Literal["text", "yaml", "json"]) -> str:
+def dump_plan(plan: Plan, fmt: Literal["text", "yaml", "json"],
+              expectations: Mapping[str, Expectations] | None = None) -> str:
     """Render ``plan``: ``text`` for people; ``yaml`` and ``json`` are what `load_plan_file` reads.
+
+    ``expectations`` (probe id -> its checked ``expect:``) are listed under each probe in
+    ``text`` only: a plan file never holds them, since the supervisor reads the plan (RC-13).
 
     Raises:
         ValueError: ``fmt`` is not one of the three.
@@ -298,53 +326,8 @@ def dump_plan(plan: Plan, fmt: Literal["text", "yaml", "json"]) -> str:
         yaml.dump(_yaml_value(data), out)
         return out.getvalue()
     if fmt == "text":
-        return _text(plan)
+        return plan_text(plan, expectations or {})
     raise ValueError(f"format must be text, yaml or json, not {fmt!r}")
-
-
-def _text(plan: Plan) -> str:
-    lines = [
-        f"plan: tier {plan.tier}, {len(plan.probes)} probes, arms {', '.join(plan.arms)}",
-        f"sessions: {len(plan.probes)} probes x {len(plan.arms)} arms x {plan.repetitions} "
-        f"repetitions = {plan.session_count}",
-        "",
-        "identity:",
-        f"  tree       {plan.tree}",
-        f"  lock       {plan.lock}  ({plan.lock_source})",
-        f"  selection  {plan.selection}",
-        f"  read_set   {plan.read_set}",
-        f"  seed       {plan.seed}",
-        f"  harness    {plan.runner_version}",
-        f"model: {plan.model}",
-        f"tools: {', '.join(plan.tools) or '(none)'}",
-        "arms (identity = layer + harness flags):",
-    ]
-    for spec in plan.arm_specs:
-        lines += [f"  {spec.arm:<13}{spec.identity}",
-                  f"  {'':<13}layer {spec.layer}, flags {spec.flags}"]
-        if spec.allowed_tools != plan.tools:
-            lines.append(f"  {'':<13}allowed tools: {', '.join(spec.allowed_tools)}")
-    first: dict[str, str] = {s.identity: s.arm for s in plan.arm_specs if s.arm == "present"}
-    for spec in plan.arm_specs:
-        earlier = first.setdefault(spec.identity, spec.arm)
-        if earlier == spec.arm:
-            continue
-        lines.append(f"  note: arm {spec.arm} has the identity of {earlier}: "
-                     + ("it would change nothing" if earlier == "present" else
-                        f"its sessions would repeat {earlier}'s") + " (`run` refuses it)")
-    for probe in plan.probes:
-        lines += ["", f"probe {probe.id}: {probe.title}", f"  {probe.digest} {probe.path}",
-                  f"  answers: {' | '.join(probe.answers) or '(none declared)'}", "  task:"]
-        lines += [f"    {line}".rstrip() for line in probe.task.split("\n")]
-        lines += ["  examines:"] + [f"    {e.digest} {e.path}" for e in probe.examines]
-    lines += ["", f"read set ({len(plan.read_set_files)} documents):"]
-    lines += [f"  {f.digest} {f.path}" for f in plan.read_set_files]
-    lines += ["", f"untyped files: {len(plan.untyped_files)} (Markdown under docs/ without front "
-                  "matter: in the tree, sealed and acted on by the arms, never cited; "
-                  "--format yaml lists them)"]
-    lines += [f"  {p}: on the shelf without front matter, so not a probe"
-              for p in plan.untyped_files if p.startswith(SHELF) and "/" not in p[len(SHELF):]]
-    return "\n".join(lines) + "\n"
 
 
 def _parse(path: Path) -> Any:
@@ -378,6 +361,7 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
             a probe not on the shelf or listed twice; ``untyped_files``,
             ``lock``, ``selection`` or ``read_set`` not what the corpus composes.
         TreeMismatch: the file's ``tree`` differs from the corpus's (exit 2).
+        ExpectationsRefused: a probe's ``expect:`` breaks a rule (docs/expectations.md).
         UnknownTool: the file's ``tools`` holds an entry the pinned harness does not know.
     """
     where = str(path)
@@ -402,6 +386,7 @@ def load_plan_file(path: Path, corpus: Corpus) -> Plan:
     missing = [i for i in ids if i not in corpus.probes]
     if missing:
         raise PlanError(where, f"probe {missing[0]!r} is not on the shelf docs/probes/")
+    checked_expectations(corpus, ids)
     plan = _build(corpus, ids, tier=given.tier, arms=given.arms, repetitions=given.repetitions,
                   seed=given.seed, runner=given.runner_version, model=given.model,
                   tools=given.tools, tools_source=f"{where} `tools`")

@@ -13,6 +13,13 @@ None of them reads a batch, a corpus or a clock; docs/statistics.md says each
 in words, with the sources of the formulas and how each zero cell is handled.
 """
 
+from ._power import POWER as POWER
+from ._power import Detectable as Detectable
+from ._power import detectable_difference as detectable_difference
+from ._power import fisher_power as fisher_power
+from ._power import normal_power as normal_power
+from ._power import repetitions_needed as repetitions_needed
+from ._power import sessions_needed as sessions_needed
 from ._scores import CONFIDENCE as CONFIDENCE
 from ._scores import SIGNIFICANCE as SIGNIFICANCE
 from ._scores import Interval as Interval

@@ -18,6 +18,7 @@ from ._common import (
     harness_args,
     limits_args,
     network_args,
+    probe_arg,
     provider_args,
     session_limit_args,
     tier_args,
@@ -36,6 +37,7 @@ def add_batch_commands(sub: Subparsers) -> None:
     tier_args(p, plan_file=True)
     p.add_argument("--plan", type=Path, metavar="FILE",
                    help="a plan from `plan --format yaml|json` (its selection and tier)")
+    probe_arg(p)
     provider_args(p)
     harness_args(p)
     network_args(p)

@@ -186,3 +186,12 @@ def tier_args(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
                    help="a tier of probe.yml: its arms and repetitions (default campaign"
                         + ("; with --plan, the plan's)" if plan_file else ")"))
     p.add_argument("--seed", type=nonnegative_int, metavar="N", help=SEED_HELP)
+
+
+def probe_arg(p: argparse.ArgumentParser) -> None:
+    """``--probe ID``, repeatable: a subset of the shelf (``plan`` and ``run``)."""
+    p.add_argument("--probe", dest="probes", action="append", metavar="ID",
+                   help="this probe only (repeatable; default every probe of the shelf): "
+                        "the plan's selection and read set are then the chosen probes', so "
+                        "its identity is not the whole shelf's; an id not on the shelf is "
+                        "refused with the ids that are")

@@ -4,18 +4,45 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from campaign.batch import CONCURRENCY
+
 from .._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs
+from .._types import concurrency, probability
 from ._base import Subparsers, add_command
-from ._common import harness_args, tier_args
+from ._common import harness_args, probe_arg, tier_args
 
 
 def add_inspect_commands(sub: Subparsers) -> None:
     """Add ``plan``; ``seal``, ``check-transcript`` and ``doctor`` (`add_check_commands`)."""
     p = add_command(sub, "plan", PlanArgs, "_inspect", "cmd_plan", corpus=True,
-                    help="print the plan: identity, probes, read set, session count")
+                    help="print the plan before spending: identity, probes with their "
+                         "expectations, read set, session count, the smallest difference "
+                         "its repetitions can detect, and with --from BATCH its cost",
+                    description="Print what a batch would run, before anything is spent. Each "
+                                "probe's `expect:` is checked against the corpus (an answer "
+                                "not among its answers, a path no workspace of it holds, a "
+                                "cite that is no document's id: refused, exit 2; "
+                                "docs/expectations.md) and listed under the probe. Then, per "
+                                "tier, the smallest difference in a probe's satisfied share "
+                                "its repetitions can tell from noise, and with --from BATCH "
+                                "the projected cost and wall time (docs/plan.md).")
     tier_args(p)
+    probe_arg(p)
     p.add_argument("--format", choices=("text", "yaml", "json"),
-                   help="text for people; yaml/json are exactly what `run --plan FILE` reads")
+                   help="text for people; yaml/json are exactly what `run --plan FILE` reads "
+                        "(never the expectations, the sizing or the projection)")
+    p.add_argument("--base-rate", dest="base_rate", type=probability, metavar="P",
+                   help="the satisfied share assumed for the reference arm when sizing "
+                        "(default 0.5, where a difference is hardest to detect): the plan "
+                        "prints, for every tier of probe.yml (or the --tier given), the "
+                        "smallest difference in a probe's satisfied share that the tier's "
+                        "repetitions detect with 80%% power, two-sided 95%%")
+    p.add_argument("--from", dest="from_batch", type=Path, metavar="BATCH",
+                   help="project this plan's cost and wall time from a finished batch's "
+                        "realized cost and mean wall time per recorded session")
+    p.add_argument("--concurrency", type=concurrency, metavar="N",
+                   help=f"sessions at once for the wall-time projection (default "
+                        f"{CONCURRENCY}, as run)")
 
 
 def add_check_commands(sub: Subparsers) -> None:
