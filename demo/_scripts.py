@@ -229,6 +229,11 @@ class Script(_Strict):
         """
         return _route_for(self.turns, text)
 
+    @property
+    def branches(self) -> bool:
+        """Whether the script has a branch (else every request takes the route ``()``)."""
+        return isinstance(self.turns[-1], Branch)
+
     def routes(self) -> list[Route]:
         """Every route through the script, alternatives in order, ``otherwise`` last."""
         return list(_routes(self.turns))

@@ -413,7 +413,7 @@ class ScriptedProvider:
         requested = body.get("model")
         fallback = requested if isinstance(requested, str) and requested else FALLBACK_MODEL
         script = next((s for s in self._scripts if s.match in text), None)
-        route = script.route(request_text(body)) if script is not None else ()
+        route = script.route(request_text(body)) if script is not None and script.branches else ()
         with self._lock:
             if script is not None:
                 self._requests[script.name] += 1

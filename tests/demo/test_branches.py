@@ -142,6 +142,8 @@ def test_nested_branches_and_the_first_alternative_that_matches() -> None:
         ],
         "otherwise": [_text("neither")],
     }]})
+    assert script.branches
+    assert not Script.model_validate({"match": "m", "turns": [_text("t")]}).branches
     assert script.routes() == [(0, 0), (0, -1), (1,), (-1,)]
     assert script.route("ALPHA and BETA") == (0, 0)
     assert script.route("ALPHA") == (0, -1)
