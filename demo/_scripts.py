@@ -2,14 +2,18 @@
 
 A script (docs/provider.md) names the text its probe's task contains
 (``match``), the served model, and the turns to play: text, thinking and
-tool_use blocks, or fault steps (an HTTP status, a cut connection) that
-apply to the requests for the next real turn.
+tool_use blocks, fault steps (an HTTP status, a cut connection) that apply
+to the requests for the next real turn, and a branch: the rest of the script
+chosen by text the request carries (``when_request_contains``), else
+``otherwise``. A branch is decided per request from that request alone
+(`Script.route`): the provider keeps no per-connection state.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias
 
@@ -23,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from recorder import describe_errors
+from recorder import ARMS, describe_errors
 
 
 class _Strict(BaseModel):
@@ -97,18 +101,111 @@ class CutFault(_Strict):
 Fault: TypeAlias = HttpFault | CutFault
 
 
+class Alternative(_Strict):
+    """One way a branch goes: taken when the request carries ``when_request_contains``."""
+
+    when_request_contains: str = Field(min_length=1)
+    """Text searched in what the request carries (`demo._wire.request_text`): the system
+    prompt and the text of the messages that are not the model's, reminders included."""
+    turns: list[Step] = Field(min_length=1)
+    """The rest of the script when this alternative is taken; indices go on from the branch."""
+
+    @model_validator(mode="after")
+    def _not_an_arm_name(self) -> Self:
+        if self.when_request_contains.strip().lower() in ARMS:
+            raise ValueError(
+                f"when_request_contains {self.when_request_contains!r} is an arm's name: a "
+                "branch decides on text the arm's layers put in the request (a line of "
+                "CLAUDE.md, a skill), never on the arm's name, which no request carries")
+        return self
+
+
+class Branch(_Strict):
+    """The rest of the script, chosen per request: the first alternative whose text the
+    request carries, else ``otherwise``. It is the last step of the list that holds it."""
+
+    branch: list[Alternative] = Field(min_length=1)
+    otherwise: list[Step] = Field(min_length=1)
+    """The rest of the script when no alternative's text is in the request."""
+
+
+_BRANCH_TAG: Final = "branch step"
+"""The tag of a branch step (not ``branch``, its key: a tag is hidden from an error's place)."""
+
+
 def _step_kind(value: Any) -> str:
     if isinstance(value, dict):
-        return str(value.get("fault", "turn"))
+        return _BRANCH_TAG if "branch" in value or "otherwise" in value else str(
+            value.get("fault", "turn"))
+    if isinstance(value, Branch):
+        return _BRANCH_TAG
     return "turn" if isinstance(value, Turn) else str(getattr(value, "fault", "turn"))
 
 
 Step: TypeAlias = Annotated[
     Annotated[Turn, Tag("turn")]
     | Annotated[HttpFault, Tag("http")]
-    | Annotated[CutFault, Tag("cut")],
+    | Annotated[CutFault, Tag("cut")]
+    | Annotated[Branch, Tag(_BRANCH_TAG)],
     Discriminator(_step_kind),
 ]
+Alternative.model_rebuild()
+Branch.model_rebuild()
+
+Route: TypeAlias = tuple[int, ...]
+"""The alternatives a request took, one per branch met in order; ``-1`` is ``otherwise``."""
+OTHERWISE: Final = -1
+"""The route entry of a branch that went ``otherwise``."""
+Playbook: TypeAlias = list[tuple[tuple[Fault, ...], Turn]]
+"""Each real turn with the fault steps that precede it, by turn index."""
+
+
+def _steps_of(steps: list[Step], route: Route) -> Iterator[Turn | Fault]:
+    """The flat steps of ``steps`` along ``route`` (one entry per branch met)."""
+    for step in steps:
+        if not isinstance(step, Branch):
+            yield step
+            continue
+        if not route:
+            raise ValueError("the script branches here: a route must say which way")
+        taken, rest = route[0], route[1:]
+        yield from _steps_of(step.otherwise if taken == OTHERWISE
+                             else step.branch[taken].turns, rest)
+        return
+
+
+def _routes(steps: list[Step]) -> Iterator[Route]:
+    """Every route through ``steps``: each alternative of each branch, and ``otherwise``."""
+    last = steps[-1]
+    if not isinstance(last, Branch):
+        yield ()
+        return
+    for taken, turns in [*enumerate(a.turns for a in last.branch), (OTHERWISE, last.otherwise)]:
+        for rest in _routes(turns):
+            yield (taken, *rest)
+
+
+def _route_for(steps: list[Step], text: str) -> Route:
+    last = steps[-1]
+    if not isinstance(last, Branch):
+        return ()
+    for taken, alternative in enumerate(last.branch):
+        if alternative.when_request_contains in text:
+            return (taken, *_route_for(alternative.turns, text))
+    return (OTHERWISE, *_route_for(last.otherwise, text))
+
+
+def _branch_last(steps: list[Step], where: str) -> None:
+    """Refuse a branch that is not the last step of its list (it holds the rest)."""
+    for index, step in enumerate(steps):
+        if isinstance(step, Branch):
+            if index != len(steps) - 1:
+                raise ValueError(
+                    f"{where}.{index}: a branch must be the last step of its turns (it holds "
+                    "the rest of the script: put the steps after it in each alternative)")
+            for n, alternative in enumerate(step.branch):
+                _branch_last(alternative.turns, f"{where}.{index}.branch.{n}.turns")
+            _branch_last(step.otherwise, f"{where}.{index}.otherwise")
 
 
 class Script(_Strict):
@@ -122,11 +219,51 @@ class Script(_Strict):
     name: str = ""
     """Key of `ScriptedProvider.requests`; `load_scripts` sets the file's stem."""
 
-    def playbook(self) -> list[tuple[tuple[Fault, ...], Turn]]:
-        """Each real turn with the fault steps that precede it, by turn index."""
-        played: list[tuple[tuple[Fault, ...], Turn]] = []
+    def route(self, text: str) -> Route:
+        """The route a request takes: at each branch, the first alternative whose
+        ``when_request_contains`` occurs in ``text`` (what the request carries,
+        `demo._wire.request_text`), else ``otherwise``. ``()`` for a script without one.
+
+        Decided from this one request: a later request of the same session takes another
+        route when its text differs, and then plays that route's turn at its own index.
+        """
+        return _route_for(self.turns, text)
+
+    @property
+    def branches(self) -> bool:
+        """Whether the script has a branch (else every request takes the route ``()``)."""
+        return isinstance(self.turns[-1], Branch)
+
+    def routes(self) -> list[Route]:
+        """Every route through the script, alternatives in order, ``otherwise`` last."""
+        return list(_routes(self.turns))
+
+    def describe(self, route: Route) -> str:
+        """A route in words, for a miss: ``""`` without branches, else e.g.
+        ``" (when the request contains 'X')"`` or ``" (otherwise)"`` per branch met."""
+        words: list[str] = []
+        steps = self.turns
+        for taken in route:
+            last = steps[-1]
+            assert isinstance(last, Branch)
+            if taken == OTHERWISE:
+                words.append("otherwise")
+                steps = last.otherwise
+            else:
+                alternative = last.branch[taken]
+                words.append(f"when the request contains {alternative.when_request_contains!r}")
+                steps = alternative.turns
+        return f" ({', then '.join(words)})" if words else ""
+
+    def playbook(self, route: Route = ()) -> Playbook:
+        """Each real turn of ``route`` with the fault steps that precede it, by turn index.
+
+        Raises:
+            ValueError: fault steps follow the route's last turn.
+        """
+        played: Playbook = []
         pending: list[Fault] = []
-        for step in self.turns:
+        for step in _steps_of(self.turns, route):
             if isinstance(step, Turn):
                 played.append((tuple(pending), step))
                 pending = []
@@ -138,7 +275,9 @@ class Script(_Strict):
 
     @model_validator(mode="after")
     def _faults_precede_a_turn(self) -> Self:
-        self.playbook()
+        _branch_last(self.turns, "turns")
+        for route in self.routes():
+            self.playbook(route)
         return self
 
 
@@ -204,16 +343,19 @@ def _short(exc: ValidationError) -> str:
     return "; ".join(describe_errors(exc, Script, hidden=_STEP_TAGS, own=_special))
 
 
-_STEP_TAGS: Final = frozenset({"turn", "http", "cut"})
+_STEP_TAGS: Final = frozenset({"turn", "http", "cut", _BRANCH_TAG})
 """The tags of a step's kinds in an error's place: they name no key of the file."""
 
 
 def _special(error: Any) -> str | None:
     where = ".".join(str(p) for p in error["loc"]) or "the script"
     if error["type"] == "missing":
-        return f"{where} is missing (a script needs match and turns; a turn, blocks or a fault)"
+        return (f"{where} is missing (a script needs match and turns; a turn, blocks or a "
+                f"fault; a branch, branch and otherwise; an alternative, "
+                f"when_request_contains and turns)")
     if error["type"] == "extra_forbidden":
-        return f"{where} is not a key of a script, a turn or a block (docs/provider.md)"
+        return (f"{where} is not a key of a script, a turn, a block, a branch or an "
+                f"alternative (docs/provider.md)")
     if error["type"] == "union_tag_invalid":
         ctx = error.get("ctx") or {}
         return (f"{where}: type {ctx.get('tag')!r} is not one of "

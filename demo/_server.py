@@ -19,6 +19,11 @@ How a request is answered (stateless: no per-connection state):
   workspace's own files can never select a script. For a subagent's request
   that text is the Agent ``prompt``.
 * The turn index is the number of ``assistant`` messages in the request.
+* A script's branch (`demo._scripts.Branch`) is decided from the same request: the first
+  alternative whose ``when_request_contains`` occurs in the text the request carries
+  (`demo._wire.request_text`: system prompt and the messages' text, reminders included),
+  else ``otherwise``. Only the arm's layers put different text there (a line of CLAUDE.md,
+  a skill): nothing tells the provider the arm.
 * ``"stream": true`` gets Server-Sent Events shaped like the Messages API;
   a request without it (the CLI's fallback after a broken stream) gets the
   same turn as one JSON message.
@@ -66,8 +71,8 @@ import anyio
 
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
-from ._scripts import Fault, Script, TextBlock, Turn
-from ._wire import first_user_text, turn_index
+from ._scripts import Fault, Playbook, Route, Script, TextBlock, Turn
+from ._wire import first_user_text, request_text, turn_index
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -182,7 +187,8 @@ class ScriptedProvider:
         if len(set(names)) != len(names):
             raise ValueError(f"script names are not unique: {sorted(names)}")
         self._scripts = tuple(named)
-        self._playbooks = {s.name: s.playbook() for s in named}
+        self._playbooks: dict[tuple[str, Route], Playbook] = {
+            (s.name, route): s.playbook(route) for s in named for route in s.routes()}
         self._host = host
         self._port = port
         self._lock = threading.Lock()
@@ -191,7 +197,7 @@ class ScriptedProvider:
         self._misses: BoundedCounts[str] = BoundedCounts(MISS_KINDS, MISS_OVERFLOW)
         self._errors = 0
         self._tool_results = tool_results if tool_results is not None else ToolResults()
-        self._fault_hits: BoundedMap[tuple[str, str, int], int] = BoundedMap(FAULT_KEYS)
+        self._fault_hits: BoundedMap[tuple[str, str, Route, int], int] = BoundedMap(FAULT_KEYS)
         self.max_request_bytes = max_request_bytes
         self._bodies_bound = bodies_in_flight_bytes
         self._bodies_bytes = 0
@@ -407,18 +413,20 @@ class ScriptedProvider:
         requested = body.get("model")
         fallback = requested if isinstance(requested, str) and requested else FALLBACK_MODEL
         script = next((s for s in self._scripts if s.match in text), None)
+        route = script.route(request_text(body)) if script is not None and script.branches else ()
         with self._lock:
             if script is not None:
                 self._requests[script.name] += 1
-            playbook = self._playbooks[script.name] if script is not None else []
+            playbook = self._playbooks[(script.name, route)] if script is not None else []
             if script is None or index >= len(playbook):
                 self._unmatched += 1
-                what = (f"the script {script.name!r} has no turn {index + 1}" if script
+                what = (f"the script {script.name!r}{script.describe(route)} has no turn "
+                        f"{index + 1}" if script
                         else f"no script matches a task that begins {_begins(text)!r}")
                 self._misses.add(what)
                 return _Reply(_NO_SCRIPT_TURN, fallback)
             faults, turn = playbook[index]
-            key = (cut_key(session), script.name, index)
+            key = (cut_key(session), script.name, route, index)
             hits = self._fault_hits.get(key, 0)
             self._fault_hits[key] = hits + 1
         model = turn.model or script.model or fallback

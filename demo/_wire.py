@@ -32,6 +32,32 @@ def first_user_text(body: Mapping[str, Any]) -> str:
     return ""
 
 
+def _texts(content: Any) -> list[str]:
+    """The text of a message's or a system prompt's content: a string, or its text blocks."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [str(block.get("text", "")) for block in content
+            if isinstance(block, dict) and block.get("type") == "text"]
+
+
+def request_text(body: Mapping[str, Any]) -> str:
+    """What a branch searches (docs/provider.md, "Branches"): the system prompt's text and
+    the text blocks of every message that is not the model's (``user`` and ``system``
+    roles), joined by ``\n``, system reminders kept (they carry CLAUDE.md and skills).
+
+    Not searched: the model's own messages (the script's turns) and tool results (what a
+    tool returned comes only after the first turn, so a branch decided on it at turn 0
+    would be decided the other way later).
+    """
+    parts = _texts(body.get("system"))
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and message.get("role") != "assistant":
+            parts.extend(_texts(message.get("content")))
+    return "\n".join(parts)
+
+
 def turn_index(body: Mapping[str, Any]) -> int:
     """The number of ``assistant`` messages in the request: the stateless turn key."""
     messages = body.get("messages") or ()

@@ -27,15 +27,21 @@ from tests import contract_check
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.slow]
 
 PROBES = ("HW-PRB-0001", "HW-PRB-0002", "HW-PRB-0003", "HW-PRB-0004")
-# RC-13 over the scripts' final messages: 0001 ends "HW-DR-0052 current" (the
-# set rule recovers the declared "current HW-DR-0052"); 0002 ends in a
-# sentence (null); 0003 ends "2"; 0004 ends "gridline".
+# RC-13 over the scripts' final messages: 0001 ends "HW-DR-0052 current" where
+# the request carries the CLAUDE.md line its script branches on (the set rule
+# recovers the declared "current HW-DR-0052"), else "HW-DR-0031 current"
+# ("current HW-DR-0031"); 0002 ends in a sentence (null); 0003 ends "2"; 0004
+# ends "gridline".
 EXPECTED_ANSWER: dict[str, str | None] = {
     "HW-PRB-0001": "current HW-DR-0052",
     "HW-PRB-0002": None,
     "HW-PRB-0003": "2",
     "HW-PRB-0004": "gridline",
 }
+WITHOUT_THE_LAYER: dict[str, str | None] = {**EXPECTED_ANSWER, "HW-PRB-0001": "current HW-DR-0031"}
+"""The answers of arm absent, which removes the whole harness layer (CLAUDE.md with it)."""
+BRANCH_LINE = "read a record's status before you cite it"
+"""The text HW-PRB-0001's script branches on: a line of the corpus's CLAUDE.md."""
 
 
 def _sha(path: Path) -> str:
@@ -79,9 +85,38 @@ def test_demo_transcript_passes_independent_contract_check(demo_batch: Path, arm
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("arm", ["present", "absent"])
 def test_demo_answers_follow_rc13(demo_batch: Path, arm: str) -> None:
+    expected = EXPECTED_ANSWER if arm == "present" else WITHOUT_THE_LAYER
     for event in _events(demo_batch, arm):
         assert "answer" in event, event
-        assert event["answer"] == EXPECTED_ANSWER[event["probe"]], event
+        assert event["answer"] == expected[event["probe"]], event
+
+
+def _calls(event: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["tool"], c["argument"]) for c in event["calls"]]
+
+
+@pytest.mark.timeout(600)
+def test_demo_arms_differ_only_where_the_layer_line_steers_the_script(demo_batch: Path) -> None:
+    # The present arm loads the corpus's CLAUDE.md, which the CLI sends in the first user
+    # message; absent removes it. HW-PRB-0001's script branches on one of its lines: with
+    # it the session reads both retry records and answers the one in force; without it
+    # the session stops at the first, superseded record and never opens HW-DR-0052. The
+    # other scripts do not branch: the same calls and answers in both arms.
+    with example_paths() as (corpus, _):
+        assert BRANCH_LINE in (corpus / "CLAUDE.md").read_text()
+    by_arm = {arm: {(e["probe"], e["session"]): e for e in _events(demo_batch, arm)}
+              for arm in ("present", "absent")}
+    new, old = "docs/decisions/HW-DR-0052.md", "docs/decisions/HW-DR-0031.md"
+    for key, present in by_arm["present"].items():
+        absent = by_arm["absent"][key]
+        if key[0] != "HW-PRB-0001":
+            assert (_calls(present), present["answer"]) == (_calls(absent), absent["answer"])
+            continue
+        assert present["answer"] == "current HW-DR-0052" and absent["answer"] == (
+            "current HW-DR-0031")
+        assert ("Read", new) in _calls(present) and ("Read", old) in _calls(present)
+        assert ("Read", old) in _calls(absent)
+        assert not any(argument == new for _, argument in _calls(absent)), absent
 
 
 @pytest.mark.timeout(600)
@@ -100,7 +135,9 @@ def test_demo_read_results_equal_manifest_and_corpus_digests(demo_batch: Path) -
                         assert call["result"] == manifest[call["argument"]], call
                         assert call["result"] == _sha(corpus / call["argument"]), call
                         checked += 1
-    assert checked == 24  # per arm and repetition: 0001 reads 2, 0002 1, 0003 2, 0004 1
+    # Per repetition: present reads 2 (0001), 1 (0002), 2 (0003), 1 (0004); absent the
+    # same but 1 for 0001 (without CLAUDE.md its script reads the first record only).
+    assert checked == 2 * (6 + 5)
 
 
 @pytest.mark.timeout(600)
