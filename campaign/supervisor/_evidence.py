@@ -273,6 +273,9 @@ def _value(value: Any) -> str:
 
 
 def _shown(value: object) -> str:
-    """A value as JSON text (quotes show where a string ends; the caller escapes controls)."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    """A value for a reason line: a string in double quotes as it is (the caller prints it
+    through `campaign._terminal_text.one_line`, which escapes its controls), any other
+    value as JSON text; a long one cut."""
+    text = f'"{value}"' if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                                  default=str)
     return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
