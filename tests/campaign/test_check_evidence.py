@@ -216,3 +216,12 @@ def test_corpus_without_batch_is_a_usage_error(copy: Path) -> None:
     run = cli("check-transcript", str(_transcript(copy)), "--corpus", str(copy / "corpus"))
     assert run.returncode == 2
     assert "--batch" in run.stderr
+
+
+def test_the_help_says_alone_is_the_form_and_batch_is_the_evidence() -> None:
+    run = cli("check-transcript", "--help")
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "Alone, it checks a transcript's form" in text
+    assert "--batch BATCH also derives every event of the file's arm again from the streams" \
+        in text
