@@ -57,6 +57,8 @@ Verdict = Literal["clean", "refused", "unverified"]
 
 MAX_REASONS: Final = 20
 """Mismatches listed per file; the rest are counted (one forged key is enough to refuse)."""
+MAX_NAMED: Final = 5
+"""Sessions named per reason they could not be verified for; the rest are counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,27 @@ class EvidenceCheck:
 @dataclass(slots=True)
 class _Findings:
     mismatches: list[str] = field(default_factory=list)
-    unverified: list[str] = field(default_factory=list)
+    unverified: dict[str, list[str]] = field(default_factory=dict)
+    """Why, to the sessions that could not be verified for it (none: the whole file)."""
+
+    def unverify(self, why: str, session: str | None = None) -> None:
+        names = self.unverified.setdefault(why, [])
+        if session is not None:
+            names.append(session)
+
+    def _unverified_lines(self) -> list[str]:
+        lines = []
+        for why, names in self.unverified.items():
+            if not names:
+                lines.append(f"could not verify: {why}")
+                continue
+            named = ", ".join(names[:MAX_NAMED])
+            if len(names) > MAX_NAMED:
+                named = f"{len(names)} sessions ({named} and {len(names) - MAX_NAMED} more)"
+            elif len(names) > 1:
+                named = f"{len(names)} sessions ({named})"
+            lines.append(f"{named}: could not verify {why}")
+        return lines
 
     def result(self) -> EvidenceCheck:
         if self.mismatches:
@@ -85,9 +107,9 @@ class _Findings:
             more = len(self.mismatches) - len(shown)
             if more:
                 shown.append(f"and {more} more values that differ from their evidence")
-            return EvidenceCheck("refused", shown + self.unverified)
+            return EvidenceCheck("refused", shown + self._unverified_lines())
         if self.unverified:
-            return EvidenceCheck("unverified", self.unverified)
+            return EvidenceCheck("unverified", self._unverified_lines())
         return EvidenceCheck("clean")
 
 
@@ -113,13 +135,13 @@ def check_evidence(transcript: Transcript, *, reading: BatchReading,
     identity = transcript.identity
     ours = runner_version()
     if identity.harness != ours:
-        found.unverified.append(
+        found.unverify(
             f"the transcript was written by {_shown(identity.harness)} and this runner is "
             f"{_shown(ours)}: another runner's recorder may derive other events, so its "
             "events cannot be held to this one's")
         return found.result()
     if reading.running:
-        found.unverified.append(
+        found.unverify(
             "the batch is being written (a runner holds its lock): its transcripts lag "
             "its ledger until that runner stops")
         return found.result()
@@ -172,32 +194,29 @@ def _rederived(final: FinalRecord, reading: BatchReading, corpus: Corpus,
         if not final.stream_bytes and not final.lines:
             return None  # nothing was streamed: decided before the harness spoke
         why = ("the batch kept no streams (--no-keep-streams)"
-               if not reading.config.options.keep_streams else "its stream was not kept")
-        found.unverified.append(f"{name}: could not verify: {why}, so its events cannot be "
-                                "derived again")
+               if not reading.config.options.keep_streams else "no stream was kept")
+        found.unverify(f"the events: {why}, so they cannot be derived again", name)
         return None
     if not (batch / final.stream).is_file():
-        found.unverified.append(f"{name}: could not verify: the kept stream "
-                                f"{_shown(final.stream)} is missing")
+        found.unverify(f"the events: the kept stream {_shown(final.stream)} is missing", name)
         return None
     if final.init_policy is None:
-        found.unverified.append(f"{name}: could not verify: no init policy was recorded, so "
-                                "its stream cannot be held to the check it was held to")
+        found.unverify("the events: no init policy was recorded, so the stream cannot be "
+                       "held to the check it was held to", name)
         return None
     try:
         redone = rederive(final, batch=batch, plan=reading.plan, corpus=corpus)
     except (OSError, ValueError) as exc:  # zstd's errors are ValueErrors
-        found.unverified.append(f"{name}: could not verify: the kept stream "
-                                f"{_shown(final.stream)} cannot be read ({exc})")
+        found.unverify(f"the events: the kept stream {_shown(final.stream)} cannot be read "
+                       f"({exc})", name)
         return None
     workspace = session_paths(batch, arm=final.arm, probe=final.probe,
                               session=final.session).workspace
     if redone.event is not None and redone.event.produced and not workspace.is_dir():
         gone = ("was discarded (--discard-workspaces)"
                 if reading.config.options.discard_workspaces else "is missing")
-        found.unverified.append(
-            f"{name}: could not verify its produced artifacts: the session's workspace {gone}, "
-            "and their digests and cites are derived from its files")
+        found.unverify(f"the produced artifacts: the session's workspace {gone}, and "
+                       "their digests and cites are derived from its files", name)
     return redone
 
 

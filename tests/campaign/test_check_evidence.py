@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
+from campaign.batch import BatchLock
 from tests.campaign.batch_fixture import cli, fixture_copy, last_finals
 
 if TYPE_CHECKING:
@@ -165,8 +166,8 @@ def test_a_missing_stream_could_not_be_verified_and_says_which(copy: Path) -> No
     assert status == EXIT_UNVERIFIED
     assert lines[0] == f"{_transcript(copy)}: could not verify"
     arm, probe, session = ANSWERED
-    assert lines[1:] == [f'  {arm} {probe}/{session}: could not verify: the kept stream '
-                         f'"{stream}" is missing']
+    assert lines[1:] == [f'  {arm} {probe}/{session}: could not verify the events: the kept '
+                         f'stream "{stream}" is missing']
 
 
 def test_a_batch_that_kept_no_streams_could_not_be_verified(copy: Path) -> None:
@@ -179,11 +180,13 @@ def test_a_batch_that_kept_no_streams_could_not_be_verified(copy: Path) -> None:
     _rewrite_ledger(copy, lambda record: record.pop("stream", None))
     streamed = sorted((k[1], k[2]) for k, r in last_finals(copy / "batch").items()
                       if k[0] == "present" and r.get("lines"))
+    assert len(streamed) > 1
+    names = ", ".join(f"present {probe}/{session}" for probe, session in streamed)
     status, lines = _check(copy, _transcript(copy))
     assert status == EXIT_UNVERIFIED
-    assert lines[1:] == [f"  present {probe}/{session}: could not verify: the batch kept no "
-                         "streams (--no-keep-streams), so its events cannot be derived again"
-                         for probe, session in streamed]
+    assert lines[1:] == [f"  {len(streamed)} sessions ({names}): could not verify the events: "
+                         "the batch kept no streams (--no-keep-streams), so they cannot be "
+                         "derived again"]
 
 
 def test_a_discarded_workspace_leaves_produced_artifacts_unverified(copy: Path) -> None:
@@ -196,7 +199,7 @@ def test_a_discarded_workspace_leaves_produced_artifacts_unverified(copy: Path) 
     workspace.rmdir()
     status, lines = _check(copy, _transcript(copy))
     assert status == EXIT_UNVERIFIED
-    assert lines[1:] == [f"  {arm} {probe}/{session}: could not verify its produced "
+    assert lines[1:] == [f"  {arm} {probe}/{session}: could not verify the produced "
                          "artifacts: the session's workspace is missing, and their digests "
                          "and cites are derived from its files"]
 
@@ -207,9 +210,18 @@ def test_a_transcript_of_another_runner_could_not_be_verified(copy: Path) -> Non
     forged = _forged(copy, f'harness: "{harness}"', 'harness: "headwater-campaign 0.0.1"')
     status, lines = _check(copy, forged)
     assert status == EXIT_UNVERIFIED
-    assert lines[1:] == [f'  the transcript was written by "headwater-campaign 0.0.1" and this '
-                         f'runner is "{harness}": another runner\'s recorder may derive other '
-                         "events, so its events cannot be held to this one's"]
+    assert lines[1:] == ['  could not verify: the transcript was written by "headwater-campaign '
+                         f'0.0.1" and this runner is "{harness}": another runner\'s recorder '
+                         "may derive other events, so its events cannot be held to this one's"]
+
+
+def test_a_batch_being_written_could_not_be_verified(copy: Path) -> None:
+    """A runner holding the batch's lock writes its ledger ahead of its transcripts."""
+    with BatchLock(copy / "batch"):
+        status, lines = _check(copy, _transcript(copy))
+    assert status == EXIT_UNVERIFIED
+    assert lines[1:] == ["  could not verify: the batch is being written (a runner holds its "
+                         "lock): its transcripts lag its ledger until that runner stops"]
 
 
 def test_corpus_without_batch_is_a_usage_error(copy: Path) -> None:
