@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 ANSWERED: Final = ("present", "FX-PRB-0002", "s1")
 """A recorded session with an answer, calls and a produced note (notes/records.md)."""
+READER: Final = ("present", "FX-PRB-0001", "s1")
+"""A recorded session with a Grep and a Read, and nothing produced (``produced: []``)."""
 FAILED: Final = ("present", "FX-PRB-0003", "s1")
 """A session whose one attempt ended harness-error (its row is not recorded)."""
 EXIT_REFUSED: Final = 1
@@ -124,6 +126,33 @@ def test_the_evidence_is_the_kept_stream_not_the_ledgers_event(copy: Path) -> No
     status, lines = _check(copy, forged)
     assert status == EXIT_REFUSED, lines
     assert f'answer is "forged" in the transcript, "{answer}" from its evidence' in lines[1]
+
+
+def test_a_forged_call_is_named_by_its_place_in_the_event(copy: Path) -> None:
+    """A call's argument changed: the place is ``calls[i].argument`` of that session."""
+    calls = _final(copy, READER)["event"]["calls"]
+    (index,) = (i for i, c in enumerate(calls) if c["tool"] == "Read")
+    argument = calls[index]["argument"]
+    forged = _forged(copy, f'argument: "{argument}"', 'argument: "docs/other.md"')
+    status, lines = _check(copy, forged)
+    assert status == EXIT_REFUSED
+    arm, probe, session = READER
+    assert lines[1:] == [f'  {arm} {probe}/{session}: calls[{index}].argument is '
+                         f'"docs/other.md" in the transcript, "{argument}" from its evidence']
+
+
+def test_an_absent_key_is_not_an_empty_one(copy: Path) -> None:
+    """RC-12: ``produced: []`` (watched, nothing) dropped from an event reads as absent
+    (not watched), which its evidence does not say."""
+    assert _final(copy, READER)["event"]["produced"] == []
+    text = _transcript(copy).read_text(encoding="utf-8")
+    assert text.count("  produced: []\n") == 1
+    forged = _forged(copy, "  produced: []\n", "")
+    status, lines = _check(copy, forged)
+    assert status == EXIT_REFUSED
+    arm, probe, session = READER
+    assert lines[1:] == [f"  {arm} {probe}/{session}: produced is absent in the transcript, "
+                         "a list of 0 ([]) from its evidence"]
 
 
 def test_a_forged_state_is_refused_naming_the_session_and_both_states(copy: Path) -> None:
