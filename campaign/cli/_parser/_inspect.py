@@ -33,10 +33,11 @@ def add_check_commands(sub: Subparsers) -> None:
                     help="the contract check (the form: well-formed); with --batch, the "
                          "evidence too: 0 clean, 1 refused, 4 could not verify",
                     description="Alone, it checks a transcript's form: the closed key sets "
-                                "and the layout (RC-10..RC-16). A well-formed file may still "
-                                "hold a hand-edited answer: --batch BATCH also derives every "
-                                "event of the file's arm again from the streams the batch "
-                                "kept, with this recorder, and compares them.")
+                                "and the layout of the recorder contract "
+                                "(docs/transcript.md). A well-formed file may still hold a "
+                                "hand-edited answer: --batch BATCH also derives every event "
+                                "of the file's arm again from the streams the batch kept, "
+                                "with this recorder, and compares them.")
     p.add_argument("files", type=Path, nargs="+", metavar="FILE",
                    help="a transcript (transcripts/<arm>.md, or a copy); several give one "
                         "line each. Exit 0 every file well-formed (with --batch: verified "
