@@ -16,9 +16,10 @@ Three answers, as for the form (docs/cli.md "Exit statuses"):
 * ``refused``: a value differs; each reason names the session, the key and both values.
 * ``unverified``: nothing differs, but something could not be derived again: the
   transcript's runner (identity ``harness``) is not this one, the batch is still being
-  written, a stream was not kept (``--no-keep-streams``) or is missing or unreadable, no
-  init policy was recorded, or the workspace was discarded (``--discard-workspaces``)
-  while the session produced artifacts whose digests and cites need it. Never a pass.
+  written, another runner's ``retranscribe`` re-derived what a session shows, a stream was
+  not kept (``--no-keep-streams``) or is missing or unreadable, no init policy was
+  recorded, or the workspace was discarded (``--discard-workspaces``) while the session
+  produced artifacts whose digests and cites need it. Never a pass.
 
 What is the ledger's own fact, not the stream's, is compared with the ledger: a session
 decided before anything was streamed (a refused seal, say), an attempt the runner stopped,
@@ -36,6 +37,7 @@ from campaign.batch import (
     BatchFold,
     FinalRecord,
     Projection,
+    RederivedRecord,
     SessionKey,
     read_ledger,
     session_order,
@@ -49,7 +51,7 @@ from ._retranscribe import rederive
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from campaign.batch import BatchReading, RederivedRecord
+    from campaign.batch import BatchReading
     from campaign.corpus import Corpus
     from recorder.transcript import Event, Identity, SessionRow, Transcript
 
@@ -169,12 +171,30 @@ def _expected_arm(arm: str, reading: BatchReading, corpus: Corpus,
                             workspace_note=workspace_note(config))
     projection = Projection(BatchFold(reading.planned), {arm: builder})
     last: dict[SessionKey, FinalRecord] = {}
+    other: dict[SessionKey, tuple[int, str]] = {}
+    """Sessions whose shown row and event another runner's recorder re-derived (its
+    ``retranscribe``): the attempt and that runner."""
+    ours = runner_version()
     offset = 0
     for offset, record in enumerate(read_ledger(batch / "ledger.jsonl")):
         projection.apply(record, offset)
-        if isinstance(record, FinalRecord) and record.arm == arm:
-            last[SessionKey(record.arm, record.probe, record.session)] = record
+        if not isinstance(record, FinalRecord | RederivedRecord) or record.arm != arm:
+            continue
+        key = SessionKey(record.arm, record.probe, record.session)
+        if isinstance(record, FinalRecord):
+            last[key] = record
+            other.pop(key, None)
+        elif record.runner != ours:
+            other[key] = (record.attempt, record.runner)
+        else:
+            other.pop(key, None)
     for key in sorted(last, key=session_order):
+        attempt, runner = other.get(key, (0, ""))
+        if attempt == last[key].attempt:  # the ledger's re-derivation stands, unverified
+            found.unverify(f"the events: the recorder of {_shown(runner)} re-derived them "
+                           "(retranscribe), and another runner's recorder may derive other "
+                           "events", f"{key.arm} {key.probe}/{key.session}")
+            continue
         redone = _rederived(last[key], reading, corpus, found)
         if redone is not None:
             offset += 1  # a reference of its own: the builder keeps events by it

@@ -244,6 +244,31 @@ def test_a_transcript_of_another_runner_could_not_be_verified(copy: Path) -> Non
                          "may derive other events, so its events cannot be held to this one's"]
 
 
+def test_a_session_another_runner_re_derived_could_not_be_verified(copy: Path) -> None:
+    """``retranscribe`` by another runner left a ``rederived`` record whose event the
+    transcript shows: this recorder may derive another, which is no forgery."""
+    arm, probe, session = ANSWERED
+    answer = _final(copy, ANSWERED)["event"]["answer"]
+    final = _final(copy, ANSWERED)
+    older = {"kind": "rederived", "arm": arm, "probe": probe, "session": session,
+             "repetition": final["repetition"], "attempt": final["attempt"],
+             "invocation": final["invocation"], "runner": "headwater-campaign 0.0.1",
+             "state": "recorded", "reason": final["reason"], "outside_paths": 0,
+             "served_model": final["served_model"],
+             "event": {**final["event"], "answer": "older"}, "at": final["at"]}
+    path = copy / "batch" / "ledger.jsonl"
+    path.write_text(path.read_text(encoding="utf-8")
+                    + json.dumps(older, sort_keys=True, separators=(",", ":")) + "\n",
+                    encoding="utf-8")
+    shown = _forged(copy, f'answer: "{answer}"', 'answer: "older"')  # as it renders now
+    status, lines = _check(copy, shown)
+    assert status == EXIT_UNVERIFIED, lines
+    assert lines[1:] == [f'  {arm} {probe}/{session}: could not verify the events: the '
+                         'recorder of "headwater-campaign 0.0.1" re-derived them '
+                         "(retranscribe), and another runner's recorder may derive other "
+                         "events"]
+
+
 def test_a_batch_being_written_could_not_be_verified(copy: Path) -> None:
     """A runner holding the batch's lock writes its ledger ahead of its transcripts."""
     with BatchLock(copy / "batch"):

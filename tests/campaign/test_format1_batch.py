@@ -240,7 +240,8 @@ def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Pat
     The sessions checked here name their files relative to the workspace. The streams
     also give the workspace's old location, under /var/tmp/oldfix-batch, in the init
     line's ``cwd``. The copy's workspaces are somewhere else, so no call, answer or produced
-    file may depend on where the workspace was. The transcripts stay clean.
+    file may depend on where the workspace was. The transcripts it rendered
+    match the batch's kept streams (`check-transcript --batch`).
     """
     batch = own / "batch"
     finals, rederived = _retranscribed(own)
@@ -252,7 +253,8 @@ def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Pat
         assert (record["state"], record["event"], record.get("outside_paths", 0)) == (
             final["state"], final["event"], final.get("outside_paths", 0))
     paths = [batch / "transcripts" / f"{arm}.md" for arm in _plan(batch)["arms"]]
-    check = cli("check-transcript", *map(str, paths))
+    check = cli("check-transcript", *map(str, paths), "--batch", str(batch),
+                "--corpus", str(own / "corpus"))
     assert check.returncode == 0, check.stdout + check.stderr
 
 

@@ -314,7 +314,8 @@ def test_retranscribe_of_a_moved_format_2_batch_derives_the_same_records(own: Pa
     """``retranscribe`` over the copied corpus exits 0 and every kept stream re-derives to its
     final record's state, calls, event and outside paths: the Read that named
     ``/workspace/corpus/...`` absolutely among them, since that path is where every session
-    saw its workspace. The transcripts stay clean."""
+    saw its workspace. The transcripts it rendered match the batch's kept
+    streams (`check-transcript --batch`)."""
     batch = own / "batch"
     finals = last_finals(batch)
     before = len(read_ledger(batch))
@@ -332,7 +333,8 @@ def test_retranscribe_of_a_moved_format_2_batch_derives_the_same_records(own: Pa
             final["state"], final.get("event"), final.get("calls"),
             final.get("outside_paths", 0))
     paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
-    check = cli("check-transcript", *map(str, paths))
+    check = cli("check-transcript", *map(str, paths), "--batch", str(batch),
+                "--corpus", str(own / "corpus"))
     assert check.returncode == 0, check.stdout + check.stderr
 
 
