@@ -49,7 +49,7 @@ from campaign.plan import runner_version
 from ._retranscribe import rederive
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from campaign.batch import BatchReading
     from campaign.corpus import Corpus
@@ -241,6 +241,7 @@ def _rederived(final: FinalRecord, reading: BatchReading, corpus: Corpus,
 
 
 def _compare_identity(got: Identity, want: Identity, found: _Findings) -> None:
+    """Each of the twelve identity members, the transcript's against the batch's."""
     for key in type(want).model_fields:
         mine, theirs = getattr(got, key), getattr(want, key)
         if mine != theirs:
@@ -251,7 +252,9 @@ def _compare_identity(got: Identity, want: Identity, found: _Findings) -> None:
 
 def _compare_sessions(transcript: Transcript,
                       rows: dict[tuple[str, str], tuple[SessionRow, int | None]],
-                      event_at: Any, found: _Findings) -> None:
+                      event_at: Callable[[int], Event], found: _Findings) -> None:
+    """Rows and events, session by session: the transcript's against the evidence's
+    (``rows``: each expected row with its event's reference for ``event_at``, or None)."""
     got_rows = {(r.probe, r.session): r for r in transcript.sessions}
     got_events = {(e.probe, e.session): e for e in transcript.events}
     arm = transcript.identity.arm
@@ -273,7 +276,7 @@ def _compare_sessions(transcript: Transcript,
         got_event = got_events.get(key)
         if ref is None or got_event is None:
             continue  # a state mismatch above already says so
-        want_event: Event = event_at(ref)
+        want_event = event_at(ref)
         for where, mine, theirs in _differences(_as_written(got_event),
                                                 _as_written(want_event)):
             found.mismatches.append(f"{name}: {where} is {mine} in the transcript, {theirs} "
