@@ -1,6 +1,8 @@
 """``check-transcript``: the contract check of one file, with three answers.
 
-* ``clean`` (exit 0): the file parses as a transcript under the contract.
+* ``clean`` (exit 0): the file parses as a transcript under the contract. That is its
+  form only (the command says "well-formed"); whether its values match the batch's kept
+  streams is the command's ``--batch`` check, which the runner makes, not this one.
 * ``refused`` (exit 1): the file breaks the contract (`TranscriptRefused`).
 * ``unverified`` (exit 4): the file could not be read (missing, no
   permission, a directory). Never reported as a pass. Bytes that were read

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._builder import ArmTranscript as ArmTranscript
 from ._builder import session_order as session_order
 from ._config import BatchConfig as BatchConfig
 from ._config import BatchFileError as BatchFileError

@@ -175,9 +175,12 @@ class SealArgs:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckTranscriptArgs:
-    """``check-transcript``: the contract check of each file."""
+    """``check-transcript``: the contract check of each file; with ``batch``, each file held
+    to that batch's evidence too (``corpus``: where the batch's corpus is now)."""
 
     files: tuple[Path, ...]
+    batch: Path | None = None
+    corpus: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,7 +24,9 @@ from campaign.batch import (
     BatchRequest,
     OpenBatch,
     batch_budget,
+    compare_batch,
     open_batch,
+    read_tree,
     transcript_path,
 )
 from campaign.corpus import Corpus, load_corpus
@@ -90,6 +92,31 @@ def load_corpus_or_usage(root: Path) -> Corpus:
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
     return corpus
+
+
+def recorded_corpus(reading: BatchReading, corpus: Path | None) -> Corpus:
+    """The corpus a batch ran over: at ``corpus`` or the path config.yaml records, loaded and
+    held to the batch (the same probes, read set and tree), for the commands that derive the
+    batch's events again (``retranscribe``, ``check-transcript --batch``).
+
+    Raises:
+        UsageError: no corpus loads there, or it is not the one the batch ran over (says what
+            moved and that ``--corpus DIR`` gives the right one).
+    """
+    batch, recorded = reading.path, reading.plan
+    loaded = load_corpus_or_usage(corpus or Path(reading.config.options.corpus))
+    try:
+        current = recompose(recorded, loaded).model_copy(update={
+            "model": recorded.model, "runner_version": recorded.runner_version})
+    except CampaignError as exc:
+        raise UsageError(f"batch {batch}: {exc}") from exc
+    moved = compare_batch(recorded, current, recorded_harness_version="",
+                          current_harness_version="", recorded_tree=read_tree(batch),
+                          current_tree=loaded.files)
+    if moved:
+        raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
+                         f"{'; '.join(moved)}; give that corpus with --corpus DIR")
+    return loaded
 
 
 def compose(corpus: Corpus, *, tier: str | None, seed: int, plan_file: Path | None,

@@ -8,8 +8,15 @@ from pathlib import Path
 
 from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
-from campaign.batch import LEDGER_NAME, FinalRecord, LedgerCorrupt, host_skill_dirs, read_ledger
-from campaign.corpus import corpus_notes, large_file_notes
+from campaign.batch import (
+    LEDGER_NAME,
+    BatchReading,
+    FinalRecord,
+    LedgerCorrupt,
+    host_skill_dirs,
+    read_ledger,
+)
+from campaign.corpus import Corpus, corpus_notes, large_file_notes
 from campaign.doctor import doctor_checks
 from campaign.expect import checked_expectations
 from campaign.plan import (
@@ -20,18 +27,30 @@ from campaign.plan import (
     sizing_lines,
 )
 from campaign.seal import check_folds, explain, resolve_session, seal_workspace
+from campaign.supervisor import check_evidence
 from recorder import check_transcript_file
+from recorder.transcript import TranscriptRefused, read_transcript
 from sandbox import sweep_config_root, sweep_killed_runners
 
 from ._args import CheckTranscriptArgs, DoctorArgs, PlanArgs, SealArgs, resolve_harness_path
-from ._batch import check_sealed_paths, compose, default_harness_path, load_corpus_or_usage
+from ._batch import (
+    check_sealed_paths,
+    compose,
+    default_harness_path,
+    load_corpus_or_usage,
+    recorded_corpus,
+)
 from ._console import StderrConsole, quiet_pipe
 from ._doctor_view import exit_status, print_report
 from ._errors import EXIT_OK, EXIT_UNVERIFIED, UsageError
 from ._reading import batch_reading
 
-_CHECK_LABEL = {"clean": "verified clean", "refused": "verified broken (refused)",
-                "unverified": "could not verify"}
+_FORM_LABEL = {"clean": "well-formed", "refused": "verified broken (refused)",
+               "unverified": "could not verify"}
+"""Without ``--batch`` only the form is checked: a pass says so, never "verified"."""
+_EVIDENCE_LABEL = {"clean": "verified clean",
+                   "refused": "refused: it does not match the batch's evidence",
+                   "unverified": "could not verify"}
 
 
 def cmd_plan(args: PlanArgs) -> int:
@@ -108,18 +127,59 @@ def cmd_seal(args: SealArgs) -> int:
 
 
 def cmd_check_transcript(args: CheckTranscriptArgs) -> int:
-    """``check-transcript FILE...``: one line per file (and its reasons); 1 if any is refused,
-    else 4 if any could not be verified, else 0 (never a pass for "could not verify")."""
-    results = [(path, check_transcript_file(path)) for path in args.files]
-    verdicts = [result.verdict for _, result in results]
+    """``check-transcript FILE... [--batch BATCH [--corpus DIR]]``: one line per file (and its
+    reasons); 1 if any is refused, else 4 if any could not be verified, else 0 (never a pass
+    for "could not verify").
+
+    Alone it checks the form (`recorder.check_transcript_file`): a pass is "well-formed".
+    With ``--batch`` a well-formed file is also held to that batch's ledger and kept streams
+    (`campaign.supervisor.check_evidence`); a pass is then "verified clean".
+
+    Raises:
+        UsageError: (``--corpus`` without ``--batch``) or BATCH is not a batch, its ledger
+            is corrupt, or its corpus is not found or moved.
+    """
+    if args.batch is None:
+        if args.corpus is not None:
+            raise UsageError("--corpus names the corpus of the batch given with --batch; "
+                             "give --batch BATCH too")
+        lines = [(path, *_form(path)) for path in args.files]
+    else:
+        batch = args.batch.expanduser().resolve()
+        with batch_reading(batch, settle=False) as reading:
+            corpus = recorded_corpus(reading, args.corpus)
+            lines = [(path, *_evidence(path, reading, corpus)) for path in args.files]
     with quiet_pipe():  # the status is decided: a reader that goes away does not change it
-        for path, result in results:
-            print(f"{one_line(path)}: {_CHECK_LABEL[result.verdict]}")
-            for reason in result.reasons:  # a reason may quote the file's text
+        for path, _, label, reasons in lines:
+            print(f"{one_line(path)}: {label}")
+            for reason in reasons:  # a reason may quote the file's text
                 print(f"  {one_line(reason)}")
+    verdicts = {verdict for _, verdict, _, _ in lines}
     if "refused" in verdicts:
         return 1
     return EXIT_UNVERIFIED if "unverified" in verdicts else EXIT_OK
+
+
+def _form(path: Path) -> tuple[str, str, list[str]]:
+    result = check_transcript_file(path)
+    return result.verdict, _FORM_LABEL[result.verdict], result.reasons
+
+
+def _evidence(path: Path, reading: BatchReading, corpus: Corpus) -> tuple[str, str, list[str]]:
+    """The form first; a well-formed file is then held to the batch."""
+    result = check_transcript_file(path)
+    if result.verdict != "clean":
+        return result.verdict, _FORM_LABEL[result.verdict], result.reasons
+    try:
+        transcript = read_transcript(path)
+    except (OSError, TranscriptRefused) as exc:  # changed since the check read it
+        return "unverified", _EVIDENCE_LABEL["unverified"], [f"cannot read {path}: {exc}"]
+    try:
+        check = check_evidence(transcript, reading=reading, corpus=corpus)
+    except (OSError, LedgerCorrupt) as exc:
+        return "unverified", _EVIDENCE_LABEL["unverified"], [
+            f"the batch's ledger cannot be read: {exc}"]
+    return check.verdict, _EVIDENCE_LABEL[check.verdict], check.reasons
 
 
 def cmd_doctor(args: DoctorArgs) -> int:

@@ -11,23 +11,19 @@ from pathlib import Path
 
 import anyio
 
-from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
 from campaign.batch import (
     BatchLock,
     BatchReading,
     Journal,
-    compare_batch,
-    read_tree,
     transcript_path,
     workspace_note,
 )
-from campaign.plan import recompose
 from campaign.supervisor import retranscribe
 
 from ._args import RetranscribeArgs
-from ._batch import load_corpus_or_usage
-from ._errors import EXIT_OK, UsageError, plural
+from ._batch import recorded_corpus
+from ._errors import EXIT_OK, plural
 from ._reading import batch_reading
 
 
@@ -43,19 +39,7 @@ def cmd_retranscribe(args: RetranscribeArgs) -> int:
 
 def _retranscribe(args: RetranscribeArgs, batch: Path, reading: BatchReading) -> int:
     config, recorded = reading.config, reading.plan
-    root = args.corpus or Path(config.options.corpus)
-    corpus = load_corpus_or_usage(root)
-    try:
-        current = recompose(recorded, corpus).model_copy(update={
-            "model": recorded.model, "runner_version": recorded.runner_version})
-    except CampaignError as exc:
-        raise UsageError(f"batch {batch}: {exc}") from exc
-    moved = compare_batch(recorded, current, recorded_harness_version="",
-                          current_harness_version="", recorded_tree=read_tree(batch),
-                          current_tree=corpus.files)
-    if moved:
-        raise UsageError(f"batch {batch}: the corpus is not the one the batch ran over: "
-                         f"{'; '.join(moved)}; give that corpus with --corpus DIR")
+    corpus = recorded_corpus(reading, args.corpus)
     with BatchLock(batch), Journal(batch, recorded, planned=reading.planned,
                                    network=config.facts.network,
                                    provider_note=config.facts.provider_note,

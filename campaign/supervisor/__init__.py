@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ._budget import Budgets as Budgets
+from ._evidence import EvidenceCheck as EvidenceCheck
+from ._evidence import check_evidence as check_evidence
 from ._fanout import RunLimits as RunLimits
 from ._fanout import Supervisor as Supervisor
 from ._outcome import AttemptOutcome as AttemptOutcome

@@ -183,7 +183,7 @@ def test_check_transcript_takes_several_files_and_answers_for_each(tmp_path: Pat
     assert proc.returncode == 4
     answers = [line.split(": ", 1)[1] for line in proc.stdout.splitlines()
                if line.startswith("/")]
-    assert answers == ["verified clean", "could not verify"]
+    assert answers == ["well-formed", "could not verify"]
 
     assert _cli("check-transcript", str(good), str(bad), str(missing)).returncode == 1
     assert _cli("check-transcript", str(good)).returncode == 0

@@ -198,11 +198,18 @@ def test_show_of_a_format_1_session_prints_its_ledger_record_and_final_text(
     assert_show_prints_the_last_attempt(shared / "batch", SHOW_SESSION)
 
 
-def test_check_transcript_finds_the_format_1_transcripts_clean(shared: Path) -> None:
-    """``check-transcript`` exits 0 on each arm's transcript of the batch, one clean line each."""
+def test_check_transcript_finds_the_format_1_transcripts_well_formed_and_verified(
+        shared: Path) -> None:
+    """``check-transcript`` alone checks the form: exit 0, "well-formed" for each arm's
+    transcript. With ``--batch`` (and the copy's corpus) each is held to the batch's kept
+    streams, which the honest files match: exit 0, "verified clean" each."""
     batch = shared / "batch"
     paths = [batch / "transcripts" / f"{arm}.md" for arm in _plan(batch)["arms"]]
     run = cli("check-transcript", *map(str, paths))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.splitlines()) == sorted(f"{p}: well-formed" for p in paths)
+    run = cli("check-transcript", *map(str, paths), "--batch", str(batch),
+              "--corpus", str(shared / "corpus"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(run.stdout.splitlines()) == sorted(f"{p}: verified clean" for p in paths)
 
@@ -233,7 +240,8 @@ def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Pat
     The sessions checked here name their files relative to the workspace. The streams
     also give the workspace's old location, under /var/tmp/oldfix-batch, in the init
     line's ``cwd``. The copy's workspaces are somewhere else, so no call, answer or produced
-    file may depend on where the workspace was. The transcripts stay clean.
+    file may depend on where the workspace was. The transcripts it rendered
+    match the batch's kept streams (`check-transcript --batch`).
     """
     batch = own / "batch"
     finals, rederived = _retranscribed(own)
@@ -245,7 +253,8 @@ def test_retranscribe_of_a_moved_format_1_batch_derives_the_same_events(own: Pat
         assert (record["state"], record["event"], record.get("outside_paths", 0)) == (
             final["state"], final["event"], final.get("outside_paths", 0))
     paths = [batch / "transcripts" / f"{arm}.md" for arm in _plan(batch)["arms"]]
-    check = cli("check-transcript", *map(str, paths))
+    check = cli("check-transcript", *map(str, paths), "--batch", str(batch),
+                "--corpus", str(own / "corpus"))
     assert check.returncode == 0, check.stdout + check.stderr
 
 

@@ -294,11 +294,18 @@ def test_show_of_a_session_that_never_started_is_a_usage_error(shared: Path) -> 
     assert "has no attempt yet" in run.stderr
 
 
-def test_check_transcript_finds_the_format_2_transcripts_clean(shared: Path) -> None:
-    """``check-transcript`` exits 0 on each arm's transcript of the batch, one clean line each."""
+def test_check_transcript_finds_the_format_2_transcripts_well_formed_and_verified(
+        shared: Path) -> None:
+    """``check-transcript`` alone checks the form: exit 0, "well-formed" for each arm's
+    transcript. With ``--batch`` (and the copy's corpus) each is held to the batch's kept
+    streams, which the honest files match: exit 0, "verified clean" each."""
     batch = shared / "batch"
     paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
     run = cli("check-transcript", *map(str, paths))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(run.stdout.splitlines()) == sorted(f"{p}: well-formed" for p in paths)
+    run = cli("check-transcript", *map(str, paths), "--batch", str(batch),
+              "--corpus", str(shared / "corpus"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(run.stdout.splitlines()) == sorted(f"{p}: verified clean" for p in paths)
 
@@ -307,7 +314,8 @@ def test_retranscribe_of_a_moved_format_2_batch_derives_the_same_records(own: Pa
     """``retranscribe`` over the copied corpus exits 0 and every kept stream re-derives to its
     final record's state, calls, event and outside paths: the Read that named
     ``/workspace/corpus/...`` absolutely among them, since that path is where every session
-    saw its workspace. The transcripts stay clean."""
+    saw its workspace. The transcripts it rendered match the batch's kept
+    streams (`check-transcript --batch`)."""
     batch = own / "batch"
     finals = last_finals(batch)
     before = len(read_ledger(batch))
@@ -325,7 +333,8 @@ def test_retranscribe_of_a_moved_format_2_batch_derives_the_same_records(own: Pa
             final["state"], final.get("event"), final.get("calls"),
             final.get("outside_paths", 0))
     paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
-    check = cli("check-transcript", *map(str, paths))
+    check = cli("check-transcript", *map(str, paths), "--batch", str(batch),
+                "--corpus", str(own / "corpus"))
     assert check.returncode == 0, check.stdout + check.stderr
 
 

@@ -57,11 +57,26 @@ def add_check_commands(sub: Subparsers) -> None:
 
     p = add_command(sub, "check-transcript", CheckTranscriptArgs, "_inspect",
                     "cmd_check_transcript",
-                    help="the contract check: 0 clean, 1 refused, 4 could not verify")
+                    help="the contract check (the form: well-formed); with --batch, the "
+                         "evidence too: 0 clean, 1 refused, 4 could not verify",
+                    description="Alone, it checks a transcript's form: the closed key sets "
+                                "and the layout of the recorder contract "
+                                "(docs/transcript.md). A well-formed file may still hold a "
+                                "hand-edited answer: --batch BATCH also derives every event "
+                                "of the file's arm again from the streams the batch kept, "
+                                "with this recorder, and compares them.")
     p.add_argument("files", type=Path, nargs="+", metavar="FILE",
-                   help="a transcript (transcripts/<arm>.md); several give one line each. "
-                        "Exit 0 every file verified clean, 1 any refused, else 4 any could "
-                        "not be verified")
+                   help="a transcript (transcripts/<arm>.md, or a copy); several give one "
+                        "line each. Exit 0 every file well-formed (with --batch: verified "
+                        "clean), 1 any refused, else 4 any could not be verified")
+    p.add_argument("--batch", type=Path, metavar="BATCH",
+                   help="the batch the files are transcripts of: each file's identity, rows "
+                        "and events are held to what its ledger and kept streams derive to "
+                        "(writes nothing; exit 4 when a stream or workspace needed was not "
+                        "kept, or another runner wrote the file)")
+    p.add_argument("--corpus", type=Path, metavar="DIR",
+                   help="with --batch: where the batch's corpus is now (default: the path "
+                        "config.yaml records); it must still plan to the same tree")
 
     p = add_command(sub, "doctor", DoctorArgs, "_inspect", "cmd_doctor",
                     help="host preflight: 0 all ok, 12 broken, 4 could not verify")
