@@ -11,10 +11,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from campaign.report import Report, build_report, render_page
 from campaign.report._page import TEMPLATE
-from campaign.report._text import DESCRIBES_ONLY, MARK_NOTE, probe_rows
+from campaign.report._summary import SUMMARY_TITLE
+from campaign.report._text import MARK_NOTE, SHARES_NOTE, probe_rows
 from tests.report.batches import HandBatch
 
 
@@ -25,7 +27,8 @@ def test_the_page_fetches_nothing_and_runs_no_script(report: Report) -> None:
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
     assert page.count('<svg class="chart"') == len(report.probes)
-    assert DESCRIBES_ONLY in page
+    assert escape(SUMMARY_TITLE) in page
+    assert page.index('id="summary"') < page.index('class="probe"')  # the answer first
 
 
 def test_text_from_the_corpus_and_the_ledger_is_escaped_never_markup(tmp_path: Path) -> None:
@@ -78,14 +81,19 @@ def test_the_wheel_carries_the_page_template(tmp_path: Path) -> None:
         assert f"campaign/report/templates/{TEMPLATE}" in archive.namelist()
 
 
-def test_the_page_explains_the_mark_only_under_a_table_that_has_one(report: Report) -> None:
+def test_the_page_says_how_to_read_the_tables_once_not_per_probe(report: Report,
+                                                                tmp_path: Path) -> None:
     page = render_page(report)
-    for figures in report.probes:
-        marked = any(any(row.marked) for row in probe_rows(figures))
-        section = page.split(f"{figures.id}: ", 1)[1].split("</table>", 1)[0]
-        assert (MARK_NOTE.replace(">", "&gt;") in section) is marked, figures.id
-    assert any(any(r.marked) for p in report.probes for r in probe_rows(p))  # both seen
-    assert not all(any(r.marked) for p in report.probes for r in probe_rows(p))
+    assert len(report.probes) > 1
+    assert page.count(SHARES_NOTE) == 1 and page.count(MARK_NOTE) == 1
+    assert page.index(SHARES_NOTE) < page.index('class="probe"')
+    assert "<caption>" not in page  # no footnote under each table
+    # No table has a mark: the mark is not explained at all.
+    b = HandBatch(tmp_path, {"HW-PRB-0001": (["yes"], [])})
+    b.attempt("present", "HW-PRB-0001", 1, answer="yes", calls=[])
+    quiet = build_report([b.close()])
+    assert not any(any(r.marked) for p in quiet.probes for r in probe_rows(p))
+    assert MARK_NOTE not in render_page(quiet) and SHARES_NOTE in render_page(quiet)
 
 
 def test_a_control_a_session_sent_is_an_escape_in_the_page(tmp_path: Path) -> None:
