@@ -109,3 +109,22 @@ def test_a_control_a_session_sent_is_an_escape_in_the_page(tmp_path: Path) -> No
     assert "\\x1b]0;owned\\x07\\x9b31m\\u202e" in page
     assert not [c for c in page if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f
                 or c == "\u202e"]
+
+
+def test_the_summary_cells_carry_their_tone_and_its_word(tmp_path: Path) -> None:
+    from campaign.expect import Expectations
+    from campaign.grade import MOVED_READ_SET
+    from tests.report.gradings import S, U, grading
+    from tests.report.scenario import P, scenario_batch
+
+    batch = scenario_batch(tmp_path)
+    g = grading(batch, {P: Expectations(answered="alpha")},
+                {("present", P): [S] * 10, ("absent", P): [S] + [U] * 11}, moved=True)
+    page = render_page(build_report([batch], grading=g))
+    summary = page.split('<section id="summary">', 1)[1].split("</section>", 1)[0]
+    toned = re.findall(r'<td class="value tone-(\w+)">([^<]*)</td>', summary)
+    assert len(toned) == 1
+    tone, text = toned[0]
+    assert tone == "lower" and text.endswith(" lower")  # never by colour alone
+    assert '<p class="note moved" id="grading">' in summary and MOVED_READ_SET in summary
+    assert summary.count("(ungraded)") == 2  # Q: both columns
