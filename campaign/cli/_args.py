@@ -215,8 +215,19 @@ class ReportArgs:
     side_by_side: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class GradeArgs:
+    """``grade``: the verdicts of ``batches`` against the expectations of ``corpus`` (None: the
+    path the first batch's config.yaml records)."""
+
+    batches: tuple[Path, ...]
+    corpus: Path | None = None
+    json: bool = False
+
+
 CommandArgs = (NewBatchArgs | ResumeArgs | PlanArgs | SealArgs | CheckTranscriptArgs
-               | DoctorArgs | StatusArgs | ShowArgs | RetranscribeArgs | ReportArgs)
+               | DoctorArgs | StatusArgs | ShowArgs | RetranscribeArgs | ReportArgs
+               | GradeArgs)
 """What any command was given."""
 
 

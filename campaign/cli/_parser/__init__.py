@@ -2,7 +2,7 @@
 
 One module per command group adds its commands (`_inspect`: plan, seal,
 check-transcript, doctor; `_batch`: run, demo, resume; `_reading`: status,
-show, retranscribe, report; `_record`: record), from the argument groups they
+show, retranscribe, report; `_grade`: grade; `_record`: record), from the argument groups they
 share (`_common`). `parse_command` is the one place a namespace is read: it
 builds the command's frozen arguments (`campaign.cli._args`) and checks the
 corpus, required by plan, run, record and seal, once for all of them.
@@ -19,6 +19,7 @@ from campaign.plan import runner_version
 
 from ._base import EPILOG, Command, CommandParser, Parsed, Parser
 from ._batch import add_batch_commands
+from ._grade import add_grade_command
 from ._inspect import add_check_commands, add_inspect_commands
 from ._reading import add_reading_commands
 from ._record import add_record_command
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_inspect_commands(sub)
     add_batch_commands(sub)
     add_reading_commands(sub)
+    add_grade_command(sub)
     add_record_command(sub)
     add_check_commands(sub)
     return parser

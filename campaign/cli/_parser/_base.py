@@ -39,6 +39,7 @@ quick start:
   headwater-campaign demo                        # the bundled corpus, scripted provider
   headwater-campaign status BATCH                # how a batch stands, running or not
   headwater-campaign report BATCH                # the arms side by side per probe
+  headwater-campaign grade BATCH                 # verdicts against the probes' expect:
   headwater-campaign resume BATCH                # run what did not finish
   headwater-campaign plan CORPUS                 # what a batch would run, before spending
   headwater-campaign run CORPUS --provider scripted --scripts DIR   # a dry run, no spend

@@ -1,0 +1,182 @@
+"""`grade_batches`: batches and a corpus read, every recorded event graded, counts tallied.
+
+What it reads (and nothing else): each batch's config.yaml and plan.yaml (the corpus path,
+the workspace path the sessions saw, the plan and its recorded read set; through
+`campaign.batch.read_batch`), each arm's transcript (``transcripts/<arm>.md``, through the
+recorder's closed reader), and the probes' expectations from the corpus
+(`campaign.expect.read_expectations`). It writes nothing. The verdicts are a function of the
+transcripts, the expectations and `GRADER_VERSION` alone.
+
+Several batches are graded together only when their plans are one measurement (the plan
+members of `Plan.COMPARABLE`, the arms with their identities, and the model asked for), as
+the report merges them. The denominator of a probe and arm is its recorded sessions; the
+sessions of the plan that are not recorded are `Apart`: their state from the transcript's
+``## Sessions`` table, or ``not final`` for a planned session with no row there yet.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from campaign.batch import BatchFileError, LedgerCorrupt, read_batch, transcript_path
+from campaign.corpus import PROBE_YML, load_corpus
+from campaign.expect import read_expectations
+from campaign.plan import Plan
+from recorder import is_recorded, tree_digest
+from recorder.transcript import TranscriptRefused, read_transcript
+
+from ._errors import BatchesDiffer, NoCorpus, NotABatch, SameBatchTwice
+from ._model import GRADER_VERSION, Apart, CellGrade, Grading, SessionGrade, Verdict
+from ._session import event_verdicts, session_verdict
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from campaign.batch import BatchReading
+    from campaign.corpus import Corpus
+    from campaign.expect import Expectations
+    from recorder.transcript import Transcript
+
+NOT_FINAL: Final = "not final"
+"""The state of a planned session that has no row in its arm's ``## Sessions`` table yet
+(never started, running, or interrupted)."""
+
+
+def grade_batches(paths: Sequence[Path], *, corpus: Path | None = None) -> Grading:
+    """Grade the batches at ``paths`` (each resolved) against the corpus's expectations.
+
+    Args:
+        paths: One or more batch directories of one plan.
+        corpus: The corpus root to read the expectations from; None: the path the first
+            batch's config.yaml records.
+
+    Raises:
+        SameBatchTwice: a batch is named twice.
+        NotABatch: a path is not a readable batch, or a transcript of it breaks the contract.
+        BatchesDiffer: the batches are not of one plan, or asked another model.
+        NoCorpus: no corpus (no ``.headwater/probe.yml``) at the corpus path.
+        CorpusError: the corpus is there but cannot be loaded, or a probe's ``expect:``
+            breaks a rule (`campaign.expect.ExpectationsRefused`).
+    """
+    seen: set[Path] = set()
+    for path in paths:
+        if path in seen:
+            raise SameBatchTwice(path)
+        seen.add(path)
+    readings = [_read(path) for path in paths]
+    plan = _one_plan(readings)
+    root = corpus if corpus is not None else Path(readings[0].config.options.corpus)
+    if not (root / PROBE_YML).is_file():
+        raise NoCorpus(root, readings[0].path, given=corpus is not None)
+    loaded = load_corpus(root)
+    wanted = {p.id for p in plan.probes}
+    expectations = {k: v for k, v in read_expectations(loaded).items() if k in wanted}
+    sessions: list[SessionGrade] = []
+    apart: list[Apart] = []
+    for reading in readings:
+        _grade_batch(reading, expectations, sessions, apart)
+    probes = tuple(p.id for p in plan.probes)
+    return Grading(
+        grader=GRADER_VERSION, corpus=root, batches=tuple(r.path for r in readings),
+        arms=plan.arms, probes=probes, expectations=expectations,
+        moved_read_set=read_set_now(loaded, plan) != plan.read_set,
+        sessions=tuple(sessions), apart=tuple(apart),
+        cells=_cells(probes, plan.arms, expectations, sessions, apart))
+
+
+def read_set_now(corpus: Corpus, plan: Plan) -> str | None:
+    """The read set ``corpus`` composes for ``plan``'s probes (the ``tree`` formula over the
+    probe files and the files they examine, as the planner computes it); None when a probe of
+    the plan is no longer on the corpus's shelf (the read set moved)."""
+    files: dict[str, str] = {}
+    for planned in plan.probes:
+        probe = corpus.probes.get(planned.id)
+        if probe is None:
+            return None
+        for path in (probe.path, *probe.examines):
+            files[path] = corpus.files[path]
+    return tree_digest(files)
+
+
+def _read(path: Path) -> BatchReading:
+    try:
+        return read_batch(path)
+    except (BatchFileError, LedgerCorrupt) as exc:
+        raise NotABatch(path, str(exc)) from exc
+
+
+def _one_plan(readings: list[BatchReading]) -> Plan:
+    """The first batch's plan, when every other batch's is the same measurement (else
+    `BatchesDiffer`, naming the first member that differs)."""
+    first = readings[0]
+    for other in readings[1:]:
+        for member in first.plan.moved(other.plan)[:1]:
+            if member == "arm_specs":
+                raise BatchesDiffer("arms", first.path, other.path, _arms(first.plan),
+                                    _arms(other.plan))
+            raise BatchesDiffer(Plan.key(member), first.path, other.path,
+                                str(getattr(first.plan, member)),
+                                str(getattr(other.plan, member)))
+        if other.plan.model != first.plan.model:
+            raise BatchesDiffer("model", first.path, other.path, first.plan.model,
+                                other.plan.model)
+    return first.plan
+
+
+def _arms(plan: Plan) -> str:
+    return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
+
+
+def _transcript(batch: Path, arm: str) -> Transcript | None:
+    """The arm's transcript; None when the batch has none for it yet."""
+    path = transcript_path(batch, arm)
+    if not path.exists():
+        return None
+    try:
+        return read_transcript(path)
+    except OSError as exc:
+        raise NotABatch(batch, f"cannot read {path}: {exc.strerror or exc}") from exc
+    except TranscriptRefused as exc:
+        raise NotABatch(batch, f"{path} breaks the transcript contract: {exc}") from exc
+
+
+def _grade_batch(reading: BatchReading, expectations: Mapping[str, Expectations],
+                 sessions: list[SessionGrade], apart: list[Apart]) -> None:
+    """Grade every recorded event of ``reading``'s graded probes into ``sessions``; put the
+    sessions of those probes that are not recorded into ``apart``."""
+    workspace_path = reading.config.options.workspace_path
+    for arm in reading.plan.arms:
+        transcript = _transcript(reading.path, arm)
+        states: dict[tuple[str, str], str] = {}
+        if transcript is not None:
+            states = {(r.probe, r.session): r.state for r in transcript.sessions}
+            for index, event in enumerate(transcript.events):
+                expected = expectations.get(event.probe)
+                if expected is None:
+                    continue
+                verdicts = event_verdicts(event, index, expected, workspace_path)
+                sessions.append(SessionGrade(
+                    batch=reading.path, arm=arm, probe=event.probe, session=event.session,
+                    event=index, verdict=session_verdict(verdicts), verdicts=verdicts))
+        planned = [(k.probe, k.session) for k, _ in reading.planned if k.arm == arm]
+        for probe, session in dict.fromkeys([*planned, *states]):
+            state = states.get((probe, session), NOT_FINAL)
+            if probe in expectations and not is_recorded(state):
+                apart.append(Apart(reading.path, arm, probe, session, state))
+
+
+def _cells(probes: tuple[str, ...], arms: tuple[str, ...],
+           expectations: Mapping[str, Expectations], sessions: list[SessionGrade],
+           apart: list[Apart]) -> dict[tuple[str, str], CellGrade]:
+    verdicts = Counter((s.probe, s.arm, s.verdict) for s in sessions)
+    outside: dict[tuple[str, str], Counter[str]] = {}
+    for a in apart:
+        outside.setdefault((a.probe, a.arm), Counter())[a.state] += 1
+    return {(probe, arm): CellGrade(
+        probe=probe, arm=arm, satisfied=verdicts[probe, arm, Verdict.SATISFIED],
+        unsatisfied=verdicts[probe, arm, Verdict.UNSATISFIED],
+        not_observed=verdicts[probe, arm, Verdict.NOT_OBSERVED],
+        apart=dict(sorted(outside.get((probe, arm), Counter()).items())))
+        for probe in probes if probe in expectations for arm in arms}
