@@ -41,6 +41,8 @@ SHARES_NOTE: Final = (
     "[the 95% Wilson interval]; differences are in percentage points against the reference "
     "column, [95% Newcombe interval]; verdicts count the recorded sessions")
 """Said once, above the tables per probe (it held for every one of them)."""
+NONE_RECORDED: Final = "none recorded"
+"""A graded cell with no recorded session: no share (its sessions are apart, by state)."""
 PRODUCED_SHOWN: Final = 10
 """Produced paths, cited ids and findings named per probe in the terminal and on the page."""
 OUTSTANDING_SHOWN: Final = 20
@@ -181,9 +183,12 @@ def probe_rows(probe: ProbeFigures) -> list[Row]:
 def graded_text(graded: Graded | None) -> str:
     """A graded cell: ``5/8 62.5% [30.6, 86.3]``, then against the reference ``+37.5 [3.1,
     63.4] higher`` (the word when the difference's 95% interval excludes 0: ``higher`` or
-    ``lower``), then ``, 1 not observed`` when some are; ``-`` with no recorded session."""
-    if graded is None or graded.share is None:
+    ``lower``), then ``, 1 not observed`` when some are; ``none recorded`` with no recorded
+    session; ``-`` for no grade."""
+    if graded is None:
         return "-"
+    if graded.share is None:
+        return NONE_RECORDED
     text = (f"{graded.satisfied}/{graded.recorded} {percent(graded.share)} "
             f"{interval_text(graded.interval)}")
     if graded.difference is not None:

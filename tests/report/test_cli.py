@@ -111,3 +111,60 @@ def test_how_to_read_the_tables_is_said_once_before_them(report: Report) -> None
                                           for r in probe_rows(p))
     assert text.count(SHARES_NOTE) == 1 and text.count(MARK_NOTE) == 1
     assert text.index(MARK_NOTE) < text.index("| planned ")
+
+
+FORMAT2 = Path(__file__).resolve().parents[1] / "fixtures" / "batches" / "format2"
+
+
+def _format2(tmp_path: Path, *, corpus: Path | None) -> Path:
+    """A copy of the format-2 fixture batch whose config.yaml records ``corpus``."""
+    import shutil
+
+    batch = tmp_path / "batch"
+    shutil.copytree(FORMAT2 / "batch", batch)
+    config = batch / "config.yaml"
+    where = corpus if corpus is not None else tmp_path / "gone"
+    config.write_text(config.read_text().replace("  corpus: /var/tmp/hw-format2/corpus",
+                                                 f"  corpus: {where}"))
+    return batch
+
+
+def test_the_command_grades_with_the_grader_and_counts_what_it_counts(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.grade.batches import declare
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FORMAT2 / "corpus", corpus)
+    declare(corpus)  # writing expect: moves the read set
+    batch = _format2(tmp_path, corpus=corpus)
+    run = _report(str(batch), "--json")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["grading"] == {"grader": "1", "corpus": str(corpus), "moved_read_set": True,
+                               "ungraded": None}
+    graded = subprocess.run([sys.executable, "-m", "campaign", "grade", str(batch), "--json"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    for theirs in json.loads(graded.stdout)["probes"]:
+        ours = next(p for p in data["probes"] if p["id"] == theirs["id"])
+        assert ours["graded"]
+        for cell, arm in zip(ours["cells"], theirs["arms"], strict=True):
+            assert cell["column"] == arm["arm"]
+            assert {k: cell["graded"][k] for k in ("satisfied", "unsatisfied", "not_observed",
+                                                   "recorded", "apart")} == {
+                k: arm[k] for k in ("satisfied", "unsatisfied", "not_observed", "recorded",
+                                    "apart")}
+    text = _report(str(batch)).stdout
+    assert "graded over a moved read set" in text and "none recorded" in text
+
+
+def test_no_corpus_where_config_yaml_says_is_ungraded_not_an_error(tmp_path: Path) -> None:
+    batch = _format2(tmp_path, corpus=None)
+    run = _report(str(batch))
+    assert run.returncode == 0, run.stderr
+    assert f"ungraded: no corpus at {tmp_path / 'gone'} (the path {batch}/config.yaml " \
+           "records)" in run.stdout
+    assert "(ungraded)" in run.stdout
+    data = json.loads(_report(str(batch), "--json").stdout)
+    assert data["grading"]["grader"] is None
+    assert data["grading"]["ungraded"].startswith(f"no corpus at {tmp_path / 'gone'}")
