@@ -45,9 +45,9 @@ if TYPE_CHECKING:
     from ._model import Report
 
 TEMPLATE: Final = "report.html.j2"
-LABEL_REM: Final = 22
+LABEL_REM: Final = 20
 """Width of every table's first column (the row labels), rem."""
-VALUE_REM: Final = 16
+VALUE_REM: Final = 20
 """Width of every other column, rem: each table is as wide as its columns, the same in all."""
 
 
