@@ -91,8 +91,7 @@ def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> N
     for figures, rows in zip(report.probes, probe_tables, strict=True):
         console.print()
         _probe_head(console, figures)
-        console.print(_table(cell(f"{figures.id}: {figures.title}"), headings, rows,
-                             style, plain=plain))
+        console.print(_table(None, headings, rows, style, plain=plain))  # titled above
     console.print()
     console.print(_table(cell("per arm, over the batch"), headings, arm_rows(report), style,
                          plain=plain))
@@ -114,7 +113,7 @@ def _probe_head(console: Console, figures: ProbeFigures) -> None:
     console.print(cell(expectations_line(figures)))
 
 
-def _table(title: Text, headings: list[str], rows: list[Row], style: box.Box, *, plain: bool,
+def _table(title: Text | None, headings: list[str], rows: list[Row], style: box.Box, *, plain: bool,
            first: str = "") -> Table:
     table = Table(title=title, box=style, title_justify="left",
                   header_style="" if plain else "bold")

@@ -8,6 +8,7 @@ difference Newcombe's (tests/report/definitions.py), the word and the tone
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from typing import TYPE_CHECKING, Any
@@ -165,3 +166,26 @@ def test_ungraded_is_the_answer_most_sessions_gave_over_every_column(tmp_path: P
     # "no": 1 + 3 sessions against "yes": 2; each column shows its own share of "no".
     assert summary_rows(report)[0].values == ('"no" 1/3 33.3% (ungraded)',
                                               '"no" 3/3 100.0% (ungraded)')
+
+
+def test_each_session_counts_in_the_column_of_its_own_batch(tmp_path: Path) -> None:
+    from tests.report.batches import HandBatch
+
+    paths = []
+    for name in ("one", "two"):
+        b = HandBatch(tmp_path, {P: (["yes"], [])}, name=name)
+        b.attempt("present", P, 1, answer="yes", calls=[])
+        paths.append(b.close())
+    one = grading(paths[0], {P: EXPECT_P}, {("present", P): [S, S], ("absent", P): [U]})
+    two = grading(paths[1], {P: EXPECT_P}, {("present", P): [U, U], ("absent", P): [S]})
+    both = dataclasses.replace(one, batches=(paths[0], paths[1]),
+                               sessions=one.sessions + two.sessions)
+    side = build_report(paths, side_by_side=True, grading=both)
+    assert [c.id for c in side.columns] == ["1:present", "1:absent", "2:present", "2:absent"]
+    values = summary_rows(side)[0].values
+    assert values[0] == _share(2, 2) and values[2] == _share(0, 2)
+    # Each batch's absent against its own batch's present.
+    assert values[1] == f"{_share(0, 1)} {_difference(0, 1, 2, 2)}"
+    assert values[3] == f"{_share(1, 1)} {_difference(1, 1, 0, 2)}"
+    merged = build_report(paths, grading=both)
+    assert summary_rows(merged)[0].values[:1] == (_share(2, 4),)
