@@ -1,11 +1,15 @@
 """``report BATCH [BATCH ...] [--json] [--html FILE] [--side-by-side]``: arms side by side.
 
-Reads the batches (never writes them), builds the figures once
+Reads the batches (never writes them), grades them (`campaign.grade.grade_batches`,
+against the corpus at the path config.yaml records), builds the figures once
 (`campaign.report.build_report`) and prints them: rich tables on a
 terminal, plain text in a pipe, or with ``--json`` the versioned object on
 stdout; ``--html FILE`` also writes the page. Exit 0, or 2 when a BATCH is
 not a batch, is named twice, or the batches cannot be merged (the message
-names the member that differs; ``--side-by-side`` shows them apart).
+names the member that differs; ``--side-by-side`` shows them apart). A
+report the grader cannot grade (no corpus there, a corpus or an ``expect:``
+it refuses, batches of two plans side by side) is still printed, marked
+ungraded with the reason.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import json
 import sys
 from pathlib import Path
 
+from campaign._errors import CorpusError
 from campaign._json_text import json_safe
+from campaign.grade import GradeError, Grading, NoCorpus, grade_batches
 from campaign.report import build_report, print_report, render_page, report_json
 from campaign.supervisor import refused_write
 from recorder import write_atomic
@@ -31,7 +37,9 @@ def cmd_report(args: ReportArgs) -> int:
         UsageError: the page cannot be written where ``--html`` says (exit 2).
     """
     paths = [b.expanduser().resolve() for b in args.batches]
-    report = build_report(paths, side_by_side=args.side_by_side)
+    grading, ungraded = _grading(paths)
+    report = build_report(paths, side_by_side=args.side_by_side, grading=grading,
+                          ungraded=ungraded)
     if args.html is not None:
         page = Path(args.html).expanduser()
         try:
@@ -53,3 +61,18 @@ def cmd_report(args: ReportArgs) -> int:
     if args.html is not None:
         print(f"page: {Path(args.html).expanduser().resolve()}", file=sys.stderr)
     return EXIT_OK
+
+
+def _grading(paths: list[Path]) -> tuple[Grading | None, str | None]:
+    """The grader's verdicts over ``paths``, or None and why not (the report's "ungraded").
+
+    A batch the report cannot read either is left to `build_report`, which says so (exit 2).
+    """
+    try:
+        return grade_batches(paths), None
+    except NoCorpus as exc:
+        return None, (f"no corpus at {exc.corpus} (the path {exc.batch}/config.yaml records), "
+                      "so there are no expectations to grade against; "
+                      "`headwater-campaign grade BATCH --corpus DIR` grades against another")
+    except (GradeError, CorpusError) as exc:
+        return None, f"the grader did not grade these batches: {exc}"

@@ -1,4 +1,4 @@
-"""The report: arms side by side per probe, from batches; it describes and grades nothing.
+"""The report: arms side by side per probe, from batches, the grader's shares first.
 
 ``build_report(paths)`` reads each batch's ledger once, streaming, and
 returns a `Report` of frozen figures; ``print_report`` writes it for a

@@ -4,7 +4,9 @@ Several batches are merged into one set of columns when their plan members
 (tree, lock, selection, read set, seed, harness: the planner's version) and
 their arms (each with its identity) agree; otherwise the report is refused,
 naming the member that differs, unless the caller asks for them side by
-side, each batch in columns of its own.
+side, each batch in columns of its own. A grading (`campaign.grade.Grading`, made by the
+caller) adds the grader's counts per column (`_graded`); without one the report says why it
+is ungraded.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from campaign.stats import Z
 
 from ._errors import BatchesDiffer, SameBatchTwice
 from ._figures import columns_of, figures, rfc3339
+from ._graded import graded_probes
 from ._model import BatchStanding, Outstanding, Report
 from ._reading import read_for_report
 from ._tally import tally_group
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from campaign.batch import SessionLog
+    from campaign.grade import Grading
     from campaign.plan import Plan
 
     from ._model import Layout
@@ -37,12 +41,16 @@ MEMBERS: Final = tuple(m for m in Plan.COMPARABLE if m != "arm_specs")
 the one list; the JSON form's ``members``)."""
 
 
-def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report:
+def build_report(paths: Sequence[Path], *, side_by_side: bool = False,
+                 grading: Grading | None = None, ungraded: str | None = None) -> Report:
     """The report over the batches at ``paths`` (each resolved), in the order given.
 
     Args:
         paths: One or more batch directories.
         side_by_side: Show each batch in columns of its own instead of merging.
+        grading: The grader's verdicts over these batches (`campaign.grade.grade_batches`);
+            its sessions are counted in the column of their batch and arm. None: ungraded.
+        ungraded: Without a grading, why (``no corpus at PATH``), said in its place.
 
     Raises:
         NotABatch: a path is not a readable batch.
@@ -62,12 +70,15 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False) -> Report
     columns = columns_of(plans, prefixed=len(groups) > 1)
     tallies = [tally_group(group) for group in groups]
     probes, arms = figures(plans, tallies, columns)
+    probes, grading_facts = graded_probes(probes, columns, [[r.path for r in group]
+                                                            for group in groups],
+                                          grading, ungraded)
     standings = tuple(_standing(r, g) for g, group in enumerate(groups) for r in group)
     return Report(layout=layout, batches=standings, columns=columns, probes=probes, arms=arms,
                   warnings=(*condition_warnings(columns, tallies),
                             *corpus_warnings(columns, [(str(g[0].path), g[0].plan.tree)
                                                        for g in groups])),
-                  z=Z)
+                  z=Z, grading=grading_facts)
 
 
 def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:

@@ -3,7 +3,8 @@
 `answer_chart` lays out grouped horizontal bars: one group per answer (each
 declared answer, then null), one bar per column inside it, its length the
 answer's share of the column's answered sessions, a whisker over its 95%
-Wilson interval, and ``k/n share`` at the right. Columns keep one colour
+Wilson interval, and ``k/n share`` at the right; a share of exactly 0 draws
+no bar but a thin line at 0 in the column's colour (a baseline). Columns keep one colour
 (a colour-blind-safe palette, Okabe and Ito) across every chart and in the
 legend. The template only draws what this returns; no script is involved.
 """
@@ -54,6 +55,9 @@ class Bar:
     """``7/8 87.5%``, or ``-``."""
     title: str
     """The tooltip: column, answer, count, share and interval."""
+    baseline: bool = False
+    """A share of exactly 0: no bar but a thin upright line at 0 in the column's colour, so
+    a zero reads as a zero (the whisker alone looked like an empty bar)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,4 +135,5 @@ def _bar(share: AnswerShare, of: int, y: float, fill: str, what: str) -> Bar:
     interval = ("" if share.interval is None else
                 f", 95% interval {percent(share.interval.low)} to {percent(share.interval.high)}")
     return Bar(x=LABEL_W, y=y + 2, width=PLOT_W * fraction, height=BAR_H - 4, colour=fill,
-               whisker=whisker, value=value, title=f"{what}: {value}{interval}")
+               whisker=whisker, value=value, title=f"{what}: {value}{interval}",
+               baseline=share.share == 0)

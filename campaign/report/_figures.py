@@ -17,10 +17,21 @@ from typing import TYPE_CHECKING, Final
 from campaign.stats import newcombe, quartiles, wilson
 from recorder import STATES, is_recorded
 
-from ._model import AnswerShare, ArmSummary, Cell, Column, Difference, ProbeFigures, ReadShare
+from ._model import (
+    AnswerShare,
+    ArmSummary,
+    Cell,
+    Column,
+    Count,
+    Difference,
+    ProbeFigures,
+    Produced,
+    ReadShare,
+)
 from ._tally import ArmTally, CellTally, cost_of
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Iterable
 
     from campaign.plan import Plan, PlanProbe
@@ -72,7 +83,8 @@ def figures(plans: list[Plan], tallies: list[GroupTally],
         cells = tuple(_cell(c, raw[c.id], raw[c.reference], probe, order, planned_in[c.id])
                       for c in columns)
         probes.append(ProbeFigures(id=probe.id, title=probe.title, answers=probe.answers,
-                                   examines=tuple(e.path for e in probe.examines), cells=cells))
+                                   examines=tuple(e.path for e in probe.examines), cells=cells,
+                                   task=probe.task))
     arms = tuple(_summary(c, tallies[c.group].arms.get(c.arm, ArmTally())) for c in columns)
     return tuple(probes), arms
 
@@ -103,7 +115,16 @@ def _cell(column: Column, tally: CellTally, ref: CellTally, probe: PlanProbe,
                     for e in probe.examines),
         outside_paths=tally.outside_paths, outside_path_sessions=tally.outside_path_sessions,
         final=tally.final, cost=cost_of(tally.spend, tally.recorded),
+        produced=Produced(watched=tally.produced_watched, paths=_counts(tally.made),
+                          cites=_counts(tally.cited), findings=_counts(tally.found),
+                          clean=tally.clean, unchecked=tally.unchecked),
     )
+
+
+def _counts(counter: Counter[str]) -> tuple[Count, ...]:
+    """Most sessions first, then by value (a stable order for every form)."""
+    return tuple(Count(value=v, sessions=n)
+                 for v, n in sorted(counter.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _share(answer: str | None, count: int, of: int) -> AnswerShare:

@@ -4,6 +4,10 @@ The object's ``format`` is `REPORT_FORMAT`; a change that removes or
 renames a key, or changes what a value means, makes a new format. Adding a
 key does not. Shares and interval ends are fractions rounded to
 `DIGITS` decimal places; costs are whole cents; times are RFC 3339 UTC.
+Format 2 added the grading (``grading``, each probe's ``task``,
+``expectations`` and ``verdicts``, each cell's ``graded`` and ``produced``)
+and dropped format 1's ``describes_only`` (the report no longer grades
+nothing).
 """
 
 from __future__ import annotations
@@ -12,14 +16,24 @@ from typing import TYPE_CHECKING, Any, Final
 
 from campaign.stats import CONFIDENCE
 
-from ._text import DESCRIBES_ONLY
+from ._summary import most_frequent
 
 if TYPE_CHECKING:
     from campaign.stats import Interval, Quartiles
 
-    from ._model import ArmSummary, BatchStanding, Cell, ConditionWarning, Cost, Report
+    from ._model import (
+        ArmSummary,
+        BatchStanding,
+        Cell,
+        ConditionWarning,
+        Cost,
+        Graded,
+        ProbeFigures,
+        Produced,
+        Report,
+    )
 
-REPORT_FORMAT: Final = 1
+REPORT_FORMAT: Final = 2
 """Version of the JSON object's shape."""
 KIND: Final = "headwater-campaign report"
 DIGITS: Final = 6
@@ -31,19 +45,54 @@ def report_json(report: Report) -> dict[str, Any]:
     return {
         "format": REPORT_FORMAT,
         "kind": KIND,
-        "describes_only": DESCRIBES_ONLY,
         "layout": report.layout,
+        "grading": {"grader": report.grading.grader, "corpus": report.grading.corpus,
+                    "moved_read_set": report.grading.moved_read_set,
+                    "ungraded": report.grading.ungraded},
         "confidence": CONFIDENCE,
         "z": report.z,
         "batches": [_batch(b) for b in report.batches],
         "columns": [{"id": c.id, "arm": c.arm, "group": c.group, "reference": c.reference}
                     for c in report.columns],
-        "probes": [{"id": p.id, "title": p.title, "answers": list(p.answers),
-                    "examines": list(p.examines), "cells": [_cell(c) for c in p.cells]}
-                   for p in report.probes],
+        "probes": [_probe(p) for p in report.probes],
         "arms": [_arm(a) for a in report.arms],
         "warnings": [_warning(w) for w in report.warnings],
     }
+
+
+def _probe(probe: ProbeFigures) -> dict[str, Any]:
+    frequent = most_frequent(probe)
+    return {
+        "id": probe.id, "title": probe.title, "task": probe.task, "answers": list(probe.answers),
+        "examines": list(probe.examines), "graded": probe.graded,
+        "most_frequent": (None if frequent is None or not probe.cells
+                          else probe.cells[0].answers[frequent].answer),
+        "expectations": [{"key": k, "target": t} for k, t in probe.expectations],
+        "verdicts": [{"key": v.key, "target": v.target,
+                      "counts": [{"satisfied": c.satisfied, "unsatisfied": c.unsatisfied,
+                                  "not_observed": c.not_observed} for c in v.counts]}
+                     for v in probe.verdicts],
+        "cells": [_cell(c) for c in probe.cells],
+    }
+
+
+def _graded(graded: Graded | None) -> dict[str, Any] | None:
+    if graded is None:
+        return None
+    return {"satisfied": graded.satisfied, "unsatisfied": graded.unsatisfied,
+            "not_observed": graded.not_observed, "recorded": graded.recorded,
+            "apart": dict(graded.apart), "share": _round(graded.share),
+            "interval": _interval(graded.interval), "difference": _round(graded.difference),
+            "difference_interval": _interval(graded.difference_interval),
+            "direction": graded.direction}
+
+
+def _produced(produced: Produced) -> dict[str, Any]:
+    return {"watched": produced.watched,
+            "paths": [{"path": c.value, "sessions": c.sessions} for c in produced.paths],
+            "cites": [{"id": c.value, "sessions": c.sessions} for c in produced.cites],
+            "findings": [{"rule": c.value, "sessions": c.sessions} for c in produced.findings],
+            "clean": produced.clean, "unchecked": produced.unchecked}
 
 
 def _round(value: float | None) -> float | None:
@@ -82,6 +131,8 @@ def _cell(cell: Cell) -> dict[str, Any]:
         "outside_paths": {"total": cell.outside_paths, "sessions": cell.outside_path_sessions,
                           "of": cell.final},
         "cost": _cost(cell.cost),
+        "graded": _graded(cell.graded),
+        "produced": _produced(cell.produced),
     }
 
 

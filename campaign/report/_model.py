@@ -4,8 +4,9 @@ A `Report` holds, for one or more batches, the columns (one per arm; with
 ``--side-by-side`` one per batch and arm), per probe a `Cell` per column, per
 column an `ArmSummary` over the batch, the condition warnings, and each
 batch's standing. Shares are fractions in [0, 1], differences of shares are
-in [-1, 1]; costs are whole US cents. Nothing here grades: there is no
-expected value anywhere in these types (docs/report.md).
+in [-1, 1]; costs are whole US cents. The verdicts come from the grader
+(`campaign.grade`); the report only counts them per column (docs/report.md,
+"The summary").
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
 
 Layout: TypeAlias = Literal["single", "merged", "side-by-side"]
 """One batch; several merged into one set of columns; several, each in columns of its own."""
+Direction: TypeAlias = Literal["higher", "lower", "unclear"]
+"""A graded share against the reference's: the 95% Newcombe interval of the difference lies
+wholly above 0, wholly below it, or includes it (or cannot be taken)."""
 WarningKind: TypeAlias = Literal["not-recorded-rate", "retry-rate", "served-versions",
                                  "start-times", "harness-versions", "network-modes", "corpora"]
 
@@ -102,6 +106,90 @@ class Cost:
 
 
 @dataclass(frozen=True, slots=True)
+class Count:
+    """A value and how many sessions of a column hold it (a path, an id, a rule)."""
+
+    value: str
+    sessions: int
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """What a column's recorded sessions produced (RC-11: the events' ``produced``)."""
+
+    watched: int
+    """Recorded sessions whose event has a ``produced`` key (the denominator)."""
+    paths: tuple[Count, ...]
+    """Each produced path, with the sessions that produced it; most sessions first."""
+    cites: tuple[Count, ...]
+    """Each corpus id some artifact cites, with the sessions that cite it; most first."""
+    findings: tuple[Count, ...]
+    """Each rule that reported over some artifact, with its sessions; most first."""
+    clean: int
+    """Sessions with at least one artifact, every one with ``findings: []``."""
+    unchecked: int
+    """Sessions with an artifact that has no ``findings`` key (nothing checked it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Graded:
+    """One graded probe in one column: its recorded sessions by verdict (`campaign.grade`).
+
+    The share is ``satisfied / recorded`` (the grader's denominator, every recorded
+    session); ``not_observed`` is shown apart and never counted as either side.
+    """
+
+    satisfied: int
+    unsatisfied: int
+    not_observed: int
+    apart: dict[str, int]
+    """State -> sessions of the plan outside the denominator (not recorded, not run)."""
+    share: float | None
+    """``satisfied / recorded``; None with no recorded session."""
+    interval: Interval | None
+    """The 95% Wilson score interval of ``share``."""
+    difference: float | None
+    """``share`` minus the reference column's; None in the reference column or when a side
+    has no recorded session."""
+    difference_interval: Interval | None
+    """The 95% Newcombe hybrid score interval of ``difference``."""
+
+    @property
+    def recorded(self) -> int:
+        """The denominator: recorded sessions, whatever their verdict."""
+        return self.satisfied + self.unsatisfied + self.not_observed
+
+    @property
+    def direction(self) -> Direction:
+        """``higher``/``lower`` when the difference's interval lies wholly above/below 0."""
+        interval = self.difference_interval
+        if interval is None or not interval.excludes_zero():
+            return "unclear"
+        return "higher" if interval.low > 0 else "lower"
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictCounts:
+    """One expectation's verdicts over one column's recorded sessions."""
+
+    satisfied: int
+    unsatisfied: int
+    not_observed: int
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    """One expectation (a key and, for a list, one target) of a probe, per column."""
+
+    key: str
+    """``answered``, ``opened``, ``not_opened``, ``cites`` or ``clean``."""
+    target: str | None
+    """The value, document or id; None for ``clean``."""
+    counts: tuple[VerdictCounts, ...]
+    """One per column, in column order."""
+
+
+@dataclass(frozen=True, slots=True)
 class Cell:
     """One probe in one column."""
 
@@ -134,6 +222,9 @@ class Cell:
     final: int
     """Sessions whose last attempt has a final record (recorded or not)."""
     cost: Cost
+    produced: Produced
+    graded: Graded | None = None
+    """The grader's counts; None when the probe is ungraded (no expectations, no grading)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +237,31 @@ class ProbeFigures:
     """The declared answers."""
     examines: tuple[str, ...]
     cells: tuple[Cell, ...]
+    task: str = ""
+    """The ``## Task`` text the sessions were given (the plan's), word for word."""
+    expectations: tuple[tuple[str, str | None], ...] = ()
+    """(key, target) of each declared expectation, as the grader read it; empty: ungraded."""
+    verdicts: tuple[VerdictRow, ...] = ()
+    """One per expectation, in ``expectations``' order."""
+
+    @property
+    def graded(self) -> bool:
+        """True when the grader graded this probe (it declares expectations)."""
+        return bool(self.expectations)
+
+
+@dataclass(frozen=True, slots=True)
+class GradingFacts:
+    """Whether and how the report is graded (docs/report.md, "The summary")."""
+
+    grader: str | None
+    """The grader's version (`campaign.grade.GRADER_VERSION`); None: ungraded."""
+    corpus: str | None
+    """The corpus whose expectations were read."""
+    moved_read_set: bool
+    """The read set moved since recording: the verdicts are kept and marked."""
+    ungraded: str | None
+    """Why nothing is graded (no corpus at the path config.yaml records), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,3 +360,5 @@ class Report:
     warnings: tuple[ConditionWarning, ...]
     z: float
     """The normal quantile of every interval (95%)."""
+    grading: GradingFacts = GradingFacts(grader=None, corpus=None, moved_read_set=False,
+                                         ungraded="no grading was asked for")

@@ -5,11 +5,13 @@
 line in memory, through the batch's own fold) and, beside it, keeps what the report needs of
 each session's *last* final record and nothing more: the answer, the number
 of calls, which examined documents it read (a bit per document), the served
-model, the Claude Code version and the network mode. Events are never kept,
-so memory grows by a few hundred bytes per session, never with the length of
-its stream. Costs are summed per probe and arm as they pass, over every
-attempt (RC-14's rule). A batch being written is read as it stands: a last
-line without its newline is still being appended and is skipped.
+model, the Claude Code version, the network mode and what it produced (each
+artifact's path, cites and findings, RC-11). Events are never kept, so memory
+grows by a few hundred bytes per session (more for one that writes many
+files), never with the length of its stream. Costs are summed per probe and
+arm as they pass, over every attempt (RC-14's rule). A batch being written is
+read as it stands: a last line without its newline is still being appended and
+is skipped.
 """
 
 from __future__ import annotations
@@ -38,9 +40,21 @@ if TYPE_CHECKING:
 
     from campaign.batch import BatchConfig, BatchReading, LedgerRecord
     from campaign.plan import Plan
+    from recorder.transcript import Artifact
 
 READ_TOOL: Final = "Read"
 """The tool whose calls count as reading a document (its argument is the workspace path)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Made:
+    """One artifact a recorded session produced (RC-11), as the report keeps it."""
+
+    path: str
+    cites: tuple[str, ...] | None
+    """The corpus ids it cites; None when the event has no ``cites`` key for it."""
+    findings: tuple[str, ...] | None
+    """The rules that reported over it; None when nothing checked it (no ``findings`` key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +72,8 @@ class Outcome:
     """The served model of a recorded session; None otherwise."""
     claude_code_version: str | None
     network: str | None
+    produced: tuple[Made, ...] | None = None
+    """The event's ``produced`` artifacts; None when not recorded or no ``produced`` key."""
 
 
 @dataclass(slots=True)
@@ -212,7 +228,18 @@ def _final(reading: _Keeper, record: FinalRecord, fold: BatchFold,
         served_model=_interned(record.served_model) if recorded else None,
         claude_code_version=_interned(record.claude_code_version),
         network=_interned(record.network),
+        produced=_made(event.produced) if event is not None and event.produced is not None
+        else None,
     )
+
+
+def _made(produced: list[Artifact]) -> tuple[Made, ...]:
+    """What the report keeps of an event's ``produced`` (strings interned: paths repeat)."""
+    return tuple(Made(path=sys.intern(a.path),
+                      cites=None if a.cites is None else tuple(sys.intern(c) for c in a.cites),
+                      findings=None if a.findings is None else tuple(sys.intern(f)
+                                                                     for f in a.findings))
+                 for a in produced)
 
 
 def _reads(calls: list[Call], examined: dict[str, int]) -> int:

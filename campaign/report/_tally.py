@@ -26,7 +26,7 @@ from ._reading import Spend, epoch_s
 if TYPE_CHECKING:
     from campaign.batch import SessionLog
 
-    from ._reading import Outcome, ReportReading
+    from ._reading import Made, Outcome, ReportReading
 
 _TENTHS_PER_USD: Final = Decimal(1000)
 """Tenths of a cent per US dollar: the screen's figures."""
@@ -54,6 +54,18 @@ class CellTally:
     outside_paths: int = 0
     outside_path_sessions: int = 0
     spend: Spend = field(default_factory=Spend)
+    produced_watched: int = 0
+    """Recorded sessions whose event has a ``produced`` key."""
+    made: Counter[str] = field(default_factory=Counter)
+    """Produced path -> watched sessions that produced it."""
+    cited: Counter[str] = field(default_factory=Counter)
+    """Corpus id -> watched sessions some artifact of which cites it."""
+    found: Counter[str] = field(default_factory=Counter)
+    """Rule -> watched sessions some artifact of which it reported over."""
+    clean: int = 0
+    """Watched sessions with at least one artifact, each with ``findings: []``."""
+    unchecked: int = 0
+    """Watched sessions with an artifact that has no ``findings`` key (nothing checked it)."""
 
 
 @dataclass(slots=True)
@@ -144,12 +156,26 @@ def _count_cell(cell: CellTally, log: SessionLog, outcome: Outcome | None,
     if outcome.answered:
         cell.answered += 1
         cell.answers[outcome.answer] += 1
+    if outcome.produced is not None:
+        _count_produced(cell, outcome.produced)
     if outcome.calls is not None:
         cell.watched += 1
         cell.calls[outcome.calls] += 1
         for bit, path in enumerate(examined):
             if outcome.reads >> bit & 1:
                 cell.reads[path] += 1
+
+
+def _count_produced(cell: CellTally, produced: tuple[Made, ...]) -> None:
+    """One watched session's artifacts, each path, id and rule counted once per session."""
+    cell.produced_watched += 1
+    cell.made.update({a.path for a in produced})
+    cell.cited.update({c for a in produced for c in a.cites or ()})
+    cell.found.update({f for a in produced for f in a.findings or ()})
+    if any(a.findings is None for a in produced):
+        cell.unchecked += 1
+    elif produced and not any(a.findings for a in produced):
+        cell.clean += 1
 
 
 def first_attempt_state(log: SessionLog, *, running: bool) -> str | None:

@@ -7,7 +7,7 @@ both drawn from these rows, so the two show the same figures, written the
 same way: a share is ``k/n 87.5% [52.9, 97.8]`` (the 95% Wilson interval in
 percent), a difference ``+12.5 [-20.1, 40.3]`` in percentage points with
 ``*`` when its 95% interval excludes 0, calls ``median (q1-q3)``, costs in
-cents.
+cents, a verdict count ``5 satisfied, 2 unsatisfied, 1 not observed``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,31 @@ if TYPE_CHECKING:
 
     from campaign.stats import Interval, Quartiles
 
-    from ._model import AnswerShare, BatchStanding, Cell, Cost, Difference, ProbeFigures, Report
+    from ._model import (
+        AnswerShare,
+        BatchStanding,
+        Cell,
+        Cost,
+        Count,
+        Difference,
+        Graded,
+        ProbeFigures,
+        Report,
+        VerdictCounts,
+    )
 
-DESCRIBES_ONLY: Final = (
-    "This report describes what the sessions did; it grades nothing. Whether an answer is "
-    "right is for the expected values to say, and the recorder never reads them, so no figure "
-    "here is a score, a pass or a verdict.")
 MARK: Final = "*"
 """Follows a difference whose 95% interval excludes 0."""
 MARK_NOTE: Final = f"{MARK} the 95% interval of the difference excludes 0"
+SHARES_NOTE: Final = (
+    "In the tables per probe: shares are a count of the answered sessions, the percent and "
+    "[the 95% Wilson interval]; differences are in percentage points against the reference "
+    "column, [95% Newcombe interval]; verdicts count the recorded sessions")
+"""Said once, above the tables per probe (it held for every one of them)."""
+NONE_RECORDED: Final = "none recorded"
+"""A graded cell with no recorded session: no share (its sessions are apart, by state)."""
+PRODUCED_SHOWN: Final = 10
+"""Produced paths, cited ids and findings named per probe in the terminal and on the page."""
 OUTSTANDING_SHOWN: Final = 20
 """Outstanding sessions named per batch in the terminal and on the page (JSON names all)."""
 LAYOUTS: Final = {
@@ -38,7 +54,7 @@ LAYOUTS: Final = {
                     "first batch's present), each compared within its own batch",
 }
 RowKind: TypeAlias = Literal["count", "answer", "difference", "calls", "read", "outside", "cost",
-                             "summary"]
+                             "summary", "graded", "ungraded", "verdict", "produced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +66,8 @@ class Row:
     kind: RowKind
     marked: tuple[bool, ...] = ()
     """Per value: a difference whose interval excludes 0 (drawn bold)."""
+    tones: tuple[str, ...] = ()
+    """Per value: ``higher``, ``lower`` or empty (the summary's colours, `_summary`)."""
 
 
 def answer_label(answer: str | None) -> str:
@@ -148,6 +166,7 @@ def probe_rows(probe: ProbeFigures) -> list[Row]:
             f"difference {answer_label(answer)}",
             tuple("reference" if d is None else difference_text(d) for d in diffs),
             "difference", tuple(d is not None and d.excludes_zero for d in diffs)))
+    rows += verdict_rows(probe)
     rows.append(Row("calls per session", tuple(calls_text(c.calls) for c in cells), "calls"))
     for i, path in enumerate(probe.examines):
         rows.append(Row(f"read {path}", tuple(
@@ -156,8 +175,111 @@ def probe_rows(probe: ProbeFigures) -> list[Row]:
     rows.append(Row("outside paths", tuple(
         f"{c.outside_paths} ({c.outside_path_sessions} of {c.final} sessions)" for c in cells),
         "outside"))
+    rows += produced_rows(cells)
     rows.append(Row("cost per recorded", tuple(cost_text(c.cost) for c in cells), "cost"))
     return rows
+
+
+def graded_text(graded: Graded | None) -> str:
+    """A graded cell: ``5/8 62.5% [30.6, 86.3]``, then against the reference ``+37.5 [3.1,
+    63.4] higher`` (the word when the difference's 95% interval excludes 0: ``higher`` or
+    ``lower``), then ``, 1 not observed`` when some are; ``none recorded`` with no recorded
+    session; ``-`` for no grade."""
+    if graded is None:
+        return "-"
+    if graded.share is None:
+        return NONE_RECORDED
+    text = (f"{graded.satisfied}/{graded.recorded} {percent(graded.share)} "
+            f"{interval_text(graded.interval)}")
+    if graded.difference is not None:
+        text += (f" {graded.difference * 100:+.1f} "
+                 f"{interval_text(graded.difference_interval, signed=True)}")
+        if graded.direction != "unclear":
+            text += f" {graded.direction}"
+    if graded.not_observed:
+        text += f", {graded.not_observed} not observed"
+    return text
+
+
+def expectation_label(key: str, target: str | None) -> str:
+    """``expect answered "alpha"``, ``expect opened docs/a.md``, ``expect clean``."""
+    if target is None:
+        return f"expect {key}"
+    return f"expect {key} {answer_label(target) if key == 'answered' else target}"
+
+
+def expectations_line(probe: ProbeFigures) -> str:
+    """``expects: answered "alpha"; opened docs/a.md``, or that it declares none."""
+    if not probe.graded:
+        return "expects: nothing declared (ungraded: the summary shows its most frequent answer)"
+    return "expects: " + "; ".join(expectation_label(key, target).removeprefix("expect ")
+                                   for key, target in probe.expectations)
+
+
+def verdicts_text(counts: VerdictCounts) -> str:
+    """``5 satisfied, 2 unsatisfied, 1 not observed`` (every part, zeros too)."""
+    return (f"{counts.satisfied} satisfied, {counts.unsatisfied} unsatisfied, "
+            f"{counts.not_observed} not observed")
+
+
+def verdict_rows(probe: ProbeFigures) -> list[Row]:
+    """A graded probe's verdict rows: the satisfied share (`graded_text`), the sessions
+    outside the denominator when some column has one, one row per expectation."""
+    if not probe.graded:
+        return []
+    cells = probe.cells
+    rows = [Row("satisfied", tuple(graded_text(c.graded) for c in cells), "verdict")]
+    if any(c.graded is not None and c.graded.apart for c in cells):
+        rows.append(Row("not in the denominator", tuple(
+            counts_text(c.graded.apart) if c.graded is not None else "-" for c in cells),
+            "verdict"))
+    for row in probe.verdicts:
+        rows.append(Row(expectation_label(row.key, row.target),
+                        tuple(verdicts_text(v) for v in row.counts), "verdict"))
+    return rows
+
+
+def produced_rows(cells: tuple[Cell, ...]) -> list[Row]:
+    """What the sessions produced: the watched sessions, then per path, cited id and rule the
+    sessions of each column (the `PRODUCED_SHOWN` most frequent of each, then how many
+    others), and how many were checked clean or not checked."""
+    watched = [c.produced.watched for c in cells]
+    rows = [Row("produced: sessions watched", tuple(str(w) for w in watched), "produced")]
+    for what, counts in (("produced", [c.produced.paths for c in cells]),
+                         ("cites", [c.produced.cites for c in cells]),
+                         ("finding", [c.produced.findings for c in cells])):
+        per_column = [{n.value: n.sessions for n in column} for column in counts]
+        rows += _count_rows(what, counts, per_column, watched)
+    if any(c.produced.clean or c.produced.findings for c in cells):
+        rows.append(Row("checked clean", tuple(_of(c.produced.clean, w)
+                                               for c, w in zip(cells, watched, strict=True)),
+                        "produced"))
+    if any(c.produced.unchecked for c in cells):
+        rows.append(Row("not checked", tuple(_of(c.produced.unchecked, w)
+                                             for c, w in zip(cells, watched, strict=True)),
+                        "produced"))
+    return rows
+
+
+def _count_rows(what: str, counts: list[tuple[Count, ...]], per_column: list[dict[str, int]],
+                watched: list[int]) -> list[Row]:
+    totals: dict[str, int] = {}
+    for column in counts:
+        for count in column:
+            totals[count.value] = totals.get(count.value, 0) + count.sessions
+    ranked = sorted(totals, key=lambda v: (-totals[v], v))
+    rows = [Row(f"{what} {value}", tuple(_of(col.get(value, 0), w)
+                                         for col, w in zip(per_column, watched, strict=True)),
+                "produced") for value in ranked[:PRODUCED_SHOWN]]
+    rest = ranked[PRODUCED_SHOWN:]
+    if rest:
+        rows.append(Row(f"{what}: {len(rest)} more", tuple(
+            str(sum(1 for v in rest if v in col)) for col in per_column), "produced"))
+    return rows
+
+
+def _of(count: int, watched: int) -> str:
+    return f"{count}/{watched}" if watched else "-"
 
 
 def _state_rows(cells: tuple[Cell, ...]) -> list[Row]:

@@ -49,17 +49,20 @@ class HandBatch:
         seed: The plan's seed (batches with other seeds do not merge).
         name: The batch directory's name under ``root``.
         model: The model passed (``--model``); None: probe.yml's.
+        tasks: probe id -> its ``## Task`` text (default: ``Do the task.``).
     """
 
     def __init__(self, root: Path, probes: dict[str, tuple[list[str], list[str]]], *,
                  arms: tuple[str, ...] = ("present", "absent"), repetitions: int = 2,
-                 seed: int = 0, name: str = "batch", model: str | None = None) -> None:
+                 seed: int = 0, name: str = "batch", model: str | None = None,
+                 tasks: dict[str, str] | None = None) -> None:
         files: dict[str, str | bytes] = {
             ".headwater/probe.yml": probe_yml(tiers={"campaign": {
                 "arms": list(arms), "repetitions": repetitions}})}
         for n, (probe, (answers, examines)) in enumerate(sorted(probes.items())):
-            files[f"docs/probes/p{n}.md"] = probe_doc(probe, f"Title of {probe}",
-                                                      answers=answers, examines=examines)
+            files[f"docs/probes/p{n}.md"] = probe_doc(
+                probe, f"Title of {probe}", answers=answers, examines=examines,
+                **({"task": tasks[probe]} if tasks and probe in tasks else {}))
             for i, path in enumerate(examines):
                 files.setdefault(path, doc(f"HW-DOC-{n:02d}{i:02d}", "Text.\n"))
         corpus = load_corpus(write_files(root / "corpus", files))
@@ -93,17 +96,19 @@ class HandBatch:
                 retryable: bool = False, at: float = 0.0, outside: int = 0,
                 served: str = "model-a", version: str = "2.1.197",
                 network: str = "confined", answer_key: bool = True,
-                duration: float = 1.0) -> None:
+                duration: float = 1.0, produced: list[dict[str, Any]] | None = None,
+                ) -> None:
         """Append one attempt of session ``s<rep>``: ``started`` at ``at`` s, ``final`` at
         ``at + duration`` s (after `T0`).
 
         A recorded attempt carries an event with ``answer`` (unless ``answer_key`` is
-        False) and ``calls`` (unless None).
+        False), ``calls`` (unless None) and ``produced`` (``[]`` unless given).
         """
         self.started(arm, probe, rep, attempt=attempt, at=at)
         event: dict[str, Any] | None = None
         if state == "recorded":
-            event = {"probe": probe, "session": f"s{rep}", "produced": []}
+            event = {"probe": probe, "session": f"s{rep}",
+                     "produced": [] if produced is None else produced}
             if answer_key:
                 event["answer"] = answer
             if calls is not None:

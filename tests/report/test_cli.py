@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from campaign.report import Report, print_report
-from campaign.report._text import DESCRIBES_ONLY, MARK_NOTE, arm_rows, probe_rows
+from campaign.report._summary import SUMMARY_TITLE
+from campaign.report._text import MARK_NOTE, SHARES_NOTE, arm_rows, probe_rows
 from tests.report.batches import HandBatch
 from tests.report.scenario import scenario_batch
 
@@ -34,10 +35,10 @@ def test_in_a_pipe_it_prints_plain_text_with_both_arms_and_no_control_codes(batc
     run = _report(str(batch))
     assert run.returncode == 0, run.stderr
     assert "\x1b" not in run.stdout
-    assert DESCRIBES_ONLY in run.stdout
+    assert run.stdout.startswith(SUMMARY_TITLE)
     assert "present (reference)" in run.stdout and "absent" in run.stdout
     assert "HW-PRB-0001: Title of HW-PRB-0001" in run.stdout
-    assert all(ord(ch) < 128 for ch in run.stdout.replace(DESCRIBES_ONLY, ""))
+    assert all(ord(ch) < 128 for ch in run.stdout)
     longest = max(len(line) for line in run.stdout.splitlines())
     assert "| planned" in run.stdout and longest < 400  # tables drawn whole, never wrapped
 
@@ -65,7 +66,7 @@ def test_json_is_one_versioned_object(batch: Path) -> None:
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert (data["format"], data["layout"], [c["id"] for c in data["columns"]]) == (
-        1, "single", ["present", "absent"])
+        2, "single", ["present", "absent"])
 
 
 def test_not_a_batch_exits_2_and_says_so(tmp_path: Path) -> None:
@@ -102,13 +103,68 @@ def test_a_reader_that_stops_early_ends_it_quietly(tmp_path: Path, form: list[st
         assert child.stderr.read() == b""
 
 
-def test_the_mark_is_explained_under_a_table_only_when_the_table_has_one(report: Report) -> None:
+def test_how_to_read_the_tables_is_said_once_before_them(report: Report) -> None:
     out = io.StringIO()
     print_report(report, out)
-    text = out.getvalue()
-    for figures in report.probes:
-        marked = any(any(row.marked) for row in probe_rows(figures))
-        section = text.split(f"{figures.id}: {figures.title}", 1)[1].split("\n\n", 1)[0]
-        assert (MARK_NOTE in section) is marked, figures.id
-    assert any(any(r.marked) for p in report.probes for r in probe_rows(p))  # both seen
-    assert not all(any(r.marked) for p in report.probes for r in probe_rows(p))
+    text = out.getvalue().replace("\n", " ")  # the notes are filled: words, not lines
+    assert len(report.probes) > 1 and any(any(r.marked) for p in report.probes
+                                          for r in probe_rows(p))
+    assert text.count(SHARES_NOTE) == 1 and text.count(MARK_NOTE) == 1
+    assert text.index(MARK_NOTE) < text.index("| planned ")
+
+
+FORMAT2 = Path(__file__).resolve().parents[1] / "fixtures" / "batches" / "format2"
+
+
+def _format2(tmp_path: Path, *, corpus: Path | None) -> Path:
+    """A copy of the format-2 fixture batch whose config.yaml records ``corpus``."""
+    import shutil
+
+    batch = tmp_path / "batch"
+    shutil.copytree(FORMAT2 / "batch", batch)
+    config = batch / "config.yaml"
+    where = corpus if corpus is not None else tmp_path / "gone"
+    config.write_text(config.read_text().replace("  corpus: /var/tmp/hw-format2/corpus",
+                                                 f"  corpus: {where}"))
+    return batch
+
+
+def test_the_command_grades_with_the_grader_and_counts_what_it_counts(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.grade.batches import declare
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FORMAT2 / "corpus", corpus)
+    declare(corpus)  # writing expect: moves the read set
+    batch = _format2(tmp_path, corpus=corpus)
+    run = _report(str(batch), "--json")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["grading"] == {"grader": "1", "corpus": str(corpus), "moved_read_set": True,
+                               "ungraded": None}
+    graded = subprocess.run([sys.executable, "-m", "campaign", "grade", str(batch), "--json"],
+                            capture_output=True, text=True, timeout=120, check=True)
+    for theirs in json.loads(graded.stdout)["probes"]:
+        ours = next(p for p in data["probes"] if p["id"] == theirs["id"])
+        assert ours["graded"]
+        for cell, arm in zip(ours["cells"], theirs["arms"], strict=True):
+            assert cell["column"] == arm["arm"]
+            assert {k: cell["graded"][k] for k in ("satisfied", "unsatisfied", "not_observed",
+                                                   "recorded", "apart")} == {
+                k: arm[k] for k in ("satisfied", "unsatisfied", "not_observed", "recorded",
+                                    "apart")}
+    text = _report(str(batch)).stdout
+    assert "graded over a moved read set" in text and "none recorded" in text
+
+
+def test_no_corpus_where_config_yaml_says_is_ungraded_not_an_error(tmp_path: Path) -> None:
+    batch = _format2(tmp_path, corpus=None)
+    run = _report(str(batch))
+    assert run.returncode == 0, run.stderr
+    assert f"ungraded: no corpus at {tmp_path / 'gone'} (the path {batch}/config.yaml " \
+           "records)" in run.stdout
+    assert "(ungraded)" in run.stdout
+    data = json.loads(_report(str(batch), "--json").stdout)
+    assert data["grading"]["grader"] is None
+    assert data["grading"]["ungraded"].startswith(f"no corpus at {tmp_path / 'gone'}")

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from campaign.grade import GRADER_VERSION
+from campaign.report._summary import SUMMARY_TITLE
+
 pytestmark = [pytest.mark.bwrap, pytest.mark.harness, pytest.mark.slow]
 PROBES = ("HW-PRB-0001", "HW-PRB-0002", "HW-PRB-0003", "HW-PRB-0004")
 
@@ -28,6 +31,8 @@ def test_report_on_a_demo_batch_shows_both_arms_in_every_form(tmp_path: Path, bw
 
     text = _run("report", str(batch))
     assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith(SUMMARY_TITLE)  # the answer first
+    assert "graded by grader " in text.stdout  # the demo's corpus is where config.yaml says
     header = next(line for line in text.stdout.splitlines() if "present (reference)" in line)
     assert "absent" in header
     assert all(f"{probe}:" in text.stdout for probe in PROBES)
@@ -35,6 +40,7 @@ def test_report_on_a_demo_batch_shows_both_arms_in_every_form(tmp_path: Path, bw
 
     data = json.loads(_run("report", str(batch), "--json").stdout)
     assert [c["id"] for c in data["columns"]] == ["present", "absent"]
+    assert data["grading"]["grader"] == GRADER_VERSION and data["grading"]["ungraded"] is None
     assert [p["id"] for p in data["probes"]] == list(PROBES)
     # Each scripted session of a probe ends the same way in both arms (tests/integration
     # test_demo's expected answers): 2 of 2 recorded per probe and arm.
@@ -46,4 +52,5 @@ def test_report_on_a_demo_batch_shows_both_arms_in_every_form(tmp_path: Path, bw
     assert html.returncode == 0, html.stderr
     body = page.read_text(encoding="utf-8")
     assert body.count('<svg class="chart"') == len(PROBES)
+    assert body.index('id="summary"') < body.index('class="probe"')
     assert "present (reference)" in body and "absent" in body

@@ -11,10 +11,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from campaign.report import Report, build_report, render_page
 from campaign.report._page import TEMPLATE
-from campaign.report._text import DESCRIBES_ONLY, MARK_NOTE, probe_rows
+from campaign.report._summary import SUMMARY_TITLE
+from campaign.report._text import MARK_NOTE, SHARES_NOTE, probe_rows
 from tests.report.batches import HandBatch
 
 
@@ -25,7 +27,8 @@ def test_the_page_fetches_nothing_and_runs_no_script(report: Report) -> None:
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
     assert page.count('<svg class="chart"') == len(report.probes)
-    assert DESCRIBES_ONLY in page
+    assert escape(SUMMARY_TITLE) in page
+    assert page.index('id="summary"') < page.index('class="probe"')  # the answer first
 
 
 def test_text_from_the_corpus_and_the_ledger_is_escaped_never_markup(tmp_path: Path) -> None:
@@ -53,7 +56,10 @@ def test_the_command_writes_the_page_and_says_where(tmp_path: Path, report: Repo
                          check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("{") and f"page: {page}" in run.stderr
-    assert page.read_text(encoding="utf-8") == render_page(build_report([batch]))
+    from campaign.grade import grade_batches
+
+    expected = build_report([batch], grading=grade_batches([batch]))  # what the command grades
+    assert page.read_text(encoding="utf-8") == render_page(expected)
 
 
 @pytest.mark.slow
@@ -78,14 +84,19 @@ def test_the_wheel_carries_the_page_template(tmp_path: Path) -> None:
         assert f"campaign/report/templates/{TEMPLATE}" in archive.namelist()
 
 
-def test_the_page_explains_the_mark_only_under_a_table_that_has_one(report: Report) -> None:
+def test_the_page_says_how_to_read_the_tables_once_not_per_probe(report: Report,
+                                                                tmp_path: Path) -> None:
     page = render_page(report)
-    for figures in report.probes:
-        marked = any(any(row.marked) for row in probe_rows(figures))
-        section = page.split(f"{figures.id}: ", 1)[1].split("</table>", 1)[0]
-        assert (MARK_NOTE.replace(">", "&gt;") in section) is marked, figures.id
-    assert any(any(r.marked) for p in report.probes for r in probe_rows(p))  # both seen
-    assert not all(any(r.marked) for p in report.probes for r in probe_rows(p))
+    assert len(report.probes) > 1
+    assert page.count(SHARES_NOTE) == 1 and page.count(MARK_NOTE) == 1
+    assert page.index(SHARES_NOTE) < page.index('class="probe"')
+    assert "<caption>" not in page  # no footnote under each table
+    # No table has a mark: the mark is not explained at all.
+    b = HandBatch(tmp_path, {"HW-PRB-0001": (["yes"], [])})
+    b.attempt("present", "HW-PRB-0001", 1, answer="yes", calls=[])
+    quiet = build_report([b.close()])
+    assert not any(any(r.marked) for p in quiet.probes for r in probe_rows(p))
+    assert MARK_NOTE not in render_page(quiet) and SHARES_NOTE in render_page(quiet)
 
 
 def test_a_control_a_session_sent_is_an_escape_in_the_page(tmp_path: Path) -> None:
@@ -101,3 +112,22 @@ def test_a_control_a_session_sent_is_an_escape_in_the_page(tmp_path: Path) -> No
     assert "\\x1b]0;owned\\x07\\x9b31m\\u202e" in page
     assert not [c for c in page if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f
                 or c == "\u202e"]
+
+
+def test_the_summary_cells_carry_their_tone_and_its_word(tmp_path: Path) -> None:
+    from campaign.expect import Expectations
+    from campaign.grade import MOVED_READ_SET
+    from tests.report.gradings import S, U, grading
+    from tests.report.scenario import P, scenario_batch
+
+    batch = scenario_batch(tmp_path)
+    g = grading(batch, {P: Expectations(answered="alpha")},
+                {("present", P): [S] * 10, ("absent", P): [S] + [U] * 11}, moved=True)
+    page = render_page(build_report([batch], grading=g))
+    summary = page.split('<section id="summary">', 1)[1].split("</section>", 1)[0]
+    toned = re.findall(r'<td class="value tone-(\w+)">([^<]*)</td>', summary)
+    assert len(toned) == 1
+    tone, text = toned[0]
+    assert tone == "lower" and text.endswith(" lower")  # never by colour alone
+    assert '<p class="note moved" id="grading">' in summary and MOVED_READ_SET in summary
+    assert summary.count("(ungraded)") == 2  # Q: both columns

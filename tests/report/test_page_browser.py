@@ -1,7 +1,9 @@
 """The page rendered by a real headless Chromium (Debian's ``chromium``; ``make test`` installs it).
 
-No console message or exception, no request but the page itself, a chart per
-probe with a bar per column drawn in the column's colour, the tables holding
+No console message or exception, no request but the page itself, the summary
+drawn first with every cell visible and toned as its word says, a chart per
+probe with a bar per column drawn in the column's colour (a zero share as a
+baseline line), every table with the same column widths, the tables holding
 the terminal's figures, and a screenshot that is not blank. Under CI=true a
 missing chromium fails; it never skips.
 """
@@ -16,11 +18,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from campaign.report import Report, render_page
+from campaign.expect import Expectations
+from campaign.report import Report, build_report, render_page
 from campaign.report._chart import Bar, answer_chart, colour
+from campaign.report._summary import summary_rows
 from campaign.report._text import column_label, probe_rows
 from tests.conftest import missing
 from tests.report.browser import Browser
+from tests.report.gradings import N, S, U, grading
+from tests.report.scenario import P, scenario_batch
 
 pytestmark = pytest.mark.slow
 VIEWPORT = {"width": 1200, "height": 900, "deviceScaleFactor": 1, "mobile": False}
@@ -34,7 +40,36 @@ TABLES_JS = """[...document.querySelectorAll('section.probe')].map(s => ({
   rows: [...s.querySelectorAll('table.figures tbody tr')].map(
      tr => [...tr.cells].map(td => td.textContent)),
   marked: [...s.querySelectorAll('td.marked')].map(td => getComputedStyle(td).fontWeight),
+  baselines: [...s.querySelectorAll('svg.chart line.baseline')].map(l => ({
+     stroke: l.getAttribute('stroke'), height: l.getBBox().height})),
 }))"""
+SUMMARY_JS = """(() => {
+  const t = document.querySelector('table.summary');
+  const first = document.querySelector('section.probe').getBoundingClientRect().top;
+  return {
+    above: t.getBoundingClientRect().bottom <= first,
+    rows: [...t.querySelectorAll('tbody tr')].map(tr => [...tr.cells].map(td => {
+      const r = td.getBoundingClientRect();
+      return {text: td.textContent, width: r.width, height: r.height,
+              background: getComputedStyle(td).backgroundColor,
+              colour: getComputedStyle(td).color, tone: td.className};
+    })),
+  };
+})()"""
+WIDTHS_JS = """[...document.querySelectorAll('table')].map(t =>
+  [...t.querySelector('tr').cells].map(c => {
+    const r = c.getBoundingClientRect(); return [Math.round(r.left), Math.round(r.width)]; }))"""
+TONE_BACKGROUND = {"higher": "rgb(220, 240, 220)", "lower": "rgb(248, 220, 220)"}
+"""The template's tone colours (green, red), as the browser computes them."""
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    """The scenario's report with P graded: absent's share is lower than present's."""
+    batch = scenario_batch(tmp_path_factory.mktemp("browser"))
+    g = grading(batch, {P: Expectations(answered="alpha", opened=("docs/a.md",))},
+                {("present", P): [S] * 9 + [N], ("absent", P): [S] * 2 + [U] * 10})
+    return build_report([batch], grading=g)
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +82,9 @@ def chromium() -> str:
 
 
 @pytest.mark.timeout(300)
-def test_the_page_renders_in_headless_chromium(chromium: str, report: Report,
+def test_the_page_renders_in_headless_chromium(chromium: str, graded: Report,
                                                tmp_path: Path) -> None:
+    report = graded
     page = tmp_path / "report.html"
     page.write_text(render_page(report), encoding="utf-8")
     (tmp_path / "profile").mkdir()
@@ -64,6 +100,12 @@ def test_the_page_renders_in_headless_chromium(chromium: str, report: Report,
         sections = browser.call("Runtime.evaluate", {"expression": TABLES_JS,
                                                      "returnByValue": True},
                                 session=session)["result"]["value"]
+        summary = browser.call("Runtime.evaluate", {"expression": SUMMARY_JS,
+                                                    "returnByValue": True},
+                               session=session)["result"]["value"]
+        widths = browser.call("Runtime.evaluate", {"expression": WIDTHS_JS,
+                                                   "returnByValue": True},
+                              session=session)["result"]["value"]
         shot = browser.call("Page.captureScreenshot", {"format": "png",
                                                        "captureBeyondViewport": True},
                             session=session)["data"]
@@ -81,14 +123,38 @@ def test_the_page_renders_in_headless_chromium(chromium: str, report: Report,
     assert [s["id"] for s in sections] == [f"probe-{p.id}" for p in report.probes]
     for section, probe in zip(sections, report.probes, strict=True):
         assert section["charts"] == 1
-        columns = len(report.columns)
-        assert len(section["bars"]) == columns * len(probe.cells[0].answers)
-        for i in range(len(probe.cells[0].answers)):
-            for c, cell in enumerate(probe.cells):
-                bar = section["bars"][i * columns + c]
-                assert bar["fill"] == colour(c)
-                assert bar["width"] == pytest.approx(420 * (cell.answers[i].share or 0), abs=0.5)
+        # A bar per answer and column, but for a zero share (its baseline, below).
+        expected = [(colour(c), 420 * (cell.answers[i].share or 0))
+                    for i in range(len(probe.cells[0].answers))
+                    for c, cell in enumerate(probe.cells) if cell.answers[i].share != 0]
+        assert len(section["bars"]) == len(expected)
+        for bar, (fill, width) in zip(section["bars"], expected, strict=True):
+            assert bar["fill"] == fill
+            assert bar["width"] == pytest.approx(width, abs=0.5)
         assert section["rows"] == [[row.label, *row.values] for row in probe_rows(probe)]
+    for section, probe in zip(sections, report.probes, strict=True):
+        zeros = [c for i in range(len(probe.cells[0].answers))
+                 for c, cell in enumerate(probe.cells) if cell.answers[i].share == 0]
+        assert [b["stroke"] for b in section["baselines"]] == [colour(c) for c in zeros]
+        assert all(b["height"] > 8 for b in section["baselines"])  # seen, not a sliver
+    assert any(s["baselines"] for s in sections)
+
+    assert summary["above"]  # the answer first
+    rows = summary_rows(report)
+    assert [[c["text"] for c in r] for r in summary["rows"]] == [[r.label, *r.values]
+                                                                  for r in rows]
+    for drawn, row in zip(summary["rows"], rows, strict=True):
+        for cell, tone in zip(drawn[1:], row.tones or ("",) * len(row.values), strict=True):
+            assert cell["width"] > 20 and cell["height"] > 10  # drawn and visible
+            assert cell["colour"] != cell["background"]
+            if tone:
+                assert cell["background"] == TONE_BACKGROUND[tone]
+            else:
+                assert cell["background"] not in TONE_BACKGROUND.values()
+    assert rows[0].tones == ("", "lower")  # the premise: one red cell
+    # Every table: the same columns at the same places, whatever their contents.
+    assert len(widths) == len(report.probes) + 2 and all(w == widths[0] for w in widths)
+
     marked = [w for s in sections for w in s["marked"]]
     assert marked and set(marked) == {"700"}  # the difference whose interval excludes 0
 

@@ -31,9 +31,9 @@ def add_reading_commands(sub: Subparsers) -> None:
                         "records); it must still plan to the same tree")
 
     p = add_command(sub, "report", ReportArgs, "_report", "cmd_report",
-                    help="arms side by side per probe: states, answers with 95%% intervals, "
-                         "differences, calls, reads, cost; describes, grades nothing "
-                         "(docs/report.md)")
+                    help="arms side by side per probe: a summary of graded shares first, then "
+                         "states, answers with 95%% intervals, differences, verdicts, calls, "
+                         "reads, what was produced, cost (docs/report.md)")
     p.add_argument("batches", type=Path, nargs="+", metavar="BATCH",
                    help="batch directories; several are merged when their plan members and "
                         "arms agree")
