@@ -8,16 +8,14 @@ live view, a summary, and the exit status of docs/cli.md.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-from rich.console import Console
 
 from campaign._errors import CampaignError
-from campaign._terminal_text import block, one_line
+from campaign._terminal_text import block
 from campaign.batch import (
     SCRIPTED_API_KEY,
     BatchReading,
@@ -27,14 +25,12 @@ from campaign.batch import (
     compare_batch,
     open_batch,
     read_tree,
-    transcript_path,
 )
 from campaign.corpus import Corpus, load_corpus
 from campaign.expect import checked_expectations
 from campaign.plan import Plan, compose_plan, load_plan_file, recompose
 from campaign.seal import plan_seal, resolve_session
 from campaign.supervisor import (
-    BatchOutcome,
     Budgets,
     RunLimits,
     SessionSpec,
@@ -53,12 +49,13 @@ from ._args import (
     resolve_harness_path,
     resume_overrides,
 )
-from ._console import StderrConsole, StdoutConsole, stdout_gone
+from ._console import StderrConsole
 from ._context import batch_context
-from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status, plural
+from ._ending import print_ending, print_header
+from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status
 from ._provider import start_provider
 from ._reading import batch_reading
-from ._view import LiveView, arms_table
+from ._view import LiveView
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -285,12 +282,12 @@ def execute(inv: _Invocation) -> int:
     with open_batch(request, notify=lambda text: err.print(block(text), markup=False,
                                                            soft_wrap=True)) as opened:
         specs = _outstanding(opened, order)
-        _header(err, opened, len(specs), inv.mode)
+        print_header(err, opened, len(specs), inv.mode)
         supervisor = _supervisor(opened)
         with LiveView() as view:
             supervisor.view = view
             outcome = anyio.run(supervisor.run, specs, backend="trio")
-        _summary(opened, outcome, err)
+        print_ending(opened, outcome, err)
     return batch_exit_status(outcome)
 
 
@@ -311,85 +308,3 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
                                        max_wall_s=options.max_wall_s,
                                        hard_wall=options.hard_wall))
     return Supervisor(batch_context(opened), opened.journal, limits)
-
-
-def _header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> None:
-    plan = opened.plan
-    err.print(f"batch: {opened.path}", markup=False)
-    err.print(f"{plural(plan.session_count, 'session')} ({plural(len(plan.probes), 'probe')} "
-              f"x {plural(len(plan.arms), 'arm')} x {plural(plan.repetitions, 'repetition')}), "
-              "concurrency "
-              f"{opened.options.concurrency}, network {opened.network}", markup=False)
-    err.print(opened.config.facts.provider_note, markup=False, soft_wrap=True)
-    if mode == "resume":
-        err.print(f"resuming (invocation {opened.invocation}): {outstanding} of "
-                  f"{plan.session_count} sessions outstanding", markup=False)
-    if opened.options.max_wall_s is not None:  # recorded with the options: resume's too
-        hard = (", then the sessions still running are cancelled (--hard-wall; "
-                "--no-hard-wall lets them finish)" if opened.options.hard_wall
-                else ", and sessions running then finish")
-        err.print(f"wall-clock budget: {opened.options.max_wall_s:g} s from this "
-                  f"invocation's start (--max-wall): no session starts once it could be "
-                  f"passed{hard}", markup=False, soft_wrap=True)
-    if opened.scripted is not None:  # said before anything runs, by probe
-        for probe in plan.probes:
-            if opened.scripted.script_for(probe.task) is None:
-                err.print(f"warning: no script of the scripted provider matches probe "
-                          f"{probe.id}'s task (no script's `match` is a phrase of it): its "
-                          "sessions will be answered 'no script for this request' and end "
-                          "without an answer (docs/provider.md)", markup=False, soft_wrap=True)
-
-
-def _summary(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
-    stats = opened.journal.fold.statistics()
-    try:
-        out = StdoutConsole(file=sys.stdout, highlight=False)
-        out.print(arms_table(stats.arms, title="sessions per arm"))
-        for arm in opened.plan.arms:
-            path = transcript_path(opened.path, arm)
-            if arm in opened.journal.behind:
-                out.print(f"transcript: {path} is behind the ledger (its write was refused; "
-                          "resume writes it)", markup=False)
-            elif path.exists():
-                out.print(f"transcript: {path}", markup=False)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        stdout_gone()
-    resume = f"headwater-campaign resume {opened.path}"
-    if outcome.signal is not None:
-        err.print(f"{one_line(outcome.detail)}; {plural(outcome.outstanding, 'session')} "
-                  "outstanding; "
-                  "every "
-                  f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
-    elif outcome.budget_stopped:
-        stop = opened.journal.fold.budget_stop
-        larger = ("--max-wall D (it counts from each invocation's start)"
-                  if stop is not None and stop.budget == "wall"
-                  else "--max-cost-cents N (a total over every attempt)")
-        err.print(f"a budget stopped the batch: {one_line(outcome.detail)}; "
-                  f"{plural(outcome.outstanding, 'session')} outstanding. Resume with a larger "
-                  f"budget: {resume} {larger}", markup=False, soft_wrap=True)
-    elif outcome.write_refused:
-        left = plural(outcome.outstanding, "session")
-        remedy = outcome.remedy or "free space"
-        err.print(f"{one_line(outcome.detail)}. Nothing already recorded was lost; {left} "
-                  "outstanding. "
-                  f"{remedy[:1].upper()}{remedy[1:]}, then: {resume}", markup=False,
-                  soft_wrap=True)
-    elif outcome.outstanding:
-        left = plural(outcome.outstanding, "session")
-        are = "is" if outcome.outstanding == 1 else "are"
-        err.print(f"{left} ended in a state worth another attempt and {are} out of retries for "
-                  f"this invocation; {resume} tries them again", markup=False, soft_wrap=True)
-    if opened.scripted is not None:
-        for what, count in sorted(opened.scripted.misses.items()):
-            err.print(f"warning: the scripted provider answered 'no script for this request' "
-                      f"{count} time{'s' if count != 1 else ''}: {one_line(what)}; those "
-                      "sessions ended without the scripted answer (docs/provider.md)", markup=False)
-    if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
-        err.print("no session of the batch was recorded (exit 5): see the states above, or "
-                  f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)
-    try:
-        print(f"batch: {opened.path}", flush=True)
-    except BrokenPipeError:
-        stdout_gone()

@@ -37,7 +37,7 @@ def cmd_report(args: ReportArgs) -> int:
         UsageError: the page cannot be written where ``--html`` says (exit 2).
     """
     paths = [b.expanduser().resolve() for b in args.batches]
-    grading, ungraded = _grading(paths)
+    grading, ungraded = grading_of(paths)
     report = build_report(paths, side_by_side=args.side_by_side, grading=grading,
                           ungraded=ungraded)
     if args.html is not None:
@@ -63,7 +63,7 @@ def cmd_report(args: ReportArgs) -> int:
     return EXIT_OK
 
 
-def _grading(paths: list[Path]) -> tuple[Grading | None, str | None]:
+def grading_of(paths: list[Path]) -> tuple[Grading | None, str | None]:
     """The grader's verdicts over ``paths``, or None and why not (the report's "ungraded").
 
     A batch the report cannot read either is left to `build_report`, which says so (exit 2).

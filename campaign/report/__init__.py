@@ -2,8 +2,9 @@
 
 ``build_report(paths)`` reads each batch's ledger once, streaming, and
 returns a `Report` of frozen figures; ``print_report`` writes it for a
-terminal or a pipe, ``report_json`` makes the versioned JSON object, and
-``render_page`` one self-contained HTML page.
+terminal or a pipe (``print_summary`` its summary alone), ``report_json``
+makes the versioned JSON object, and ``render_page`` one self-contained HTML
+page.
 docs/report.md explains every figure and what it does not claim.
 """
 
@@ -17,3 +18,4 @@ from ._json import report_json as report_json
 from ._model import Report as Report
 from ._page import render_page as render_page
 from ._terminal import print_report as print_report
+from ._terminal import print_summary as print_summary

@@ -67,17 +67,10 @@ def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> N
     Raises:
         BrokenPipeError: ``out``'s reader went away (the CLI then ends quietly, status 0).
     """
-    probe = Console(file=out)
-    plain = force_plain or not probe.is_terminal
-    console = _Console(file=out, highlight=False, soft_wrap=True, no_color=plain,
-                      color_system=None if plain else "auto",
-                      width=PIPE_WIDTH if plain else None)
+    console, plain = _console(out, force_plain=force_plain)
     style = box.ASCII if plain else box.ROUNDED
     headings = [column_label(report, c.id) for c in report.columns]
-    console.print(_table(Text(SUMMARY_TITLE), headings, summary_rows(report), style,
-                         plain=plain, first="probe"))
-    console.print(cell(grading_line(report)))  # names the corpus path: escaped
-    console.print(textwrap.fill(SUMMARY_LEGEND, NOTE_WIDTH), markup=False)
+    _print_summary(console, report, style, plain=plain)
     console.print()
     console.print(one_line(layout_line(report)), markup=False)
     for batch in report.batches:
@@ -101,6 +94,35 @@ def print_report(report: Report, out: TextIO, *, force_plain: bool = False) -> N
                       "checks: docs/report.md)", markup=False)
     for warning in report.warnings:
         console.print(cell(f"warning: {warning.message}", style="" if plain else "yellow"))
+
+
+def print_summary(report: Report, out: TextIO, *, force_plain: bool = False) -> None:
+    """Write only the summary of ``report`` (the graded share per probe and arm, the grading
+    line, the legend) to ``out``, as `print_report` begins; what ``run``, ``demo`` and
+    ``resume`` print when a batch ends.
+
+    Raises:
+        BrokenPipeError: ``out``'s reader went away.
+    """
+    console, plain = _console(out, force_plain=force_plain)
+    _print_summary(console, report, box.ASCII if plain else box.ROUNDED, plain=plain)
+
+
+def _console(out: TextIO, *, force_plain: bool) -> tuple[Console, bool]:
+    """The console for ``out``, and whether it is plain (a pipe, a file, or forced)."""
+    plain = force_plain or not Console(file=out).is_terminal
+    console = _Console(file=out, highlight=False, soft_wrap=True, no_color=plain,
+                       color_system=None if plain else "auto",
+                       width=PIPE_WIDTH if plain else None)
+    return console, plain
+
+
+def _print_summary(console: Console, report: Report, style: box.Box, *, plain: bool) -> None:
+    headings = [column_label(report, c.id) for c in report.columns]
+    console.print(_table(Text(SUMMARY_TITLE), headings, summary_rows(report), style,
+                         plain=plain, first="probe"))
+    console.print(cell(grading_line(report)))  # names the corpus path: escaped
+    console.print(textwrap.fill(SUMMARY_LEGEND, NOTE_WIDTH), markup=False)
 
 
 def _probe_head(console: Console, figures: ProbeFigures) -> None:

@@ -59,6 +59,7 @@ def demo_batch(tmp_path_factory: pytest.TempPathFactory, bwrap: str, harness: Pa
     assert proc.returncode == 0, f"demo exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     last = proc.stdout.strip().splitlines()[-1]
     assert last == f"batch: {batch.resolve()}", proc.stdout
+    (batch.parent / "demo.stdout").write_text(proc.stdout)
     return batch.resolve()
 
 
@@ -117,6 +118,33 @@ def test_demo_arms_differ_only_where_the_layer_line_steers_the_script(demo_batch
         assert ("Read", new) in _calls(present) and ("Read", old) in _calls(present)
         assert ("Read", old) in _calls(absent)
         assert not any(argument == new for _, argument in _calls(absent)), absent
+
+
+@pytest.mark.timeout(600)
+def test_demo_ends_with_the_graded_summary_where_one_probe_differs(demo_batch: Path) -> None:
+    """The demo's last word is the report's summary: each probe's graded share per arm.
+
+    By the scripts and the probes' expect: (docs/provider.md), every session of both arms
+    satisfies HW-PRB-0003 and HW-PRB-0004, none satisfies HW-PRB-0002 (its answer line is a
+    sentence: RC-13 gives null), and HW-PRB-0001 is satisfied by present (2 of 2) and by no
+    session of absent, whose Newcombe interval of -100 points lies below 0: "lower".
+    """
+    out = (demo_batch.parent / "demo.stdout").read_text()
+    start = out.index("summary: per probe")
+    rows = {line.split(":", 1)[0].strip("| "): line for line in out[start:].splitlines()
+            if line.startswith("| HW-PRB-")}
+    assert sorted(rows) == ["HW-PRB-0001", "HW-PRB-0002", "HW-PRB-0003", "HW-PRB-0004"], out
+    cells = {probe: [c.strip() for c in line.strip("|").split("|")[1:]]
+             for probe, line in rows.items()}
+    expected = {"HW-PRB-0001": ("2/2", "0/2"), "HW-PRB-0002": ("0/2", "0/2"),
+                "HW-PRB-0003": ("2/2", "2/2"), "HW-PRB-0004": ("2/2", "2/2")}
+    for probe, (present, absent) in expected.items():
+        assert cells[probe][0].startswith(present + " "), (probe, cells[probe])
+        assert cells[probe][1].startswith(absent + " "), (probe, cells[probe])
+    differing = [p for p, c in cells.items() if c[1].endswith(("lower", "higher"))]
+    assert differing == ["HW-PRB-0001"] and cells["HW-PRB-0001"][1].endswith("lower"), cells
+    assert not any("ungraded" in line for line in rows.values()), rows
+    assert f"the whole report: headwater-campaign report {demo_batch}" in out
 
 
 @pytest.mark.timeout(600)

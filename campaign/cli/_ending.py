@@ -1,0 +1,126 @@
+"""What ``run``, ``demo`` and ``resume`` print before a batch runs and after it ends.
+
+The ending puts the answer first: the sessions per arm, the transcripts, then
+the report's summary (the graded share per probe and arm; docs/report.md) and
+the command for the whole report; then, on stderr, what is outstanding and how
+to finish it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from campaign._terminal_text import one_line
+from campaign.batch import transcript_path
+from campaign.report import build_report, print_summary
+
+from ._console import StdoutConsole, stdout_gone
+from ._errors import plural
+from ._report import grading_of
+from ._view import arms_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from campaign.batch import OpenBatch
+    from campaign.supervisor import BatchOutcome
+
+
+def print_header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -> None:
+    """What a batch is before it runs: its path, its size, its provider, a resume's standing,
+    its budgets (stderr)."""
+    plan = opened.plan
+    err.print(f"batch: {opened.path}", markup=False)
+    err.print(f"{plural(plan.session_count, 'session')} ({plural(len(plan.probes), 'probe')} "
+              f"x {plural(len(plan.arms), 'arm')} x {plural(plan.repetitions, 'repetition')}), "
+              "concurrency "
+              f"{opened.options.concurrency}, network {opened.network}", markup=False)
+    err.print(opened.config.facts.provider_note, markup=False, soft_wrap=True)
+    if mode == "resume":
+        err.print(f"resuming (invocation {opened.invocation}): {outstanding} of "
+                  f"{plan.session_count} sessions outstanding", markup=False)
+    if opened.options.max_wall_s is not None:  # recorded with the options: resume's too
+        hard = (", then the sessions still running are cancelled (--hard-wall; "
+                "--no-hard-wall lets them finish)" if opened.options.hard_wall
+                else ", and sessions running then finish")
+        err.print(f"wall-clock budget: {opened.options.max_wall_s:g} s from this "
+                  f"invocation's start (--max-wall): no session starts once it could be "
+                  f"passed{hard}", markup=False, soft_wrap=True)
+    if opened.scripted is not None:  # said before anything runs, by probe
+        for probe in plan.probes:
+            if opened.scripted.script_for(probe.task) is None:
+                err.print(f"warning: no script of the scripted provider matches probe "
+                          f"{probe.id}'s task (no script's `match` is a phrase of it): its "
+                          "sessions will be answered 'no script for this request' and end "
+                          "without an answer (docs/provider.md)", markup=False, soft_wrap=True)
+
+
+def _verdict(path: Path) -> None:
+    """The report's summary of the batch at ``path`` (the graded share per probe and arm,
+    or ungraded and why), and the command for the whole report: the question first."""
+    grading, ungraded = grading_of([path])
+    report = build_report([path], grading=grading, ungraded=ungraded)
+    print()
+    print_summary(report, sys.stdout)
+    print(f"the whole report: headwater-campaign report {path}", flush=True)
+
+
+def print_ending(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
+    """How the invocation ended: the sessions per arm, the transcripts, the report's summary
+    (stdout), and what is left and how to finish it (stderr)."""
+    stats = opened.journal.fold.statistics()
+    try:
+        out = StdoutConsole(file=sys.stdout, highlight=False)
+        out.print(arms_table(stats.arms, title="sessions per arm"))
+        for arm in opened.plan.arms:
+            path = transcript_path(opened.path, arm)
+            if arm in opened.journal.behind:
+                out.print(f"transcript: {path} is behind the ledger (its write was refused; "
+                          "resume writes it)", markup=False)
+            elif path.exists():
+                out.print(f"transcript: {path}", markup=False)
+        if outcome.recorded and outcome.signal is None:
+            _verdict(opened.path)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_gone()
+    resume = f"headwater-campaign resume {opened.path}"
+    if outcome.signal is not None:
+        err.print(f"{one_line(outcome.detail)}; {plural(outcome.outstanding, 'session')} "
+                  "outstanding; "
+                  "every "
+                  f"finished attempt is in the ledger. Finish with: {resume}", markup=False)
+    elif outcome.budget_stopped:
+        stop = opened.journal.fold.budget_stop
+        larger = ("--max-wall D (it counts from each invocation's start)"
+                  if stop is not None and stop.budget == "wall"
+                  else "--max-cost-cents N (a total over every attempt)")
+        err.print(f"a budget stopped the batch: {one_line(outcome.detail)}; "
+                  f"{plural(outcome.outstanding, 'session')} outstanding. Resume with a larger "
+                  f"budget: {resume} {larger}", markup=False, soft_wrap=True)
+    elif outcome.write_refused:
+        left = plural(outcome.outstanding, "session")
+        remedy = outcome.remedy or "free space"
+        err.print(f"{one_line(outcome.detail)}. Nothing already recorded was lost; {left} "
+                  "outstanding. "
+                  f"{remedy[:1].upper()}{remedy[1:]}, then: {resume}", markup=False,
+                  soft_wrap=True)
+    elif outcome.outstanding:
+        left = plural(outcome.outstanding, "session")
+        are = "is" if outcome.outstanding == 1 else "are"
+        err.print(f"{left} ended in a state worth another attempt and {are} out of retries for "
+                  f"this invocation; {resume} tries them again", markup=False, soft_wrap=True)
+    if opened.scripted is not None:
+        for what, count in sorted(opened.scripted.misses.items()):
+            err.print(f"warning: the scripted provider answered 'no script for this request' "
+                      f"{count} time{'s' if count != 1 else ''}: {one_line(what)}; those "
+                      "sessions ended without the scripted answer (docs/provider.md)", markup=False)
+    if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
+        err.print("no session of the batch was recorded (exit 5): see the states above, or "
+                  f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)
+    try:
+        print(f"batch: {opened.path}", flush=True)
+    except BrokenPipeError:
+        stdout_gone()
