@@ -23,6 +23,7 @@ import math
 from typing import TYPE_CHECKING, Final
 
 from campaign._terminal_text import one_line
+from campaign.stats import SIGNIFICANCE
 
 from ._model import MOVED_READ_SET
 
@@ -124,9 +125,12 @@ def _difference_row(difference: Difference, reference: str) -> str:
     head = f"  {difference.arm} - {reference}:"
     if difference.difference is None or difference.fisher_p is None:
         return f"{head} untested (an arm has no recorded session)"
+    disagree = (difference.outcome in ("win", "loss") and difference.fisher_p >= SIGNIFICANCE)
     return (f"{head} {100 * difference.difference:+.0f} points "
             f"({_interval(difference.interval, points=True)}), Fisher p = "
-            f"{difference.fisher_p:.3g}: {difference.outcome}")
+            f"{difference.fisher_p:.3g}: {difference.outcome}"
+            + (f" (by the interval; Fisher's exact test does not reach {SIGNIFICANCE}: too few "
+               "sessions to be sure, see docs/statistics.md)" if disagree else ""))
 
 
 def _tally(tally: WinsLossesTies) -> str:

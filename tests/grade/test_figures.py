@@ -64,3 +64,24 @@ def test_outcomes_follow_the_newcombe_interval_and_ungraded_probes_stay_out() ->
     assert (tally.wins, tally.losses, tally.ties, tally.untested) == (1, 1, 1, 1)
     # strata: P1 (10,0,0,10) R=5 S=0; P2 (0,10,10,0) R=0 S=5; P3 (5,5,5,5) R=S=1.25; P4 drops
     assert pooled.odds.estimate == pytest.approx(1.0) and pooled.odds.strata == 3
+
+
+def test_a_win_or_loss_fisher_does_not_confirm_says_so() -> None:
+    """2 of 2 against 0 of 2: Newcombe's interval (-100 to -7 points) excludes 0, so a loss;
+    Fisher's exact p is 1/3 (the two tables as extreme of the six with those margins: 1/6 +
+    1/6), so the row adds that the test does not reach 0.05. 2 of 2 against 1 of 2 is a tie:
+    nothing is added."""
+    from campaign.grade._compare import Difference
+    from campaign.grade._text import _difference_row
+    from campaign.stats import Interval
+
+    loss = _difference_row(Difference("absent", -1.0, Interval(-1.0, -0.07), 1 / 3, "loss"),
+                           "present")
+    assert loss.endswith("loss (by the interval; Fisher's exact test does not reach 0.05: too "
+                         "few sessions to be sure, see docs/statistics.md)"), loss
+    tie = _difference_row(Difference("absent", -0.5, Interval(-0.9, 0.27), 1.0, "tie"),
+                          "present")
+    assert tie.endswith(": tie"), tie
+    sure = _difference_row(Difference("absent", -1.0, Interval(-1.0, -0.6), 0.001, "loss"),
+                           "present")
+    assert sure.endswith(": loss"), sure
