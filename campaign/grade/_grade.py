@@ -108,25 +108,13 @@ def _read(path: Path) -> BatchReading:
 
 
 def _one_plan(readings: list[BatchReading]) -> Plan:
-    """The first batch's plan, when every other batch's is the same measurement (else
-    `BatchesDiffer`, naming the first member that differs)."""
+    """The first batch's plan, when every other batch's is the same measurement
+    (`Plan.first_difference`; else `BatchesDiffer`, naming the first member that differs)."""
     first = readings[0]
     for other in readings[1:]:
-        for member in first.plan.moved(other.plan)[:1]:
-            if member == "arm_specs":
-                raise BatchesDiffer("arms", first.path, other.path, _arms(first.plan),
-                                    _arms(other.plan))
-            raise BatchesDiffer(Plan.key(member), first.path, other.path,
-                                str(getattr(first.plan, member)),
-                                str(getattr(other.plan, member)))
-        if other.plan.model != first.plan.model:
-            raise BatchesDiffer("model", first.path, other.path, first.plan.model,
-                                other.plan.model)
+        if (differs := first.plan.first_difference(other.plan)) is not None:
+            raise BatchesDiffer(differs[0], first.path, other.path, differs[1], differs[2])
     return first.plan
-
-
-def _arms(plan: Plan) -> str:
-    return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
 
 
 def _transcript(batch: Path, arm: str) -> Transcript | None:

@@ -163,6 +163,23 @@ class Plan(_Closed):
         """The `COMPARABLE` members in which ``other`` differs from this plan, in that order."""
         return [m for m in self.COMPARABLE if getattr(self, m) != getattr(other, m)]
 
+    def first_difference(self, other: Plan) -> tuple[str, str, str] | None:
+        """Why two batches of these plans are not one measurement, or None when they are.
+
+        Returns:
+            ``(member, this value, other value)`` as text for the first `COMPARABLE` member
+            that differs (its plan-file key; ``arms`` for the arms' specs, each arm with the
+            head of its identity), else for ``model`` (the model the runner asked for, RC-14:
+            sessions asked of another model measured another thing); None when all agree.
+        """
+        for member in self.moved(other)[:1]:
+            if member == "arm_specs":
+                return "arms", _arms_text(self), _arms_text(other)
+            return self.key(member), str(getattr(self, member)), str(getattr(other, member))
+        if other.model != self.model:
+            return "model", self.model, other.model
+        return None
+
     def arm_spec(self, arm: str) -> PlanArm:
         """The spec of ``arm``.
 
@@ -174,6 +191,10 @@ class Plan(_Closed):
                 return spec
         raise PlanError(f"tier {self.tier}", f"arm {arm!r} is not an arm of this tier "
                                              f"({', '.join(self.arms)})")
+
+
+def _arms_text(plan: Plan) -> str:
+    return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
 
 
 def runner_version() -> str:

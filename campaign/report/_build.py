@@ -82,26 +82,13 @@ def build_report(paths: Sequence[Path], *, side_by_side: bool = False,
 
 
 def _mergeable(readings: list[ReportReading]) -> list[ReportReading]:
-    """``readings`` when every one agrees with the first (the `MEMBERS`, the arms, and the
-    model passed: sessions asked of another model measured another thing); else
-    `BatchesDiffer`."""
+    """``readings`` when every one is the first's measurement (`Plan.first_difference`: the
+    plan's members, the arms, the model passed); else `BatchesDiffer`."""
     first = readings[0]
     for other in readings[1:]:
-        for member in first.plan.moved(other.plan)[:1]:  # the first that differs is named
-            if member == "arm_specs":
-                raise BatchesDiffer("arms", first.path, other.path, _arms_text(first.plan),
-                                    _arms_text(other.plan))
-            raise BatchesDiffer(Plan.key(member), first.path, other.path,
-                                str(getattr(first.plan, member)),
-                                str(getattr(other.plan, member)))
-        if other.plan.model != first.plan.model:  # the model the runner asked for (RC-14)
-            raise BatchesDiffer("model", first.path, other.path, first.plan.model,
-                                other.plan.model)
+        if (differs := first.plan.first_difference(other.plan)) is not None:
+            raise BatchesDiffer(differs[0], first.path, other.path, differs[1], differs[2])
     return readings
-
-
-def _arms_text(plan: Plan) -> str:
-    return ", ".join(f"{a.arm} {a.identity[:19]}" for a in plan.arm_specs)
 
 
 def _standing(reading: ReportReading, group: int) -> BatchStanding:
