@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from campaign.grade import Apart, SessionGrade, Verdict
-from campaign.stats import newcombe, wilson
+from campaign.stats import fisher_exact, newcombe, wilson
 
 from ._model import Graded, GradingFacts, ProbeFigures, VerdictCounts, VerdictRow
 
@@ -121,7 +121,8 @@ def _graded(counts: Counter[Verdict], ref: Counter[Verdict], is_reference: bool,
         apart=dict(sorted(Counter(a.state for a in apart).items())),
         share=k / n if n else None, interval=wilson(k, n),
         difference=k / n - k_ref / n_ref if takes else None,
-        difference_interval=newcombe(k, n, k_ref, n_ref) if takes else None)
+        difference_interval=newcombe(k, n, k_ref, n_ref) if takes else None,
+        fisher_p=fisher_exact(k, n - k, k_ref, n_ref - k_ref) if takes else None)
 
 
 def _verdicts(sessions: list[SessionGrade], key: str, target: str | None) -> VerdictCounts:

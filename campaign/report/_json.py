@@ -84,7 +84,8 @@ def _graded(graded: Graded | None) -> dict[str, Any] | None:
             "apart": dict(graded.apart), "share": _round(graded.share),
             "interval": _interval(graded.interval), "difference": _round(graded.difference),
             "difference_interval": _interval(graded.difference_interval),
-            "direction": graded.direction}
+            "direction": graded.direction,
+            "fisher_p": _round(graded.fisher_p), "unconfirmed": graded.unconfirmed}
 
 
 def _produced(produced: Produced) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from campaign.stats import SIGNIFICANCE
+
 if TYPE_CHECKING:
     from campaign.stats import Interval, Quartiles
 
@@ -153,6 +155,9 @@ class Graded:
     has no recorded session."""
     difference_interval: Interval | None
     """The 95% Newcombe hybrid score interval of ``difference``."""
+    fisher_p: float | None = None
+    """Fisher's exact two-sided p of the satisfied / not table against the reference column;
+    None where ``difference`` is."""
 
     @property
     def recorded(self) -> int:
@@ -166,6 +171,13 @@ class Graded:
         if interval is None or not interval.excludes_zero():
             return "unclear"
         return "higher" if interval.low > 0 else "lower"
+
+    @property
+    def unconfirmed(self) -> bool:
+        """A ``higher`` or ``lower`` that Fisher's exact test does not confirm (p at or above
+        `campaign.stats.SIGNIFICANCE`): too few sessions to be sure (docs/statistics.md)."""
+        return (self.direction != "unclear" and self.fisher_p is not None
+                and self.fisher_p >= SIGNIFICANCE)
 
 
 @dataclass(frozen=True, slots=True)

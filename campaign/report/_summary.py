@@ -29,7 +29,9 @@ SUMMARY_LEGEND: Final = (
     "Each cell: the sessions that satisfied every expectation of the probe, of the recorded "
     "ones, the percent and [95% Wilson interval]; beside it, the difference from the reference "
     "column in percentage points and [95% Newcombe interval]. \"higher\" (green) or \"lower\" "
-    "(red): that interval lies wholly above or below 0; no word and no colour: it includes 0. "
+    "(red): that interval lies wholly above or below 0; no word and no colour: it includes 0; "
+    "\"unconfirmed\" beside it: Fisher's exact test of the same counts does not reach 0.05, "
+    "so there are too few sessions to be sure (docs/statistics.md). "
     "Sessions whose event lacks what an expectation needs are \"not observed\", counted apart "
     "and never as either side. \"ungraded\": the probe declares no expectations, so the cell "
     "is the share of its most frequent answer, which says how the sessions ended, not whether "
@@ -48,7 +50,8 @@ def grading_line(report: Report) -> str:
                 "share instead")
     graded = sum(p.graded for p in report.probes)
     line = (f"graded by grader {facts.grader} against the expectations in {facts.corpus}: "
-            f"{graded} of {len(report.probes)} probe(s) declare some")
+            f"{graded} of {len(report.probes)} "
+            f"{'probe declares' if len(report.probes) == 1 else 'probes declare'} expectations")
     if facts.moved_read_set:
         line += f"; {MOVED_NOTE}"
     return line

@@ -196,6 +196,8 @@ def graded_text(graded: Graded | None) -> str:
                  f"{interval_text(graded.difference_interval, signed=True)}")
         if graded.direction != "unclear":
             text += f" {graded.direction}"
+        if graded.unconfirmed and graded.fisher_p is not None:
+            text += f" (Fisher p {graded.fisher_p:.2g}: unconfirmed)"
     if graded.not_observed:
         text += f", {graded.not_observed} not observed"
     return text

@@ -74,6 +74,17 @@ def test_a_higher_share_is_green_and_says_higher(batch: Path) -> None:
     assert rows[0].tones == ("", "higher")
 
 
+def test_a_lower_share_fisher_does_not_confirm_says_so(batch: Path) -> None:
+    """0 of 2 against 2 of 2: Newcombe's interval lies below 0 (lower), but Fisher's exact
+    two-sided p of [[0, 2], [2, 0]] is the two tables as extreme of the three with those
+    margins, 1/6 + 1/6 = 1/3, at or above 0.05: the cell adds that it is unconfirmed."""
+    _, rows = _rows(batch, [S] * 2, [U] * 2)
+    assert d.newcombe(0, 2, 2, 2)[1] < 0
+    assert rows[0].values[1] == (f"{_share(0, 2)} {_difference(0, 2, 2, 2)} lower "
+                                 "(Fisher p 0.33: unconfirmed)")
+    assert rows[0].tones == ("", "lower")
+
+
 def test_a_difference_whose_interval_holds_0_has_no_word_and_no_colour(batch: Path) -> None:
     _, rows = _rows(batch, [S] * 5 + [U] * 5, [S] * 6 + [U] * 6)
     assert rows[0].values[1] == f"{_share(6, 12)} {_difference(6, 12, 5, 10)}"
@@ -103,7 +114,7 @@ def test_the_summary_names_the_grader_and_marks_a_moved_read_set(batch: Path) ->
     report, _ = _rows(batch, [S], [S], moved=True, corpus="/the/corpus")
     line = grading_line(report)
     assert line.startswith("graded by grader 1 against the expectations in /the/corpus: "
-                           "1 of 2 probe(s) declare some")
+                           "1 of 2 probes declare expectations")
     assert MOVED_READ_SET in line
     unmoved, _ = _rows(batch, [S], [S])
     assert MOVED_READ_SET not in grading_line(unmoved)
