@@ -175,7 +175,7 @@ def _evidence(path: Path, reading: BatchReading, corpus: Corpus) -> tuple[str, s
     except (OSError, TranscriptRefused) as exc:  # changed since the check read it
         return "unverified", _EVIDENCE_LABEL["unverified"], [f"cannot read {path}: {exc}"]
     try:
-        check = check_evidence(transcript, reading=reading, corpus=corpus)
+        check = check_evidence(transcript, reading=reading, corpus=corpus, at=path)
     except (OSError, LedgerCorrupt) as exc:
         return "unverified", _EVIDENCE_LABEL["unverified"], [
             f"the batch's ledger cannot be read: {exc}"]

@@ -42,6 +42,7 @@ from campaign.batch import (
     read_ledger,
     session_order,
     session_paths,
+    transcript_path,
     workspace_note,
 )
 from campaign.plan import runner_version
@@ -50,6 +51,7 @@ from ._retranscribe import rederive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
     from campaign.batch import BatchReading
     from campaign.corpus import Corpus
@@ -116,7 +118,7 @@ class _Findings:
 
 
 def check_evidence(transcript: Transcript, *, reading: BatchReading,
-                   corpus: Corpus) -> EvidenceCheck:
+                   corpus: Corpus, at: Path | None = None) -> EvidenceCheck:
     """Hold ``transcript`` (already read and well-formed) to the batch of ``reading``.
 
     Args:
@@ -125,6 +127,10 @@ def check_evidence(transcript: Transcript, *, reading: BatchReading,
             are compared with the batch's.
         reading: The batch, read (`campaign.batch.read_batch`, ``settle=False``).
         corpus: The corpus the batch ran over (its ids give the cites).
+        at: Where the file was read from. A file inside the batch's ``transcripts/`` must be
+            the transcript of the arm its name says: one whose identity names another arm
+            (two arms' files swapped) is refused, since the grader and the report read each
+            arm's file by its name.
 
     Returns:
         The `EvidenceCheck` (module docstring). Writes nothing.
@@ -151,6 +157,14 @@ def check_evidence(transcript: Transcript, *, reading: BatchReading,
         found.mismatches.append(
             f"identity: arm {_shown(identity.arm)} is not an arm of the batch "
             f"({', '.join(reading.plan.arms)})")
+        return found.result()
+    placed = transcript_path(reading.path, identity.arm)
+    if (at is not None and at.resolve().parent == placed.parent.resolve()
+            and at.resolve() != placed.resolve()):
+        found.mismatches.append(
+            f"identity: arm {identity.arm}, but the file is the batch's "  # a plan arm: checked
+            f"{at.name}, the place of another arm's transcript (files swapped or copied "
+            f"over?); arm {identity.arm}'s transcript is {placed.name}")
         return found.result()
     builder = _expected_arm(identity.arm, reading, corpus, found)
     frozen = builder.freeze()

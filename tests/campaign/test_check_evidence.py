@@ -98,6 +98,23 @@ def test_an_honest_transcript_and_a_copy_of_it_elsewhere_are_verified_clean(copy
                      f"{elsewhere}: verified clean"]
 
 
+def test_two_arms_transcripts_swapped_in_the_batch_are_refused(copy: Path) -> None:
+    """Each file is honest about its own arm, but the grader and the report read an arm's
+    transcript by its name: present's text at absent.md and absent's at present.md would
+    swap the arms' results, so each is refused for standing in the other arm's place."""
+    present, absent = _transcript(copy, "present"), _transcript(copy, "absent")
+    texts = present.read_bytes(), absent.read_bytes()
+    present.write_bytes(texts[1])
+    absent.write_bytes(texts[0])
+    status, lines = _check(copy, present, absent)
+    assert status == EXIT_REFUSED, lines
+    assert lines[0] == f"{present}: refused: it does not match the batch's evidence"
+    assert lines[1] == ("  identity: arm absent, but the file is the batch's present.md, the "
+                        "place of another arm's transcript (files swapped or copied over?); "
+                        "arm absent's transcript is absent.md")
+    assert lines[2] == f"{absent}: refused: it does not match the batch's evidence"
+
+
 def test_a_forged_answer_is_well_formed_alone_and_refused_against_its_batch(
         copy: Path) -> None:
     answer = _final(copy, ANSWERED)["event"]["answer"]
