@@ -317,8 +317,8 @@ def _existing(path: Path, request: BatchRequest, harness_version: str,
                      f"{request.options.workspace_path} (--workspace-path)")
     if moved:
         raise BatchRefused(f"batch {path} was made with other inputs, so this run would not "
-                           f"measure the same thing: {'; '.join(moved)}. Restore them to "
-                           f"{what}, or start a new batch")
+                           f"measure the same thing: {'; '.join(moved)}. Put those inputs back "
+                           f"as the batch recorded them to {what}, or start a new batch")
     return config
 
 
