@@ -13,7 +13,9 @@ refuse, by `campaign.plan.compose_plan`):
   ``docs/probes/`` (the probe file itself) or ``.headwater/``, never one of the
   probe's answer keys (the seal removes those from every workspace of the probe);
   and no path is in both.
-* ``cites`` are ids of the corpus's documents (`campaign.corpus.Corpus.ids`).
+* ``cites`` are ids of the corpus's documents (`campaign.corpus.Corpus.ids`), never a
+  probe's id: no workspace holds one (the seal removes the probe files and every file
+  naming a probe).
 """
 
 from __future__ import annotations
@@ -90,6 +92,11 @@ def check_expectations(corpus: Corpus, probe: Probe, expectations: Expectations)
         raise _refuse(corpus, probe, f"expect: {both[0]!r} is in both opened and not_opened: "
                                      "a session cannot both open it and leave it unopened")
     for cited in expectations.cites or ():
+        if cited in corpus.probes:
+            raise _refuse(corpus, probe, f"expect: cites: {cited!r} is a probe's id, which no "
+                                         "session's workspace holds (the seal removes the probe "
+                                         "files and every file naming a probe), so no artifact "
+                                         "produced there can cite it")
         if cited not in corpus.ids:
             raise _refuse(corpus, probe, f"expect: cites: {cited!r} is not the id of a document "
                                          "of the corpus (an `id:` in some document's front "

@@ -194,3 +194,7 @@ def test_an_entry_listed_twice_is_refused(tmp_path: Path, key: str, entry: str) 
     message = _refusal(tmp_path, {key: [entry, entry]})
     assert f"expect: {key}: {entry!r} is listed twice" in message
 
+
+def test_cites_of_a_probe_id_is_refused(tmp_path: Path) -> None:
+    message = _refusal(tmp_path, {"cites": ["HW-PRB-001"]})
+    assert "cites: 'HW-PRB-001' is a probe's id, which no session's workspace holds" in message
