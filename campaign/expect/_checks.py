@@ -14,8 +14,9 @@ refuse, by `campaign.plan.compose_plan`):
   probe's answer keys (the seal removes those from every workspace of the probe);
   and no path is in both.
 * ``cites`` are ids of the corpus's documents (`campaign.corpus.Corpus.ids`), never a
-  probe's id: no workspace holds one (the seal removes the probe files and every file
-  naming a probe).
+  probe's id: no workspace holds a probe's document (the shelf ``docs/probes/`` never
+  enters one), so no session can have read what it would cite. (A probe's id may still
+  appear in a workspace's text, in a fold of the probe or a file naming another probe.)
 """
 
 from __future__ import annotations
@@ -94,9 +95,10 @@ def check_expectations(corpus: Corpus, probe: Probe, expectations: Expectations)
     for cited in expectations.cites or ():
         if cited in corpus.probes:
             raise _refuse(corpus, probe, f"expect: cites: {cited!r} is a probe's id, which no "
-                                         "session's workspace holds (the seal removes the probe "
-                                         "files and every file naming a probe), so no artifact "
-                                         "produced there can cite it")
+                                         "session's workspace holds as a document (the shelf "
+                                         "docs/probes/ never enters a workspace), so citing it "
+                                         "cannot show a document the session read: cite a "
+                                         "document of the corpus")
         if cited not in corpus.ids:
             raise _refuse(corpus, probe, f"expect: cites: {cited!r} is not the id of a document "
                                          "of the corpus (an `id:` in some document's front "

@@ -195,6 +195,8 @@ def test_an_entry_listed_twice_is_refused(tmp_path: Path, key: str, entry: str) 
     assert f"expect: {key}: {entry!r} is listed twice" in message
 
 
-def test_cites_of_a_probe_id_is_refused(tmp_path: Path) -> None:
-    message = _refusal(tmp_path, {"cites": ["HW-PRB-001"]})
-    assert "cites: 'HW-PRB-001' is a probe's id, which no session's workspace holds" in message
+@pytest.mark.parametrize("probe_id", ["HW-PRB-001", "HW-PRB-002"])  # another probe, its own
+def test_cites_of_a_probe_id_is_refused(tmp_path: Path, probe_id: str) -> None:
+    message = _refusal(tmp_path, {"cites": [probe_id]})
+    assert f"cites: {probe_id!r} is a probe's id, which no session's workspace holds as a " \
+           "document" in message
