@@ -13,7 +13,10 @@ refuse, by `campaign.plan.compose_plan`):
   ``docs/probes/`` (the probe file itself) or ``.headwater/``, never one of the
   probe's answer keys (the seal removes those from every workspace of the probe);
   and no path is in both.
-* ``cites`` are ids of the corpus's documents (`campaign.corpus.Corpus.ids`).
+* ``cites`` are ids of the corpus's documents (`campaign.corpus.Corpus.ids`), never a
+  probe's id: no workspace holds a probe's document (the shelf ``docs/probes/`` never
+  enters one), so no session can have read what it would cite. (A probe's id may still
+  appear in a workspace's text, in a fold of the probe or a file naming another probe.)
 """
 
 from __future__ import annotations
@@ -90,6 +93,12 @@ def check_expectations(corpus: Corpus, probe: Probe, expectations: Expectations)
         raise _refuse(corpus, probe, f"expect: {both[0]!r} is in both opened and not_opened: "
                                      "a session cannot both open it and leave it unopened")
     for cited in expectations.cites or ():
+        if cited in corpus.probes:
+            raise _refuse(corpus, probe, f"expect: cites: {cited!r} is a probe's id, which no "
+                                         "session's workspace holds as a document (the shelf "
+                                         "docs/probes/ never enters a workspace), so citing it "
+                                         "cannot show a document the session read: cite a "
+                                         "document of the corpus")
         if cited not in corpus.ids:
             raise _refuse(corpus, probe, f"expect: cites: {cited!r} is not the id of a document "
                                          "of the corpus (an `id:` in some document's front "

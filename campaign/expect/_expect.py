@@ -12,6 +12,7 @@ holds one (RC-13: the recorder never reads expected values). The grader and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Final, Literal
 
@@ -63,6 +64,39 @@ class ExpectationsRefused(CorpusError):
     """A probe's ``expect:`` breaks a rule; the message names the file, the key and the rule."""
 
 
+_NAMES: Final = "answered, opened, not_opened, cites, clean"
+"""The five keys, in words, for the messages."""
+
+_CLEAN_RULE: Final = ("clean takes only `true` (every produced artifact has `findings: []`); "
+                      "leave the key out to expect nothing of findings")
+
+
+def _raw_problem(raw: Mapping[object, object]) -> str | None:
+    """What the raw ``expect:`` mapping breaks before the model sees it, in words; None: nothing.
+
+    Checked here because the model's own messages say it badly or not at all: a key that is
+    not a string, a null value (which the model would read as "not declared" and drop), a
+    ``clean`` other than the boolean ``true``, and a list holding an entry twice.
+    """
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            return (f"the key {key!r} is not a name: the keys of `expect:` are the five names "
+                    f"{_NAMES}")
+        if key not in Expectations.model_fields:
+            continue  # the model refuses it by name
+        if value is None:
+            return (f"{key}: a null value declares nothing: give a value or leave the key out")
+        if key == "clean" and value is not True:
+            return f"clean: {json.dumps(value, default=str)} is refused: {_CLEAN_RULE}"
+        if key in ("opened", "not_opened", "cites") and isinstance(value, list):
+            strings = [entry for entry in value if isinstance(entry, str)]
+            twice = next((e for i, e in enumerate(strings) if e in strings[:i]), None)
+            if twice is not None:
+                return (f"{key}: {twice!r} is listed twice: each entry is one expectation, "
+                        "so list it once")
+    return None
+
+
 def parse_expectations(root: str, rel: str, front: Mapping[str, object]) -> Expectations | None:
     """The ``expect:`` of the front matter of probe file ``rel`` (corpus-relative) of the corpus
     at ``root``, or None when it declares none.
@@ -76,7 +110,10 @@ def parse_expectations(root: str, rel: str, front: Mapping[str, object]) -> Expe
     raw = front[EXPECT_KEY]
     if not isinstance(raw, Mapping) or not raw:
         raise ExpectationsRefused(root, rel, "`expect:` must be a mapping of at least one of "
-                                  "answered, opened, not_opened, cites, clean (docs/grading.md)")
+                                  f"{_NAMES} (docs/expectations.md)")
+    problem = _raw_problem(raw)
+    if problem is not None:
+        raise ExpectationsRefused(root, rel, f"expect: {problem}")
     try:
         return Expectations.model_validate(dict(raw))
     except ValidationError as exc:

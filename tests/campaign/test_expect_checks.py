@@ -151,3 +151,52 @@ def _replan(plan_file: Path, root: Path) -> Path:
     with plan_file.open("w") as fp:
         yaml.dump(data, fp)
     return plan_file
+
+
+@pytest.mark.parametrize("expect", [
+    {"answered": None},
+    {"opened": None},
+    {"clean": None},
+    {"answered": "three", "cites": None},  # beside a real key, the null one is not dropped
+    {"answered": None, "opened": None, "not_opened": None, "cites": None, "clean": None},
+])
+def test_a_null_value_is_refused(tmp_path: Path, expect: dict[str, Any]) -> None:
+    message = _refusal(tmp_path, expect)
+    null_key = next(key for key, value in expect.items() if value is None)
+    assert f"expect: {null_key}: a null value declares nothing: give a value or leave the key " \
+           "out" in message
+
+
+@pytest.mark.parametrize(("value", "shown"), [(False, "false"), ("yes", '"yes"'),
+                                              ("true", '"true"')])
+def test_clean_takes_only_true(tmp_path: Path, value: object, shown: str) -> None:
+    message = _refusal(tmp_path, {"clean": value})
+    assert f"expect: clean: {shown} is refused: clean takes only `true` (every produced " \
+           "artifact has `findings: []`); leave the key out to expect nothing of findings" \
+           in message
+
+
+def test_a_key_that_is_not_a_name_is_refused(tmp_path: Path) -> None:
+    files = seal_files()  # JSON front matter cannot hold an integer key; YAML can
+    files[PROBE] = ("---\nid: HW-PRB-002\ntitle: How many retries does the client make\n"
+                    "answers: [three, five]\nexamines: [docs/decisions/HW-DR-0052.md]\n"
+                    "expect: {1: x}\n---\n\n# How many retries\n\n## Task\n\nCount them.\n")
+    with pytest.raises(ExpectationsRefused) as caught:
+        compose_plan(load_corpus(write_files(tmp_path / "c", files)), tier="campaign")
+    assert "expect: the key 1 is not a name: the keys of `expect:` are the five names " \
+           "answered, opened, not_opened, cites, clean" in str(caught.value)
+
+
+@pytest.mark.parametrize(("key", "entry"), [("opened", "CLAUDE.md"),
+                                            ("not_opened", "src/retry.py"),
+                                            ("cites", "HW-DR-0052")])
+def test_an_entry_listed_twice_is_refused(tmp_path: Path, key: str, entry: str) -> None:
+    message = _refusal(tmp_path, {key: [entry, entry]})
+    assert f"expect: {key}: {entry!r} is listed twice" in message
+
+
+@pytest.mark.parametrize("probe_id", ["HW-PRB-001", "HW-PRB-002"])  # another probe, its own
+def test_cites_of_a_probe_id_is_refused(tmp_path: Path, probe_id: str) -> None:
+    message = _refusal(tmp_path, {"cites": [probe_id]})
+    assert f"cites: {probe_id!r} is a probe's id, which no session's workspace holds as a " \
+           "document" in message
