@@ -20,7 +20,13 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from campaign.batch import BatchFileError, LedgerCorrupt, read_batch, transcript_path
+from campaign.batch import (
+    BatchFileError,
+    LedgerCorrupt,
+    SessionKey,
+    read_batch,
+    transcript_path,
+)
 from campaign.corpus import PROBE_YML, load_corpus
 from campaign.expect import read_expectations
 from campaign.plan import Plan
@@ -39,6 +45,11 @@ if TYPE_CHECKING:
     from campaign.corpus import Corpus
     from campaign.expect import Expectations
     from recorder.transcript import Transcript
+
+INTERRUPTED: Final = "interrupted"
+"""The state shown for a session whose last attempt its runner cut short (it died, or it
+stopped and wrote the attempt ``killed`` with ``counts: false``): ``status``'s word for it,
+so the two commands name one session alike."""
 
 NOT_FINAL: Final = "not final"
 """The state of a planned session that has no row in its arm's ``## Sessions`` table yet
@@ -170,6 +181,9 @@ def _grade_batch(reading: BatchReading, view: LedgerView, expectations: Mapping[
         planned = [(k.probe, k.session) for k, _ in reading.planned if k.arm == arm]
         for probe, session in dict.fromkeys([*planned, *states]):
             state = states.get((probe, session), NOT_FINAL)
+            log = reading.fold.sessions.get(SessionKey(arm, probe, session))
+            if log is not None and log.interrupted and not is_recorded(state):
+                state = INTERRUPTED  # status's word: a row written killed, counts false
             if probe in expectations and not is_recorded(state):
                 apart.append(Apart(reading.path, arm, probe, session, state))
 

@@ -90,3 +90,18 @@ def test_a_missing_transcript_of_an_arm_with_ended_sessions_is_refused(copy: Pat
     assert f"headwater-campaign retranscribe {copy / 'batch'}" in str(refused.value)
     run = cli("grade", str(copy / "batch"), "--corpus", str(copy / "corpus"))
     assert run.returncode == 2 and "is missing while the ledger holds 2" in run.stderr
+
+
+def test_a_session_its_runner_cut_short_is_apart_as_interrupted_as_status_says(
+        copy: Path) -> None:
+    ledger = copy / "batch" / "ledger.jsonl"  # absent's FX-PRB-0001 never ran: now it starts
+    with ledger.open("a", encoding="utf-8") as fp:  # and its runner dies (no final record)
+        fp.write('{"arm":"absent","at":"2026-12-02T18:45:00Z","attempt":1,"invocation":1,'
+                 '"kind":"started","position":5,"probe":"FX-PRB-0001","repetition":1,'
+                 '"session":"s1"}\n')
+    status = cli("status", str(copy / "batch"), "--json")
+    assert status.returncode == 0, status.stderr
+    assert '"interrupted"' in status.stdout and "FX-PRB-0001" in status.stdout
+    grading = grade_batches([copy / "batch"], corpus=copy / "corpus")
+    states = {(a.arm, a.probe): a.state for a in grading.apart}
+    assert states["absent", "FX-PRB-0001"] == "interrupted"

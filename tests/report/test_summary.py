@@ -103,7 +103,7 @@ def test_the_summary_names_the_grader_and_marks_a_moved_read_set(batch: Path) ->
     report, _ = _rows(batch, [S], [S], moved=True, corpus="/the/corpus")
     line = grading_line(report)
     assert line.startswith("graded by grader 1 against the expectations in /the/corpus: "
-                           "1 of 2 probe(s) declare some")
+                           "1 of 2 probes declare expectations")
     assert MOVED_READ_SET in line
     unmoved, _ = _rows(batch, [S], [S])
     assert MOVED_READ_SET not in grading_line(unmoved)
