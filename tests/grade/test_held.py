@@ -105,3 +105,16 @@ def test_a_session_its_runner_cut_short_is_apart_as_interrupted_as_status_says(
     grading = grade_batches([copy / "batch"], corpus=copy / "corpus")
     states = {(a.arm, a.probe): a.state for a in grading.apart}
     assert states["absent", "FX-PRB-0001"] == "interrupted"
+
+
+def test_an_event_of_a_session_the_ledger_has_not_recorded_is_refused(copy: Path) -> None:
+    absent = copy / "batch" / "transcripts" / "absent.md"  # absent's FX-PRB-0001 never ran
+    _edit(absent, '```yaml\n- probe: "FX-PRB-0002"',
+          '```yaml\n- probe: "FX-PRB-0001"\n  session: "s1"\n  answer: "current FX-DR-0002"\n'
+          '- probe: "FX-PRB-0002"')
+    _edit(absent, "| FX-PRB-0002 | s1 | recorded | 0 |",
+          "| FX-PRB-0001 | s1 | recorded | 0 |\n| FX-PRB-0002 | s1 | recorded | 0 |")
+    with pytest.raises(TranscriptDiffers) as refused:
+        grade_batches([copy / "batch"], corpus=copy / "corpus")
+    assert refused.value.session == "FX-PRB-0001/s1"
+    assert refused.value.key == "its event (the ledger has not recorded that session)"
