@@ -73,7 +73,7 @@ class LedgerView:
     def record(self, record: LedgerRecord, fold: BatchFold) -> None:
         """Keep a final record's view; a ``rederived`` one replaces its attempt's."""
         if isinstance(record, FinalRecord):
-            key = SessionKey(record.arm, record.probe, record.session)
+            key = fold.key_of(record)  # the fold's own key: its strings are shared
             self.ended[key] = _Ended(record.attempt, record.state, event_digests(record.event))
         elif isinstance(record, RederivedRecord):
             key = SessionKey(record.arm, record.probe, record.session)
