@@ -18,6 +18,8 @@ from ._errors import GradeError as GradeError
 from ._errors import NoCorpus as NoCorpus
 from ._errors import NotABatch as NotABatch
 from ._errors import SameBatchTwice as SameBatchTwice
+from ._errors import TranscriptDiffers as TranscriptDiffers
+from ._errors import TranscriptMissing as TranscriptMissing
 from ._grade import NOT_FINAL as NOT_FINAL
 from ._grade import grade_batches as grade_batches
 from ._grade import read_set_now as read_set_now

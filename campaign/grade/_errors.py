@@ -5,6 +5,8 @@
                            expectations to grade against (the report then says "ungraded")
   x NotABatch            - a directory that is not a readable batch, or a transcript of it
                            that breaks the contract
+    x TranscriptDiffers  - a transcript's event or state is not its batch ledger's
+    x TranscriptMissing  - the ledger ended sessions of an arm that has no transcript
   x BatchesDiffer        - batches of different plans, asked to be graded together
   x SameBatchTwice       - one batch named twice (its sessions would count twice)
 
@@ -48,6 +50,37 @@ class NotABatch(GradeError):
                          "directory made by run, demo or record")
         self.path = path
         self.problem = problem
+
+
+class TranscriptDiffers(NotABatch):
+    """The transcript at ``transcript`` says of session ``session`` (``probe/session``)
+    something its batch's ledger does not: ``key`` names what (its state, calls, produced,
+    answer, or an event the ledger has not recorded)."""
+
+    def __init__(self, batch: Path, transcript: Path, session: str, key: str) -> None:
+        super().__init__(batch, (
+            f"the transcript differs from the batch's ledger at {session}: {key}; the "
+            "transcript may have been edited (or its last write refused), and the grader "
+            "grades no transcript the ledger contradicts; `check-transcript "
+            f"{transcript} --batch {batch}` says which holds"))
+        self.transcript = transcript
+        self.session = session
+        self.key = key
+
+
+class TranscriptMissing(NotABatch):
+    """The ledger ended ``ended`` sessions of ``arm`` and its transcript is not there."""
+
+    def __init__(self, batch: Path, transcript: Path, arm: str, ended: int) -> None:
+        super().__init__(batch, (
+            f"{transcript} is missing while the ledger holds {ended} ended "
+            f"session{'s' if ended != 1 else ''} of arm {arm}; grading without it would "
+            "show that arm as untested; `headwater-campaign retranscribe "
+            f"{batch}` writes it again from the ledger (each session re-derived from its "
+            "kept stream where kept)"))
+        self.transcript = transcript
+        self.arm = arm
+        self.ended = ended
 
 
 class BatchesDiffer(GradeError):

@@ -20,14 +20,21 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from campaign.batch import BatchFileError, LedgerCorrupt, read_batch, transcript_path
+from campaign.batch import (
+    BatchFileError,
+    LedgerCorrupt,
+    SessionKey,
+    read_batch,
+    transcript_path,
+)
 from campaign.corpus import PROBE_YML, load_corpus
 from campaign.expect import read_expectations
 from campaign.plan import Plan
 from recorder import is_recorded, tree_digest
 from recorder.transcript import TranscriptRefused, read_transcript
 
-from ._errors import BatchesDiffer, NoCorpus, NotABatch, SameBatchTwice
+from ._errors import BatchesDiffer, NoCorpus, NotABatch, SameBatchTwice, TranscriptMissing
+from ._held import LedgerView, hold_identity, hold_to_ledger
 from ._model import GRADER_VERSION, Apart, CellGrade, Grading, SessionGrade, Verdict
 from ._session import event_verdicts, session_verdict
 
@@ -38,6 +45,11 @@ if TYPE_CHECKING:
     from campaign.corpus import Corpus
     from campaign.expect import Expectations
     from recorder.transcript import Transcript
+
+INTERRUPTED: Final = "interrupted"
+"""The state shown for a session whose last attempt its runner cut short (it died, or it
+stopped and wrote the attempt ``killed`` with ``counts: false``): ``status``'s word for it,
+so the two commands name one session alike."""
 
 NOT_FINAL: Final = "not final"
 """The state of a planned session that has no row in its arm's ``## Sessions`` table yet
@@ -65,7 +77,8 @@ def grade_batches(paths: Sequence[Path], *, corpus: Path | None = None) -> Gradi
         if path in seen:
             raise SameBatchTwice(path)
         seen.add(path)
-    readings = [_read(path) for path in paths]
+    views = [LedgerView() for _ in paths]
+    readings = [_read(path, view) for path, view in zip(paths, views, strict=True)]
     plan = _one_plan(readings)
     root = corpus if corpus is not None else Path(readings[0].config.options.corpus)
     if not (root / PROBE_YML).is_file():
@@ -75,8 +88,8 @@ def grade_batches(paths: Sequence[Path], *, corpus: Path | None = None) -> Gradi
     expectations = {k: v for k, v in read_expectations(loaded).items() if k in wanted}
     sessions: list[SessionGrade] = []
     apart: list[Apart] = []
-    for reading in readings:
-        _grade_batch(reading, expectations, sessions, apart)
+    for reading, view in zip(readings, views, strict=True):
+        _grade_batch(reading, view, expectations, sessions, apart)
     probes = tuple(p.id for p in plan.probes)
     return Grading(
         grader=GRADER_VERSION, corpus=root, batches=tuple(r.path for r in readings),
@@ -100,9 +113,9 @@ def read_set_now(corpus: Corpus, plan: Plan) -> str | None:
     return tree_digest(files)
 
 
-def _read(path: Path) -> BatchReading:
+def _read(path: Path, view: LedgerView) -> BatchReading:
     try:
-        return read_batch(path)
+        return read_batch(path, watch=lambda _plan: view)
     except (BatchFileError, LedgerCorrupt) as exc:
         raise NotABatch(path, str(exc)) from exc
 
@@ -117,26 +130,42 @@ def _one_plan(readings: list[BatchReading]) -> Plan:
     return first.plan
 
 
-def _transcript(batch: Path, arm: str) -> Transcript | None:
-    """The arm's transcript; None when the batch has none for it yet."""
+def _transcript(reading: BatchReading, view: LedgerView, arm: str) -> Transcript | None:
+    """The arm's transcript, held to its batch (`campaign.grade._held`); None when the
+    batch has none for it yet and its ledger has ended none of the arm's sessions.
+
+    Raises:
+        TranscriptMissing: the ledger ended sessions of ``arm`` and the file is not in
+            the batch's ``transcripts/`` directory (a batch without that directory, a
+            ledger alone, has no transcripts to grade: its sessions are apart).
+        NotABatch: unreadable, breaking the contract, or not this batch's and arm's.
+        TranscriptDiffers: an event or state is not the ledger's.
+    """
+    batch = reading.path
     path = transcript_path(batch, arm)
     if not path.exists():
+        ended = sum(1 for key in view.ended if key.arm == arm)
+        if ended and path.parent.is_dir():  # a ledger alone (no transcripts/) grades nothing
+            raise TranscriptMissing(batch, path, arm, ended)
         return None
     try:
-        return read_transcript(path)
+        transcript = read_transcript(path)
     except OSError as exc:
         raise NotABatch(batch, f"cannot read {path}: {exc.strerror or exc}") from exc
     except TranscriptRefused as exc:
         raise NotABatch(batch, f"{path} breaks the transcript contract: {exc}") from exc
+    hold_identity(batch, path, arm, transcript, reading.plan)
+    hold_to_ledger(batch, path, arm, transcript, view)
+    return transcript
 
 
-def _grade_batch(reading: BatchReading, expectations: Mapping[str, Expectations],
+def _grade_batch(reading: BatchReading, view: LedgerView, expectations: Mapping[str, Expectations],
                  sessions: list[SessionGrade], apart: list[Apart]) -> None:
     """Grade every recorded event of ``reading``'s graded probes into ``sessions``; put the
     sessions of those probes that are not recorded into ``apart``."""
     workspace_path = reading.config.options.workspace_path
     for arm in reading.plan.arms:
-        transcript = _transcript(reading.path, arm)
+        transcript = _transcript(reading, view, arm)
         states: dict[tuple[str, str], str] = {}
         if transcript is not None:
             states = {(r.probe, r.session): r.state for r in transcript.sessions}
@@ -145,12 +174,16 @@ def _grade_batch(reading: BatchReading, expectations: Mapping[str, Expectations]
                 if expected is None:
                     continue
                 verdicts = event_verdicts(event, index, expected, workspace_path)
-                sessions.append(SessionGrade(
-                    batch=reading.path, arm=arm, probe=event.probe, session=event.session,
-                    event=index, verdict=session_verdict(verdicts), verdicts=verdicts))
+                sessions.append(SessionGrade(  # the arm is the transcript's own (held)
+                    batch=reading.path, arm=transcript.identity.arm, probe=event.probe,
+                    session=event.session, event=index, verdict=session_verdict(verdicts),
+                    verdicts=verdicts))
         planned = [(k.probe, k.session) for k, _ in reading.planned if k.arm == arm]
         for probe, session in dict.fromkeys([*planned, *states]):
             state = states.get((probe, session), NOT_FINAL)
+            log = reading.fold.sessions.get(SessionKey(arm, probe, session))
+            if log is not None and log.interrupted and not is_recorded(state):
+                state = INTERRUPTED  # status's word: a row written killed, counts false
             if probe in expectations and not is_recorded(state):
                 apart.append(Apart(reading.path, arm, probe, session, state))
 

@@ -14,7 +14,7 @@ from typing import Final, Literal
 
 from campaign.expect import Expectations
 
-GRADER_VERSION: Final = "1"
+GRADER_VERSION: Final = "2"
 """The grader's own version, in every output (``grader``); bumped whenever a verdict rule
 changes, never with a release that leaves the rules alone."""
 

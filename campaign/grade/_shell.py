@@ -8,18 +8,21 @@ order. The lexer, in one linear pass:
 
 * POSIX quoting: ``'...'`` literal, ``"..."`` with a backslash escaping only ``\\ " $ `` and
   a backtick, a bare backslash taking the next character (a backslash-newline joins lines);
-  quotes are removed, nothing else changes: ``$VAR/x.md``, ``docs/*.md``, ``~/x`` and
-  ``"$(cat x)"`` stay the words they are and name nothing;
-* operators are words of their own, longest first: ``&& || ;; | |& & ; ( )`` end a simple
-  command, as does an unquoted newline; ``< <& <> > >> >| >& &> &>> << <<- <<<`` are
-  redirections (an all-digit word written right before one is its descriptor, not a word);
+  ANSI-C ``$'...'`` with its backslash escapes decoded (``\\x2f``, ``\\n``, octal, ``\\u``);
+  quotes are removed, nothing else changes: ``$VAR/x.md``, ``docs/*.md``, ``~/x``,
+  ``"$(cat x)"`` and ``"`cat x`"`` stay the words they are and name nothing;
+* operators are words of their own, longest first: ``&& || ;; | |& & ; ( )`` and an
+  unquoted backtick end a simple command, as does an unquoted newline;
+  ``< <& <> > >> >| >& &> &>> << <<- <<<`` are redirections (an all-digit word written
+  right before one is its descriptor, not a word);
 * an unquoted ``#`` at the start of a word begins a comment to the end of the line;
 * after the line that holds ``<<`` or ``<<-`` (delimiter quoted or not), the lines up to the
   one equal to the delimiter (leading tabs stripped for ``<<-``), or to the end, are the
   heredoc's body: skipped.
 
 Which words count: every word but the target of a redirection that writes (``> >> >| >& &>
-&>> <>``), the descriptor of ``<&``, a heredoc's delimiter, a here-string's word (``<<<``: text
+&>>``; ``<>`` opens for reading too, so its target counts), the descriptor of ``<&``, a
+heredoc's delimiter, a here-string's word (``<<<``: text
 given on stdin, as a heredoc's body), and the words after a simple command's name when that
 name is ``tee`` (or a path ending ``/tee``). An input redirection's target (``< x``) counts.
 A command that does not lex (an unclosed quote) is a syntax error the shell refuses: nothing
@@ -34,11 +37,14 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 _OPERATORS: Final = ("&>>", "<<<", "<<-", ";;&", "&&", "||", ";;", ";&", "|&", "<<", "<&",
-                     "<>", ">>", ">|", ">&", "&>", "|", "&", ";", "(", ")", "<", ">")
+                     "<>", ">>", ">|", ">&", "&>", "|", "&", ";", "(", ")", "<", ">", "`")
 """Longest first, so a run of punctuation splits as the shell splits it."""
-_SEPARATORS: Final = frozenset({"&&", "||", ";;", ";;&", ";&", "|", "|&", "&", ";", "(", ")"})
-_WRITES: Final = frozenset({">", ">>", ">|", ">&", "&>", "&>>", "<>"})
-"""Redirections whose target is written (or opened for writing), so it is no read."""
+_SEPARATORS: Final = frozenset({"&&", "||", ";;", ";;&", ";&", "|", "|&", "&", ";", "(", ")",
+                                "`"})
+"""An unquoted backtick opens and closes a command substitution, as ``$(`` and ``)`` do."""
+_WRITES: Final = frozenset({">", ">>", ">|", ">&", "&>", "&>>"})
+"""Redirections whose target is written, so it is no read (``<>`` opens its target for
+reading and writing on stdin: it is read, so it counts)."""
 _UNCOUNTED_TARGET: Final = _WRITES | {"<&", "<<<", "<<", "<<-"}
 _HEREDOC: Final = frozenset({"<<", "<<-"})
 _KEYWORDS: Final = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done",
@@ -50,9 +56,10 @@ _TOKEN: Final = re.compile(
     r"""|(?P<space>[ \t\r]+|\\\n)"""
     r"""|(?P<single>'[^']*')"""
     r"""|(?P<double>"(?:[^"\\]|\\.)*")"""
+    r"""|(?P<ansi>\$'(?:[^'\\]|\\.)*')"""
     r"""|(?P<escape>\\.)"""
     r"""|(?P<op>""" + "|".join(re.escape(op) for op in _OPERATORS) + r""")"""
-    r"""|(?P<plain>[^ \t\r\n'"\\();<>|&]+)""",
+    r"""|(?P<plain>\$|[^ \t\r\n'"\\();<>|&`$]+)""",
     re.DOTALL,
 )
 _DOUBLE_ESCAPES: Final = re.compile(r'\\([\\"$`\n])')
@@ -175,7 +182,30 @@ def _unquoted(kind: str, text: str) -> str:
         return _DOUBLE_ESCAPES.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text[1:-1])
     if kind == "escape":
         return text[1]
+    if kind == "ansi":
+        return _ANSI_ESCAPE.sub(_ansi_decoded, text[2:-1])
     return text
+
+
+_ANSI_ESCAPE: Final = re.compile(
+    r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|([0-7]{1,3})"
+    r"|c(.)|(.))", re.DOTALL)
+_ANSI_SIMPLE: Final = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f",
+                       "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\",
+                       "'": "'", '"': '"', "?": "?"}
+"""Bash's ``$'...'`` escapes by their letter; an unknown one stays as written."""
+
+
+def _ansi_decoded(m: re.Match[str]) -> str:
+    hexa, short, long, octal, control, letter = m.groups()
+    if hexa or short or long:
+        code = int(hexa or short or long, 16)
+        return chr(code) if code <= 0x10FFFF else m.group()
+    if octal:
+        return chr(int(octal, 8) & 0xFF)
+    if control:
+        return chr(ord(control) & 0x1F)
+    return _ANSI_SIMPLE.get(letter, m.group())
 
 
 def _skip_bodies(command: str, pos: int, pending: list[tuple[str, bool]]) -> int:

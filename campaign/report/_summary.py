@@ -48,10 +48,10 @@ def grading_line(report: Report) -> str:
     if facts.grader is None:
         return (f"{UNGRADED}: {facts.ungraded}; each probe shows its most frequent answer's "
                 "share instead")
-    graded = sum(p.graded for p in report.probes)
+    graded, total = sum(p.graded for p in report.probes), len(report.probes)
+    verb = "probe declares" if total == 1 else "probes declare"
     line = (f"graded by grader {facts.grader} against the expectations in {facts.corpus}: "
-            f"{graded} of {len(report.probes)} "
-            f"{'probe declares' if len(report.probes) == 1 else 'probes declare'} expectations")
+            f"{graded} of {total} {verb} expectations")
     if facts.moved_read_set:
         line += f"; {MOVED_NOTE}"
     return line

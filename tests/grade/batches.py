@@ -52,9 +52,11 @@ def read_set_of(corpus: Path) -> str:
 
 
 def pin_read_set(batch: Path, corpus: Path) -> None:
-    """Make plan.yaml record the read set ``corpus`` composes now (as if recorded so)."""
-    plan = batch / "plan.yaml"
-    lines = plan.read_text(encoding="utf-8").splitlines(keepends=True)
-    lines = [f"read_set: {read_set_of(corpus)}\n" if line.startswith("read_set:") else line
-             for line in lines]
-    plan.write_text("".join(lines), encoding="utf-8")
+    """Make plan.yaml, and each transcript's identity, record the read set ``corpus``
+    composes now (as if recorded so: the grader holds a transcript's identity to its plan)."""
+    now = read_set_of(corpus)
+    for path in (batch / "plan.yaml", *sorted((batch / "transcripts").glob("*.md"))):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = [f"read_set: {now}\n" if line.startswith("read_set:") else line
+                 for line in lines]
+        path.write_text("".join(lines), encoding="utf-8")

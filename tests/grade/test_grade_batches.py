@@ -137,6 +137,10 @@ def test_what_a_session_wrote_reaches_the_terminal_escaped(copy: Path) -> None:
     transcript.write_text(text.replace('- path: "notes/records.md"',
                                        '- path: "notes/\\e]0;owned\\a.md"', 1),
                           encoding="utf-8")  # an artifact's path, quoted by a cites verdict
+    ledger = copy / "batch" / "ledger.jsonl"  # the present arm's line comes first in it
+    ledger.write_text(ledger.read_text(encoding="utf-8").replace(
+        '"path":"notes/records.md"', '"path":"notes/\\u001b]0;owned\\u0007.md"', 1),
+        encoding="utf-8")  # the same path in the ledger, so the two still agree
     run = cli("grade", str(copy / "batch"), "--corpus", str(copy / "corpus"))
     assert run.returncode == 0, run.stderr
     assert "\x1b" not in run.stdout and "\x07" not in run.stdout

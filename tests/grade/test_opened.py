@@ -32,6 +32,10 @@ def _opened(command: str, tool: str = "Bash") -> Verdict:
     f"cat {WORKSPACE}/{DOC}",           # absolute under the workspace path
     f"cat <<EOF\nhello\nEOF\nhead {DOC}",  # after the heredoc's body, a command again
     f"echo x | tee out.txt; grep -c y {DOC}",  # tee ends with its simple command
+    f"echo `cat {DOC}`",                # an unquoted backtick separates words as $( ) do
+    f"cat <> {DOC}",                    # opened for reading and writing on stdin: a read
+    f"cat $'{DOC}'",                    # ANSI-C quoting: the quoted text is the word
+    "cat $'" + DOC.replace("/", "\\x2f") + "'",  # its escapes decoded (\x2f is /)
 ])
 def test_a_bash_word_naming_the_document_opens_it(command: str) -> None:
     assert _opened(command) is Verdict.SATISFIED
@@ -48,6 +52,9 @@ def test_a_bash_word_naming_the_document_opens_it(command: str) -> None:
     f"echo x 2>{DOC}",
     f"echo x &> {DOC}",
     f"echo x >| {DOC}",
+    f'echo "`cat {DOC}`"',               # inside double quotes a backtick stays in the word
+    f"bash -c 'cat {DOC}'",              # one word: the command string is not parsed again
+    f"bash <<EOF\ncat {DOC}\nEOF",       # a heredoc fed to a shell is still a body: text
     f"cat $DIR/{DOC.split('/', 1)[1]}",  # "the grader expands nothing"
     "cat docs/decisions/*.md",
     f'echo "$(cat {DOC})"',

@@ -141,7 +141,7 @@ def test_the_command_grades_with_the_grader_and_counts_what_it_counts(tmp_path: 
     run = _report(str(batch), "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    assert data["grading"] == {"grader": "1", "corpus": str(corpus), "moved_read_set": True,
+    assert data["grading"] == {"grader": "2", "corpus": str(corpus), "moved_read_set": True,
                                "ungraded": None}
     graded = subprocess.run([sys.executable, "-m", "campaign", "grade", str(batch), "--json"],
                             capture_output=True, text=True, timeout=120, check=True)

@@ -74,7 +74,7 @@ def test_the_grading_is_in_the_object(tmp_path: Path) -> None:
                 {("present", P): [S] * 9 + [N], ("absent", P): [S] * 2 + [U] * 10},
                 apart={("present", P): ["timed-out"]}, moved=True, corpus="/c")
     data = report_json(build_report([batch], grading=g))
-    assert data["grading"] == {"grader": "1", "corpus": "/c", "moved_read_set": True,
+    assert data["grading"] == {"grader": "2", "corpus": "/c", "moved_read_set": True,
                                "ungraded": None}
     probe = next(p for p in data["probes"] if p["id"] == P)
     assert probe["graded"] is True and probe["task"] == "Do the task."

@@ -113,7 +113,7 @@ def test_no_grading_leaves_every_probe_ungraded_and_says_why(batch: Path) -> Non
 def test_the_summary_names_the_grader_and_marks_a_moved_read_set(batch: Path) -> None:
     report, _ = _rows(batch, [S], [S], moved=True, corpus="/the/corpus")
     line = grading_line(report)
-    assert line.startswith("graded by grader 1 against the expectations in /the/corpus: "
+    assert line.startswith("graded by grader 2 against the expectations in /the/corpus: "
                            "1 of 2 probes declare expectations")
     assert MOVED_READ_SET in line
     unmoved, _ = _rows(batch, [S], [S])
