@@ -13,7 +13,20 @@ def add_grade_command(sub: Subparsers) -> None:
     p = add_command(sub, "grade", GradeArgs, "_grade", "cmd_grade",
                     help="verdicts of every recorded session against the expectations the "
                          "probes declare (expect:), satisfied shares per arm with 95%% "
-                         "intervals, differences from the reference arm (docs/grading.md)")
+                         "intervals, differences from the reference arm (docs/grading.md)",
+                    description="Grade each recorded session against the expectations its "
+                    "probe declares under expect: in its front matter (docs/expectations.md). "
+                    "Each expectation gets one of three verdicts: satisfied, unsatisfied, or "
+                    "not observed when the transcript lacks what it needs (never a pass); a "
+                    "session is unsatisfied if any is, else not observed if any is, else "
+                    "satisfied. Prints per probe and arm the satisfied share with its 95% "
+                    "Wilson interval, the difference from the reference arm (the plan's "
+                    "first) with Newcombe's interval and Fisher's exact p, the pooled "
+                    "Mantel-Haenszel odds ratio across probes, then every session's verdicts "
+                    "naming the event and call they came from. Reads the transcripts as the "
+                    "batch holds them, held to its ledger (check-transcript --batch holds "
+                    "them to the kept streams). Exit 0 printed; 2 not a batch, a transcript "
+                    "that differs from its ledger, batches of different plans, or no corpus.")
     p.add_argument("batches", type=Path, nargs="+", metavar="BATCH",
                    help="batch directories of one plan; several are graded together")
     p.add_argument("--corpus", type=Path, metavar="DIR",
