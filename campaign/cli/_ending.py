@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
 from campaign.batch import transcript_path
 from campaign.report import build_report, print_summary
@@ -57,11 +58,19 @@ def print_header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -
                           "without an answer (docs/provider.md)", markup=False, soft_wrap=True)
 
 
-def _verdict(path: Path) -> None:
+def print_verdict(path: Path) -> None:
     """The report's summary of the batch at ``path`` (the graded share per probe and arm,
-    or ungraded and why), and the command for the whole report: the question first."""
-    grading, ungraded = grading_of([path])
-    report = build_report([path], grading=grading, ungraded=ungraded)
+    or ungraded and why), and the command for the whole report: the question first.
+
+    The batch is already recorded when this runs, so a report that cannot be built says so
+    and why, and never changes how the invocation ends (its exit status)."""
+    try:
+        grading, ungraded = grading_of([path])
+        report = build_report([path], grading=grading, ungraded=ungraded)
+    except (CampaignError, OSError) as exc:
+        print(f"\nthe summary could not be built ({one_line(str(exc))}); the batch is "
+              f"recorded: headwater-campaign report {path}", flush=True)
+        return
     print()
     print_summary(report, sys.stdout)
     print(f"the whole report: headwater-campaign report {path}", flush=True)
@@ -82,7 +91,7 @@ def print_ending(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None
             elif path.exists():
                 out.print(f"transcript: {path}", markup=False)
         if outcome.recorded and outcome.signal is None:
-            _verdict(opened.path)
+            print_verdict(opened.path)
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_gone()
