@@ -5,8 +5,8 @@ the corpus's fixed paths, the allowed-tools check, the front matter's loader).
 The modules: `_corpus` (the load), `_corpus_files` (the walk, `FileSignature`,
 the large-file bounds), `_markdown` (front matter, the task section),
 `_yamlload` (the YAML loader), `_schema` (probe.yml and front matter as types),
-`_tools` (allowed tools), `_corpus_notes` and `_largefiles` (what ``plan``
-notes of a corpus).
+`_tools` (allowed tools), `_reread` (front matter read again), `_corpus_notes`
+and `_largefiles` (what ``plan`` notes of a corpus).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from ._corpus import Probe as Probe
 from ._corpus import Tier as Tier
 from ._corpus import TierConfig as TierConfig
 from ._corpus import load_corpus as load_corpus
-from ._corpus import read_front as read_front
 from ._corpus import split_lines as split_lines
 from ._corpus_files import CHUNK_BYTES as CHUNK_BYTES
 from ._corpus_files import LARGE_FILE_BYTES as LARGE_FILE_BYTES
@@ -27,6 +26,7 @@ from ._corpus_files import FileSignature as FileSignature
 from ._corpus_notes import corpus_notes as corpus_notes
 from ._largefiles import file_size as file_size
 from ._largefiles import large_file_notes as large_file_notes
+from ._reread import read_front as read_front
 from ._schema import DIGEST_PATTERN as DIGEST_PATTERN
 from ._schema import ID_PATTERN as ID_PATTERN
 from ._schema import check_relpath as check_relpath

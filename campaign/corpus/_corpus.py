@@ -444,31 +444,3 @@ def _lock(config: ProbeConfig, files: Mapping[str, str]) -> tuple[str, str]:
         return files[DEFAULT_LOCK], DEFAULT_LOCK
     return files[PROBE_YML], NO_LOCK_SOURCE
 
-
-def read_front(corpus: Corpus, rel: str) -> dict[str, Any]:
-    """The front matter of the corpus's Markdown file ``rel``, read again from disk.
-
-    For the readers that need a key the load ignores (a probe's ``expect:``).
-    The file must still have the digest it had when ``corpus`` was loaded.
-
-    Raises:
-        CorpusError: the file changed since the load, or its front matter is gone or broken.
-    """
-    path = corpus.root / rel
-    try:
-        with open(path, "rb") as fp:
-            if os.fstat(fp.fileno()).st_size > LARGE_FILE_BYTES:
-                digest, data = _large_markdown(fp, rel)
-            else:
-                data = fp.read()
-                digest = digest_bytes(data)
-        if digest != corpus.files.get(rel):
-            raise Refused(rel, "changed since the corpus was read; run the command again")
-        parsed = _front(data, rel)
-        if parsed is None:
-            raise Refused(rel, "lost its front matter since the corpus was read")
-    except OSError as exc:
-        raise CorpusError(str(corpus.root), rel, f"cannot be read again: {exc.strerror}") from exc
-    except Refused as exc:
-        raise CorpusError(str(corpus.root), exc.path, exc.problem) from exc
-    return parsed[0]
