@@ -17,6 +17,8 @@ pyproject.toml). What it offers, by concern:
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
 * the checker of a transcript file (`check_transcript_file`) and the optional checker a
   probe names (`run_checker`);
+* the releases the harness census covers (`PINNED_RELEASE`, `COVERED_RELEASES`,
+  `coverage`, `parse_release`);
 * the word set RC-13 compares answers by (`answer_words`), for the plan's check of an
   expected answer.
 
@@ -64,6 +66,11 @@ from ._initcheck import read_mcp_declaration as read_mcp_declaration
 from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
 from ._observation import Anomaly as Anomaly
 from ._observation import OrphanResult as OrphanResult
+from ._releases import COVERED_RELEASES as COVERED_RELEASES
+from ._releases import PINNED_RELEASE as PINNED_RELEASE
+from ._releases import Coverage as Coverage
+from ._releases import coverage as coverage
+from ._releases import parse_release as parse_release
 from ._transform import Observation as Observation
 from ._transform import StreamObserver as StreamObserver
 from ._validation import describe_errors as describe_errors
