@@ -17,6 +17,8 @@ pyproject.toml). What it offers, by concern:
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
 * the checker of a transcript file (`check_transcript_file`) and the optional checker a
   probe names (`run_checker`);
+* the keys the transform reads of a line (`OBSERVED_KEYS`, `INIT_KEYS`, `LINE_KEYS`),
+  which the census's printout names;
 * the releases the harness census covers (`PINNED_RELEASE`, `COVERED_RELEASES`,
   `coverage`, `parse_release`);
 * the word set RC-13 compares answers by (`answer_words`), for the plan's check of an
@@ -55,6 +57,9 @@ from ._event import UnreadFile as UnreadFile
 from ._event import build_event as build_event
 from ._event import observed_calls as observed_calls
 from ._findings import run_checker as run_checker
+from ._harness import INIT_KEYS as INIT_KEYS
+from ._harness import LINE_KEYS as LINE_KEYS
+from ._harness import OBSERVED_KEYS as OBSERVED_KEYS
 from ._harness import json_values as json_values
 from ._initcheck import MCP_JSON as MCP_JSON
 from ._initcheck import InitPolicy as InitPolicy

@@ -101,6 +101,12 @@ class Confinement:
         egress_socket: Host path of the session's egress proxy socket
             (`sandbox.network._egress.open_egress_proxy`); required with
             ``"confined"``, refused with ``"host"``.
+        extra_ro_binds: Further read-only binds, ``(host path, inside path)`` each, made
+            after the session's own mounts: nothing of the product asks for one (a session
+            sees exactly RC-02's mounts); the census's replayed situations (docs/census.md)
+            mount a fixture the recorded session had (an MCP server, a plugin directory).
+            An inside path follows the workspace path's rule (`check_workspace_path`: not
+            in a system tree) and shares no other mount's path.
         tmp_bytes: Size in bytes (bwrap ``--size``) of the private ``/tmp``, and
             again of the private ``/dev/shm`` (each is its own tmpfs of this size:
             docs/confinement.md "Disk"), or None for tmpfs's own default (half the
@@ -126,6 +132,7 @@ class Confinement:
     workspace_mount: str | None = None
     log_mount: str | None = None
     config_mount: str | None = None
+    extra_ro_binds: tuple[tuple[Path, str], ...] = ()
 
     def __post_init__(self) -> None:
         reserved = _SYSTEM_MOUNTS | {link for link, _ in self.host_layout.symlinks}
@@ -135,8 +142,11 @@ class Confinement:
         for field_name in ("workspace_mount", "log_mount", "config_mount"):
             if (inside := getattr(self, field_name)) is not None:
                 _check_mount_path(field_name, inside, reserved)
+        for source, inside in self.extra_ro_binds:
+            _check_mount_path("extra_ro_binds", str(source), reserved)
+            check_workspace_path(inside)
         insides = [self.inside_workspace, self.inside_log_dir, self.inside_config_dir,
-                   self.harness_mount]
+                   self.harness_mount, *(inside for _, inside in self.extra_ro_binds)]
         if len(set(insides)) != len(insides):
             raise ValueError(f"two mounts share one path inside the sandbox: {insides!r}")
         if self.network not in ("confined", "host", "none"):
@@ -284,7 +294,8 @@ def bwrap_options(conf: Confinement) -> list[str]:
     workspace at its inside path (read-only with ``workspace_read_only``), the
     harness, the log and config directories at theirs; for
     ``network="confined"`` the egress socket read-only at `EGRESS_MOUNT`;
-    `READ_ONLY_ROOT`, after every mount that makes a mount point in the root;
+    each of ``extra_ro_binds`` read-only (none for a session); `READ_ONLY_ROOT`,
+    after every mount that makes a mount point in the root;
     ``--chdir`` the workspace's inside path.
 
     What stays writable inside is then exactly the workspace, log and config
@@ -313,6 +324,8 @@ def bwrap_options(conf: Confinement) -> list[str]:
     options += ["--bind", str(conf.config_dir), conf.inside_config_dir]
     if conf.egress_socket is not None:
         options += ["--ro-bind", str(conf.egress_socket), EGRESS_MOUNT]
+    for source, inside in conf.extra_ro_binds:
+        options += ["--ro-bind", str(source), inside]
     return [*options, *READ_ONLY_ROOT, "--chdir", workspace]
 
 

@@ -63,6 +63,8 @@ def confinement(spec: ConfinedSpec, dirs: ConfinedDirs, layout: HostLayout,
         egress_socket=spec.egress_socket, workspace_read_only=spec.workspace_read_only,
         tmp_bytes=spec.limits.tmp_bytes, workspace_mount=spec.workspace_mount,
         log_mount=spec.log_mount, config_mount=spec.config_mount,
+        extra_ro_binds=tuple((source.resolve(), inside)
+                             for source, inside in spec.extra_ro_binds),
     )  # fmt: skip
 
 

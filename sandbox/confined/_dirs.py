@@ -42,7 +42,8 @@ def prepare(
     own = [p for p in (root, dirs.log_dir, dirs.config_dir) if p is not None]
     if not spec.workspace_read_only:
         own.append(dirs.workspace)
-    reach = [executable, *_given(spec.egress_socket)]
+    reach = [executable, *_given(spec.egress_socket),
+             *(source.resolve() for source, _ in spec.extra_ro_binds)]
     if spec.workspace_read_only:
         reach.append(dirs.workspace)
     hand_over(user, own=own, reach=reach)

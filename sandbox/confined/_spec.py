@@ -64,6 +64,10 @@ class ConfinedSpec:
             None: at its host path. A session's are fixed paths that name
             nothing of it (RC-02, blind sessions); ``env`` must then name the
             inside paths.
+        extra_ro_binds: Further read-only binds, ``(host path, inside path)`` each
+            (`sandbox._argv.Confinement`): none for a session; the census's replayed
+            situations mount their fixtures so. Each source must be readable by the user
+            (a file also executable: `sandbox.users.hand_over`'s reach).
         workspace_read_only: Bind the workspace read-only (and do not hand it
             over: it stays the session's).
         egress_socket: The session's egress proxy socket (`sandbox.network._egress`).
@@ -108,6 +112,7 @@ class ConfinedSpec:
     workspace_mount: str | None = None
     log_mount: str | None = None
     config_mount: str | None = None
+    extra_ro_binds: Sequence[tuple[Path, str]] = ()
     egress_socket: Path | None = None
     socat: str = SOCAT
     bridge_port: int = BRIDGE_PORT

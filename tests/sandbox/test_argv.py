@@ -293,3 +293,29 @@ def test_every_flag_of_the_argv_exists_in_the_installed_bwrap(bwrap: str) -> Non
     listed = {line.split()[0] for line in help_text.splitlines() if line.strip().startswith("--")}
     assert flags <= listed, flags - listed
     assert "[--] COMMAND" in help_text
+
+
+def test_an_extra_read_only_bind_comes_after_the_session_mounts_and_before_the_root_is_sealed(
+) -> None:
+    """A fixture bound for a replayed situation (docs/census.md) is read-only, at its own inside
+    path, and made before ``--remount-ro /`` (a mount point made after it would fail)."""
+    options = bwrap_options(_conf(extra_ro_binds=((Path("/srv/fx/echo.py"), "/opt/mcp/echo.py"),)))
+    at = options.index("/srv/fx/echo.py")
+    assert options[at - 1 : at + 2] == ["--ro-bind", "/srv/fx/echo.py", "/opt/mcp/echo.py"]
+    assert options[at + 2 : at + 4] == ["--remount-ro", "/"]
+    assert "/srv/fx/echo.py" not in bwrap_argv(_conf(extra_ro_binds=(
+        (Path("/srv/fx/echo.py"), "/opt/mcp/echo.py"),)), ["/usr/bin/true"], args_fd=3)
+
+
+@pytest.mark.parametrize(("inside", "message"), [
+    ("/run/headwater/log", "/run"), ("/tmp/x", "/tmp"), ("/opt/harness/claude", "/opt/harness"),
+    ("relative", "absolute")])
+def test_an_extra_bind_in_a_system_tree_or_on_another_mount_is_refused(inside: str,
+                                                                         message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _conf(extra_ro_binds=((Path("/srv/fx/echo.py"), inside),))
+
+
+def test_two_extra_binds_may_not_share_an_inside_path() -> None:
+    with pytest.raises(ValueError, match="share one path"):
+        _conf(extra_ro_binds=((Path("/srv/a"), "/opt/x"), (Path("/srv/b"), "/opt/x")))
