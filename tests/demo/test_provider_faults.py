@@ -118,16 +118,15 @@ def test_an_http_fault_answers_its_status_with_the_messages_api_error(
 
 
 def test_an_http_fault_says_its_own_type_message_and_headers() -> None:
-    fault = {"fault": "http", "status": 400, "error_type": "invalid_request_error",
+    fault = {"fault": "http", "status": 529, "error_type": "api_error",
              "message": "prompt is too long: 250000 tokens > 200000 maximum",
              "headers": {"retry-after": "0"}}
     with ScriptedProvider([_script([fault, _text("ok")])]) as provider:
         status, headers, raw = _post(provider.url, _body())
-    assert status == 400
+    assert status == 529
     assert headers["retry-after"] == "0"
-    assert json.loads(raw)["error"] == {
-        "type": "invalid_request_error",
-        "message": "prompt is too long: 250000 tokens > 200000 maximum"}
+    assert json.loads(raw)["error"] == {  # the type given, not the status's overloaded_error
+        "type": "api_error", "message": "prompt is too long: 250000 tokens > 200000 maximum"}
 
 
 @pytest.mark.parametrize("fault", [
