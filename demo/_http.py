@@ -3,7 +3,8 @@
 `_Server` serves `demo._server.ScriptedProvider` on loopback; `_Handler` reads a request's
 body within the provider's byte and value bounds (413 past one body's, 529 past what is
 in flight: docs/provider.md), decides its reply through the provider, and writes it as
-JSON or as server-sent events, with the scripted faults (an HTTP error, a cut stream).
+JSON or as server-sent events, with the scripted faults (demo/_faults.py: an HTTP error, a
+cut stream, an SSE error event) and a turn's delay.
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ from urllib.parse import urlsplit
 
 from recorder import json_values
 
-from ._scripts import CutFault, HttpFault
+from ._faults import ERROR_TYPES, STATUS_OF, CutFault, HttpFault, SseErrorFault
 from ._server import (
-    _ERROR_TYPES,
-    CUT_AFTER_EVENTS,
     HANDLER_TIMEOUT_S,
     SESSION_HEADER,
     ScriptedProvider,
@@ -81,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
             provider._count_error()
             provider._log(self.path, session, None, f"body of {length} bytes unread: the "
                           "bodies being handled hold the provider's bound")
-            self._send_json(529, error_body(_ERROR_TYPES[529], "too many request bytes at "
+            self._send_json(529, error_body(ERROR_TYPES[529], "too many request bytes at "
                                                                "once"))
             return
         try:
@@ -110,7 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
             provider._count_error()
             provider._log(self.path, session, None, f"body of {length} bytes undecoded: the "
                           "bodies being handled hold the provider's bound of JSON values")
-            self._send_json(529, error_body(_ERROR_TYPES[529], "too many request values at "
+            self._send_json(529, error_body(ERROR_TYPES[529], "too many request values at "
                                                                "once"))
             return
         try:
@@ -136,20 +135,30 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, error_body("invalid_request_error", "body is not a JSON object"))
             return None
         if provider._overloaded():
-            self._send_json(529, error_body(_ERROR_TYPES[529], "overloaded for a while"))
+            self._send_json(529, error_body(ERROR_TYPES[529], "overloaded for a while"))
             return None
-        return provider._decide(body, session=session), body.get("stream") is True
+        streaming = body.get("stream") is True
+        return provider._decide(body, session=session, streaming=streaming), streaming
 
     def _answer(self, reply: _Reply, streaming: bool) -> None:
         """Send ``reply``: its fault, or its turn as a stream or one message."""
         provider = self.server.provider
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        provider.wait_or_stop(reply.delay_s)
+        fault = reply.fault
         try:
-            if isinstance(reply.fault, HttpFault):
-                status = reply.fault.status
-                self._send_json(status, error_body(_ERROR_TYPES[status], f"scripted {status}"))
-            elif isinstance(reply.fault, CutFault):
-                self._cut(reply, message_id) if streaming else self._reset()
+            if isinstance(fault, HttpFault):
+                self._send_json(fault.status, error_body(fault.kind(), fault.text()),
+                                {str(k): v for k, v in fault.headers.items()})
+            elif isinstance(fault, CutFault):
+                self._cut(reply, message_id, fault.after_events) if streaming else self._reset()
+            elif isinstance(fault, SseErrorFault):
+                error = error_body(fault.error_type, fault.message)
+                if streaming:
+                    events = stream_events(reply.turn, model=reply.model, message_id=message_id)
+                    self._send_stream([*events[:fault.after_events], error])
+                else:
+                    self._send_json(STATUS_OF[fault.error_type], error)
             elif streaming:
                 self._send_stream(
                     stream_events(reply.turn, model=reply.model, message_id=message_id)
@@ -172,9 +181,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
 
-    def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
+    def _send_json(self, status: int, payload: Mapping[str, Any],
+                   extra: Mapping[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
-        self._head(status, "application/json", {"Content-Length": str(len(data))})
+        self._head(status, "application/json", {**(extra or {}),
+                                                "Content-Length": str(len(data))})
         self.wfile.write(data)
 
     def _send_stream(
@@ -191,9 +202,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
 
-    def _cut(self, reply: _Reply, message_id: str) -> None:
+    def _cut(self, reply: _Reply, message_id: str, after_events: int) -> None:
         events = stream_events(reply.turn, model=reply.model, message_id=message_id)
-        self._send_stream(events, cut_after=CUT_AFTER_EVENTS)
+        self._send_stream(events, cut_after=after_events)
 
     def _reset(self) -> None:
         """Close the connection with a TCP reset (the client sees ECONNRESET, not an end)."""

@@ -2,11 +2,12 @@
 
 A script (docs/provider.md) names the text its probe's task contains
 (``match``), the served model, and the turns to play: text, thinking and
-tool_use blocks, fault steps (an HTTP status, a cut connection) that apply
-to the requests for the next real turn, and a branch: the rest of the script
-chosen by text the request carries (``when_request_contains``), else
-``otherwise``. A branch is decided per request from that request alone
-(`Script.route`): the provider keeps no per-connection state.
+tool_use blocks, fault steps (demo/_faults.py: an HTTP status, a cut
+connection, an SSE error event) that apply to the requests for the next real
+turn, and a branch: the rest of the script chosen by text the request carries
+(``when_request_contains``), else ``otherwise``. A branch is decided per
+request from that request alone (`Script.route`): the provider keeps no
+per-connection state.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ from pydantic import (
 )
 
 from recorder import ARMS, describe_errors
+
+from ._faults import FAULT_TAGS
+from ._faults import CutFault as CutFault
+from ._faults import Fault as Fault
+from ._faults import HttpFault as HttpFault
+from ._faults import SseErrorFault as SseErrorFault
 
 
 class _Strict(BaseModel):
@@ -74,6 +81,10 @@ class Usage(_Strict):
     cache_creation_input_tokens: int = Field(default=0, ge=0)
 
 
+MAX_DELAY_S: Final = 120.0
+"""The longest ``delay_s`` a turn may ask for (the CLI's own request timeout is longer)."""
+
+
 class Turn(_Strict):
     """One model message, answered to the request whose assistant count is its index."""
 
@@ -81,24 +92,12 @@ class Turn(_Strict):
     model: str | None = None
     """Served model for this turn; default: the script's, else the request's."""
     usage: Usage = Usage()
-
-
-class HttpFault(_Strict):
-    """Answer ``times`` requests for the next turn with an HTTP error status."""
-
-    fault: Literal["http"]
-    status: Literal[429, 500, 529]
-    times: int = Field(default=1, ge=1)
-
-
-class CutFault(_Strict):
-    """Reset the connection of ``times`` requests for the next turn."""
-
-    fault: Literal["cut"]
-    times: int = Field(default=1, ge=1)
-
-
-Fault: TypeAlias = HttpFault | CutFault
+    delay_s: float = Field(default=0.0, ge=0.0, le=MAX_DELAY_S)
+    """Seconds the provider waits before it answers with this turn (a slow model: the
+    k_*_during_api situations signal the CLI meanwhile); 0 answers at once."""
+    chunk: int | None = Field(default=None, ge=1)
+    """Stream each block's text, thinking and tool input JSON in pieces of this many
+    characters; default: about three pieces per block (`demo._wire.DELTA_PIECES`)."""
 
 
 class Alternative(_Strict):
@@ -146,6 +145,7 @@ Step: TypeAlias = Annotated[
     Annotated[Turn, Tag("turn")]
     | Annotated[HttpFault, Tag("http")]
     | Annotated[CutFault, Tag("cut")]
+    | Annotated[SseErrorFault, Tag("sse_error")]
     | Annotated[Branch, Tag(_BRANCH_TAG)],
     Discriminator(_step_kind),
 ]
@@ -218,6 +218,10 @@ class Script(_Strict):
     turns: list[Step] = Field(min_length=1)
     name: str = ""
     """Key of `ScriptedProvider.requests`; `load_scripts` sets the file's stem."""
+    after_last: Literal["repeat_last"] | None = None
+    """What a request past the last turn of its route gets: None, ``no script for this
+    request``; ``repeat_last``, the route's last turn again (`repeated`), so a session
+    that never ends its loop meets the CLI's ``--max-turns``."""
 
     def route(self, text: str) -> Route:
         """The route a request takes: at each branch, the first alternative whose
@@ -279,6 +283,14 @@ class Script(_Strict):
         for route in self.routes():
             self.playbook(route)
         return self
+
+
+def repeated(turn: Turn, index: int) -> Turn:
+    """``turn`` played again at turn ``index`` (a script's ``after_last: repeat_last``):
+    each tool_use id gets ``_<index>`` appended, so no two calls of a session share one."""
+    blocks = [b.model_copy(update={"id": f"{b.id}_{index}"}) if isinstance(b, ToolUseBlock)
+              else b for b in turn.blocks]
+    return turn.model_copy(update={"blocks": blocks})
 
 
 class ScriptError(ValueError):
@@ -343,7 +355,7 @@ def _short(exc: ValidationError) -> str:
     return "; ".join(describe_errors(exc, Script, hidden=_STEP_TAGS, own=_special))
 
 
-_STEP_TAGS: Final = frozenset({"turn", "http", "cut", _BRANCH_TAG})
+_STEP_TAGS: Final = frozenset({"turn", *FAULT_TAGS, _BRANCH_TAG})
 """The tags of a step's kinds in an error's place: they name no key of the file."""
 
 

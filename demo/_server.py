@@ -33,13 +33,16 @@ How a request is answered (stateless: no per-connection state):
   retry the same request three times and then print a synthetic error; a
   text turn ends the session at once, and the count lets a test fail loudly.
 
-Fault steps in a script's ``turns`` (``{"fault": "http", "status": 529}``,
-``{"fault": "cut"}``, each with ``times``, default 1) do not take a turn
-index: they apply, in order, to the requests for the next real turn, counted
-per CLI session (the ``X-Claude-Code-Session-Id`` header) so that concurrent
-sessions of one script each see them. A ``cut`` resets the connection after
-the first events of the stream (or before any answer to a non-streaming
-request).
+Fault steps in a script's ``turns`` (demo/_faults.py: ``{"fault": "http",
+"status": 529}``, ``{"fault": "cut"}``, ``{"fault": "sse_error"}``, each with
+``times``, default 1) do not take a turn index: they apply, in order, to the
+requests for the next real turn, counted per CLI session (the
+``X-Claude-Code-Session-Id`` header) so that concurrent sessions of one script
+each see them. A ``cut`` resets the connection after the first events of the
+stream (or before any answer to a non-streaming request); an ``sse_error``
+sends an ``error`` event after them; a ``stream_only`` fault spares the
+non-streaming fallback. A turn's ``delay_s`` holds its answer back; a
+script's ``after_last: repeat_last`` plays its last turn again past the end.
 
 A test instrument, off unless asked for: ``request_log=FILE`` appends each
 request the provider receives to FILE, one JSON line per request (its path,
@@ -71,7 +74,7 @@ import anyio
 
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
-from ._scripts import Fault, Playbook, Route, Script, TextBlock, Turn
+from ._scripts import Fault, Playbook, Route, Script, TextBlock, Turn, repeated
 from ._wire import first_user_text, request_text, turn_index
 
 if TYPE_CHECKING:
@@ -122,9 +125,6 @@ POLL_INTERVAL_S: Final = 0.05
 """How often the serving loop checks for `ScriptedProvider.stop`; stopping waits about this long."""
 STOP_JOIN_S: Final = 5.0
 """Bound on joining the server thread in `ScriptedProvider.stop`."""
-CUT_AFTER_EVENTS: Final = 2
-"""A ``cut`` fault resets the connection after this many SSE events."""
-_ERROR_TYPES: Final = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 
 
 _NO_SCRIPT_TURN: Final = Turn(blocks=[TextBlock(type="text", text=NO_SCRIPT_TEXT)])
@@ -139,6 +139,11 @@ class _Reply:
         self.turn = turn
         self.model = model
         self.fault = fault
+
+    @property
+    def delay_s(self) -> float:
+        """Seconds to wait before answering: the turn's ``delay_s``, none for a fault."""
+        return 0.0 if self.fault is not None else self.turn.delay_s
 
 
 class ScriptedProvider:
@@ -209,6 +214,7 @@ class ScriptedProvider:
         self._request_log: RequestLog | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def _reserve(self, length: int) -> bool:
         """Take ``length`` bytes of the bodies' budget (`BODIES_IN_FLIGHT_BYTES`); False, and
@@ -291,6 +297,7 @@ class ScriptedProvider:
             OSError: the address cannot be bound, or the request log cannot be opened.
         """
         if self._server is None:
+            self._stopping.clear()
             if self._request_log_path is not None and self._request_log is None:
                 self._request_log = RequestLog(self._request_log_path)
             try:
@@ -315,13 +322,15 @@ class ScriptedProvider:
         """Stop accepting requests and join the server thread (at most `STOP_JOIN_S`).
 
         Responses already in flight finish in their own daemon threads, each
-        bounded by `HANDLER_TIMEOUT_S`; the request log, if any, is closed (what
-        they still receive is not logged). Idempotent.
+        bounded by `HANDLER_TIMEOUT_S` (a turn's ``delay_s`` ends at once); the
+        request log, if any, is closed (what they still receive is not logged).
+        Idempotent.
         """
         server, thread = self._server, self._thread
         self._server = self._thread = None
         if server is None or thread is None:
             return
+        self._stopping.set()  # a turn's delay_s ends now
         server.shutdown()
         server.server_close()
         thread.join(STOP_JOIN_S)
@@ -405,8 +414,18 @@ class ScriptedProvider:
                         self._tool_results.note(tool_use_id, text=text, session=session,
                                                 is_error=bool(block.get("is_error", False)))
 
-    def _decide(self, body: Mapping[str, Any], *, session: str) -> _Reply:
-        """Pick the reply to one request; counts it. Thread-safe."""
+    def wait_or_stop(self, seconds: float) -> None:
+        """Wait ``seconds`` (a turn's ``delay_s``), or less once `stop` is called."""
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def _decide(self, body: Mapping[str, Any], *, session: str,
+                streaming: bool = True) -> _Reply:
+        """Pick the reply to one request; counts it. Thread-safe.
+
+        ``streaming``: whether the request asked for a stream; a ``stream_only`` fault
+        lets a request without it (the CLI's fallback) have the turn.
+        """
         self._note_tool_results(body, session)
         text = first_user_text(body)
         index = turn_index(body)
@@ -418,6 +437,9 @@ class ScriptedProvider:
             if script is not None:
                 self._requests[script.name] += 1
             playbook = self._playbooks[(script.name, route)] if script is not None else []
+            if script is not None and index >= len(playbook) and script.after_last:
+                turn = repeated(playbook[-1][1], index)
+                return _Reply(turn, turn.model or script.model or fallback)
             if script is None or index >= len(playbook):
                 self._unmatched += 1
                 what = (f"the script {script.name!r}{script.describe(route)} has no turn "
@@ -432,7 +454,8 @@ class ScriptedProvider:
         model = turn.model or script.model or fallback
         for fault in faults:
             if hits < fault.times:
-                return _Reply(turn, model, fault)
+                spared = fault.stream_only and not streaming
+                return _Reply(turn, model, None if spared else fault)
             hits -= fault.times
         return _Reply(turn, model)
 

@@ -11,7 +11,8 @@ from typing import Any, Final
 from ._scripts import TextBlock, ThinkingBlock, ToolUseBlock, Turn, Usage
 
 DELTA_PIECES: Final = 3
-"""Text and tool input JSON are streamed in this many deltas, as a real stream splits them."""
+"""Text and tool input JSON are streamed in this many deltas, as a real stream splits them
+(unless the turn's ``chunk`` gives the pieces' size)."""
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
@@ -77,27 +78,27 @@ def _stop_reason(turn: Turn) -> str:
     return "tool_use" if any(isinstance(b, ToolUseBlock) for b in turn.blocks) else "end_turn"
 
 
-def _pieces(text: str) -> list[str]:
-    size = max(1, math.ceil(len(text) / DELTA_PIECES))
+def _pieces(text: str, chunk: int | None) -> list[str]:
+    size = chunk or max(1, math.ceil(len(text) / DELTA_PIECES))
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _block_events(
-    index: int, block: TextBlock | ThinkingBlock | ToolUseBlock
+    index: int, block: TextBlock | ThinkingBlock | ToolUseBlock, chunk: int | None
 ) -> list[dict[str, Any]]:
     start: dict[str, Any]
     deltas: list[dict[str, Any]]
     if isinstance(block, TextBlock):
         start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block.text)]
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block.text, chunk)]
     elif isinstance(block, ThinkingBlock):
         start = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block.thinking)]
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block.thinking, chunk)]
         deltas.append({"type": "signature_delta", "signature": block.signature})
     else:
         start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
         partial = json.dumps(block.input, ensure_ascii=False)
-        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(partial)]
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(partial, chunk)]
     return [
         {"type": "content_block_start", "index": index, "content_block": start},
         *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
@@ -119,7 +120,7 @@ def stream_events(turn: Turn, *, model: str, message_id: str) -> list[dict[str, 
     }
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}, {"type": "ping"}]
     for index, block in enumerate(turn.blocks):
-        events.extend(_block_events(index, block))
+        events.extend(_block_events(index, block, turn.chunk))
     events.append(
         {
             "type": "message_delta",
@@ -146,5 +147,6 @@ def whole_message(turn: Turn, *, model: str, message_id: str) -> dict[str, Any]:
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
-    """The Messages API's error object: ``{"type": "error", "error": {type, message}}``."""
+    """The Messages API's error object: ``{"type": "error", "error": {type, message}}``;
+    also the payload of a stream's ``error`` event."""
     return {"type": "error", "error": {"type": kind, "message": message}}
