@@ -3,6 +3,8 @@
 #   make test   - the whole test suite (unit, contract, integration)
 #   make bench  - the quick benches, one table of ratios, recorded in bench/RESULTS.md
 #                 (FULL=1 adds the 10,000-session batch; docs/bench.md)
+#   make census CENSUS_VERSION=X - what release X prints, per line kind, against the pin's
+#                 census (installs X under .harness-census/X/; docs/census.md)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +13,7 @@ HARNESS_PKG := @anthropic-ai/claude-code@$(HARNESS_VERSION)
 HARNESS_STAMP := .harness/.installed-$(HARNESS_VERSION)
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench setup bwrap socat session-user harness venv bench-venv clean chromium
+.PHONY: demo test bench census setup bwrap socat session-user harness venv bench-venv clean chromium
 
 demo: setup
 	$(VENV)/bin/headwater-campaign demo $(DEMO_ARGS)
@@ -20,6 +22,15 @@ test: setup chromium
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 setup: bwrap socat session-user venv harness
+
+# The harness census of one release (a maintainer tool, docs/census.md): installs it beside
+# the pin, replays the recorded situations under the real sandbox, writes
+# tests/fixtures/census/$(CENSUS_VERSION).json and prints the drift. CENSUS_ARGS passes more
+# (e.g. --captures, --only NAME ...).
+census: setup
+	@if [ -z "$(CENSUS_VERSION)" ]; then \
+	  echo "name the release: make census CENSUS_VERSION=2.1.332" >&2; exit 2; fi
+	$(VENV)/bin/python -m census $(CENSUS_VERSION) $(CENSUS_ARGS)
 
 BENCH_STAMP := $(VENV)/.installed-bench
 bench: setup bench-venv
@@ -91,4 +102,4 @@ $(HARNESS_STAMP):
 	touch $@
 
 clean:
-	rm -rf $(VENV) .harness build dist *.egg-info
+	rm -rf $(VENV) .harness .harness-census build dist *.egg-info

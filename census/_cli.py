@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--harness", type=Path, metavar="PATH",
                         help="replay through this CLI instead of installing RELEASE (it must "
                              "be that release)")
+    parser.add_argument("--streams", type=Path, metavar="DIR",
+                        help="take the census of the committed streams DIR/*.jsonl instead of "
+                             "replaying (nothing installed or run; e.g. tests/fixtures/captures "
+                             "for 2.1.197)")
     parser.add_argument("--situations", type=Path, metavar="DIR", default=None,
                         help=f"the situations' directory (default: {SITUATIONS})")
     parser.add_argument("--only", nargs="+", metavar="NAME",
@@ -110,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, highlight=False)
     out = Console(highlight=False)
     root = CHECKOUT
+    if args.streams is not None:
+        return _of_streams(args, out, err, root)
     try:
         situations = load_situations(args.situations or root / SITUATIONS, args.only)
         harness = args.harness or install_release(args.release, root=root)
@@ -147,6 +153,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_write:
         out.print(f"written: {out_path}", markup=False)
     return _verdict(out, args.release, replays, reads.undecided_init_keys(census))
+
+
+def _of_streams(args: argparse.Namespace, out: Console, err: Console, root: Path) -> int:
+    """The census of committed streams (``--streams``): written and printed, no verdict on
+    situations (none ran); the init keys are judged as for a replay."""
+    paths = sorted(args.streams.glob("*.jsonl"))
+    if not paths:
+        err.print(f"census: no *.jsonl stream in {args.streams}", markup=False)
+        return EXIT_USAGE
+    census = take_census(args.release, [(path.stem, path.read_bytes()) for path in paths])
+    baseline_path = args.baseline or root / CENSUSES / f"{PINNED_RELEASE}.json"
+    baseline = _read_json(baseline_path)
+    out_path = args.out or root / CENSUSES / f"{args.release}.json"
+    if not args.no_write:
+        out_path.write_text(dump_census(census), encoding="utf-8")
+    reads = recorder_keys()
+    print_census(out, census, baseline, reads, header=[
+        f"census of {args.release} from {len(paths)} committed streams in {args.streams}"])
+    return _verdict(out, args.release, [], reads.undecided_init_keys(census))
 
 
 def _verdict(out: Console, release: str, replays: Sequence[Replay],

@@ -1,0 +1,60 @@
+"""Replays under the real sandbox through the pinned CLI; the captures' files name no host path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from census import (
+    INIT_KIND,
+    Replay,
+    load_situations,
+    replay_all,
+    settle_host,
+    take_census,
+    write_captures,
+)
+
+SITUATIONS = Path(__file__).resolve().parent.parent / "fixtures" / "census" / "situations"
+
+
+def test_the_captures_keep_the_stream_as_printed_and_how_it_ran(tmp_path: Path) -> None:
+    result = Replay(name="s1", argv=("/opt/harness/claude", "-p", "Hi"),
+                    sandbox_argv=("<cgroup>/cgroup.procs", "<harness>"), network="confined",
+                    stdout=b'{"type":"result"}\n', stdout_cut=False, stderr_tail="",
+                    returncode=0, signal_sent=None, timed_out=False, duration_s=1.0,
+                    unmatched=0)
+    write_captures([result], tmp_path)
+    assert (tmp_path / "s1.jsonl").read_bytes() == b'{"type":"result"}\n'
+    meta = json.loads((tmp_path / "s1.meta.json").read_text())
+    assert meta["argv"] == ["/opt/harness/claude", "-p", "Hi"]
+    assert (meta["exit_status"], meta["signal"], meta["network"]) == (0, None, "confined")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_two_situations_replayed_under_bwrap_print_the_kinds_of_their_captures(
+        bwrap: str, harness: Path) -> None:
+    """a_read_answer and c_bash through the pinned CLI under the real sandbox: the init line,
+    assistant and user lines and results, and c_bash's background command's second result
+    (as its 2.1.197 capture shows)."""
+    from sandbox import run_sync
+
+    situations = load_situations(SITUATIONS, ["a_read_answer", "c_bash"])
+    host = settle_host(bwrap=bwrap)
+    replays = run_sync(lambda: replay_all(situations, harness=harness, host=host))
+    assert [r.ran for r in replays] == [True, True], [r.stderr_tail for r in replays]
+    census = take_census("2.1.197", [(r.name, r.stdout) for r in replays])
+    kinds = census["kinds"]
+    assert {INIT_KIND, "assistant", "user", "result"} <= set(kinds)
+    assert kinds[INIT_KIND]["keys"]["claude_code_version"]["situations"] == "all"
+    assert kinds["result"]["subtypes"]["success"]["lines"] == 3  # c_bash prints two
+    init = next(json.loads(line) for line in replays[0].stdout.splitlines()
+                if b'"subtype":"init"' in line)
+    assert init["cwd"] == "/workspace"
+    assert init["claude_code_version"] == "2.1.197"
+    for result in replays:
+        assert not any(str(Path("/tmp")) + "/headwater-census" in arg
+                       for arg in result.sandbox_argv)
