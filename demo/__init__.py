@@ -3,7 +3,9 @@
 Not part of the product's measurement: the scripted provider is a loopback
 test double of the Anthropic Messages API (docs/provider.md), and the example
 corpus is what ``headwater-campaign demo`` runs. ``campaign`` starts the
-provider only for ``demo`` and ``run --provider scripted``.
+provider only for ``demo`` and ``run --provider scripted``. `SituationSpec` is the
+format of the census's recorded situations (tests/fixtures/census/situations/), whose
+scripts are this provider's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from ._scripts import Script as Script
 from ._scripts import ScriptError as ScriptError
 from ._scripts import load_scripts as load_scripts
 from ._server import ScriptedProvider as ScriptedProvider
+from ._situations import SITUATION_FILE as SITUATION_FILE
+from ._situations import SituationSpec as SituationSpec
+from ._situations import read_situation as read_situation
 
 
 @contextlib.contextmanager
