@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -15,7 +15,7 @@ from rich.console import Console
 from recorder import PINNED_RELEASE
 from sandbox import run_sync
 
-from ._census import dump_census, take_census
+from ._census import INIT_KIND, dump_census, line_kind, take_census
 from ._install import InstallFailed, install_release
 from ._printout import print_census
 from ._reads import recorder_keys
@@ -23,7 +23,7 @@ from ._replays import DEFAULT_CONCURRENCY, describe, replay_all, write_captures
 from ._runner import Replay, settle_host
 from ._situation import SituationError, load_situations
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main", "printed_versions"]
 
 CHECKOUT: Final = Path(__file__).resolve().parent.parent
 SITUATIONS: Final = Path("tests/fixtures/census/situations")
@@ -52,8 +52,9 @@ EPILOG: Final = f"""\
 exit status:
   0  every situation ran and every init key of the release is decided: the release passes
      (it may then be added to the recorder's COVERED_RELEASES)
-  1  a situation did not run (timed out, or its sandbox could not start), or an init key
-     of the release is neither read nor decided by the recorder (RC-07)
+  1  a situation did not run (timed out, or its sandbox could not start), an init key
+     of the release is neither read nor decided by the recorder (RC-07), or the harness
+     replayed printed another release
   2  the release cannot be installed, or the situations cannot be read
 
 examples:
@@ -152,7 +153,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_census(out, census, baseline, reads, header=header)
     if not args.no_write:
         out.print(f"written: {out_path}", markup=False)
+    printed = printed_versions(r.stdout for r in replays)
+    if printed - {args.release}:
+        out.print(f"the harness is not {args.release}: its init lines print "
+                  f"{', '.join(sorted(printed))} (give --harness the CLI of that release)",
+                  markup=False)
+        return EXIT_DRIFT_UNDECIDED
     return _verdict(out, args.release, replays, reads.undecided_init_keys(census))
+
+
+def printed_versions(streams: Iterable[bytes]) -> set[str]:
+    """The ``claude_code_version`` values the init lines of ``streams`` print."""
+    found: set[str] = set()
+    for stdout in streams:
+        for line in stdout.splitlines():
+            if b'"init"' not in line:
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if (isinstance(obj, dict) and line_kind(obj) == INIT_KIND
+                    and isinstance(version := obj.get("claude_code_version"), str)):
+                found.add(version)
+    return found
 
 
 def _of_streams(args: argparse.Namespace, out: Console, err: Console, root: Path) -> int:

@@ -42,19 +42,20 @@ async def replay_all(situations: Sequence[LoadedSituation], *, harness: Path, ho
     """Replay each situation (at most ``concurrency`` at once); results in ``situations``'
     order. ``progress`` is told one line per situation as it ends."""
     results: dict[str, Replay] = {}
-    limiter = anyio.CapacityLimiter(max(1, concurrency))
+    queue = list(reversed(situations))  # taken from the end: in the given order
     total = len(situations)
 
-    async def one(loaded: LoadedSituation) -> None:
-        async with limiter:
+    async def worker() -> None:
+        while queue:
+            loaded = queue.pop()
             result = await replay(loaded, harness=harness, host=host)
-        results[loaded.name] = result
-        best = " (best effort)" if loaded.situation.best_effort else ""
-        progress(f"[{len(results)}/{total}] {loaded.name}{best}: {describe(result)}")
+            results[loaded.name] = result
+            best = " (best effort)" if loaded.situation.best_effort else ""
+            progress(f"[{len(results)}/{total}] {loaded.name}{best}: {describe(result)}")
 
     async with anyio.create_task_group() as group:
-        for loaded in situations:
-            group.start_soon(one, loaded)
+        for _ in range(max(1, min(concurrency, total))):
+            group.start_soon(worker)
     return [results[loaded.name] for loaded in situations]
 
 

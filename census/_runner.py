@@ -62,6 +62,8 @@ STDERR_TAIL_BYTES: Final = 4000
 PLACEHOLDER_KEY: Final = "sk-census-placeholder"
 """The API key a replayed session is given: the scripted provider takes any."""
 READ_BYTES: Final = 64 * 1024
+MAX_ARG_CHARS: Final = 200
+"""A longer argument of the sandbox's argv (its init scripts) is kept as its length only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,10 +313,12 @@ def _argv0_and_parent(pid: int) -> tuple[str, int]:
 
 
 def _placeholders(argv: tuple[str, ...], harness: Path) -> tuple[str, ...]:
-    """``argv`` with the host's cgroup paths and the harness's host path as placeholders."""
+    """``argv`` with the host's cgroup paths and the harness's host path as placeholders, and
+    each of the sandbox's own shell and Python scripts (``-c``) as its length."""
     out = []
     for arg in argv:
         if arg.startswith("/sys/fs/cgroup/"):
             arg = "<cgroup>/" + arg.rsplit("/", 1)[-1]
-        out.append(arg.replace(str(harness.resolve()), "<harness>"))
+        arg = arg.replace(str(harness.resolve()), "<harness>")
+        out.append(arg if len(arg) <= MAX_ARG_CHARS else f"<script of {len(arg)} characters>")
     return tuple(out)

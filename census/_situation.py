@@ -10,70 +10,18 @@ scripts, `demo.load_scripts`), ``workspace/`` (the files before the run) and, op
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Final, Literal
+from pathlib import Path
+from typing import TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from demo import SITUATION_FILE, SituationSpec, read_situation
 
-from recorder import describe_errors
-
-__all__ = ["SITUATION_FILE", "LoadedSituation", "Mount", "Situation", "SituationError", "Stop",
-           "load_situation",
+__all__ = ["SITUATION_FILE", "LoadedSituation", "Situation", "SituationError", "load_situation",
            "load_situations"]
 
-SITUATION_FILE: Final = "situation.json"
-"""The file that makes a directory a situation."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Stop(_Strict):
-    """The signal the runner sends the harness ``after_s`` seconds after it started."""
-
-    signal: Literal["SIGTERM", "SIGINT", "SIGKILL"]
-    after_s: float = Field(gt=0)
-
-
-class Mount(_Strict):
-    """A fixture of the situation's directory, bound read-only at ``at`` inside the sandbox."""
-
-    fixture: str = Field(min_length=1)
-    """A path relative to the situation's directory (a file or a directory)."""
-    at: str = Field(min_length=2)
-    """The absolute path inside the sandbox (e.g. ``/opt/mcp/echo.py``)."""
-
-    @field_validator("fixture")
-    @classmethod
-    def _inside(cls, value: str) -> str:
-        pure = PurePosixPath(value)
-        if pure.is_absolute() or ".." in pure.parts:
-            raise ValueError("a mount's fixture is a relative path inside the situation's "
-                             f"directory, got {value!r}")
-        return value
-
-
-class Situation(_Strict):
-    """``situation.json`` of format 1 (docs/census.md)."""
-
-    format: Literal[1]
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    shows: str
-    """One line: what the situation shows (and, when best effort, why)."""
-    prompt: str
-    args: list[str]
-    """The harness arguments after ``-p PROMPT --output-format stream-json --verbose``."""
-    env: dict[str, str] = {}
-    stop: Stop | None = None
-    mounts: list[Mount] = []
-    timeout_s: float = Field(gt=0)
-    best_effort: bool = False
-    """True when the sandbox cannot reproduce the recorded situation faithfully."""
-    omit_verbose: bool = False
-    """Leave ``--verbose`` out (the situation shows what the harness does without it)."""
+Situation: TypeAlias = SituationSpec
+"""``situation.json`` of format 1, as the scripted provider's package defines it
+(`demo.SituationSpec`: the situations and their provider's faults are written together)."""
 
 
 class SituationError(ValueError):
@@ -113,21 +61,15 @@ def load_situation(directory: Path) -> LoadedSituation:
     """Read ``directory/situation.json`` and check what it names exists.
 
     Raises:
-        SituationError: the file is missing, not JSON, breaks format 1, names another
-            directory than its own, or a mount's fixture or the scripts are missing.
+        SituationError: the file is missing, not JSON, breaks format 1 (`demo.read_situation`),
+            names another directory than its own, or a mount's fixture or the scripts are
+            missing.
     """
     path = directory / SITUATION_FILE
     try:
-        situation = Situation.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise SituationError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise SituationError(f"{path}: not JSON: {exc}") from exc
-    except ValidationError as exc:
-        raise SituationError(f"{path}: {'; '.join(describe_errors(exc))}") from exc
-    if situation.name != directory.name:
-        raise SituationError(f"{path}: its name {situation.name!r} is not its directory's "
-                             f"({directory.name!r}): a situation is named by its directory")
+        situation = read_situation(directory)
+    except ValueError as exc:
+        raise SituationError(str(exc)) from exc
     loaded = LoadedSituation(situation, directory)
     if not loaded.scripts.is_dir():
         raise SituationError(f"{directory}: no scripts/ directory (the provider's scripts)")

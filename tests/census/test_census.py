@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from census import ALL, INIT_KIND, NOT_AN_OBJECT, dump_census, json_type, line_kind, take_census
+from census import (
+    ALL,
+    INIT_KIND,
+    NOT_AN_OBJECT,
+    diff_census,
+    dump_census,
+    json_type,
+    line_kind,
+    take_census,
+)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CAPTURES = FIXTURES / "captures"
 CENSUSES = FIXTURES / "census"
+SITUATIONS = CENSUSES / "situations"
 
 
 def _lines(*objs: object) -> bytes:
@@ -87,15 +98,57 @@ def test_the_census_is_the_same_bytes_whatever_the_order_of_its_streams() -> Non
         take_census("2.1.197", list(reversed(streams))))
 
 
-def _committed(release: str, captures: Path) -> tuple[str, str]:
-    streams = [(path.stem, path.read_bytes()) for path in sorted(captures.glob("*.jsonl"))]
-    return (dump_census(take_census(release, streams)),
-            (CENSUSES / f"{release}.json").read_text(encoding="utf-8"))
+def _taken(release: str, streams: Path) -> dict[str, Any]:
+    return take_census(release, [(path.stem, path.read_bytes())
+                                 for path in sorted(streams.glob("*.jsonl"))])
 
 
-def test_the_census_of_the_committed_2_1_197_captures_is_the_committed_census() -> None:
-    """A change to the census function, or to the 2.1.197 captures, is a diff of
-    tests/fixtures/census/2.1.197.json, which `make census CENSUS_VERSION=2.1.197` writes."""
-    taken, committed = _committed("2.1.197", CAPTURES)
-    assert taken == committed
+def _committed(release: str) -> str:
+    return (CENSUSES / f"{release}.json").read_text(encoding="utf-8")
 
+
+def test_the_census_of_the_committed_2_1_332_streams_is_the_committed_census() -> None:
+    """The streams `make census CENSUS_VERSION=2.1.332 CENSUS_ARGS=--captures` kept give
+    exactly the census it wrote: a change to the census function, or to the streams, is a
+    diff of tests/fixtures/census/2.1.332.json."""
+    assert dump_census(_taken("2.1.332", FIXTURES / "captures-2.1.332")) == _committed("2.1.332")
+
+
+def _shape(census: dict[str, Any]) -> dict[str, Any]:
+    """What a drift is about: per kind its keys and their types, subtypes, message keys,
+    members and object keys (no counts, no situations)."""
+    def names(entry: dict[str, Any], part: str) -> Any:
+        return {key: sorted(value) if part == "members" or part == "object_keys" else
+                value.get("types") if isinstance(value, dict) else None
+                for key, value in entry.get(part, {}).items()}
+    return {kind: {part: names(entry, part) for part in ("keys", "subtypes", "message_keys",
+                                                         "members", "object_keys")}
+            for kind, entry in census["kinds"].items()}
+
+
+def test_the_2_1_197_captures_show_exactly_the_kinds_keys_and_members_of_its_census() -> None:
+    """The recorded 2.1.197 captures and the committed census of 2.1.197 (the situations
+    replayed through it under the census's sandbox) agree on every kind, key, JSON type,
+    subtype, message key and init member: the replay reproduces what the captures
+    recorded. Counts and situations may differ (the best-effort situations; the captures'
+    provider streamed thinking in other pieces)."""
+    taken = _taken("2.1.197", CAPTURES)
+    committed = json.loads(_committed("2.1.197"))
+    assert [d for d in diff_census(committed, taken) if d.drifted] == []
+    assert _shape(taken) == _shape(committed)
+    assert taken["situations"] == committed["situations"]
+
+
+@pytest.mark.parametrize("release", ["2.1.197", "2.1.250", "2.1.300", "2.1.332"])
+def test_each_committed_census_is_of_its_release_and_of_every_situation(release: str) -> None:
+    census = json.loads(_committed(release))
+    assert census["release"] == release
+    assert census["situations"] == sorted(p.name for p in SITUATIONS.iterdir() if p.is_dir())
+    assert census["kinds"][INIT_KIND]["keys"]["claude_code_version"]["types"] == ["string"]
+
+
+def test_the_committed_2_1_332_streams_are_of_2_1_332() -> None:
+    versions = {json.loads(line)["claude_code_version"]
+                for path in (FIXTURES / "captures-2.1.332").glob("*.jsonl")
+                for line in path.read_bytes().splitlines() if b'"subtype":"init"' in line}
+    assert versions == {"2.1.332"}

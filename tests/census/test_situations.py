@@ -14,6 +14,7 @@ from census import (
     load_situation,
     load_situations,
     main,
+    printed_versions,
 )
 
 SITUATIONS = Path(__file__).resolve().parent.parent / "fixtures" / "census" / "situations"
@@ -51,7 +52,7 @@ def test_the_harness_command_is_the_stream_flags_then_the_situation_s_own(tmp_pa
     ({"format": 2}, "format"),
     ({"surprise": 1}, "surprise"),
     ({"stop": {"signal": "SIGHUP", "after_s": 1}}, "signal"),
-    ({"mounts": [{"fixture": "../x", "at": "/opt/x"}]}, "relative path inside"),
+    ({"mounts": [{"fixture": "../x", "at": "/opt/x"}]}, "path inside the situation"),
     ({"mounts": [{"fixture": "missing.py", "at": "/opt/x"}]}, "missing"),
 ])
 def test_a_broken_situation_is_refused_naming_the_rule(tmp_path: Path, changes: dict[str, object],
@@ -79,3 +80,11 @@ def test_help_teaches_what_it_prints_and_its_exit_statuses() -> None:
     for phrase in ("NEW or GONE", ".harness-census/RELEASE/", "not decided", "exit status",
                    "make census CENSUS_VERSION=2.1.332", "--captures"):
         assert phrase in text
+
+
+def test_the_release_a_replay_printed_is_read_from_its_init_lines() -> None:
+    streams = [b'{"type":"system","subtype":"init","claude_code_version":"2.1.332"}\n'
+               b'{"type":"result","subtype":"success"}\n',
+               b'not json "init"\n{"type":"system","subtype":"init","claude_code_version":"2.1.9"}',
+               b'{"type":"assistant","message":{"content":"init"}}\n']
+    assert printed_versions(streams) == {"2.1.332", "2.1.9"}
