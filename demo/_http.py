@@ -14,10 +14,11 @@ import os
 import socket
 import struct
 import sys
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from recorder import json_values
@@ -30,6 +31,12 @@ from ._server import (
     _Reply,
 )
 from ._wire import error_body, stream_events, whole_message
+
+CUT_PAUSE_S: Final = 0.2
+"""How long a ``cut`` waits between its last event and the reset: a reset makes the client's
+kernel drop what it received and its reader had not read yet, so a reset at once lost the
+events and the CLI saw a failed connection (a retry) where the captures show a broken stream
+(the non-streaming fallback)."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -196,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
         )
         for n, event in enumerate(events):
             if n == cut_after:
+                self.wfile.flush()
+                time.sleep(CUT_PAUSE_S)  # the client reads the events sent before the reset
                 self._reset()
                 return
             frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()

@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,8 +63,9 @@ def _post(url: str, body: Mapping[str, Any], *,
         conn.close()
 
 
-def _raw(url: str, body: Mapping[str, Any]) -> tuple[bytes, bool]:
-    """Everything the server sent on one connection, and whether it ended in a reset."""
+def _raw(url: str, body: Mapping[str, Any], *, late_s: float = 0.0) -> tuple[bytes, bool]:
+    """Everything the server sent on one connection, and whether it ended in a reset;
+    ``late_s``: how long the client waits after sending before it reads (a busy reader)."""
     parts = urlsplit(url)
     assert parts.hostname is not None and parts.port is not None
     data = json.dumps(body).encode()
@@ -71,6 +75,7 @@ def _raw(url: str, body: Mapping[str, Any]) -> tuple[bytes, bool]:
     received = b""
     with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
         sock.sendall(head + data)
+        time.sleep(late_s)
         while True:
             try:
                 piece = sock.recv(65536)
@@ -156,6 +161,17 @@ def test_a_cut_resets_the_stream_after_its_events() -> None:
         status, _, body = _post(provider.url, _body(stream=False))
     assert status == 200
     assert json.loads(body)["content"][0]["text"] == "after the cut"
+
+
+def test_a_cuts_events_reach_a_client_that_reads_them_late() -> None:
+    """The CLI must see the events before the reset (a broken stream, which it retries
+    without streaming, STREAM_JSON_FACTS 4), not a reset alone (a failed connection, which
+    it retries as one, with an api_retry line): a reset drops what the client had not read."""
+    script = _script([{"fault": "cut", "after_events": 3}, _text("after the cut")])
+    with ScriptedProvider([script]) as provider:
+        raw, reset = _raw(provider.url, _body(), late_s=0.05)
+    assert reset
+    assert [e["type"] for e in _events(raw)] == ["message_start", "ping", "content_block_start"]
 
 
 def test_a_stream_only_cut_spares_the_non_streaming_fallback() -> None:
@@ -288,3 +304,32 @@ def test_chunk_sets_the_size_of_every_delta() -> None:
     assert deltas[0] == ["ponde", "ring"]
     assert deltas[1] == ["Hello", " part", "ial w", "orld"]
     assert deltas[2] == ['{"fil', 'e_pat', 'h": "', 'a.md"', "}"]
+
+
+@pytest.mark.harness
+@pytest.mark.timeout(120)
+def test_the_real_cli_meets_a_cut_as_a_broken_stream_and_falls_back(
+        harness: Path, tmp_path: Path) -> None:
+    """f_cut_once as the pinned CLI met it (STREAM_JSON_FACTS 4): the cut stream is retried
+    once without streaming and the session recovers silently, no api_retry line."""
+    script = _script([{"fault": "cut", "after_events": 3}, _text("Recovered fine.")])
+    log = tmp_path / "requests.jsonl"
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "cfg").mkdir()
+    with ScriptedProvider([script], request_log=log) as provider:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path / "cfg"),
+               "CLAUDE_CONFIG_DIR": str(tmp_path / "cfg"), "LANG": "C.UTF-8",
+               "ANTHROPIC_BASE_URL": provider.url, "ANTHROPIC_API_KEY": "sk-fake",
+               "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "2"}
+        done = subprocess.run(
+            [str(harness), "-p", "do the FAULT-TASK", "--output-format", "stream-json",
+             "--verbose", "--permission-mode", "dontAsk", "--setting-sources", "project,local"],
+            cwd=tmp_path / "ws", env=env, capture_output=True, text=True, timeout=100,
+            check=False)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [line.get("subtype") for line in lines if line["type"] == "system"] == ["init"]
+    assert lines[-1]["result"] == "Recovered fine."
+    bodies = [json.loads(line)["body"] for line in log.read_text().splitlines()]
+    assert [body.get("stream") for body in bodies] == [True, None]

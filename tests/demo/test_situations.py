@@ -75,16 +75,17 @@ def test_each_situation_loads_and_its_scripts_match_what_the_session_sends(name:
 
 
 def test_the_fault_situations_use_the_captures_fault_kinds() -> None:
-    """What each f_* capture's provider did, said in our script format (docs/provider.md)."""
+    """What each f_* capture's provider did, said in our script format (docs/provider.md);
+    its streams had no ``ping``, so its N first events are our N + 1."""
     def faults(name: str) -> list[dict[str, Any]]:
         (path,) = (SITUATIONS / name / "scripts").glob("*.json")
         return [s for s in json.loads(path.read_text())["turns"] if "fault" in s]
 
     assert faults("f_cut_stream_only") == [
-        {"fault": "cut", "after_events": 3, "times": 99, "stream_only": True}]
+        {"fault": "cut", "after_events": 4, "times": 99, "stream_only": True}]
     assert faults("f_sse_overloaded_always") == [
         {"fault": "sse_error", "error_type": "overloaded_error", "message": "Overloaded",
-         "after_events": 2, "times": 99}]
+         "after_events": 3, "times": 99}]
     assert faults("f_429_then_ok") == [
         {"fault": "http", "status": 429, "times": 2, "message": "Rate limited",
          "headers": {"retry-after": "0"}}]
