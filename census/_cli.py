@@ -159,7 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{', '.join(sorted(printed))} (give --harness the CLI of that release)",
                   markup=False)
         return EXIT_DRIFT_UNDECIDED
-    return _verdict(out, args.release, replays, reads.undecided_init_keys(census))
+    unsignalled = [s.name for s, r in zip(situations, replays, strict=True)
+                   if s.situation.stop is not None and r.ran and r.signal_sent is None]
+    return _verdict(out, args.release, replays, reads.undecided_init_keys(census), unsignalled)
 
 
 def printed_versions(streams: Iterable[bytes]) -> set[str]:
@@ -199,10 +201,14 @@ def _of_streams(args: argparse.Namespace, out: Console, err: Console, root: Path
 
 
 def _verdict(out: Console, release: str, replays: Sequence[Replay],
-             undecided: Sequence[str]) -> int:
+             undecided: Sequence[str], unsignalled: Sequence[str] = ()) -> int:
     failed = [r for r in replays if not r.ran]
     for result in failed:
         out.print(f"did not run: {result.name}: {describe(result)}", markup=False)
+    for name in unsignalled:
+        out.print(f"warning: {name} ended before its stop signal was due, so this release "
+                  "did not show what the situation is for (its census counts what it printed)",
+                  markup=False)
     if undecided:
         out.print(f"not decided: the init line of {release} prints {len(undecided)} key(s) "
                   f"the recorder neither reads nor decides (RC-07: every init key is policed, "
