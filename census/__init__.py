@@ -22,6 +22,7 @@ from ._census import take_census as take_census
 from ._cli import build_parser as build_parser
 from ._cli import main as main
 from ._cli import printed_versions as printed_versions
+from ._cli import unsignalled as unsignalled
 from ._diff import KindDiff as KindDiff
 from ._diff import diff_census as diff_census
 from ._install import InstallFailed as InstallFailed

@@ -21,9 +21,9 @@ from ._printout import print_census
 from ._reads import recorder_keys
 from ._replays import DEFAULT_CONCURRENCY, describe, replay_all, write_captures
 from ._runner import Replay, settle_host
-from ._situation import SituationError, load_situations
+from ._situation import LoadedSituation, SituationError, load_situations
 
-__all__ = ["build_parser", "main", "printed_versions"]
+__all__ = ["build_parser", "main", "printed_versions", "unsignalled"]
 
 CHECKOUT: Final = Path(__file__).resolve().parent.parent
 SITUATIONS: Final = Path("tests/fixtures/census/situations")
@@ -159,9 +159,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{', '.join(sorted(printed))} (give --harness the CLI of that release)",
                   markup=False)
         return EXIT_DRIFT_UNDECIDED
-    unsignalled = [s.name for s, r in zip(situations, replays, strict=True)
-                   if s.situation.stop is not None and r.ran and r.signal_sent is None]
-    return _verdict(out, args.release, replays, reads.undecided_init_keys(census), unsignalled)
+    return _verdict(out, args.release, replays, reads.undecided_init_keys(census),
+                    unsignalled(situations, replays))
+
+
+def unsignalled(situations: Sequence[LoadedSituation], replays: Sequence[Replay]) -> list[str]:
+    """The situations with a stop signal whose replay ran but ended before it was due (the
+    release did not show what the situation is for)."""
+    return [s.name for s, r in zip(situations, replays, strict=True)
+            if s.situation.stop is not None and r.ran and r.signal_sent is None]
 
 
 def printed_versions(streams: Iterable[bytes]) -> set[str]:

@@ -14,18 +14,31 @@ from census import (
     replay_all,
     settle_host,
     take_census,
+    unsignalled,
     write_captures,
 )
 
 SITUATIONS = Path(__file__).resolve().parent.parent / "fixtures" / "census" / "situations"
 
 
+def _replay(name: str = "s1", signal_sent: str | None = None, error: str | None = None) -> Replay:
+    return Replay(name=name, argv=("/opt/harness/claude", "-p", "Hi"),
+                  sandbox_argv=("<cgroup>/cgroup.procs", "<harness>"), network="confined",
+                  stdout=b'{"type":"result"}\n', stdout_cut=False, stderr_tail="",
+                  returncode=0, signal_sent=signal_sent, timed_out=False, duration_s=1.0,
+                  unmatched=0, error=error)
+
+
+def test_a_situation_that_ended_before_its_signal_is_named() -> None:
+    situations = load_situations(SITUATIONS, ["k2_direct_sigterm", "k_sigkill", "c_bash",
+                                              "k_sigterm"])
+    replays = [_replay("k2_direct_sigterm"), _replay("k_sigkill", "SIGKILL after 10 s"),
+               _replay("c_bash"), _replay("k_sigterm", error="SpawnFailed: no bwrap")]
+    assert unsignalled(situations, replays) == ["k2_direct_sigterm"]
+
+
 def test_the_captures_keep_the_stream_as_printed_and_how_it_ran(tmp_path: Path) -> None:
-    result = Replay(name="s1", argv=("/opt/harness/claude", "-p", "Hi"),
-                    sandbox_argv=("<cgroup>/cgroup.procs", "<harness>"), network="confined",
-                    stdout=b'{"type":"result"}\n', stdout_cut=False, stderr_tail="",
-                    returncode=0, signal_sent=None, timed_out=False, duration_s=1.0,
-                    unmatched=0)
+    result = _replay()
     write_captures([result], tmp_path)
     assert (tmp_path / "s1.jsonl").read_bytes() == b'{"type":"result"}\n'
     meta = json.loads((tmp_path / "s1.meta.json").read_text())
@@ -58,3 +71,19 @@ def test_two_situations_replayed_under_bwrap_print_the_kinds_of_their_captures(
     for result in replays:
         assert not any(str(Path("/tmp")) + "/headwater-census" in arg
                        for arg in result.sandbox_argv)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_situation_s_mounts_are_bound_read_only_where_its_arguments_name_them(
+        bwrap: str, harness: Path) -> None:
+    """g3_mcp_config_flag's MCP server is its fixture bound at /opt/mcp/echo.py: the init
+    line names it connected, as the capture does."""
+    from sandbox import run_sync
+
+    situations = load_situations(SITUATIONS, ["g3_mcp_config_flag"])
+    host = settle_host(bwrap=bwrap)
+    replays = run_sync(lambda: replay_all(situations, harness=harness, host=host))
+    init = next(json.loads(line) for line in replays[0].stdout.splitlines()
+                if b'"subtype":"init"' in line)
+    assert init["mcp_servers"] == [{"name": "echo", "status": "connected"}]
