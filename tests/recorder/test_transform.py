@@ -701,7 +701,12 @@ def test_a_served_model_or_harness_version_past_the_name_bound_is_not_kept() -> 
     from recorder._transform import MAX_NAME_CHARS
 
     long = "m" * (MAX_NAME_CHARS + 1)
-    obs = observe(init(claude_code_version=long), text("x", msg="m2", model=long), result())
+    # An unreadable version requires every policed key (RC-07): given here, so only the
+    # bound on names decides.
+    widening = {"additional_directories": [], "sandbox_enabled": False, "capabilities": [],
+                "original_cwd": "/workspace"}
+    obs = observe(init(claude_code_version=long, **widening), text("x", msg="m2", model=long),
+                  result())
     assert obs.state == "limit-exceeded" and "the harness version on stdout line 1" in obs.reason
     assert (obs.claude_code_version, obs.served_model) == (None, None)
 
