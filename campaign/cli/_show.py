@@ -9,7 +9,6 @@ understood. Exit 0, or 2 when BATCH is not a batch or holds no such session.
 
 from __future__ import annotations
 
-import json
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -84,8 +83,7 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
         out.append(f"    {one_line(call.tool)} {_short(call.argument, ARGUMENT_CHARS)}"
                    f" -> {shown}")
     if final.unknown_init_keys:
-        keys = ", ".join(one_line(json.dumps(key, ensure_ascii=False))
-                         for key in final.unknown_init_keys)
+        keys = ", ".join(one_line(key) for key in final.unknown_init_keys)
         out.append(f"  init keys not decided ({len(final.unknown_init_keys)}): {keys}: the "
                    "recorder has not decided them (docs/recorder.md \"Every init key "
                    "decided\"); listed, not refused (`make census` on this release)")

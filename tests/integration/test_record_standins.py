@@ -539,7 +539,7 @@ def test_an_unknown_init_key_is_listed_in_the_ledger_the_prose_and_show(
             "key is decided.") in prose_lines(batch)
     shown = kit.cli("show", str(batch), "present", PROBE, "r1", env=kit.base_env())
     assert shown.returncode == 0, shown.stderr
-    assert ('  init keys not decided (3): "betas", "scratchpad_path", "bad\\nkey\\u001b[2J": '
+    assert ("  init keys not decided (3): betas, scratchpad_path, bad\\nkey\\x1b[2J: "
             "the recorder has not decided them") in shown.stdout, shown.stdout
     assert "\x1b" not in shown.stdout
 
@@ -786,7 +786,8 @@ def test_a_crafted_version_shows_no_forged_line_and_hides_nothing(
     the opener is there, and the real lines after it are. (The session was confined and
     denied nothing, so the one real egress line is "Denied connections: 0." too.)"""
     batch = tmp_path / "b"
-    stream = (init(claude_code_version=HIDES_THE_REST) + READ
+    widening = {k: v for k, v in WIDENING_CLEAN.items() if k != "claude_code_version"}
+    stream = (init(**widening, claude_code_version=HIDES_THE_REST) + READ
               + served_by(MODEL, "Found it.\nHW-DR-0052", msg="m2") + result())
     harness = write_standin(tmp_path / "claude", stdout=stream)
     check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
