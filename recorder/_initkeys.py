@@ -59,34 +59,36 @@ _SLASH = ("names of commands typed at a prompt; a headless session (`-p`) has no
           "its task, the skills among them are the policed `skills`, and a plugin's come only "
           "with a plugin, which `plugins` polices")
 _TELEMETRY = ("a switch of the harness's own telemetry; what a session reaches is its sandbox's "
-              "(RC-05: a confined session reaches the provider only)")
+              "(a confined session reaches the provider only: docs/glossary.md: RC-05)")
 _DISPLAY = "a setting of how the harness shows or reasons, not of what it reaches"
 
 INIT_KEY_DECISIONS: Final[tuple[InitKeyDecision, ...]] = (
     _d("type", "ignored", "2.1.197", "the line's kind (`system`), read to classify the line"),
     _d("subtype", "ignored", "2.1.197", "the line's kind (`init`), read to classify the line"),
     _d("cwd", "policed", "2.1.197",
-       "the session's working directory: exactly the batch's workspace path (RC-02), which "
-       "names nothing of its arm, probe, session or batch"),
+       "the session's working directory: exactly the batch's workspace path, which names "
+       "nothing of its arm, probe, session or batch (docs/glossary.md: RC-02)"),
     _d("session_id", "ignored", "2.1.197",
        "a random id the harness makes for each run; it names nothing and reaches nothing"),
     _d("tools", "ignored", "2.1.197",
        "the harness's built-in tool names, not the ones a session may use: `--allowedTools`, "
-       "`--disallowedTools` and dontAsk decide that (RC-04), every call is recorded and a "
-       "denied one listed (`permission_denials`); MCP tools come only with `mcp_servers`"),
+       "`--disallowedTools` and dontAsk decide that (docs/glossary.md: RC-04), every call "
+       "is recorded and a denied one listed (`permission_denials`); MCP tools come only with "
+       "`mcp_servers`"),
     _d("mcp_servers", "policed", "2.1.197",
        "an MCP server runs code and reaches what it likes: each must be declared by the "
        "workspace's `.mcp.json`"),
     _d("model", "ignored", "2.1.197",
        "the model the harness will ask for (the plan's); what answered is `message.model`, "
-       "which the identity's `served_version` records (RC-14)"),
+       "which the identity's `served_version` records (docs/glossary.md: RC-14)"),
     _d("permissionMode", "policed", "2.1.197",
-       "exactly the mode the driver asked for (dontAsk, RC-04): another mode changes what runs "
-       "without asking"),
+       "exactly the mode the driver asked for, dontAsk: another mode changes what runs "
+       "without asking (docs/glossary.md: RC-04)"),
     _d("slash_commands", "ignored", "2.1.197", _SLASH),
     _d("apiKeySource", "ignored", "2.1.197",
-       "where the harness took its key from; the runner gives one key in one variable (RC-03) "
-       "and the provider's host is all a confined session reaches, whichever source it used"),
+       "where the harness took its key from; the runner gives one key in one variable, and the "
+       "provider's host is all a confined session reaches, whichever source it used "
+       "(docs/glossary.md: RC-03)"),
     _d("claude_code_version", "prose", "2.1.197",
        "the harness release, written in the prose (a quoted literal, at most 256 characters) "
        "and in each final record; it decides which policed keys an init line must print"),

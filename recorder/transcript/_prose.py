@@ -114,14 +114,14 @@ def unknown_init_keys_line(counts: Mapping[str, int]) -> str:
 
     Returns:
         One paragraph: every key as `prose_value` writes it, with its count, in code-point
-        order, e.g. ``Init keys the recorder has not decided (listed, not refused; RC-07):
-        "betas" (2 sessions).``
+        order, e.g. ``Init keys the recorder has not decided: "betas" (2 sessions). Listed,
+        not refused: ...``
     """
     listed = ", ".join(f"{prose_value(key)} ({_plural(n, 'session')})"
                        for key, n in sorted(counts.items()))
-    return (f"Init keys the recorder has not decided (listed, not refused; RC-07): {listed}. "
-            "A release the census has not read prints them; docs/recorder.md says how each "
-            "known key is decided.")
+    return (f"Init keys the recorder has not decided: {listed}. Listed, not refused: a "
+            "release the census has not read prints them (docs/glossary.md: RC-07); "
+            "docs/recorder.md says how each known key is decided.")
 
 
 def _plural(n: int, word: str) -> str:

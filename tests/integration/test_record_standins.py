@@ -533,10 +533,10 @@ def test_an_unknown_init_key_is_listed_in_the_ledger_the_prose_and_show(
     write_standin(harness, stdout=SESSION)
     check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
     assert "unknown_init_keys" not in finals(batch)[-1]  # none: the key is absent
-    assert ('Init keys the recorder has not decided (listed, not refused; RC-07): "bad\\nkey'
-            '\\u001b[2J" (1 session), "betas" (2 sessions), "scratchpad_path" (1 session). A '
-            "release the census has not read prints them; docs/recorder.md says how each known "
-            "key is decided.") in prose_lines(batch)
+    assert ('Init keys the recorder has not decided: "bad\\nkey\\u001b[2J" (1 session), '
+            '"betas" (2 sessions), "scratchpad_path" (1 session). Listed, not refused: a '
+            "release the census has not read prints them (docs/glossary.md: RC-07); "
+            "docs/recorder.md says how each known key is decided.") in prose_lines(batch)
     shown = kit.cli("show", str(batch), "present", PROBE, "r1", env=kit.base_env())
     assert shown.returncode == 0, shown.stderr
     assert ("  init keys not decided (3): betas, scratchpad_path, bad\\nkey\\x1b[2J: "

@@ -119,10 +119,10 @@ def test_the_undecided_init_keys_are_literals_with_their_session_counts() -> Non
     """RC-07: each key as `prose_value` writes it, with how many sessions printed it, in
     code-point order of the keys as printed."""
     line = unknown_init_keys_line({"betas": 2, "b\nx": 1, "scratchpad_path": 1})
-    assert line == ('Init keys the recorder has not decided (listed, not refused; RC-07): '
-                    '"b\\nx" (1 session), "betas" (2 sessions), "scratchpad_path" (1 session). '
-                    "A release the census has not read prints them; docs/recorder.md says how "
-                    "each known key is decided.")
+    assert line == ('Init keys the recorder has not decided: "b\\nx" (1 session), "betas" '
+                    '(2 sessions), "scratchpad_path" (1 session). Listed, not refused: a release '
+                    "the census has not read prints them (docs/glossary.md: RC-07); "
+                    "docs/recorder.md says how each known key is decided.")
 
 
 @pytest.mark.parametrize(("name", "value", "forged"), HOSTILE, ids=HOSTILE_IDS)
@@ -142,4 +142,4 @@ def test_a_hostile_init_key_cannot_forge_or_break_the_prose(
     text = path.read_text(encoding="utf-8")
     assert_unforged(text, forged, baseline=render_transcript(with_key("betas")),
                     outside_total=2)
-    assert f"{rule_literal(value)} (1 session)." in prose_of(text)
+    assert f"not decided: {rule_literal(value)} (1 session). Listed" in prose_of(text)
