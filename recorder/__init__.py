@@ -9,6 +9,9 @@ pyproject.toml). What it offers, by concern:
   `OrphanResult` lines), the init check (`InitPolicy`, `declared_mcp_servers_of`,
   `McpConfigError`), `build_event` and the `Event` and `Call` it makes;
 * the one reader of a ``.mcp.json`` (`read_mcp_declaration`, `McpDeclaration`);
+* every init key decided (`INIT_KEY_DECISIONS` of `InitKeyDecision`, `DECIDED_INIT_KEYS`,
+  `POLICED_INIT_KEYS`, `KNOWN_CAPABILITIES`, from the releases `DECIDED_FROM`; RC-07), which
+  the census reads;
 * the vocabulary every layer shares: `Arm`, `ARMS`, `SessionState`, `STATES`, `Tier`,
   `DriveEnd`
   and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
@@ -68,6 +71,12 @@ from ._initcheck import McpDeclaration as McpDeclaration
 from ._initcheck import declared_mcp_servers_of as declared_mcp_servers_of
 from ._initcheck import host_skill_names as host_skill_names
 from ._initcheck import read_mcp_declaration as read_mcp_declaration
+from ._initkeys import DECIDED_FROM as DECIDED_FROM
+from ._initkeys import DECIDED_INIT_KEYS as DECIDED_INIT_KEYS
+from ._initkeys import INIT_KEY_DECISIONS as INIT_KEY_DECISIONS
+from ._initkeys import KNOWN_CAPABILITIES as KNOWN_CAPABILITIES
+from ._initkeys import POLICED_INIT_KEYS as POLICED_INIT_KEYS
+from ._initkeys import InitKeyDecision as InitKeyDecision
 from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
 from ._observation import Anomaly as Anomaly
 from ._observation import OrphanResult as OrphanResult

@@ -12,7 +12,8 @@ Numbers with a fraction or exponent are parsed as `decimal.Decimal`, so
 `parse_line` is the reference: the standard library's decoder, the whole
 line. `observe_line` is what the transform calls: the same answer on every key
 it or the init check reads (`LINE_KEYS`), from a typed decoder (msgspec) that
-decodes each line once, only those keys, and skips the rest unbuilt. A Read's
+decodes each line once, only those keys, and skips the rest unbuilt; an init
+line, a few a session, is given whole (its every key is decided or listed, RC-07). A Read's
 result is printed twice per line (the numbered text in ``message.content``, the
 raw text again in ``tool_use_result``): the second copy, half of a large stream's bytes, is never
 turned into a string. Whatever the typed decoder does not take (a lone
@@ -63,19 +64,21 @@ OBSERVED_KEYS: Final = ("type", "subtype", "message", "parent_tool_use_id", "is_
                         "permission_denials")
 """The top-level keys the transform reads of any line."""
 INIT_KEYS: Final = ("cwd", "claude_code_version", "permissionMode", "plugins", "mcp_servers",
-                    "skills", "memory_paths")
+                    "skills", "memory_paths", "additional_directories", "messaging_socket_path",
+                    "sandbox_enabled", "capabilities", "original_cwd")
 """The further top-level keys an init line is read for: the fields the init check polices
-(`recorder._initcheck.check_init`, RC-07) and the two the transform keeps (``cwd``,
-``claude_code_version``). A policed field missing here would read as missing from every
-init line, so every init line would be refused: the omission fails closed."""
+(`recorder._initcheck.check_init`, RC-07; `recorder._initkeys.POLICED_INIT_KEYS`, a test
+holds the two equal) and the two the transform keeps (``cwd``, ``claude_code_version``). An
+init line is read whole (`observe_line`), so every key it prints is seen: unknown keys are
+listed (`recorder._initkeys.unknown_init_keys`)."""
 LINE_KEYS: Final = OBSERVED_KEYS + INIT_KEYS
-"""Every key `observe_line` gives, when the line has it."""
+"""Every key `observe_line` gives of a line other than an init line, when the line has it."""
 
 
 class _Observed(msgspec.Struct):
     """One line's `LINE_KEYS`, each any JSON value (the transform and the init check check
     the types). A line other than an init line has none of `INIT_KEYS` in practice, so they
-    cost it nothing; an init line has them all, and is decoded once, like any other."""
+    cost it nothing; an init line is then read whole (`observe_line`)."""
 
     type: Any = msgspec.UNSET
     subtype: Any = msgspec.UNSET
@@ -94,6 +97,11 @@ class _Observed(msgspec.Struct):
     mcp_servers: Any = msgspec.UNSET
     skills: Any = msgspec.UNSET
     memory_paths: Any = msgspec.UNSET
+    additional_directories: Any = msgspec.UNSET
+    messaging_socket_path: Any = msgspec.UNSET
+    sandbox_enabled: Any = msgspec.UNSET
+    capabilities: Any = msgspec.UNSET
+    original_cwd: Any = msgspec.UNSET
 
 
 _DECODER: Final = msgspec.json.Decoder(_Observed, float_hook=Decimal)
@@ -117,16 +125,19 @@ def json_values(data: bytes) -> int:
 
 
 def observe_line(line: bytes) -> dict[str, Any] | None:
-    """`parse_line` for the transform: equal to it on every key of `LINE_KEYS`, decoded once.
+    """`parse_line` for the transform: equal to it on every key of `LINE_KEYS`; an init line whole.
 
-    Every line, an init line too, is decoded once, by the typed decoder, into the keys of
-    `LINE_KEYS` it has (the others are skipped unbuilt); the dict returned holds exactly
-    those keys, as `parse_line`'s dict would hold them. None exactly when `parse_line`
-    returns None (the line is an anomaly). The typed decoder does not check the skipped
-    keys' bytes for UTF-8, which `parse_line` requires of the whole line, so a non-ASCII
-    line is checked first (`_is_utf8`). Whatever the typed decoder refuses goes to
-    `parse_line` instead (then that line is decoded by it alone, and cut to `LINE_KEYS`
-    the same way). Both decoders refuse nesting past Python's recursion limit, which
+    Every line is decoded by the typed decoder, into the keys of `LINE_KEYS` it has (the
+    others are skipped unbuilt); the dict returned holds exactly those keys, as
+    `parse_line`'s dict would hold them. An init line (``system``/``init``: a few a session,
+    a few kilobytes each) is then given whole, as `parse_line` gives it: its typed decode is
+    let go first, so the two never hold its objects at once; the init check needs every key
+    it prints (the unknown ones are listed, RC-07). None exactly when `parse_line` returns
+    None (the line is an anomaly). The typed decoder does not check the skipped keys' bytes
+    for UTF-8, which `parse_line` requires of the whole line, so a non-ASCII line is checked
+    first (`_is_utf8`). Whatever the typed decoder refuses goes to `parse_line` instead
+    (then that line is decoded by it alone, and cut to `LINE_KEYS` the same way unless it
+    is an init line). Both decoders refuse nesting past Python's recursion limit, which
     depends on the caller's stack; the typed one takes a few levels more, so within those
     few levels of the limit a line may be read here that `parse_line` would refuse.
     """
@@ -136,13 +147,19 @@ def observe_line(line: bytes) -> dict[str, Any] | None:
         observed = _DECODER.decode(line)
     except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
         return _cut(parse_line(line))
+    if observed.type == "system" and observed.subtype == "init":
+        del observed  # let go before the whole decode
+        return parse_line(line)
     return {key: value for key in LINE_KEYS
             if (value := getattr(observed, key)) is not msgspec.UNSET}
 
 
 def _cut(obj: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``obj`` with only its keys of `LINE_KEYS` (what `observe_line` gives), or None."""
-    return None if obj is None else {key: obj[key] for key in LINE_KEYS if key in obj}
+    """``obj`` with only its keys of `LINE_KEYS` (what `observe_line` gives), or None; an init
+    line whole."""
+    if obj is None or line_kind(obj) == "init":
+        return obj
+    return {key: obj[key] for key in LINE_KEYS if key in obj}
 
 
 def _is_utf8(line: bytes) -> bool:

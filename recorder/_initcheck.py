@@ -1,9 +1,13 @@
 """The init-line check (docs/glossary.md RC-07, stricter than the spec).
 
 `check_init` reads one ``system``/``init`` line and returns the reasons it
-refuses the session ([] = accept). It polices six fields and fails closed: a
-policed field that is missing, or has a shape this module does not know,
-refuses. Every other key is ignored, because every harness release adds some.
+refuses the session ([] = accept). It polices the keys `recorder._initkeys` decides
+``policed`` and fails closed: a policed field that is missing (on a release that prints
+it: `recorder._initkeys.required`), or has a shape this module does not know, refuses.
+The six below are the pinned release's own, required of every release; the fields that
+can widen what a session reaches (additional directories, a messaging socket, the
+harness's sandbox toggle, capabilities, ``original_cwd``) are `recorder._initfields`'s.
+A key no decision names is never a refusal by itself (`recorder._initkeys.unknown_init_keys`).
 
 Shapes understood (2.1.197 prints the first of each; the others come from
 older and newer releases, tests/fixtures/bug_inputs/BC-08_*):
@@ -32,10 +36,13 @@ session ``env-fault`` (`failed_declared_mcp_servers`, docs/batch.md "Session sta
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+
+from recorder._initfields import VALUE_REPR_CHARS as VALUE_REPR_CHARS
+from recorder._initfields import check_widening_fields, inside, missing_or_shape
+from recorder._initfields import refusal as refusal
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -57,8 +64,6 @@ MCP_JSON: Final = ".mcp.json"
 SERVER_NAME: Final = re.compile(r"\A[A-Za-z0-9_-]+\Z")
 """A declared MCP server name: one that fits in ``mcp__<server>`` and in a space-joined tool
 list (the ``mcp`` arm allows each as a tool; docs/arms.md)."""
-VALUE_REPR_CHARS: Final = 120
-"""Characters of a refused value quoted in a reason: enough to recognise it, never a flood."""
 
 
 class McpConfigError(ValueError):
@@ -107,6 +112,7 @@ def check_init(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     reasons += _check_skills(init, policy)
     reasons += _check_memory_paths(init, policy)
     reasons += _check_cwd(init, policy)
+    reasons += check_widening_fields(init, policy.cwd)
     return reasons
 
 
@@ -209,32 +215,10 @@ def host_skill_names(dirs: Iterable[Path]) -> frozenset[str]:
     return frozenset(names)
 
 
-def refusal(field: str, value: object, why: str) -> str:
-    """One RC-07 refusal, naming the rule, the field and the value .
-
-    ``refusal("permissionMode", "plan", "...")`` ->
-    ``"permissionMode = 'plan': ... (docs/glossary.md: RC-07)"``. The value is its ``repr``,
-    cut at `VALUE_REPR_CHARS` characters, so a quote or a newline in it
-    cannot be mistaken for the message around it.
-    """
-    shown = repr(value)
-    if len(shown) > VALUE_REPR_CHARS:
-        shown = shown[: VALUE_REPR_CHARS - 3] + "..."
-    return f"{field} = {shown}: {why} (docs/glossary.md: RC-07)"
-
-
-def _missing_or_shape(field: str, init: dict[str, Any]) -> str:
-    if field not in init:
-        return (f"{field} is missing from the init line: a policed field (fail closed) "
-                "(docs/glossary.md: RC-07)")
-    shape = type(init[field]).__name__
-    return refusal(field, init[field], f"unknown shape ({shape}; fail closed)")
-
-
 def _check_permission_mode(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     mode = init.get("permissionMode")
     if not isinstance(mode, str):
-        return [_missing_or_shape("permissionMode", init)]
+        return [missing_or_shape("permissionMode", init)]
     if mode != policy.permission_mode:
         return [refusal("permissionMode", mode,
                         f"the driver asked for {policy.permission_mode!r} (an allow-list of one)")]
@@ -244,7 +228,7 @@ def _check_permission_mode(init: dict[str, Any], policy: InitPolicy) -> list[str
 def _check_plugins(init: dict[str, Any]) -> list[str]:
     plugins = init.get("plugins")
     if not isinstance(plugins, list):
-        return [_missing_or_shape("plugins", init)]
+        return [missing_or_shape("plugins", init)]
     reasons = []
     for index, plugin in enumerate(plugins):
         field = f"plugins[{index}]"
@@ -269,7 +253,7 @@ def _check_plugins(init: dict[str, Any]) -> list[str]:
 def _check_mcp_servers(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     servers = init.get("mcp_servers")
     if not isinstance(servers, list):
-        return [_missing_or_shape("mcp_servers", init)]
+        return [missing_or_shape("mcp_servers", init)]
     reasons = []
     for index, server in enumerate(servers):
         if not (
@@ -288,7 +272,7 @@ def _check_mcp_servers(init: dict[str, Any], policy: InitPolicy) -> list[str]:
 def _check_skills(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     skills = init.get("skills")
     if not isinstance(skills, list):
-        return [_missing_or_shape("skills", init)]
+        return [missing_or_shape("skills", init)]
     reasons = []
     for index, skill in enumerate(skills):
         field = f"skills[{index}]"
@@ -308,12 +292,12 @@ def _check_memory_paths(init: dict[str, Any], policy: InitPolicy) -> list[str]:
     elif isinstance(memory, list):
         items = [(f"memory_paths[{index}]", value) for index, value in enumerate(memory)]
     else:
-        return [_missing_or_shape("memory_paths", init)]
+        return [missing_or_shape("memory_paths", init)]
     reasons = []
     for field, path in items:
         if not isinstance(path, str):
             reasons.append(refusal(field, path, "unknown shape (fail closed)"))
-        elif not _inside(path, policy.config_dir):
+        elif not inside(path, policy.config_dir):
             reasons.append(refusal(field, path,
                                    f"outside the session's config directory {policy.config_dir}"))
     return reasons
@@ -324,16 +308,7 @@ def _check_cwd(init: dict[str, Any], policy: InitPolicy) -> list[str]:
         return []
     cwd = init.get("cwd")
     if not isinstance(cwd, str):
-        return [_missing_or_shape("cwd", init)]
+        return [missing_or_shape("cwd", init)]
     if cwd != policy.cwd:
         return [refusal("cwd", cwd, f"is not the batch's workspace path {policy.cwd}")]
     return []
-
-
-def _inside(path: str, directory: str) -> bool:
-    """True when absolute ``path`` is ``directory`` or under it, ``..`` resolved lexically."""
-    if not posixpath.isabs(path):
-        return False
-    norm_path = posixpath.normpath(path)
-    norm_dir = posixpath.normpath(directory)
-    return norm_path == norm_dir or norm_path.startswith(norm_dir.rstrip("/") + "/")

@@ -124,3 +124,8 @@ class Observation:
     """The tool of each call the harness's permission rules denied, in order, as the last
     result line's ``permission_denials`` lists them (at most `MAX_DENIALS_KEPT`): the
     session asked for a tool its arm's allowed-tools list does not give."""
+    unknown_init_keys: tuple[str, ...] = ()
+    """The init lines' keys no decision names (`recorder._initkeys`, RC-07), first seen
+    first, each at most `recorder._initkeys.MAX_INIT_KEY_CHARS` characters (a longer one cut
+    and marked), at most `recorder._initkeys.MAX_UNKNOWN_INIT_KEYS` of them: listed in the
+    final record, the prose and ``show``, never a refusal by themselves."""

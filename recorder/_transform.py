@@ -80,6 +80,7 @@ from recorder._harness import (
     tool_result_text,
 )
 from recorder._initcheck import InitPolicy, check_init, failed_declared_mcp_servers
+from recorder._initkeys import MAX_UNKNOWN_INIT_KEYS, unknown_init_keys
 from recorder._observation import Anomaly as Anomaly
 from recorder._observation import Observation as Observation
 from recorder._observation import ObservedCall as ObservedCall
@@ -146,6 +147,7 @@ class StreamObserver:
         self._version: str | None = None
         self._refusals: list[str] = []
         self._failed_mcp: list[str] = []
+        self._unknown_keys: dict[str, None] = {}  # first seen first, at most MAX_UNKNOWN_INIT_KEYS
         self._anomalies: list[Anomaly] = []
         self._anomaly_count = 0
         self._calls: list[_Call] = []
@@ -266,6 +268,7 @@ class StreamObserver:
             orphan_results=tuple(self._orphans),
             lines=self._lines,
             denied_tools=result.denied_tools if result is not None else (),
+            unknown_init_keys=tuple(self._unknown_keys),
         )
 
     def _refuse(self, reason: str) -> None:
@@ -296,6 +299,9 @@ class StreamObserver:
                                               self._lines)
         for reason in check_init(obj, self._policy):
             self._refuse(reason)
+        for key in unknown_init_keys(obj):  # listed, never a refusal by itself (RC-07)
+            if len(self._unknown_keys) < MAX_UNKNOWN_INIT_KEYS:
+                self._unknown_keys.setdefault(key, None)
         for name in failed_declared_mcp_servers(obj, self._policy):
             if name not in self._failed_mcp:
                 self._failed_mcp.append(name)

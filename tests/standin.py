@@ -108,9 +108,12 @@ def emit(obj):
     os.write(1, (json.dumps(obj) + "\\n").encode())
 
 
+# "0.0.0-standin" is no release, so RC-07 requires every policed key: each given, granting nothing.
 emit({{"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Read"],
       "mcp_servers": [], "model": MODEL, "permissionMode": "dontAsk", "skills": [],
-      "plugins": [], "memory_paths": {{}}, "claude_code_version": "0.0.0-standin"}})
+      "plugins": [], "memory_paths": {{}}, "claude_code_version": "0.0.0-standin",
+      "additional_directories": [], "sandbox_enabled": False, "capabilities": [],
+      "original_cwd": os.getcwd()}})
 time.sleep(SLEEP_S)
 emit({{"type": "assistant", "parent_tool_use_id": None, "message": {{
     "id": "m1", "model": MODEL, "content": [{{"type": "text", "text": "Done.\\n" + ANSWER}}]}}}})
@@ -160,7 +163,9 @@ def dump(obj):
 cwd = os.getcwd()
 out(dump({{"type": "system", "subtype": "init", "cwd": cwd, "tools": ["Read"],
            "mcp_servers": [], "model": MODEL, "permissionMode": "dontAsk", "skills": [],
-           "plugins": [], "memory_paths": {{}}, "claude_code_version": "0.0.0-standin"}}))
+           "plugins": [], "memory_paths": {{}}, "claude_code_version": "0.0.0-standin",
+      "additional_directories": [], "sandbox_enabled": False, "capabilities": [],
+      "original_cwd": os.getcwd()}}))
 # The text twice per line, as the real CLI prints a Read: numbered, then raw.
 lines = [("line %d of the file, caf\\u00e9 \\u2192 " % i) * 2 for i in range(RESULT_BYTES // 60)]
 raw = "\\n".join(lines) + "\\n"

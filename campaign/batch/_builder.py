@@ -35,6 +35,7 @@ from recorder.transcript import (
     prose_for,
     prose_value,
     served_version_of,
+    unknown_init_keys_line,
 )
 
 from ._fold import SessionKey
@@ -68,6 +69,8 @@ class _Session:
     """The attempt whose final record this is (a re-derivation applies to that attempt)."""
     rederived_by: str | None = None
     """The runner whose recorder re-derived the row and event from the kept stream, if any."""
+    unknown_init_keys: tuple[str, ...] = ()
+    """The init keys its last final record lists as not decided (RC-07)."""
 
 
 def session_order(key: SessionKey) -> tuple[str, int, str]:
@@ -153,6 +156,7 @@ class ArmTranscript:
             served_model=None if served is None else sys.intern(served),
             notes=_session_notes(name, record), anomalies=record.anomalies,
             attempt=record.attempt,
+            unknown_init_keys=tuple(sys.intern(k) for k in record.unknown_init_keys or ()),
         )
         self.dirty = True
 
@@ -175,7 +179,8 @@ class ArmTranscript:
             state=record.state, outside_paths=record.outside_paths,
             event_offset=offset if recorded else None,
             served_model=record.served_model if recorded else None, notes=current.notes,
-            anomalies=current.anomalies, attempt=record.attempt, rederived_by=record.runner)
+            anomalies=current.anomalies, attempt=record.attempt, rederived_by=record.runner,
+            unknown_init_keys=current.unknown_init_keys)
         self.dirty = True
 
     def _hold(self, key: SessionKey, event: Event | None, offset: int, recorded: bool) -> None:
@@ -295,6 +300,9 @@ class FrozenArm:
             extra.append(f"The rows and events of {count} sessions were re-derived from the "
                          f"streams the runner kept, by the recorder of {runner} "
                          "(retranscribe); their costs stay those of the original attempts.")
+        unknown = Counter(k for s in self.sessions.values() for k in s.unknown_init_keys)
+        if unknown:
+            extra.append(unknown_init_keys_line(unknown))
         if self.outstanding:
             extra.append(incomplete_line(self.outstanding, self.planned or len(self.sessions)))
         prose = prose_for(

@@ -233,6 +233,10 @@ class FinalRecord(SessionRef, _WritesEvents):
     init_policy: InitPolicyRecord | None = None
     """What the init check held the stream to (permission mode, declared MCP servers, host
     skill names, config directory), so ``retranscribe`` can hold it to the same."""
+    unknown_init_keys: list[str] | None = None
+    """The init lines' keys the recorder has not decided (RC-07; docs/recorder.md "Every init
+    key decided"), as the session printed them, first seen first, bounded in number and
+    length; never a refusal by themselves. None (absent: older batches) when there was none."""
 
 
 class BudgetStopRecord(_Record):

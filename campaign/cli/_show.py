@@ -82,6 +82,11 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
         shown = call.result[:DIGEST_SHOWN] if call.result is not None else "(no result)"
         out.append(f"    {one_line(call.tool)} {_short(call.argument, ARGUMENT_CHARS)}"
                    f" -> {shown}")
+    if final.unknown_init_keys:
+        keys = ", ".join(one_line(key) for key in final.unknown_init_keys)
+        out.append(f"  init keys not decided ({len(final.unknown_init_keys)}): {keys}: the "
+                   "recorder has not decided them (docs/recorder.md \"Every init key "
+                   "decided\"); listed, not refused (`make census` on this release)")
     if final.permission_denials:
         tools = one_line(", ".join(sorted(set(final.permission_denials))))
         out.append(f"  denied by the permission rules: {len(final.permission_denials)} "

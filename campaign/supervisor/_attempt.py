@@ -260,6 +260,7 @@ async def conclude_attempt(
         limit=hit.limit if hit is not None and obs.state == "limit-exceeded" else None,
         anomaly_lines=obs.anomalies, orphan_results=obs.orphan_results,
         permission_denials=obs.denied_tools, init_policy=policy, final_text=obs.final_text,
+        unknown_init_keys=obs.unknown_init_keys,
     )
     inside = policy.cwd
     if outcome.state != "recorded":  # nothing observed is lost: the calls stay (BC-01)

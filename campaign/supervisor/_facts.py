@@ -58,7 +58,8 @@ class Progress:
                        claude_code_version=obs.claude_code_version,
                        outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count,
                        anomaly_lines=obs.anomalies, orphan_results=obs.orphan_results,
-                       calls=None if calls is None else tuple(calls))
+                       calls=None if calls is None else tuple(calls),
+                       unknown_init_keys=obs.unknown_init_keys)
 
 
 SILENT_STDERR_CHARS: Final = 200

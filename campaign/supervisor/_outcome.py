@@ -75,6 +75,8 @@ class AttemptOutcome:
     permission_denials: tuple[str, ...] = ()
     unread_artifacts: tuple[UnreadFile, ...] = ()
     init_policy: InitPolicy | None = None
+    unknown_init_keys: tuple[str, ...] = ()
+    """The init keys the recorder has not decided (RC-07), as the stream printed them."""
     final_text: str | None = None
     """The session's final text (RC-13), written beside the kept stream, not in the ledger."""
 
@@ -102,4 +104,5 @@ def final_record(outcome: AttemptOutcome, spec: SessionSpec, *, attempt: int, in
         permission_denials=list(outcome.permission_denials) or None,
         unread_artifacts=[UnreadArtifact.of(u) for u in outcome.unread_artifacts] or None,
         init_policy=None if policy is None else InitPolicyRecord.of(policy),
+        unknown_init_keys=list(outcome.unknown_init_keys) or None,
     )

@@ -10,8 +10,8 @@ A transcript is one Markdown file per arm (docs/glossary.md RC-14..RC-16, seed s
 * ``_events``  the ``## Events`` block: each event's item dumped and proved on
   its own (`item_of`), and the block read whole (`read_events`)
 * ``_closed``  reading loaded YAML through the closed models
-* ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose)
-  and `served_version_of`
+* ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose),
+  `served_version_of` and `unknown_init_keys_line`
 * ``_spool``   `ItemSpool`: a growing transcript's proved items on disk, not in memory
 * ``_streamed`` `write_streamed`, the one writer: a transcript written and proved a row at a
   time, replaced atomically
@@ -41,6 +41,7 @@ from ._models import Transcript as Transcript
 from ._prose import prose_for as prose_for
 from ._prose import prose_value as prose_value
 from ._prose import served_version_of as served_version_of
+from ._prose import unknown_init_keys_line as unknown_init_keys_line
 from ._spool import ItemSpool as ItemSpool
 from ._streamed import write_streamed as write_streamed
 
@@ -61,5 +62,6 @@ __all__ = [
     "prose_value",
     "read_transcript",
     "served_version_of",
+    "unknown_init_keys_line",
     "write_streamed",
 ]

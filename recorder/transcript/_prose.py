@@ -105,6 +105,25 @@ _SERVED_DIFFER: Final = (
 )
 
 
+def unknown_init_keys_line(counts: Mapping[str, int]) -> str:
+    """The prose sentence listing the init keys the recorder has not decided (RC-07).
+
+    Args:
+        counts: each key (as the session printed it, bounded: `recorder._initkeys`) -> how
+            many of the arm's sessions printed it; not empty.
+
+    Returns:
+        One paragraph: every key as `prose_value` writes it, with its count, in code-point
+        order, e.g. ``Init keys the recorder has not decided: "betas" (2 sessions). Listed,
+        not refused: ...``
+    """
+    listed = ", ".join(f"{prose_value(key)} ({_plural(n, 'session')})"
+                       for key, n in sorted(counts.items()))
+    return (f"Init keys the recorder has not decided: {listed}. Listed, not refused: a "
+            "release the census has not read prints them (docs/glossary.md: RC-07); "
+            "docs/recorder.md says how each known key is decided.")
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 

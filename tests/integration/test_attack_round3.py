@@ -103,7 +103,9 @@ def emit(o): out((json.dumps(o) + "\n").encode())
 def init(version="0.0.0", model="m"):
     emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Bash"],
           "mcp_servers": [], "model": model, "permissionMode": "dontAsk", "skills": [],
-          "plugins": [], "memory_paths": {}, "claude_code_version": version})
+          "plugins": [], "memory_paths": {}, "claude_code_version": version,
+          "additional_directories": [], "sandbox_enabled": False, "capabilities": [],
+          "original_cwd": os.getcwd()})
 def finish(model="m", text="done"):
     emit({"type": "assistant", "parent_tool_use_id": None, "message": {"id": "m1",
           "model": model, "content": [{"type": "text", "text": text + "\nnothing"}]}})

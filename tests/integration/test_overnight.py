@@ -148,6 +148,7 @@ def test_a_batch_that_records_nothing_exits_5(root: Path) -> None:
     harness.write_text("#!/usr/bin/python3\nimport json,os,sys\nif sys.argv[1:]==['--version']:\n"
                        " print('0.0.0'); sys.exit(0)\nprint(json.dumps({'type':'system',"
                        "'subtype':'init','cwd':os.getcwd(),'permissionMode':'dontAsk',"
+                       "'claude_code_version':'2.1.197',"
                        "'mcp_servers':[],"
                        "'skills':[],'plugins':[],'memory_paths':{}}))\n")
     harness.chmod(0o755)
@@ -297,7 +298,7 @@ if sys.argv[1:] == ["--version"]:
     print("0.0.0"); sys.exit(0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print(json.dumps({"type": "system", "subtype": "init", "cwd": os.getcwd(),
-                  "permissionMode": "dontAsk",
+                  "permissionMode": "dontAsk", "claude_code_version": "2.1.197",
                   "mcp_servers": [], "skills": [], "plugins": [], "memory_paths": {}}),
       flush=True)
 print(json.dumps({"type": "assistant", "parent_tool_use_id": None, "message": {

@@ -481,8 +481,67 @@ BC08_FIELD = {"b_memory_team_outside_cfg": "memory_paths.team = '/home/hostuser/
               "e_plugins_string_list": "plugins[0] = 'lsp@some-marketplace'",
               "f_permission_mode_new_value": "permissionMode = 'auto'",
               "g_mcp_undeclared_needs_auth": "mcp_servers[1].name = 'search'",
-              "i_skills_key_absent": "skills is missing"}
+              "i_skills_key_absent": "skills is missing",
+              "k_additional_directory": "additional_directories[0] = '/home/hostuser/src'",
+              "l_messaging_socket_outside_tmp": "messaging_socket_path = '/run/user/1000/x.sock'",
+              "m_sandbox_enabled": "sandbox_enabled = True",
+              "n_new_release_without_a_widening_field": "sandbox_enabled is missing"}
 """Per refused variant: the field and value the refusal must name (RC-07)."""
+
+WIDENING_CLEAN = {"claude_code_version": "2.1.332", "additional_directories": [],
+                  "sandbox_enabled": False, "capabilities": ["interrupt_receipt_v1"],
+                  "original_cwd": STANDIN_WORKSPACE,
+                  "messaging_socket_path": "/tmp/cc-socks/1.sock"}
+"""The widening fields of a 2.1.332 init line in a confined session, granting nothing."""
+
+
+def test_an_init_line_granting_an_extra_directory_is_refused(tmp_path: Path, corpus: Path,
+                                                            bwrap: str) -> None:
+    """RC-07: a complete session whose init line grants a directory beyond the workspace is
+    refused-init (12), naming the directory, where it was recorded (0) while unknown keys
+    were ignored; the same line granting none is recorded."""
+    granted = init(**{**WIDENING_CLEAN, "additional_directories": ["/home/hostuser/src"]})
+    harness = write_standin(tmp_path / "claude", stdout=granted + READ + ANSWERED + result())
+    run = record(corpus, tmp_path / "b", harness)
+    final = check_session(run, tmp_path / "b", state="refused-init", status=12)
+    assert final["reason"].startswith(
+        "additional_directories[0] = '/home/hostuser/src': a directory beyond the workspace: "
+        "the driver grants none (docs/glossary.md: RC-07)"), final["reason"]
+    write_standin(harness, stdout=init(**WIDENING_CLEAN) + READ + ANSWERED + result())
+    check_session(record(corpus, tmp_path / "c", harness), tmp_path / "c",
+                  state="recorded", status=0)
+
+
+UNKNOWN = {"betas": [], "scratchpad_path": "/tmp/pad", "bad\nkey\x1b[2J": 1}
+"""Init keys no decision names: two the 2.1.332 binary can print, one a forged key that would
+start a line and clear a terminal if written raw."""
+
+
+def test_an_unknown_init_key_is_listed_in_the_ledger_the_prose_and_show(
+        tmp_path: Path, corpus: Path, bwrap: str) -> None:
+    """RC-07: keys the recorder has not decided are no refusal (recorded, 0) and are listed:
+    in the final record as printed, in the prose as quoted literals with the number of
+    sessions that printed each, and by show, escaped."""
+    batch = tmp_path / "b"
+    harness = write_standin(tmp_path / "claude",
+                            stdout=init(**WIDENING_CLEAN, **UNKNOWN) + READ + ANSWERED + result())
+    final = check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    assert final["unknown_init_keys"] == ["betas", "scratchpad_path", "bad\nkey\x1b[2J"]
+    write_standin(harness, stdout=init(betas=[]) + READ + ANSWERED + result())
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    assert finals(batch)[-1]["unknown_init_keys"] == ["betas"]
+    write_standin(harness, stdout=SESSION)
+    check_session(record(corpus, batch, harness), batch, state="recorded", status=0)
+    assert "unknown_init_keys" not in finals(batch)[-1]  # none: the key is absent
+    assert ('Init keys the recorder has not decided: "bad\\nkey\\u001b[2J" (1 session), '
+            '"betas" (2 sessions), "scratchpad_path" (1 session). Listed, not refused: a '
+            "release the census has not read prints them (docs/glossary.md: RC-07); "
+            "docs/recorder.md says how each known key is decided.") in prose_lines(batch)
+    shown = kit.cli("show", str(batch), "present", PROBE, "r1", env=kit.base_env())
+    assert shown.returncode == 0, shown.stderr
+    assert ("  init keys not decided (3): betas, scratchpad_path, bad\\nkey\\x1b[2J: "
+            "the recorder has not decided them") in shown.stdout, shown.stdout
+    assert "\x1b" not in shown.stdout
 
 
 def test_stderr_flood_before_stdout(tmp_path: Path, corpus: Path, bwrap: str) -> None:
@@ -727,7 +786,8 @@ def test_a_crafted_version_shows_no_forged_line_and_hides_nothing(
     the opener is there, and the real lines after it are. (The session was confined and
     denied nothing, so the one real egress line is "Denied connections: 0." too.)"""
     batch = tmp_path / "b"
-    stream = (init(claude_code_version=HIDES_THE_REST) + READ
+    widening = {k: v for k, v in WIDENING_CLEAN.items() if k != "claude_code_version"}
+    stream = (init(**widening, claude_code_version=HIDES_THE_REST) + READ
               + served_by(MODEL, "Found it.\nHW-DR-0052", msg="m2") + result())
     harness = write_standin(tmp_path / "claude", stdout=stream)
     check_session(record(corpus, batch, harness), batch, state="recorded", status=0)

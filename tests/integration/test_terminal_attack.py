@@ -5,11 +5,12 @@ strings carry terminal attacks: ``ESC ] 0 ; title BEL`` (retitle), ``ESC [ 2 J``
 ``ESC ] 52 ; c ; ... BEL`` (write the clipboard), CSI and OSC as C1 bytes (0x9b, 0x9d),
 a carriage return, DEL, U+2028, rich markup (``[bold]``, ``[link=...]``), and a newline
 followed by a ``FORGED-...`` line. They sit in its ``--version`` line, the init line's
-``claude_code_version``, the served ``message.model``, a tool name, a Write path (a file
-the stand-in creates under that name), the final text, the result's subtype and text (a
-harness-error reason quotes them) and a permission denial's tool name. The stand-in also
-creates ``\\xff\\xfe.txt``, a name that is not UTF-8, and names it in a Write
-(``"\\udcff\\udcfe.txt"`` in its JSON); ``record --produced`` names another such file.
+``claude_code_version`` and a key of it no decision names, the served ``message.model``, a
+tool name, a Write path (a file the stand-in creates under that name), the final text, the
+result's subtype and text (a harness-error reason quotes them) and a permission denial's
+tool name. The stand-in also creates ``\\xff\\xfe.txt``, a name that is not UTF-8, and
+names it in a Write (``"\\udcff\\udcfe.txt"`` in its JSON); ``record --produced`` names
+another such file.
 
 Rule (docs/cli.md, "What a session wrote, on the terminal"): every command that prints
 (``record``, ``run``'s progress and closing lines, ``show`` of each session and of a
@@ -49,6 +50,7 @@ from tests.integration.test_record_standins import (
     PROBE,
     READ,
     STANDIN_WORKSPACE,
+    WIDENING_CLEAN,
     init,
     line,
     make_corpus,
@@ -102,7 +104,8 @@ def answered_stream() -> bytes:
     """Recorded: a Read, the two Writes, the hostile served model and final text."""
     model = forged("model")
     final = ("Found it." + ATTACK + "\nFORGED-final\ttab\n" + "HW-DR-0052")
-    return (init(claude_code_version=forged("ccv")) + READ
+    widening = {k: v for k, v in WIDENING_CLEAN.items() if k != "claude_code_version"}
+    return (init(claude_code_version=forged("ccv"), **widening, **{forged("initkey"): 1}) + READ
             + tool_use("w1", "Write", {"file_path": HOSTILE_PATH, "content": "x"}, msg="m3")
             + tool_result("w1", "ok")
             + ascii_line({"type": "assistant", "parent_tool_use_id": None, "message": {
@@ -289,6 +292,9 @@ def test_show_writes_each_value_escaped_on_its_own_line(hostile: dict[str, Any])
     assert f"served model model{attack}\\nFORGED-model;" in out
     assert f"  produced: path{attack.replace('/', '-')}\\nFORGED-path.md cites" in out
     assert "    | FORGED-final\ttab\n" in out
+    # an init key no decision names: cut at 64 characters, marked with its length
+    assert ("  init keys not decided (1): initkey[bold]MK[/bold][link=evil.example]LK[/link]"
+            f"\\x1b]0;PWNED-TITL... ({len(forged('initkey'))} characters): ") in out
     assert f"    | Found it.{attack}\n" in out
 
 

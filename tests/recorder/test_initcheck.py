@@ -216,7 +216,7 @@ def test_check_init_refusal_value_is_bounded() -> None:
 
 
 def test_check_init_ignores_unknown_fields() -> None:
-    assert check_init(_with(capabilities=["x"], new_thing={"a": 1}), POLICY) == []
+    assert check_init(_with(new_thing={"a": 1}, betas=["x"]), POLICY) == []
 
 
 def test_declared_mcp_servers_of(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 The definition: `observe_line` gives the keys of `LINE_KEYS` (what the transform
 and the init check read) that `parse_line` gives, value for value and type for
 type (a ``Decimal`` with the same digits), no other key, and None exactly when
-it gives None; and it decodes each line once, an init line too. Every capture,
+it gives None; an init line whole, as `parse_line` gives it (its every key is
+decided or listed: RC-07); and it decodes each other line once. Every capture,
 every bug input, the edge cases of JSON text, and generated lines are held to
 it; so are whole observations.
 """
@@ -35,6 +36,8 @@ def expected(line: bytes) -> str:
     ref = parse_line(line)
     if ref is None:
         return repr(None)
+    if ref.get("type") == "system" and ref.get("subtype") == "init":
+        return repr(ref)
     return repr({key: ref[key] for key in LINE_KEYS if key in ref})
 
 
@@ -107,25 +110,30 @@ def test_observe_line_never_builds_what_the_transform_does_not_read() -> None:
     assert observe_line(line) == {"type": "user", "message": {"content": []}}
 
 
-def test_an_init_line_is_decoded_once_and_only_for_what_is_read() -> None:
-    """An init line goes through one decoder, the typed one: the reference is never called
-    (seen by a profile hook, nothing replaced), and the keys nothing reads are not built."""
+def test_an_init_line_is_read_whole_and_another_line_once() -> None:
+    """An init line is given whole, every key it prints (the unknown ones are listed, RC-07);
+    a line of another kind goes through the typed decoder alone: the reference is never
+    called for it (seen by a profile hook, nothing replaced)."""
     init = {"type": "system", "subtype": "init", "cwd": "/workspace", "permissionMode": "dontAsk",
             "plugins": [], "mcp_servers": [], "skills": [], "memory_paths": {},
-            "claude_code_version": "2.1.197", "tools": ["Read"] * 50, "uuid": "u"}
+            "claude_code_version": "2.1.332", "tools": ["Read"] * 50, "uuid": "u",
+            "a_new_key": {"x": 1}}
+    assert observe_line(json.dumps(init).encode()) == init
     called: list[str] = []
 
     def watch(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             called.append(frame.f_code.co_name)
 
+    hook = {**init, "subtype": "hook_started"}
     sys.setprofile(watch)
     try:
-        obj = observe_line(json.dumps(init).encode())
+        obj = observe_line(json.dumps(hook).encode())
     finally:
         sys.setprofile(None)
     assert "parse_line" not in called
-    assert obj == {key: value for key, value in init.items() if key not in ("tools", "uuid")}
+    assert obj == {key: value for key, value in hook.items()
+                   if key not in ("tools", "uuid", "a_new_key")}
 
 
 _KEYS = st.sampled_from([*LINE_KEYS, "tool_use_result", "uuid", "junk"])

@@ -30,6 +30,7 @@ from recorder.transcript import (
     Transcript,
     prose_for,
     prose_value,
+    unknown_init_keys_line,
 )
 from tests.hostile import HOSTILE, HOSTILE_IDS, assert_unforged, prose_of, rule_literal
 from tests.recorder.oracle import render_transcript, write_transcript
@@ -112,3 +113,33 @@ def test_one_served_version_is_one_literal() -> None:
     prose = prose_for(**args)
     assert 'Served version: "m\\n## Events" (2 recorded sessions).' in prose.split("\n")
     assert "Claude Code version: not observed." in prose.split("\n")
+
+
+def test_the_undecided_init_keys_are_literals_with_their_session_counts() -> None:
+    """RC-07: each key as `prose_value` writes it, with how many sessions printed it, in
+    code-point order of the keys as printed."""
+    line = unknown_init_keys_line({"betas": 2, "b\nx": 1, "scratchpad_path": 1})
+    assert line == ('Init keys the recorder has not decided: "b\\nx" (1 session), "betas" '
+                    '(2 sessions), "scratchpad_path" (1 session). Listed, not refused: a release '
+                    "the census has not read prints them (docs/glossary.md: RC-07); "
+                    "docs/recorder.md says how each known key is decided.")
+
+
+@pytest.mark.parametrize(("name", "value", "forged"), HOSTILE, ids=HOSTILE_IDS)
+def test_a_hostile_init_key_cannot_forge_or_break_the_prose(
+    tmp_path: Path, name: str, value: str, forged: list[str]
+) -> None:
+    def with_key(key: str) -> Transcript:
+        plain = hostile_transcript("2.1.197")
+        prose = plain.prose.replace(
+            "\n\nOutside-workspace paths named:",
+            f"\n\n{unknown_init_keys_line({key: 1})}\n\nOutside-workspace paths named:")
+        return plain.model_copy(update={"prose": prose})
+
+    path = tmp_path / "present.md"
+    write_transcript(path, with_key(value))
+    assert check_transcript_file(path).verdict == "clean"
+    text = path.read_text(encoding="utf-8")
+    assert_unforged(text, forged, baseline=render_transcript(with_key("betas")),
+                    outside_total=2)
+    assert f"not decided: {rule_literal(value)} (1 session). Listed" in prose_of(text)

@@ -701,7 +701,12 @@ def test_a_served_model_or_harness_version_past_the_name_bound_is_not_kept() -> 
     from recorder._transform import MAX_NAME_CHARS
 
     long = "m" * (MAX_NAME_CHARS + 1)
-    obs = observe(init(claude_code_version=long), text("x", msg="m2", model=long), result())
+    # An unreadable version requires every policed key (RC-07): given here, so only the
+    # bound on names decides.
+    widening = {"additional_directories": [], "sandbox_enabled": False, "capabilities": [],
+                "original_cwd": "/workspace"}
+    obs = observe(init(claude_code_version=long, **widening), text("x", msg="m2", model=long),
+                  result())
     assert obs.state == "limit-exceeded" and "the harness version on stdout line 1" in obs.reason
     assert (obs.claude_code_version, obs.served_model) == (None, None)
 
@@ -719,3 +724,23 @@ def test_the_calls_the_permission_rules_denied_are_named_from_the_result_line() 
                   text("x", msg="m2"), json.dumps(denied).encode())
     assert obs.state == "recorded" and obs.denied_tools == ("Write", "Bash")
     assert observe(init(), text("x", msg="m2"), result()).denied_tools == ()
+
+
+def test_undecided_init_keys_are_kept_first_seen_first_bounded_and_never_refuse() -> None:
+    """RC-07: the keys no decision names, over every init line, each once, at most
+    `MAX_UNKNOWN_INIT_KEYS`, each at most `MAX_INIT_KEY_CHARS` characters; no refusal."""
+    from recorder._initkeys import MAX_INIT_KEY_CHARS, MAX_UNKNOWN_INIT_KEYS
+
+    long = "z" * (MAX_INIT_KEY_CHARS + 1)
+    first = init(betas=[], plugin_errors=[], view_mode="default")  # view_mode is decided
+    second = init(plugin_errors=[], **{long: 1}, scratchpad_path="/tmp/p")
+    obs = observe(first, text("x", msg="m2"), result(), second, result())
+    assert obs.state == "recorded", obs.reason
+    assert obs.unknown_init_keys == (
+        "betas", "plugin_errors", "z" * MAX_INIT_KEY_CHARS + f"... ({MAX_INIT_KEY_CHARS + 1} "
+        "characters)", "scratchpad_path")
+    many = init(**{f"k{i:03}": i for i in range(MAX_UNKNOWN_INIT_KEYS + 5)})
+    obs = observe(many, text("x", msg="m2"), result())
+    assert obs.state == "recorded"
+    assert obs.unknown_init_keys == tuple(f"k{i:03}" for i in range(MAX_UNKNOWN_INIT_KEYS))
+    assert observe(init(), text("x", msg="m2"), result()).unknown_init_keys == ()
