@@ -59,9 +59,10 @@ RESULT_KEYS: Final[tuple[ResultKey, ...]] = (
               "429 or 5xx."),
     ResultKey("result", "read", _BOTH, "the text of a harness error, which says whether a "
               "provider error is retryable when there is no status; never the answer "
-              "(RC-13 reads the final assistant message)."),
-    ResultKey("total_cost_usd", "read", _BOTH, "RC-14's cost, as its JSON text: cumulative "
-              "over the session's results, so the last result's figure is the attempt's."),
+              "(the answer rule reads the final assistant message)."),
+    ResultKey("total_cost_usd", "read", _BOTH, "the attempt's cost, as its JSON text: "
+              "cumulative over the session's results, so the last result's figure is the "
+              "attempt's."),
     ResultKey("num_turns", "read", _BOTH, "kept on the observation as the harness counted "
               "the turns; no rule depends on it."),
     ResultKey("permission_denials", "read", _BOTH, "the tool of each call the permission "
@@ -71,16 +72,16 @@ RESULT_KEYS: Final[tuple[ResultKey, ...]] = (
               "only restate it."),
     ResultKey("modelUsage", "ignored", _BOTH, "tokens and `costUSD` per model, cumulative "
               "like `total_cost_usd`, which is their sum; the served model is "
-              "`message.model` of the assistant lines (RC-14)."),
+              "`message.model` of the assistant lines."),
     ResultKey("model_usage_since_last_result", "ignored", _NEW, "`modelUsage` of this "
               "result's turns only: per result, so the last one is not the session's cost; "
               "`total_cost_usd` is."),
     ResultKey("subagent_stats", "ignored", _NEW, "counts of the subagents started, "
-              "finished or refused; each subagent's calls are recorded as calls (RC-10), "
-              "and their cost is in `total_cost_usd`."),
+              "finished or refused; each subagent's calls are recorded as calls, and "
+              "their cost is in `total_cost_usd`."),
     ResultKey("safety_stops", "ignored", _NEW, "a count of turns the model stopped for "
-              "safety; what the model said is the final message (RC-13), and nothing is "
-              "priced apart from `total_cost_usd`."),
+              "safety; what the model said is the final message, and nothing is priced "
+              "apart from `total_cost_usd`."),
     ResultKey("queued_turn_count", "ignored", _NEW, "prompts waiting when the result was "
               "printed; a `-p` session has one prompt, and a later turn prints its own "
               "result."),
