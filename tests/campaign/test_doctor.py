@@ -76,7 +76,8 @@ def test_missing_credentials_are_broken_with_the_fix(harness: Path, tmp_path: Pa
 def test_a_host_skill_directory_that_shadows_a_listed_skill_is_broken(
     harness: Path, tmp_path: Path
 ) -> None:
-    """The harness, started confined, lists `simplify` among its skills (2.1.197's init line)."""
+    """The harness, started confined, lists `simplify` among its skills (the init line of
+    2.1.197 and of the pin, 2.1.332)."""
     (tmp_path / ".claude" / "skills" / "simplify").mkdir(parents=True)
     (tmp_path / ".claude" / "skills" / "my-own-skill").mkdir()
     status, stdout, lines = _run_doctor("--api-key-env", "HW_KEY", HOME=str(tmp_path), HW_KEY=KEY)
