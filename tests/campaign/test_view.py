@@ -248,3 +248,12 @@ def test_status_of_a_batch_on_covered_releases_adds_no_line(tmp_path: Path) -> N
     assert status_data(batch)["harness_versions"] == {
         "2.1.197": {"attempts": 1, "coverage": "covered"},
         PINNED_RELEASE: {"attempts": 1, "coverage": "covered"}}
+
+
+@pytest.mark.parametrize(("fmt", "attempts"), [("format1", 4), ("format2", 5)])
+def test_status_of_an_older_batch_reads_its_harness_versions(fmt: str, attempts: int) -> None:
+    """The fixture batches of earlier formats ran 2.1.197, a covered release (read only): the
+    attempts are their ledgers' final records naming it (counted with grep)."""
+    batch = Path(__file__).resolve().parents[1] / "fixtures" / "batches" / fmt / "batch"
+    assert status_data(batch)["harness_versions"] == {
+        "2.1.197": {"attempts": attempts, "coverage": "covered"}}
