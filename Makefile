@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
-HARNESS_VERSION := 2.1.197
+HARNESS_VERSION := 2.1.332
 HARNESS_PKG := @anthropic-ai/claude-code@$(HARNESS_VERSION)
 HARNESS_STAMP := .harness/.installed-$(HARNESS_VERSION)
 VENV_STAMP := $(VENV)/.installed

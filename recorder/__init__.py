@@ -23,7 +23,8 @@ pyproject.toml). What it offers, by concern:
 * the keys the transform reads of a line (`OBSERVED_KEYS`, `INIT_KEYS`, `LINE_KEYS`),
   which the census's printout names;
 * the releases the harness census covers (`PINNED_RELEASE`, `COVERED_RELEASES`,
-  `coverage`, `parse_release`);
+  `coverage`, `parse_release`), and every key of a result line decided (`RESULT_KEYS`,
+  `ResultKey`, `result_keys_markdown`);
 * the word set RC-13 compares answers by (`answer_words`), for the plan's check of an
   expected answer.
 
@@ -85,6 +86,9 @@ from ._releases import PINNED_RELEASE as PINNED_RELEASE
 from ._releases import Coverage as Coverage
 from ._releases import coverage as coverage
 from ._releases import parse_release as parse_release
+from ._resultkeys import RESULT_KEYS as RESULT_KEYS
+from ._resultkeys import ResultKey as ResultKey
+from ._resultkeys import result_keys_markdown as result_keys_markdown
 from ._transform import Observation as Observation
 from ._transform import StreamObserver as StreamObserver
 from ._validation import describe_errors as describe_errors

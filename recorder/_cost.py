@@ -12,6 +12,14 @@ Three rules make the figure exact and reproducible:
 * An attempt with unknown cost (no result line) adds nothing and makes the
   figure a lower bound; the prose then names those attempts.
 
+An attempt that prints several result lines (a background task's notification starts a
+new turn after the first result) is priced by its **last** one: ``total_cost_usd`` is
+cumulative over the attempt's results on every release the census covers (on 2.1.197
+and 2.1.332 the second result's ``total_cost_usd`` and ``modelUsage`` include the first's,
+while ``usage`` and 2.1.332's ``model_usage_since_last_result`` hold that result's own
+turns: tests/fixtures/cost/). Summing the results would count the first one twice; the
+per-result figures are decided ignored (`recorder._resultkeys`).
+
 Errors:
 
 * CostUnreadable (ValueError) - a ``total_cost_usd`` value that is not a

@@ -12,7 +12,7 @@ session name and the final record its session got. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import sys
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -156,6 +156,8 @@ class BatchStatistics:
     stopped: StoppedRecord | None
     """The latest invocation's end, None while it runs (or when it was killed)."""
     budget_stop: BudgetStopRecord | None
+    harness_versions: tuple[tuple[str, int], ...] = ()
+    """(``claude_code_version``, attempts whose init line named it), sorted by version."""
 
 
 class BatchFold:
@@ -185,6 +187,8 @@ class BatchFold:
         self.last_final: FinalRecord | None = None
         """The last final record folded, whole: the one record the fold keeps (``record``
         reports its one session's from it instead of reading the ledger back)."""
+        self.harness_versions: Counter[str] = Counter()
+        """``claude_code_version`` -> final records (attempts) that name it."""
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
         for key, repetition in planned:
             self._log(key, repetition).planned = True
@@ -276,6 +280,8 @@ class BatchFold:
 
     def _final(self, record: FinalRecord) -> None:
         self.last_final = record
+        if record.claude_code_version:
+            self.harness_versions[record.claude_code_version] += 1
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]
@@ -372,4 +378,5 @@ class BatchFold:
             max_cost_cents=self.budget_cents,
             invocations=inv.number if inv else 0, last_invocation_pid=inv.pid if inv else None,
             stopped=self.stopped, budget_stop=self.budget_stop,
+            harness_versions=tuple(sorted(self.harness_versions.items())),
         )

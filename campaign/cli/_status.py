@@ -4,7 +4,8 @@ Folds the ledger as it stands (never writes: a torn last line is only
 skipped) and says whether a process holds the batch now (its pid), how many
 sessions are outstanding, the per-arm counts, the spend against the budget
 the batch has now (the last one given, and who gave it: `batch_budget`),
-and the last failures. ``--json`` prints the same as one stable object
+the Claude Code releases its sessions ran when one is not covered by the harness census
+(`uncovered_line`), and the last failures. ``--json`` prints the same as one stable object
 (``"format": 1``; docs/batch.md lists its keys). Exit 0, or 2 when BATCH is
 not a batch.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from campaign._json_text import json_safe
 from campaign._terminal_text import one_line
 from campaign.batch import BatchFold, BatchReading, BatchStatistics, SessionLog, batch_budget
+from recorder import COVERED_RELEASES, coverage
 
 from ._args import StatusArgs
 from ._console import StdoutConsole
@@ -69,10 +71,33 @@ def status_data(batch: Path, reading: BatchReading | None = None) -> dict[str, A
                        "retried": c.retried, "cost_usd": str(c.cost_usd),
                        "cost_unknown_attempts": c.cost_unknown}
                  for arm, c in sorted(stats.arms.items())},
+        "harness_versions": {version: {"attempts": n, "coverage": coverage(version)}
+                             for version, n in stats.harness_versions},
         "last_failures": [{"arm": f.key.arm, "probe": f.key.probe, "session": f.key.session,
                            "attempt": f.attempt, "state": f.state, "reason": f.reason}
                           for f in stats.last_failures],
     }
+
+
+def uncovered_line(harness_versions: tuple[tuple[str, int], ...]) -> str | None:
+    """The line ``status`` prints when any session ran a release the census does not cover.
+
+    Args:
+        harness_versions: (``claude_code_version``, attempts) of the batch's final records.
+
+    Returns:
+        None when every version is covered (or none was seen); else one line naming each
+        version that is not, with its attempts, the covered releases and what it means.
+    """
+    outside = [(v, n) for v, n in harness_versions if coverage(v) != "covered"]
+    if not outside:
+        return None
+    listed = ", ".join(f"{v} ({n} attempt{'' if n == 1 else 's'}"
+                       f"{'' if coverage(v) == 'uncovered' else ', not a release number'})"
+                       for v, n in outside)
+    return (f"Claude Code not covered by the harness census: {listed}; the census covers "
+            f"{', '.join(COVERED_RELEASES)}, so the recorder was not checked against what "
+            "those sessions printed (`make census CENSUS_VERSION=<release>` checks a release)")
 
 
 def _key(log: SessionLog) -> dict[str, Any]:
@@ -108,6 +133,9 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     if scripted:
         out.print("(the provider was scripted: the spend is the harness's own price of the "
                   "scripted turns; nothing was billed)", markup=False)
+    uncovered = uncovered_line(stats.harness_versions)
+    if uncovered is not None:
+        out.print(one_line(uncovered), markup=False, soft_wrap=True)
     stopped = stats.stopped
     if stopped is not None and not data["running"]:
         out.print(f"last invocation ({stats.invocations}) ended: {stopped.reason}: "

@@ -15,14 +15,15 @@ without Read while its transcripts say "one allowed-tools list (Reed)". So
 
 **Where the list comes from, and how to add a version.** Each entry of
 `KNOWN_TOOLS` is the union of the ``tools`` of the ``system``/``init``
-lines the real CLI of that version printed (tests/fixtures/captures/, 2.1.197),
+lines the real CLI of that version printed (the committed streams under tests/fixtures/
+whose init line names that version: captures/ for 2.1.197),
 without the ``mcp__`` tools of the capture's own MCP server. Grep and Glob
 appear there only when they are allowed, so they are in the union.
 To pin another version: capture a few sessions with it (one that allows
 Grep and Glob), add ``"<version>": frozenset({...})`` here from their init
-lines, add its aliases, and set `PINNED_HARNESS_VERSION` and the Makefile's
-``HARNESS_VERSION`` together; tests/campaign/test_tools.py compares the list
-with the captures and the pin with the Makefile.
+lines, add its aliases, and set the recorder's `PINNED_RELEASE` and the Makefile's
+``HARNESS_VERSION`` together; tests/campaign/test_tools.py compares each list
+with the committed streams of its version and the pin with the Makefile.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from types import MappingProxyType
 from typing import Final
 
 from campaign._errors import UnknownTool
+from recorder import PINNED_RELEASE
 
-PINNED_HARNESS_VERSION: Final = "2.1.197"
-"""The Claude Code version the Makefile installs (``HARNESS_VERSION``) and the plan checks."""
+PINNED_HARNESS_VERSION: Final = PINNED_RELEASE
+"""The Claude Code version the Makefile installs (``HARNESS_VERSION``) and the plan checks
+(the recorder's `PINNED_RELEASE`: one pin)."""
 
 KNOWN_TOOLS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
     "2.1.197": frozenset({
@@ -45,11 +48,20 @@ KNOWN_TOOLS: Final[Mapping[str, frozenset[str]]] = MappingProxyType({
         "SendMessage", "Skill", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput",
         "TaskStop", "TaskUpdate", "WebFetch", "WebSearch", "Workflow", "Write",
     }),
+    # 2.1.332 lists ListAgents, Monitor and ToolSearch, and no longer TaskCreate, TaskGet,
+    # TaskList, TaskOutput or TaskUpdate (tests/fixtures/cost/, tests/fixtures/resultkeys/).
+    "2.1.332": frozenset({
+        "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree", "ExitWorktree",
+        "Glob", "Grep", "ListAgents", "Monitor", "NotebookEdit", "Read", "ReportFindings",
+        "ScheduleWakeup", "SendMessage", "Skill", "Task", "TaskStop", "ToolSearch", "WebFetch",
+        "WebSearch", "Workflow", "Write",
+    }),
 })
 """Harness version -> the tool names its init line lists (module docstring)."""
 
 ALIASES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "2.1.197": MappingProxyType({"Agent": "Task"}),
+    "2.1.332": MappingProxyType({"Agent": "Task"}),
 })
 """Harness version -> {alias: tool}: names the harness accepts for a tool its init line lists
 under another name. 2.1.197 lists the subagent tool as ``Task`` and sends it to the model as

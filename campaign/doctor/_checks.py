@@ -1,7 +1,8 @@
 """``doctor``: every check a batch needs, and what only ``doctor`` checks; three answers each.
 
 The checks that run before every batch are `campaign.batch.sandbox_checks` (the sandbox's
-preflight and the skills check). ``doctor`` adds what needs the runner's view: the
+preflight and the skills check). ``doctor`` adds what needs the runner's view: the harness's
+release against the releases the harness census covers (`check_harness_release`), the
 per-session limits exercised in a sandbox (about a second), the credentials (never printed),
 the default batch root outside ``$HOME`` (RC-06), and network confinement (the sandbox's
 network preflight). It prints nothing: the command line prints the report.
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from campaign.batch import default_root, is_under_home, sandbox_checks
+from recorder import COVERED_RELEASES, PINNED_RELEASE, coverage
 from sandbox import (
     Check,
     CredentialsMissing,
@@ -34,7 +36,8 @@ from sandbox import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["DOCTOR_LEASE_WAIT_S", "check_batch_root", "check_credentials", "doctor_checks"]
+__all__ = ["DOCTOR_LEASE_WAIT_S", "check_batch_root", "check_credentials",
+           "check_harness_release", "doctor_checks"]
 
 DOCTOR_LEASE_WAIT_S: Final = 60.0
 """Seconds ``doctor``'s probes wait at most for a free session user while other runners'
@@ -46,14 +49,53 @@ it takes instead)."""
 def doctor_checks(
     *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
 ) -> PreflightReport:
-    """Every check of ``doctor``, in order: `sandbox_checks`, limits, credentials, batch root,
-    network. Its probes wait at most `DOCTOR_LEASE_WAIT_S` for a free session user."""
+    """Every check of ``doctor``, in order: `sandbox_checks`, the harness's release, limits,
+    credentials, batch root, network. Its probes wait at most `DOCTOR_LEASE_WAIT_S` for a
+    free session user."""
     report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs,
                             lease_wait_s=DOCTOR_LEASE_WAIT_S)  # fmt: skip
-    checks = [*report.checks, _limits(report, bwrap), check_credentials(api_key_env),
-              check_batch_root()]
+    checks = [*report.checks, check_harness_release(report.harness_version),
+              _limits(report, bwrap), check_credentials(api_key_env), check_batch_root()]
     checks.append(network_preflight(bwrap=bwrap, lease_wait_s=DOCTOR_LEASE_WAIT_S))
     return PreflightReport(tuple(checks))
+
+
+def check_harness_release(version_line: str | None) -> Check:
+    """``harness-release``: the harness's release against the releases the census covers.
+
+    A covered release is ``ok``. Any other is not a pass: the recorder was not checked
+    against what that release prints (docs/census.md), so a line or key it changed may be
+    read wrong without a refusal; ``unverified`` with a warning that names the release, the
+    covered ones and the census command that checks it (a batch on it still runs, and its
+    prose and ``status`` say so). A version line that does not start with a release number
+    could not be verified.
+
+    Args:
+        version_line: The harness's ``--version`` line as run in the sandbox (e.g.
+            ``"2.1.332 (Claude Code)"``; `sandbox.PreflightReport.harness_version`), or None
+            when the harness check did not pass.
+    """
+    if version_line is None:
+        return Check("harness-release", "unverified", "not run: see the harness check")
+    release = version_line.split(" ", 1)[0]
+    covered = ", ".join(COVERED_RELEASES)
+    stands = coverage(release)
+    if stands == "covered":
+        return Check("harness-release", "ok", f"Claude Code {release}: a release the harness "
+                     f"census covers (covered: {covered}; the pin: {PINNED_RELEASE})")
+    if stands == "uncovered":
+        return Check("harness-release", "unverified", f"warning: Claude Code {release} is not "
+                     f"a release the harness census covers (covered: {covered}): the recorder "
+                     "was not checked against what this release prints, so a line or key it "
+                     "changed may be read wrong without a refusal; a batch on it runs, and its "
+                     "transcripts and status say so",
+                     f"`make census CENSUS_VERSION={release}` checks this release; `make "
+                     f"harness` installs the pin, {PINNED_RELEASE}")  # fmt: skip
+    return Check("harness-release", "unverified", f"the harness's --version printed "
+                 f"{version_line!r}, which does not start with a release number "
+                 "(MAJOR.MINOR.PATCH): its coverage by the harness census is unknown",
+                 f"pass --harness PATH naming a Claude Code CLI; `make harness` installs the "
+                 f"pin, {PINNED_RELEASE}")  # fmt: skip
 
 
 def _limits(report: PreflightReport, bwrap: str) -> Check:

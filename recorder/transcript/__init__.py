@@ -11,6 +11,7 @@ A transcript is one Markdown file per arm (docs/glossary.md RC-14..RC-16, seed s
   its own (`item_of`), and the block read whole (`read_events`)
 * ``_closed``  reading loaded YAML through the closed models
 * ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose),
+  `harness_versions_line` (the Claude Code versions and their census coverage),
   `served_version_of` and `unknown_init_keys_line`
 * ``_spool``   `ItemSpool`: a growing transcript's proved items on disk, not in memory
 * ``_streamed`` `write_streamed`, the one writer: a transcript written and proved a row at a
@@ -38,6 +39,7 @@ from ._models import Event as Event
 from ._models import Identity as Identity
 from ._models import SessionRow as SessionRow
 from ._models import Transcript as Transcript
+from ._prose import harness_versions_line as harness_versions_line
 from ._prose import prose_for as prose_for
 from ._prose import prose_value as prose_value
 from ._prose import served_version_of as served_version_of
@@ -57,6 +59,7 @@ __all__ = [
     "Transcript",
     "TranscriptRefused",
     "TranscriptUnproven",
+    "harness_versions_line",
     "parse_transcript",
     "prose_for",
     "prose_value",

@@ -19,6 +19,8 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
+from .._releases import COVERED_RELEASES, coverage
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -124,6 +126,47 @@ def unknown_init_keys_line(counts: Mapping[str, int]) -> str:
             "docs/recorder.md says how each known key is decided.")
 
 
+_COVERAGE_PROSE: Final = {
+    "covered": "covered by the harness census",
+    "uncovered": "not covered by the harness census",
+    "unreadable": "not a release number, so not covered by the harness census",
+}
+_UNCOVERED: Final = (
+    " The census covers {covered}: the recorder was not checked against what {which} "
+    "prints, so a line or key it changed may have been read wrong without a refusal "
+    "(\"make census CENSUS_VERSION=RELEASE\" checks a release)."
+)
+
+
+def harness_versions_line(claude_code_versions: Iterable[str]) -> str:
+    """The prose's Claude Code version sentence: each distinct version and its coverage.
+
+    Each version is written as `prose_value` writes it, followed by where it stands
+    against the releases the harness census covers (`recorder.coverage`); when any is not
+    covered the sentence names the covered releases and what that means, so a batch on a
+    release nobody checked the recorder against says so in its own transcript.
+
+    Args:
+        claude_code_versions: ``claude_code_version`` of each init line (repeats fine).
+
+    Returns:
+        One paragraph, e.g. ``Claude Code version: "2.1.332" (covered by the harness
+        census).``; ``Claude Code version: not observed.`` when there is none.
+    """
+    versions = sorted(set(claude_code_versions))
+    if not versions:
+        return "Claude Code version: not observed."
+    label = "Claude Code versions" if len(versions) > 1 else "Claude Code version"
+    stands = {version: coverage(version) for version in versions}
+    listed = ", ".join(f"{prose_value(v)} ({_COVERAGE_PROSE[stands[v]]})" for v in versions)
+    line = f"{label}: {listed}."
+    outside = [v for v in versions if stands[v] != "covered"]
+    if outside:
+        which = "this release" if len(outside) == 1 else "these releases"
+        line += _UNCOVERED.format(covered=", ".join(COVERED_RELEASES), which=which)
+    return line
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -151,7 +194,8 @@ def prose_for(
         network: The network mode: ``"confined"``, ``"host"`` (the admitted
             exception, RC-05: the prose says the channel was open) or ``"mixed"``.
         claude_code_versions: ``claude_code_version`` of each init line (repeats fine);
-            each distinct one is written as `prose_value` writes it.
+            each distinct one is written as `prose_value` writes it, with its coverage
+            by the harness census (`harness_versions_line`).
         served_versions: served ``message.model`` -> number of recorded sessions; each
             model is written as `prose_value` writes it.
         cost: The arm's figure from `recorder._cost.cost_cents`.
@@ -177,9 +221,7 @@ def prose_for(
         f"Transcript of arm `{arm}`, tier `{tier}`, recorded by headwater-campaign.",
         _CONTRACT.format(tools=tools, network=network, net=net),
     ]
-    versions = sorted(set(claude_code_versions))
-    label = "Claude Code versions" if len(versions) > 1 else "Claude Code version"
-    paras.append(f"{label}: {', '.join(map(prose_value, versions)) or 'not observed'}.")
+    paras.append(harness_versions_line(claude_code_versions))
     served = sorted(served_versions.items())
     if len(served) > 1:
         listed = ", ".join(f"{prose_value(v)} ({_plural(n, 'session')})" for v, n in served)

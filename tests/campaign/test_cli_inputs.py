@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from recorder import PINNED_RELEASE
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "demo" / "example" / "corpus"
 
@@ -155,7 +157,8 @@ def test_the_limits_given_are_the_sessions_limits() -> None:
 def test_version_names_the_runner_and_the_pinned_harness() -> None:
     proc = _cli("--version")
     assert proc.returncode == 0
-    assert proc.stdout.startswith("headwater-campaign ") and "Claude Code 2.1.197" in proc.stdout
+    assert proc.stdout.startswith("headwater-campaign ")
+    assert f"Claude Code {PINNED_RELEASE}" in proc.stdout
 
 
 def test_a_read_only_command_piped_into_head_ends_quietly(tmp_path: Path) -> None:

@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from campaign.cli._doctor_view import LABELS, exit_status, print_report
-from campaign.doctor import doctor_checks
+from campaign.doctor import check_harness_release, doctor_checks
+from recorder import COVERED_RELEASES, PINNED_RELEASE
 from sandbox import Check, PreflightReport
 from tests.integration import kit
 
 KEY = "sk-doctor-placeholder-77aa"
 CHECKS = ("bwrap", "host-layout", "session-user", "storage", "user-namespaces", "cgroups",
-          "sandbox", "seccomp", "landlock", "harness", "skills", "limits", "credentials",
+          "sandbox", "seccomp", "landlock", "harness", "skills", "harness-release", "limits",
+          "credentials",
           "batch-root", "network")  # fmt: skip
 
 
@@ -74,7 +76,8 @@ def test_missing_credentials_are_broken_with_the_fix(harness: Path, tmp_path: Pa
 def test_a_host_skill_directory_that_shadows_a_listed_skill_is_broken(
     harness: Path, tmp_path: Path
 ) -> None:
-    """The harness, started confined, lists `simplify` among its skills (2.1.197's init line)."""
+    """The harness, started confined, lists `simplify` among its skills (the init line of
+    2.1.197 and of the pin, 2.1.332)."""
     (tmp_path / ".claude" / "skills" / "simplify").mkdir(parents=True)
     (tmp_path / ".claude" / "skills" / "my-own-skill").mkdir()
     status, stdout, lines = _run_doctor("--api-key-env", "HW_KEY", HOME=str(tmp_path), HW_KEY=KEY)
@@ -174,3 +177,42 @@ def test_doctor_into_a_closed_pipe_keeps_its_status(harness: Path, bwrap: str,
                               capture_output=True, text=True, env=env, timeout=300, check=False,
                               cwd=kit.REPO)  # fmt: skip
         assert "status=12" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_covered_release_is_verified_ok_and_named() -> None:
+    check = check_harness_release(f"{PINNED_RELEASE} (Claude Code)")
+    assert check.name == "harness-release" and check.verdict == "ok"
+    assert f"Claude Code {PINNED_RELEASE}: a release the harness census covers" in check.detail
+
+
+def test_an_uncovered_release_is_a_warning_never_a_pass() -> None:
+    """The rule: a release the census does not cover is not a pass (doctor exits 4); the
+    warning names it, the covered releases, what it means and the census that checks it."""
+    check = check_harness_release("2.1.999 (Claude Code)")
+    assert check.verdict == "unverified"
+    assert check.detail.startswith("warning: Claude Code 2.1.999 is not a release the "
+                                   "harness census covers (covered: ")
+    assert all(release in check.detail for release in COVERED_RELEASES)
+    assert "the recorder was not checked against what this release prints" in check.detail
+    assert "`make census CENSUS_VERSION=2.1.999`" in check.fix
+    assert exit_status(PreflightReport((Check("bwrap", "ok", "x"), check))) == 4
+
+
+@pytest.mark.parametrize("line", ["Claude Code (2.1.332)", "2.1.332-beta (Claude Code)", ""])
+def test_an_unreadable_version_could_not_be_verified(line: str) -> None:
+    check = check_harness_release(line)
+    assert check.verdict == "unverified"
+    assert f"printed {line!r}, which does not start with a release number" in check.detail
+
+
+def test_without_a_harness_version_the_release_is_not_checked() -> None:
+    check = check_harness_release(None)
+    assert (check.verdict, check.detail) == ("unverified", "not run: see the harness check")
+
+
+def test_doctor_prints_the_uncovered_warning_as_could_not_verify(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    print_report(PreflightReport((check_harness_release("2.1.999 (Claude Code)"),)))
+    out = capsys.readouterr().out
+    assert re.search(r"could not verify  harness-release: warning: Claude Code 2\.1\.999 ", out)
+    assert "fix: `make census CENSUS_VERSION=2.1.999` checks this release" in out

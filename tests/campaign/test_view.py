@@ -184,3 +184,76 @@ def test_why_the_batch_stops_is_a_line_of_its_own_whole_at_80_columns() -> None:
     out = io.StringIO()
     Console(file=out, width=80).print(live_renderable(live, 0.0))
     assert f"stopping: {why}" in out.getvalue().splitlines(), out.getvalue()
+
+
+def _batch_with_versions(tmp_path: Path, versions: list[str | None]) -> Path:
+    """A stopped batch whose present sessions' final records name these Claude Code versions."""
+    corpus = load_corpus(write_files(tmp_path / "corpus", {
+        ".headwater/probe.yml": probe_yml(),
+        "docs/probes/p.md": "---\nid: HW-PRB-001\ntitle: P\nanswers: []\nexamines: []\n---\n\n"
+                            "## Task\n\nGo.\n"}))
+    plan = compose_plan(corpus, tier="campaign")
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign", seed=0,
+                           harness_path="/h")
+    write_config(batch, BatchConfig(options=options, facts=BatchFacts(
+        runner="r", harness_version="v", network="host", network_note="n", provider_note="p",
+        arms={}, order=OrderFacts(algorithm="a", seed=0))))
+    write_plan(batch, plan)
+    with Ledger(batch / "ledger.jsonl") as ledger:
+        ledger.append(InvocationRecord(number=1, command="run", pid=4242, runner="r", retries=2,
+                                       max_cost_cents=None, est_session_cents=None,
+                                       max_wall_s=None))
+        for attempt, version in enumerate(versions, start=1):
+            key = SessionKey("present", "HW-PRB-001", "s1")
+            ledger.append(StartedRecord(arm="present", probe="HW-PRB-001", session="s1",
+                                        repetition=1, attempt=attempt, invocation=1,
+                                        position=0))
+            ledger.append(_final(key, "no-result", attempt=attempt, cost=None,
+                                 retryable=True).model_copy(
+                update={"claude_code_version": version}))
+        ledger.append(StoppedRecord(invocation=1, reason="done", detail="d", outstanding=2))
+    return batch
+
+
+def _status_text(batch: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "campaign", "status", str(batch)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_status_says_when_the_sessions_ran_a_release_the_census_does_not_cover(
+        tmp_path: Path) -> None:
+    from recorder import COVERED_RELEASES, PINNED_RELEASE
+    batch = _batch_with_versions(tmp_path, [PINNED_RELEASE, "2.1.999", "2.1.999", "odd\nline"])
+    data = status_data(batch)
+    assert data["harness_versions"] == {
+        PINNED_RELEASE: {"attempts": 1, "coverage": "covered"},
+        "2.1.999": {"attempts": 2, "coverage": "uncovered"},
+        "odd\nline": {"attempts": 1, "coverage": "unreadable"}}
+    text = _status_text(batch)
+    (line,) = [x for x in text.splitlines() if x.startswith("Claude Code not covered")]
+    assert "2.1.999 (2 attempts)" in line and PINNED_RELEASE + " (" not in line
+    assert "odd\\nline (1 attempt, not a release number)" in line  # escaped: one line
+    assert f"the census covers {', '.join(COVERED_RELEASES)}" in line
+    assert "the recorder was not checked against what those sessions printed" in line
+
+
+def test_status_of_a_batch_on_covered_releases_adds_no_line(tmp_path: Path) -> None:
+    from recorder import PINNED_RELEASE
+    batch = _batch_with_versions(tmp_path, [PINNED_RELEASE, "2.1.197", None])
+    assert "not covered" not in _status_text(batch)
+    assert status_data(batch)["harness_versions"] == {
+        "2.1.197": {"attempts": 1, "coverage": "covered"},
+        PINNED_RELEASE: {"attempts": 1, "coverage": "covered"}}
+
+
+@pytest.mark.parametrize(("fmt", "attempts"), [("format1", 4), ("format2", 5)])
+def test_status_of_an_older_batch_reads_its_harness_versions(fmt: str, attempts: int) -> None:
+    """The fixture batches of earlier formats ran 2.1.197, a covered release (read only): the
+    attempts are their ledgers' final records naming it (counted with grep)."""
+    batch = Path(__file__).resolve().parents[1] / "fixtures" / "batches" / fmt / "batch"
+    assert status_data(batch)["harness_versions"] == {
+        "2.1.197": {"attempts": attempts, "coverage": "covered"}}

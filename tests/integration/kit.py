@@ -76,6 +76,16 @@ def bash(tool_id: str, command: str) -> dict[str, Any]:
     return {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
 
 
+def not_a_bare_sleep(command: str) -> str:
+    """``command`` (one that starts with a long ``sleep``) as the pinned CLI runs it.
+
+    Claude Code 2.1.332 refuses a Bash command that starts with a long ``sleep`` before
+    running it (``Blocked: standalone sleep 33.3171``, ``Blocked: sleep 61 followed by:
+    echo finished``; ``sleep 10; echo x`` runs); 2.1.197 ran it. A harmless ``echo`` first
+    makes it run, and the ``sleep N`` a test looks for is still in its command line."""
+    return f"echo waiting; {command}"
+
+
 def read(tool_id: str, path: str) -> dict[str, Any]:
     """A Read tool_use block."""
     return {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": path}}

@@ -246,3 +246,28 @@ def test_every_init_line_shows_the_default_workspace_path_and_the_prose_names_it
     for arm in blind.names.arms:
         prose = (blind.batch / "transcripts" / f"{arm}.md").read_text(encoding="utf-8")
         assert "Every session saw its workspace at /workspace/corpus" in prose
+
+
+@pytest.mark.timeout(600)
+def test_no_value_of_an_init_line_names_a_condition(blind: Blind) -> None:
+    """Every string an init line carries, not only ``cwd`` and ``memory_paths``: the pin
+    (2.1.332) adds paths (``original_cwd``, ``messaging_socket_path``, the entries of
+    ``additional_directories``), and none may name an arm, probe, session or the batch."""
+    inits = list(_init_lines(blind.batch))
+    assert len(inits) >= 16
+    leaks = [(str(where), what, snippet) for where, event in inits
+             for text in _strings(event) for what, snippet in blind.names.leaks(text)]
+    assert not leaks, "\n".join(map(str, leaks[:12]))
+    for where, event in inits:
+        if "original_cwd" in event:  # 2.1.332: the workspace path, as cwd
+            assert event["original_cwd"] == event["cwd"], where
+        if "messaging_socket_path" in event:  # inside the sandbox's private /tmp
+            assert str(event["messaging_socket_path"]).startswith("/tmp/"), where
+
+
+@pytest.mark.timeout(600)
+def test_the_sessions_asked_the_provider_for_messages_only(blind: Blind) -> None:
+    """What the CLI calls besides the Messages API would need an answer of the scripted
+    provider (docs/provider.md); 2.1.197 and 2.1.332 were seen to call nothing else."""
+    paths = collections.Counter(str(request.get("path")) for request in blind.requests)
+    assert set(paths) == {"/v1/messages?beta=true"}, paths

@@ -73,7 +73,7 @@ def test_a_runner_killed_mid_session_leaves_no_process_of_it(
     root, common = host
     duration = _unique_sleep(61)
     task = "containment: a long command that outlives nobody"
-    corpus = _corpus(root, task, f"sleep {duration}; echo finished")
+    corpus = _corpus(root, task, kit.not_a_bare_sleep(f"sleep {duration}; echo finished"))
     batch = root / "batch"
     with ScriptedProvider(load_scripts(root / "scripts")) as provider:
         runner = kit.start_cli("record", "--corpus", str(corpus), "--probe", "CONT-1",
@@ -103,7 +103,7 @@ def test_a_runner_killed_while_bwrap_starts_leaves_no_process_of_the_session(
     root, common = host
     duration = _unique_sleep(63)
     task = f"containment: the runner dies {after_s} s into the spawn"
-    corpus = _corpus(root, task, f"sleep {duration}; echo finished")
+    corpus = _corpus(root, task, kit.not_a_bare_sleep(f"sleep {duration}; echo finished"))
     batch = root / "batch"
     left = _killed_by_the_instrument(root, common, corpus, after_s, of="session",
                                      needles=(str(batch), f"sleep {duration}", task))  # fmt: skip

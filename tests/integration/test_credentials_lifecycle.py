@@ -134,7 +134,7 @@ def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
         corpus = load_corpus(kit.write_corpus(root / "corpus", TASKS))
         kit.write_script(root / "scripts", "LIFE-OK", TASKS["LIFE-OK"], [kit.bash("t1", STAT_CFG)])
         kit.write_script(root / "scripts", "LIFE-SLOW", TASKS["LIFE-SLOW"],
-                         [kit.bash("t1", SLOW_SLEEP)])  # fmt: skip
+                         [kit.bash("t1", kit.not_a_bare_sleep(SLOW_SLEEP))])  # fmt: skip
         (root / "batch").mkdir()
         plan = compose_plan(corpus, tier="regression")
         sessions = resolve_sessions(corpus, plan.probes, plan.arm_specs)

@@ -794,8 +794,11 @@ def test_a_crafted_version_shows_no_forged_line_and_hides_nothing(
     lines = prose_lines(batch)
     assert FORGED_SERVED not in lines
     assert not any("<" in x for x in lines)  # no comment opener, no HTML at all
-    assert ('Claude Code version: "2.1.197.\\n\\nServed version: \\"claude-forged-9\\" (1 '
-            'recorded session).\\n\\nDenied connections: 0.\\n\\n\\u003c!--".') in lines
+    # the literal, then its coverage: not a release number (the prose says so and goes on)
+    assert any(x.startswith(
+        'Claude Code version: "2.1.197.\\n\\nServed version: \\"claude-forged-9\\" (1 '
+        'recorded session).\\n\\nDenied connections: 0.\\n\\n\\u003c!--" (not a release '
+        "number, so not covered by the harness census). ") for x in lines)
     assert f'Served version: "{MODEL}" (1 recorded session).' in lines
     assert any(x.startswith("Cost source: ") for x in lines)
     egress = [x for x in lines if x.startswith(("Egress proxy: ", "Denied connections: "))]

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from recorder import COVERED_RELEASES, PINNED_RELEASE
 from recorder._cost import CostFigure
 from recorder.transcript import (
     Artifact,
@@ -40,6 +41,7 @@ from recorder.transcript import (
     Transcript,
     TranscriptRefused,
     TranscriptUnproven,
+    harness_versions_line,
     parse_transcript,
     prose_for,
     served_version_of,
@@ -684,7 +686,8 @@ def test_prose_states_the_contract() -> None:
         "bwrap",
         "the session shared the host network, so a Bash call could reach the public internet",
         "Rates from bypassPermissions batches do not compare",
-        'Claude Code version: "2.1.197".',  # a session's value: a JSON literal
+        # a session's value: a JSON literal, then where it stands against the census
+        'Claude Code version: "2.1.197" (covered by the harness census).',
         "the harness's own computed cost, total_cost_usd of the last result line of each attempt; "
         "not the provider's invoice",
         'Served version: "claude-served-9" (4 recorded sessions).',
@@ -705,10 +708,31 @@ def test_prose_names_unknown_cost_attempts_and_all_served_versions() -> None:
     )
     assert "lower bound" in prose and "p1/r2 attempt 1, p2/r1 attempt 2" in prose
     assert '"v-a" (3 sessions), "v-b" (1 session)' in prose
-    assert 'Claude Code versions: "2.1.197", "2.1.200".' in prose
+    assert ('Claude Code versions: "2.1.197" (covered by the harness census), "2.1.200" (not '
+            'covered by the harness census). The census covers ') in prose
     assert "Arm identity: present: the corpus as sealed" in prose
     with pytest.raises(ValueError, match="lower-bound"):
         _prose(cost=CostFigure(cents=3, unknown=1, lower_bound=True))
+
+
+def test_prose_says_which_releases_the_census_does_not_cover_and_what_it_means() -> None:
+    """Item by item: each version with its coverage (`recorder.coverage`); an uncovered or
+    unreadable one makes the sentence name the covered releases and what that means."""
+    covered = ", ".join(COVERED_RELEASES)
+    assert harness_versions_line([PINNED_RELEASE]) == (
+        f'Claude Code version: "{PINNED_RELEASE}" (covered by the harness census).')
+    line = harness_versions_line(["2.1.999", PINNED_RELEASE, "2.1.999"])
+    assert line == (
+        f'Claude Code versions: "{PINNED_RELEASE}" (covered by the harness census), '
+        f'"2.1.999" (not covered by the harness census). The census covers {covered}: '
+        "the recorder was not checked against what this release prints, so a line or key it "
+        'changed may have been read wrong without a refusal ("make census '
+        'CENSUS_VERSION=RELEASE" checks a release).')
+    odd = harness_versions_line(["2.1.x<!--"])
+    assert odd.startswith('Claude Code version: "2.1.x\\u003c!--" (not a release number, so '
+                          "not covered by the harness census). The census covers ")
+    assert harness_versions_line([]) == "Claude Code version: not observed."
+    assert line in _prose(claude_code_versions=["2.1.999", PINNED_RELEASE])
 
 
 def test_prose_for_output_is_accepted_by_transcript() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from recorder import PINNED_RELEASE
 from sandbox import (
     Check,
     Confinement,
@@ -380,7 +381,7 @@ def test_preflight_runs_the_pinned_cli_inside_the_sandbox(bwrap: str, harness: P
     report = preflight(bwrap=bwrap, harness=harness)
     assert report.ok, report.problems
     assert report.harness_version is not None
-    assert report.harness_version.startswith("2.1.197")
+    assert report.harness_version.startswith(f"{PINNED_RELEASE} ")
 
 
 def test_userns_sysctls_names_the_settings_that_deny(tmp_path: Path) -> None:
