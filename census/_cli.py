@@ -112,7 +112,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the census of one release (module docstring); returns the exit status."""
     args = build_parser().parse_args(argv)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False)
     root = CHECKOUT
     if args.streams is not None:
@@ -194,7 +194,13 @@ def _of_streams(args: argparse.Namespace, out: Console, err: Console, root: Path
     if not paths:
         err.print(f"census: no *.jsonl stream in {args.streams}", markup=False)
         return EXIT_USAGE
-    census = take_census(args.release, [(path.stem, path.read_bytes()) for path in paths])
+    streams = [(path.stem, path.read_bytes()) for path in paths]
+    printed = printed_versions(stdout for _, stdout in streams)
+    if printed - {args.release}:
+        err.print(f"census: the streams in {args.streams} are not of {args.release}: their "
+                  f"init lines print {', '.join(sorted(printed))}", markup=False)
+        return EXIT_USAGE
+    census = take_census(args.release, streams)
     baseline_path = args.baseline or root / CENSUSES / f"{PINNED_RELEASE}.json"
     baseline = _read_json(baseline_path)
     out_path = args.out or root / CENSUSES / f"{args.release}.json"

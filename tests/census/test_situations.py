@@ -88,3 +88,12 @@ def test_the_release_a_replay_printed_is_read_from_its_init_lines() -> None:
                b'not json "init"\n{"type":"system","subtype":"init","claude_code_version":"2.1.9"}',
                b'{"type":"assistant","message":{"content":"init"}}\n']
     assert printed_versions(streams) == {"2.1.332", "2.1.9"}
+
+
+def test_streams_of_another_release_are_refused(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s1.jsonl").write_bytes(
+        b'{"type":"system","subtype":"init","claude_code_version":"2.1.332"}\n')
+    assert main(["2.1.197", "--streams", str(tmp_path), "--no-write"]) == 2
+    assert "not of 2.1.197" in capsys.readouterr().err
+    assert main(["2.1.332", "--streams", str(tmp_path), "--no-write"]) in (0, 1)
