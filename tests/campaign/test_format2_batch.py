@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
+from recorder import PINNED_RELEASE
 from tests.campaign.batch_fixture import (
     FIXTURES,
     Key,
@@ -340,7 +341,10 @@ def test_retranscribe_of_a_moved_format_2_batch_derives_the_same_records(own: Pa
 
 def _relocate(copy: Path, harness: Path) -> None:
     """Point the copy's config.yaml at this checkout's pinned CLI and the copy's scripts: the
-    two paths ``resume`` takes from the options and no flag replaces."""
+    two paths ``resume`` takes from the options and no flag replaces. The batch was made with
+    Claude Code 2.1.197; the pin is now another release, and ``resume`` refuses a batch whose
+    recorded harness version is not the one it would run (test_compare_batch.py), so the
+    copy records the pin's version line too (as the CLI prints it), the third input moved."""
     path = copy / "batch" / "config.yaml"
     text = path.read_text(encoding="utf-8")
     options = read_yaml(path)["options"]
@@ -348,6 +352,9 @@ def _relocate(copy: Path, harness: Path) -> None:
         old = f"\n  {name}: {options[name]}\n"
         assert text.count(old) == 1, name
         text = text.replace(old, f"\n  {name}: {new}\n")
+    recorded = "\n  harness_version: 2.1.197 (Claude Code)\n"
+    assert text.count(recorded) == 1
+    text = text.replace(recorded, f"\n  harness_version: {PINNED_RELEASE} (Claude Code)\n")
     path.write_text(text, encoding="utf-8")
 
 
