@@ -87,6 +87,12 @@ RESULT_KEYS: Final[tuple[ResultKey, ...]] = (
               "result."),
     ResultKey("result_index", "ignored", _NEW, "the result's number in the session (0, 1, "
               "...); the last result line read is the last result, whatever its number."),
+    ResultKey("api_error", "ignored", _NEW, "the provider error's kind as the harness names "
+              "it (e.g. a cut connection); the state reads `is_error` and `api_error_status`."),
+    ResultKey("api_error_type", "ignored", _NEW, "the provider error's `type` (e.g. "
+              "`invalid_request_error`); as `api_error`."),
+    ResultKey("begun_message_ids", "ignored", _NEW, "the ids of provider messages begun in "
+              "the turn; the event groups an answer's lines by `message.id` itself."),
     ResultKey("origin", "ignored", _BOTH, "what started the turn (a background task's "
               "notification); the last result decides the state whatever started it."),
     ResultKey("errors", "ignored", _BOTH, "the messages of an error subtype (max turns, an "

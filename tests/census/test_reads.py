@@ -14,7 +14,7 @@ from census import INIT_KIND, NOT_DECIDED, NOT_READ, READ, print_census, recorde
 
 
 def test_every_key_the_recorder_observes_is_read_of_every_kind() -> None:
-    reads = recorder_keys()
+    reads = recorder_keys(_module())
     for key in recorder.OBSERVED_KEYS:
         assert reads.reading("assistant", key) == READ
         assert reads.reading(INIT_KIND, key) == READ
@@ -25,7 +25,7 @@ def test_an_init_key_is_read_on_the_init_line_only_and_another_is_not_decided() 
     for key in recorder.INIT_KEYS:
         assert reads.reading(INIT_KIND, key) == READ
         assert reads.reading("user", key) == NOT_READ
-    assert reads.reading(INIT_KIND, "sandbox_enabled") == NOT_DECIDED
+    assert reads.reading(INIT_KIND, "view_mode") == NOT_DECIDED
     assert reads.reading("assistant", "uuid") == NOT_READ
 
 
@@ -60,14 +60,14 @@ def test_the_recorder_s_decision_tables_decide_init_and_result_keys() -> None:
 
 def test_the_printout_names_what_the_recorder_does_with_each_key() -> None:
     line = (b'{"type":"system","subtype":"init","cwd":"/w","tools":["Bash"],'
-            b'"sandbox_enabled":false}\n')
+            b'"view_mode":"default"}\n')
     census = take_census("9.9.9", [("one", line)])
     console = Console(file=io.StringIO(), width=200, color_system=None)
     print_census(console, census, None, recorder_keys(_module()))
     rows = {cells[0]: cells for cells in _rows(console)}
     assert rows["cwd"][-1] == READ
     assert rows["type"][-1] == READ
-    assert rows["sandbox_enabled"][-1] == NOT_DECIDED
+    assert rows["view_mode"][-1] == NOT_DECIDED
     assert rows["tools"][-1] == NOT_DECIDED
 
 

@@ -17,6 +17,7 @@ from census import (
     unsignalled,
     write_captures,
 )
+from recorder import PINNED_RELEASE
 
 SITUATIONS = Path(__file__).resolve().parent.parent / "fixtures" / "census" / "situations"
 
@@ -52,14 +53,14 @@ def test_two_situations_replayed_under_bwrap_print_the_kinds_of_their_captures(
         bwrap: str, harness: Path) -> None:
     """a_read_answer and c_bash through the pinned CLI under the real sandbox: the init line,
     assistant and user lines and results, and c_bash's background command's second result
-    (as its 2.1.197 capture shows)."""
+    (as its captures on 2.1.197 and 2.1.332 show)."""
     from sandbox import run_sync
 
     situations = load_situations(SITUATIONS, ["a_read_answer", "c_bash"])
     host = settle_host(bwrap=bwrap)
     replays = run_sync(lambda: replay_all(situations, harness=harness, host=host))
     assert [r.ran for r in replays] == [True, True], [r.stderr_tail for r in replays]
-    census = take_census("2.1.197", [(r.name, r.stdout) for r in replays])
+    census = take_census(PINNED_RELEASE, [(r.name, r.stdout) for r in replays])
     kinds = census["kinds"]
     assert {INIT_KIND, "assistant", "user", "result"} <= set(kinds)
     assert kinds[INIT_KIND]["keys"]["claude_code_version"]["situations"] == "all"
@@ -67,7 +68,7 @@ def test_two_situations_replayed_under_bwrap_print_the_kinds_of_their_captures(
     init = next(json.loads(line) for line in replays[0].stdout.splitlines()
                 if b'"subtype":"init"' in line)
     assert init["cwd"] == "/workspace"
-    assert init["claude_code_version"] == "2.1.197"
+    assert init["claude_code_version"] == PINNED_RELEASE
     for result in replays:
         assert not any(str(Path("/tmp")) + "/headwater-census" in arg
                        for arg in result.sandbox_argv)
@@ -86,4 +87,34 @@ def test_a_situation_s_mounts_are_bound_read_only_where_its_arguments_name_them(
     replays = run_sync(lambda: replay_all(situations, harness=harness, host=host))
     init = next(json.loads(line) for line in replays[0].stdout.splitlines()
                 if b'"subtype":"init"' in line)
-    assert init["mcp_servers"] == [{"name": "echo", "status": "connected"}]
+    # 2.1.332 adds a "source" to each server; the name and status are the capture's
+    assert [(s["name"], s["status"]) for s in init["mcp_servers"]] == [("echo", "connected")]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_pinned_cli_meets_a_cut_stream_and_recovers_from_it(
+        bwrap: str, harness: Path) -> None:
+    """f_cut_once under the real sandbox: the scripted provider resets the first answer's
+    connection after three events; the CLI meets it as a broken stream and recovers (2.1.197
+    by a silent non-streaming retry, 2.1.332 after an api_retry line), so the session ends
+    with the script's text and no error."""
+    from sandbox import run_sync
+
+    situations = load_situations(SITUATIONS, ["f_cut_once"])
+    host = settle_host(bwrap=bwrap)
+    replays = run_sync(lambda: replay_all(situations, harness=harness, host=host))
+    assert replays[0].ran, replays[0].stderr_tail
+    lines = [json.loads(line) for line in replays[0].stdout.splitlines()]
+    assert replays[0].returncode == 0, replays[0].stderr_tail
+    assert lines[-1]["type"] == "result"
+    assert lines[-1]["is_error"] is False
+    assert lines[-1]["result"] == "Recovered fine."
+    assert {line.get("subtype") for line in lines if line["type"] == "system"} <= {
+        "init", "api_retry"}
+    # The cut was met: a streamed retry says so in an api_retry line; a silent non-streaming
+    # retry leaves the answer's line with a real stop_reason, which a streamed line never has.
+    retried = any(line.get("subtype") == "api_retry" for line in lines)
+    fell_back = any(line["type"] == "assistant" and line["message"].get("stop_reason")
+                    for line in lines)
+    assert retried or fell_back
