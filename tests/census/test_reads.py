@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import json
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 import recorder
@@ -90,3 +93,17 @@ def test_the_printout_marks_new_and_gone_keys_against_the_baseline() -> None:
     assert rows["result_index"][3] == "NEW"
     assert rows["gone_key"][3] == "GONE"
     assert rows["total_cost_usd"][3] == ""
+
+
+CENSUSES = sorted((Path(__file__).resolve().parent.parent / "fixtures" / "census").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", CENSUSES, ids=[p.stem for p in CENSUSES])
+def test_every_committed_census_agrees_with_the_recorder_s_decisions(path: Path) -> None:
+    """RC-07: every init key a covered release printed is decided, every capability it listed
+    is one the init check allows, and each committed census is of a covered release."""
+    census = json.loads(path.read_text(encoding="utf-8"))
+    assert path.stem in recorder.COVERED_RELEASES
+    assert recorder_keys().undecided_init_keys(census) == []
+    members = census["kinds"][INIT_KIND]["members"].get("capabilities", {})
+    assert set(members) <= set(recorder.KNOWN_CAPABILITIES)
