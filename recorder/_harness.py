@@ -75,6 +75,29 @@ LINE_KEYS: Final = OBSERVED_KEYS + INIT_KEYS
 """Every key `observe_line` gives of a line other than an init line, when the line has it."""
 
 
+
+def repeated_keys(line: bytes) -> list[str]:
+    """The keys of `LINE_KEYS` that the object ``line`` prints more than once at its top level.
+
+    Every decoder here keeps a repeated key's last copy; another reader of the stream may keep
+    the first, so a line repeating a key the recorder reads says two things (RC-07 refuses such
+    an init line: fail closed). Each key once, in the order of its second copy; [] when the line
+    is not a JSON object (`parse_line` decides that).
+    """
+    try:
+        pairs = json.loads(line, object_pairs_hook=list, parse_float=Decimal)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(pairs, list) or not all(isinstance(p, tuple) for p in pairs):
+        return []
+    seen: set[str] = set()
+    repeated: dict[str, None] = {}
+    for key, _ in pairs:
+        if key in seen and key in LINE_KEYS:
+            repeated.setdefault(key, None)
+        seen.add(key)
+    return list(repeated)
+
 class _Observed(msgspec.Struct):
     """One line's `LINE_KEYS`, each any JSON value (the transform and the init check check
     the types). A line other than an init line has none of `INIT_KEYS` in practice, so they

@@ -9,10 +9,10 @@ releases of `recorder._initkeys.DECIDED_FROM` print in a confined session
 
 - ``additional_directories`` (2.1.332): a list, which must be empty: the driver grants no
   directory beyond the workspace, so any entry refuses, named.
-- ``messaging_socket_path`` (2.1.250): absent, null, or an absolute string path that, ``..``
-  resolved lexically, lies under ``/tmp/``: the sandbox's private tmpfs (``--tmpfs /tmp``
-  for every session, `sandbox._argv.bwrap_options`; no workspace path may lie under
-  ``/tmp``), which nothing outside the sandbox reaches. 2.1.332 prints
+- ``messaging_socket_path`` (2.1.250): absent, null, or an absolute string path holding no
+  NUL (`inside`) that, ``..`` resolved lexically, lies under ``/tmp/``: the sandbox's
+  private tmpfs (``--tmpfs /tmp`` for every session, `sandbox._argv.bwrap_options`; no
+  workspace path may lie under ``/tmp``), which nothing outside the sandbox reaches. 2.1.332 prints
   ``/tmp/cc-socks/<n>.sock``.
 - ``sandbox_enabled`` (2.1.332): exactly ``false``: the harness's own sandbox, which the
   driver never asks for; a workspace setting turning it on changes what Bash may reach.
@@ -67,8 +67,12 @@ def missing_or_shape(field: str, init: dict[str, Any]) -> str:
 
 
 def inside(path: str, directory: str) -> bool:
-    """True when absolute ``path`` is ``directory`` or under it, ``..`` resolved lexically."""
-    if not posixpath.isabs(path):
+    """True when absolute ``path`` is ``directory`` or under it, ``..`` resolved lexically.
+
+    A path holding a NUL is under nothing: the kernel reads a path only up to its first NUL,
+    so what it names is not what the check would read (fail closed).
+    """
+    if not posixpath.isabs(path) or "\x00" in path:
         return False
     norm_path = posixpath.normpath(path)
     norm_dir = posixpath.normpath(directory)

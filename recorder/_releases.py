@@ -23,7 +23,7 @@ Coverage: TypeAlias = Literal["covered", "uncovered", "unreadable"]
 """Where a ``claude_code_version`` stands: a covered release; a readable release the census
 does not cover (older, between or newer); a value that is not ``MAJOR.MINOR.PATCH``."""
 
-_RELEASE: Final = re.compile(r"\A(\d{1,6})\.(\d{1,6})\.(\d{1,6})\Z")
+_RELEASE: Final = re.compile(r"\A([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})\Z")
 
 
 def parse_release(version: str) -> tuple[int, int, int] | None:

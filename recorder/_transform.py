@@ -77,6 +77,7 @@ from recorder._harness import (
     line_kind,
     message_of,
     observe_line,
+    repeated_keys,
     tool_result_text,
 )
 from recorder._initcheck import InitPolicy, check_init, failed_declared_mcp_servers
@@ -187,7 +188,7 @@ class StreamObserver:
             return False
         kind = line_kind(obj)
         if kind == "init":
-            self._init(obj)
+            self._init(obj, line)
         elif self._inits == 0:
             if not is_allowed_before_init(obj):
                 allowed = ", ".join(f"system/{sub}" for sub in sorted(PRE_INIT_SUBTYPES))
@@ -289,8 +290,11 @@ class StreamObserver:
         """The workspace path the session's paths resolve against (None: the host path)."""
         return self._inside
 
-    def _init(self, obj: dict[str, Any]) -> None:
+    def _init(self, obj: dict[str, Any], line: bytes) -> None:
         self._inits += 1
+        for key in repeated_keys(line):  # readers keeping the first or the last copy disagree
+            self._refuse(f"{key} is printed twice in the init line: which copy counts is "
+                         "unknown (fail closed) (docs/glossary.md: RC-07)")
         cwd = obj.get("cwd")
         if self._inside_from_init and isinstance(cwd, str) and posixpath.isabs(cwd):
             self._inside, self._inside_from_init = posixpath.normpath(cwd), False

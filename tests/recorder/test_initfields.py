@@ -84,6 +84,8 @@ def test_a_socket_in_the_private_tmp_or_none_passes(value: Any) -> None:
     ("tmp/a.sock", "not under /tmp/"),
     ("/workspace/corpus/a.sock", "not under /tmp/"),
     ("", "not under /tmp/"),
+    ("/tmp/\x00/../run/x.sock", "not under /tmp/"),
+    ("/tmp/a/..\x00", "not under /tmp/"),  # read up to the NUL: /tmp itself
     (5, "unknown shape (int"),
     (["/tmp/a"], "unknown shape (list"),
 ])

@@ -33,6 +33,8 @@ def test_the_pin_is_covered_and_the_releases_run_oldest_first() -> None:
     ("2.1.197 (Claude Code)", "unreadable"),
     ("", "unreadable"),
     ("2.1", "unreadable"),
+    ("2.1.\u0661\u0669\u0667", "unreadable"),  # 197 in Arabic-Indic digits: no release number
+    ("\uff12.1.197", "unreadable"),  # a fullwidth 2
 ])
 def test_coverage_reads_only_the_form_and_the_list(version: str, expected: str) -> None:
     assert coverage(version) == expected
