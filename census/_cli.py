@@ -61,7 +61,7 @@ examples:
   make census CENSUS_VERSION=2.1.332
   .venv/bin/python -m census 2.1.332 --captures      # also keep each stream as a fixture
   .venv/bin/python -m census 2.1.332 --only a_read_answer c_bash --no-write
-  .venv/bin/python -m census 2.1.197 --harness .harness/node_modules/.bin/claude
+  .venv/bin/python -m census 2.1.197 --harness .harness-census/2.1.197/node_modules/.bin/claude
 
 The baseline is tests/fixtures/census/{PINNED_RELEASE}.json (the pinned release's)."""
 
@@ -135,7 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline_path = args.baseline or root / CENSUSES / f"{PINNED_RELEASE}.json"
     baseline = _read_json(baseline_path)
     out_path = args.out or root / CENSUSES / f"{args.release}.json"
-    if not args.no_write:
+    printed = printed_versions(r.stdout for r in replays)
+    other_release = bool(printed - {args.release})
+    # A census of another release is never written under this one's name: it would replace
+    # the committed census of RELEASE with another's (RELEASE.json is what the tests read).
+    if not args.no_write and not other_release:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(dump_census(census), encoding="utf-8")
         if args.captures:
@@ -151,14 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                  else "no decision table exported yet (init keys it does not read are "
                       "'not decided')")]
     print_census(out, census, baseline, reads, header=header)
+    if other_release:
+        out.print(f"the harness is not {args.release}: its init lines print "
+                  f"{', '.join(sorted(printed))} (give --harness the CLI of that release); "
+                  f"nothing written", markup=False)
+        return EXIT_DRIFT_UNDECIDED
     if not args.no_write:
         out.print(f"written: {out_path}", markup=False)
-    printed = printed_versions(r.stdout for r in replays)
-    if printed - {args.release}:
-        out.print(f"the harness is not {args.release}: its init lines print "
-                  f"{', '.join(sorted(printed))} (give --harness the CLI of that release)",
-                  markup=False)
-        return EXIT_DRIFT_UNDECIDED
     return _verdict(out, args.release, replays, reads.undecided_init_keys(census),
                     unsignalled(situations, replays))
 

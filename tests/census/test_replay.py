@@ -118,3 +118,20 @@ def test_the_pinned_cli_meets_a_cut_stream_and_recovers_from_it(
     fell_back = any(line["type"] == "assistant" and line["message"].get("stop_reason")
                     for line in lines)
     assert retried or fell_back
+
+
+def test_a_replay_through_another_release_writes_no_census(
+        bwrap: str, harness: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The pinned CLI replayed under another release's name (the help's own mistake to make:
+    ``--harness`` of the wrong install) exits 1 and writes nothing: the census it took is not
+    of that release, and its file would replace that release's committed census."""
+    from census import main
+
+    other = "2.1.197"  # a covered release that is not the pin (the pin is 2.1.332)
+    assert other != str(PINNED_RELEASE)
+    out = tmp_path / f"{other}.json"
+    status = main([other, "--harness", str(harness), "--bwrap", bwrap,
+                   "--only", "a_read_answer", "--out", str(out)])
+    assert status == 1
+    assert f"the harness is not {other}" in capsys.readouterr().out
+    assert not out.exists()
