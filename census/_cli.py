@@ -33,6 +33,8 @@ EXIT_DRIFT_UNDECIDED: Final = 1
 """A situation did not run, or an init key of the release is not decided."""
 EXIT_USAGE: Final = 2
 """The release cannot be installed, or a situation cannot be read."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C during the replays: nothing written (128 + SIGINT, as a shell reports it)."""
 
 DESCRIPTION: Final = """\
 Replay the recorded situations through one Claude Code release, under the product's own
@@ -56,6 +58,7 @@ exit status:
      of the release is neither read nor decided by the recorder (RC-07), or the harness
      replayed printed another release
   2  the release cannot be installed, or the situations cannot be read
+  130  interrupted (Ctrl-C): nothing written
 
 examples:
   make census CENSUS_VERSION=2.1.332
@@ -127,9 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     err.print(f"census of {args.release}: {len(situations)} situations through {harness}, "
               f"network {host.network} ({host.network_note})", markup=False)
     started = time.monotonic()
-    replays: list[Replay] = run_sync(lambda: replay_all(
-        situations, harness=harness, host=host, concurrency=args.concurrency,
-        progress=lambda line: err.print(line, markup=False)))
+    try:
+        replays: list[Replay] = run_sync(lambda: replay_all(
+            situations, harness=harness, host=host, concurrency=args.concurrency,
+            progress=lambda line: err.print(line, markup=False)))
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
+        err.print("census: interrupted: the replays under way were ended and their scratch "
+                  "directories removed; no census written", markup=False)
+        return EXIT_INTERRUPTED
     seconds = time.monotonic() - started
     census = take_census(args.release, [(r.name, r.stdout) for r in replays])
     baseline_path = args.baseline or root / CENSUSES / f"{PINNED_RELEASE}.json"
@@ -164,6 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.print(f"written: {out_path}", markup=False)
     return _verdict(out, args.release, replays, reads.undecided_init_keys(census),
                     unsignalled(situations, replays))
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a KeyboardInterrupt, or a group (trio's nursery wraps it)
+    holding nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_interrupted(inner) for inner in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def unsignalled(situations: Sequence[LoadedSituation], replays: Sequence[Replay]) -> list[str]:

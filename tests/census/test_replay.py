@@ -135,3 +135,35 @@ def test_a_replay_through_another_release_writes_no_census(
     assert status == 1
     assert f"the harness is not {other}" in capsys.readouterr().out
     assert not out.exists()
+
+
+def test_ctrl_c_during_the_replays_exits_130_writing_nothing_and_leaving_nothing(
+        bwrap: str, harness: Path, tmp_path: Path) -> None:
+    """SIGINT (a terminal's Ctrl-C) while a situation waits for its stop signal: the command
+    says it was interrupted, exits 130 without a traceback, writes no census, and leaves no
+    scratch directory of its own."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "census.json"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "census", PINNED_RELEASE, "--harness", str(harness),
+         "--bwrap", bwrap, "--only", "k_sigkill", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(scratch)}, cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + 30
+    while not any(p.name.startswith("headwater-census-") for p in scratch.iterdir()):
+        assert time.monotonic() < deadline and child.poll() is None, "the replay never started"
+        time.sleep(0.1)
+    time.sleep(2)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "census: interrupted" in err and "Traceback" not in err
+    assert not out.exists()
+    assert not any(p.name.startswith("headwater-census-") for p in scratch.iterdir())
