@@ -18,7 +18,7 @@ from sandbox import run_sync
 from ._census import INIT_KIND, dump_census, line_kind, take_census
 from ._install import InstallFailed, install_release
 from ._printout import print_census
-from ._reads import recorder_keys
+from ._reads import recorder_keys, unseen_capabilities
 from ._replays import DEFAULT_CONCURRENCY, describe, replay_all, write_captures
 from ._runner import Replay, settle_host
 from ._situation import LoadedSituation, SituationError, load_situations
@@ -55,8 +55,9 @@ exit status:
   0  every situation ran and every init key of the release is decided: the release passes
      (it may then be added to the recorder's COVERED_RELEASES)
   1  a situation did not run (timed out, or its sandbox could not start), an init key
-     of the release is neither read nor decided by the recorder (RC-07), or the harness
-     replayed printed another release
+     of the release is neither read nor decided by the recorder (RC-07), its init line
+     lists a capability the recorder does not know (it refuses those sessions), or the
+     harness replayed printed another release
   2  the release cannot be installed, or the situations cannot be read
   130  interrupted (Ctrl-C): nothing written
 
@@ -173,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_write:
         out.print(f"written: {out_path}", markup=False)
     return _verdict(out, args.release, replays, reads.undecided_init_keys(census),
-                    unsignalled(situations, replays))
+                    unsignalled(situations, replays), unseen_capabilities(census))
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -230,11 +231,13 @@ def _of_streams(args: argparse.Namespace, out: Console, err: Console, root: Path
     reads = recorder_keys()
     print_census(out, census, baseline, reads, header=[
         f"census of {args.release} from {len(paths)} committed streams in {args.streams}"])
-    return _verdict(out, args.release, [], reads.undecided_init_keys(census))
+    return _verdict(out, args.release, [], reads.undecided_init_keys(census),
+                    unseen=unseen_capabilities(census))
 
 
 def _verdict(out: Console, release: str, replays: Sequence[Replay],
-             undecided: Sequence[str], unsignalled: Sequence[str] = ()) -> int:
+             undecided: Sequence[str], unsignalled: Sequence[str] = (),
+             unseen: Sequence[str] = ()) -> int:
     failed = [r for r in replays if not r.ran]
     for result in failed:
         out.print(f"did not run: {result.name}: {describe(result)}", markup=False)
@@ -246,11 +249,17 @@ def _verdict(out: Console, release: str, replays: Sequence[Replay],
         out.print(f"not decided: the init line of {release} prints {len(undecided)} key(s) "
                   f"the recorder neither reads nor decides (RC-07: every init key is policed, "
                   f"recorded in the prose or ignored): {', '.join(undecided)}", markup=False)
-    if failed or undecided:
+    if unseen:
+        out.print(f"unseen capabilities: the init line of {release} lists {len(unseen)} "
+                  f"capability(ies) the recorder does not know, and refuses every session "
+                  f"that lists one (RC-07, fail closed; add each to KNOWN_CAPABILITIES once "
+                  f"decided): {', '.join(unseen)}", markup=False)
+    if failed or undecided or unseen:
         out.print(f"{release} does not pass the census: "
                   + "; ".join(part for part in (
                       f"{len(failed)} situation(s) did not run" if failed else "",
-                      f"{len(undecided)} init key(s) not decided" if undecided else "")
+                      f"{len(undecided)} init key(s) not decided" if undecided else "",
+                      f"{len(unseen)} capability(ies) unseen" if unseen else "")
                       if part), markup=False)
         return EXIT_DRIFT_UNDECIDED
     out.print(f"{release} passes the census: every situation ran and every init key is "
