@@ -18,7 +18,7 @@ from sandbox import run_sync
 from ._census import INIT_KIND, dump_census, line_kind, take_census
 from ._install import InstallFailed, install_release
 from ._printout import print_census
-from ._reads import recorder_keys
+from ._reads import recorder_keys, unseen_capabilities
 from ._replays import DEFAULT_CONCURRENCY, describe, replay_all, write_captures
 from ._runner import Replay, settle_host
 from ._situation import LoadedSituation, SituationError, load_situations
@@ -33,6 +33,8 @@ EXIT_DRIFT_UNDECIDED: Final = 1
 """A situation did not run, or an init key of the release is not decided."""
 EXIT_USAGE: Final = 2
 """The release cannot be installed, or a situation cannot be read."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C during the replays: nothing written (128 + SIGINT, as a shell reports it)."""
 
 DESCRIPTION: Final = """\
 Replay the recorded situations through one Claude Code release, under the product's own
@@ -53,15 +55,17 @@ exit status:
   0  every situation ran and every init key of the release is decided: the release passes
      (it may then be added to the recorder's COVERED_RELEASES)
   1  a situation did not run (timed out, or its sandbox could not start), an init key
-     of the release is neither read nor decided by the recorder (RC-07), or the harness
-     replayed printed another release
+     of the release is neither read nor decided by the recorder (RC-07), its init line
+     lists a capability the recorder does not know (it refuses those sessions), or the
+     harness replayed printed another release
   2  the release cannot be installed, or the situations cannot be read
+  130  interrupted (Ctrl-C): nothing written
 
 examples:
   make census CENSUS_VERSION=2.1.332
   .venv/bin/python -m census 2.1.332 --captures      # also keep each stream as a fixture
   .venv/bin/python -m census 2.1.332 --only a_read_answer c_bash --no-write
-  .venv/bin/python -m census 2.1.197 --harness .harness/node_modules/.bin/claude
+  .venv/bin/python -m census 2.1.197 --harness .harness-census/2.1.197/node_modules/.bin/claude
 
 The baseline is tests/fixtures/census/{PINNED_RELEASE}.json (the pinned release's)."""
 
@@ -127,15 +131,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     err.print(f"census of {args.release}: {len(situations)} situations through {harness}, "
               f"network {host.network} ({host.network_note})", markup=False)
     started = time.monotonic()
-    replays: list[Replay] = run_sync(lambda: replay_all(
-        situations, harness=harness, host=host, concurrency=args.concurrency,
-        progress=lambda line: err.print(line, markup=False)))
+    try:
+        replays: list[Replay] = run_sync(lambda: replay_all(
+            situations, harness=harness, host=host, concurrency=args.concurrency,
+            progress=lambda line: err.print(line, markup=False)))
+    except BaseException as exc:
+        if not _interrupted(exc):
+            raise
+        err.print("census: interrupted: the replays under way were ended and their scratch "
+                  "directories removed; no census written", markup=False)
+        return EXIT_INTERRUPTED
     seconds = time.monotonic() - started
     census = take_census(args.release, [(r.name, r.stdout) for r in replays])
     baseline_path = args.baseline or root / CENSUSES / f"{PINNED_RELEASE}.json"
     baseline = _read_json(baseline_path)
     out_path = args.out or root / CENSUSES / f"{args.release}.json"
-    if not args.no_write:
+    printed = printed_versions(r.stdout for r in replays)
+    other_release = bool(printed - {args.release})
+    # A census of another release is never written under this one's name: it would replace
+    # the committed census of RELEASE with another's (RELEASE.json is what the tests read).
+    if not args.no_write and not other_release:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(dump_census(census), encoding="utf-8")
         if args.captures:
@@ -151,16 +166,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                  else "no decision table exported yet (init keys it does not read are "
                       "'not decided')")]
     print_census(out, census, baseline, reads, header=header)
+    if other_release:
+        out.print(f"the harness is not {args.release}: its init lines print "
+                  f"{', '.join(sorted(printed))} (give --harness the CLI of that release); "
+                  f"nothing written", markup=False)
+        return EXIT_DRIFT_UNDECIDED
     if not args.no_write:
         out.print(f"written: {out_path}", markup=False)
-    printed = printed_versions(r.stdout for r in replays)
-    if printed - {args.release}:
-        out.print(f"the harness is not {args.release}: its init lines print "
-                  f"{', '.join(sorted(printed))} (give --harness the CLI of that release)",
-                  markup=False)
-        return EXIT_DRIFT_UNDECIDED
     return _verdict(out, args.release, replays, reads.undecided_init_keys(census),
-                    unsignalled(situations, replays))
+                    unsignalled(situations, replays), unseen_capabilities(census))
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a KeyboardInterrupt, or a group (trio's nursery wraps it)
+    holding nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_interrupted(inner) for inner in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def unsignalled(situations: Sequence[LoadedSituation], replays: Sequence[Replay]) -> list[str]:
@@ -209,11 +231,13 @@ def _of_streams(args: argparse.Namespace, out: Console, err: Console, root: Path
     reads = recorder_keys()
     print_census(out, census, baseline, reads, header=[
         f"census of {args.release} from {len(paths)} committed streams in {args.streams}"])
-    return _verdict(out, args.release, [], reads.undecided_init_keys(census))
+    return _verdict(out, args.release, [], reads.undecided_init_keys(census),
+                    unseen=unseen_capabilities(census))
 
 
 def _verdict(out: Console, release: str, replays: Sequence[Replay],
-             undecided: Sequence[str], unsignalled: Sequence[str] = ()) -> int:
+             undecided: Sequence[str], unsignalled: Sequence[str] = (),
+             unseen: Sequence[str] = ()) -> int:
     failed = [r for r in replays if not r.ran]
     for result in failed:
         out.print(f"did not run: {result.name}: {describe(result)}", markup=False)
@@ -225,11 +249,17 @@ def _verdict(out: Console, release: str, replays: Sequence[Replay],
         out.print(f"not decided: the init line of {release} prints {len(undecided)} key(s) "
                   f"the recorder neither reads nor decides (RC-07: every init key is policed, "
                   f"recorded in the prose or ignored): {', '.join(undecided)}", markup=False)
-    if failed or undecided:
+    if unseen:
+        out.print(f"unseen capabilities: the init line of {release} lists {len(unseen)} "
+                  f"capability(ies) the recorder does not know, and refuses every session "
+                  f"that lists one (RC-07, fail closed; add each to KNOWN_CAPABILITIES once "
+                  f"decided): {', '.join(unseen)}", markup=False)
+    if failed or undecided or unseen:
         out.print(f"{release} does not pass the census: "
                   + "; ".join(part for part in (
                       f"{len(failed)} situation(s) did not run" if failed else "",
-                      f"{len(undecided)} init key(s) not decided" if undecided else "")
+                      f"{len(undecided)} init key(s) not decided" if undecided else "",
+                      f"{len(unseen)} capability(ies) unseen" if unseen else "")
                       if part), markup=False)
         return EXIT_DRIFT_UNDECIDED
     out.print(f"{release} passes the census: every situation ran and every init key is "

@@ -37,6 +37,20 @@ def _installed(prefix: Path) -> str | None:
     return version if isinstance(version, str) else None
 
 
+def npm_error_summary(stderr: str, *, lines: int = 6) -> str:
+    """The head of npm's stderr, where it names the error (``npm error code ETARGET``,
+    ``ECONNREFUSED``, ...), at most ``lines`` lines: its tail is a stack trace and a log path."""
+    kept = [line for line in stderr.strip().splitlines() if line.strip()][:lines]
+    return "\n".join(kept) if kept else "(npm printed nothing on stderr)"
+
+
+def _discard(prefix: Path, fresh: bool) -> None:
+    """Remove ``prefix`` when this install created it, so a failed install leaves no empty
+    release directory behind (one there before, e.g. an earlier install, is left alone)."""
+    if fresh:
+        shutil.rmtree(prefix, ignore_errors=True)
+
+
 def harness_of(prefix: Path) -> Path:
     """The CLI executable an install under ``prefix`` holds (``node_modules/.bin/claude``)."""
     return prefix / "node_modules" / ".bin" / "claude"
@@ -57,6 +71,7 @@ def install_release(release: str, *, root: Path, npm: str = "npm") -> Path:
         return harness_of(prefix)
     if shutil.which(npm) is None:
         raise InstallFailed("npm is missing: install Node.js and npm")
+    fresh = not prefix.exists()
     prefix.mkdir(parents=True, exist_ok=True)
     argv = [npm, "install", "--prefix", str(prefix), "--no-save", "--no-audit", "--no-fund",
             "--loglevel=error", f"{PACKAGE}@{release}"]
@@ -64,11 +79,13 @@ def install_release(release: str, *, root: Path, npm: str = "npm") -> Path:
         run = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
                              check=False)
     except subprocess.TimeoutExpired as exc:
+        _discard(prefix, fresh)
         raise InstallFailed(f"npm install of {release} took over {INSTALL_TIMEOUT_S:.0f} s"
                             ) from exc
     if run.returncode != 0:
+        _discard(prefix, fresh)
         raise InstallFailed(f"npm install of {PACKAGE}@{release} failed (status "
-                            f"{run.returncode}): {run.stderr.strip()[-800:]}")
+                            f"{run.returncode}): {npm_error_summary(run.stderr)}")
     got = _installed(prefix)
     if got != release or not harness_of(prefix).exists():
         raise InstallFailed(f"npm installed {got or 'nothing readable'} under {prefix}, "

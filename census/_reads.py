@@ -65,6 +65,14 @@ class RecorderKeys:
         return [key for key in sorted(keys) if self.reading(INIT_KIND, key) == NOT_DECIDED]
 
 
+def unseen_capabilities(census: Mapping[str, Any]) -> list[str]:
+    """The ``capabilities`` members of ``census``'s init line that are not
+    `recorder.KNOWN_CAPABILITIES`, sorted: the recorder refuses every session whose init line
+    lists one (RC-07, fail closed), so a release that prints one does not pass."""
+    members = census.get("kinds", {}).get(INIT_KIND, {}).get("members", {})
+    return sorted(set(members.get("capabilities", {})) - set(recorder.KNOWN_CAPABILITIES))
+
+
 def _table(module: ModuleType, name: str) -> dict[str, str] | None:
     rows = getattr(module, name, None)
     if rows is None:

@@ -89,6 +89,13 @@ def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[str, .
     return ()
 
 
+def _allowed(expected: str) -> list[str]:
+    """The values of pydantic's ``expected`` text of a literal: its quoted strings
+    (``'a', 'b' or 'c'``), or, when none is quoted, the bare values (numbers: ``1 or 2``)."""
+    quoted = re.findall(r"'([^']*)'", expected)
+    return quoted or [part for part in re.split(r",\s*|\s+or\s+", expected) if part]
+
+
 def _one(err: Any, model: type[BaseModel] | None, patterns: Mapping[str, str]) -> str:
     """One pydantic error (an ``ErrorDetails``) in words."""
     loc: tuple[int | str, ...] = tuple(err["loc"])
@@ -102,7 +109,7 @@ def _one(err: Any, model: type[BaseModel] | None, patterns: Mapping[str, str]) -
     if kind == "missing":
         return f"missing key {where!r}"
     if kind in ("literal_error", "enum"):
-        expected = ", ".join(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
+        expected = ", ".join(_allowed(str(ctx.get("expected", ""))))
         what = (f"the key {_shown(value)} of {_where(loc[:-2])}" if is_key
                 else f"{where}: {_shown(value)}")
         return f"{what} is not one of the allowed values ({expected})"

@@ -118,3 +118,52 @@ def test_the_pinned_cli_meets_a_cut_stream_and_recovers_from_it(
     fell_back = any(line["type"] == "assistant" and line["message"].get("stop_reason")
                     for line in lines)
     assert retried or fell_back
+
+
+def test_a_replay_through_another_release_writes_no_census(
+        bwrap: str, harness: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The pinned CLI replayed under another release's name (the help's own mistake to make:
+    ``--harness`` of the wrong install) exits 1 and writes nothing: the census it took is not
+    of that release, and its file would replace that release's committed census."""
+    from census import main
+
+    other = "2.1.197"  # a covered release that is not the pin (the pin is 2.1.332)
+    assert other != str(PINNED_RELEASE)
+    out = tmp_path / f"{other}.json"
+    status = main([other, "--harness", str(harness), "--bwrap", bwrap,
+                   "--only", "a_read_answer", "--out", str(out)])
+    assert status == 1
+    assert f"the harness is not {other}" in capsys.readouterr().out
+    assert not out.exists()
+
+
+def test_ctrl_c_during_the_replays_exits_130_writing_nothing_and_leaving_nothing(
+        bwrap: str, harness: Path, tmp_path: Path) -> None:
+    """SIGINT (a terminal's Ctrl-C) while a situation waits for its stop signal: the command
+    says it was interrupted, exits 130 without a traceback, writes no census, and leaves no
+    scratch directory of its own."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "census.json"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "census", PINNED_RELEASE, "--harness", str(harness),
+         "--bwrap", bwrap, "--only", "k_sigkill", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(scratch)}, cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + 30
+    while not any(p.name.startswith("headwater-census-") for p in scratch.iterdir()):
+        assert time.monotonic() < deadline and child.poll() is None, "the replay never started"
+        time.sleep(0.1)
+    time.sleep(2)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "census: interrupted" in err and "Traceback" not in err
+    assert not out.exists()
+    assert not any(p.name.startswith("headwater-census-") for p in scratch.iterdir())

@@ -97,3 +97,26 @@ def test_streams_of_another_release_are_refused(tmp_path: Path,
     assert main(["2.1.197", "--streams", str(tmp_path), "--no-write"]) == 2
     assert "not of 2.1.197" in capsys.readouterr().err
     assert main(["2.1.332", "--streams", str(tmp_path), "--no-write"]) in (0, 1)
+
+
+def test_a_release_whose_init_line_lists_an_unseen_capability_does_not_pass(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The recorder refuses every session whose init line lists a capability it does not know
+    (RC-07), so the census of such a release must not say it passes: the committed 2.1.332
+    stream passes, the same stream with one capability more does not, and names it."""
+    import json
+
+    stream = Path(__file__).resolve().parents[1] / "fixtures" / "captures-2.1.332" / "c_bash.jsonl"
+    (tmp_path / "c_bash.jsonl").write_bytes(stream.read_bytes())
+    assert main(["2.1.332", "--streams", str(tmp_path), "--no-write"]) == 0
+    lines = []
+    for raw in stream.read_text().splitlines():
+        obj = json.loads(raw)
+        if obj.get("type") == "system" and obj.get("subtype") == "init":
+            obj["capabilities"] = [*obj["capabilities"], "brand_new_widening_v1"]
+        lines.append(json.dumps(obj))
+    (tmp_path / "c_bash.jsonl").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["2.1.332", "--streams", str(tmp_path), "--no-write"]) == 1
+    said = capsys.readouterr().out
+    assert "brand_new_widening_v1" in said and "does not pass" in said

@@ -87,3 +87,13 @@ def test_a_tagged_unions_tag_names_no_key() -> None:
         Holder.model_validate({"steps": [{"size": "big"}]})
     assert describe_errors(caught.value, hidden=frozenset({"a", "b"})) == [
         "steps[0].size must be a whole number, not a string 'big'"]
+
+
+class Versioned(_Closed):
+    format: Literal[1, 2]
+
+
+def test_a_literal_of_numbers_names_the_numbers_allowed() -> None:
+    # pydantic writes a literal's numbers unquoted ("1 or 2"); a file of another format must
+    # still be told which formats are read, not "()".
+    assert _words(Versioned, {"format": 9}) == "format: 9 is not one of the allowed values (1, 2)"
