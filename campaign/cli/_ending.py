@@ -20,6 +20,7 @@ from campaign.report import build_report, print_summary
 from ._console import StdoutConsole, stdout_gone
 from ._errors import plural
 from ._report import grading_of
+from ._status import uncovered_line
 from ._view import arms_table
 
 if TYPE_CHECKING:
@@ -76,6 +77,19 @@ def print_verdict(path: Path) -> None:
     print(f"the whole report: headwater-campaign report {path}", flush=True)
 
 
+def print_harness_warning(err: Console, harness_versions: tuple[tuple[str, int], ...]) -> None:
+    """A warning on ``err`` when any session ran a Claude Code release the harness census does
+    not cover (`uncovered_line`, as ``status`` prints it); nothing when every one is covered.
+
+    Args:
+        harness_versions: (``claude_code_version``, attempts) of the batch's final records;
+            the versions are what the sessions printed, so the line is made one line.
+    """
+    line = uncovered_line(harness_versions)
+    if line is not None:
+        err.print(f"warning: {one_line(line)}", markup=False, soft_wrap=True)
+
+
 def print_ending(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     """How the invocation ended: the sessions per arm, the transcripts, the report's summary
     (stdout), and what is left and how to finish it (stderr)."""
@@ -126,6 +140,7 @@ def print_ending(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None
             err.print(f"warning: the scripted provider answered 'no script for this request' "
                       f"{count} time{'s' if count != 1 else ''}: {one_line(what)}; those "
                       "sessions ended without the scripted answer (docs/provider.md)", markup=False)
+    print_harness_warning(err, stats.harness_versions)
     if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
         err.print("no session of the batch was recorded (exit 5): see the states above, or "
                   f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)

@@ -19,3 +19,23 @@ def test_a_summary_that_cannot_be_built_is_said_not_raised(
     out = capsys.readouterr().out
     assert out.startswith("\nthe summary could not be built (")
     assert out.endswith(f"the batch is recorded: headwater-campaign report {tmp_path}\n")
+
+
+def test_a_batch_on_a_release_the_census_does_not_cover_ends_with_a_warning() -> None:
+    import io
+
+    from rich.console import Console
+
+    from campaign.cli._ending import print_harness_warning
+    from recorder import PINNED_RELEASE
+
+    err = Console(file=io.StringIO(), width=300, color_system=None)
+    print_harness_warning(err, ((PINNED_RELEASE, 3),))
+    assert isinstance(err.file, io.StringIO)
+    assert err.file.getvalue() == ""  # the pin is covered: nothing to say
+    print_harness_warning(err, ((PINNED_RELEASE, 3), ("2.1.310", 2), ("2.1.3\n10", 1)))
+    text = err.file.getvalue()
+    assert text.startswith("warning: Claude Code not covered by the harness census: 2.1.310 "
+                           "(2 attempts)")
+    assert "not a release number" in text  # the forged one, on the same line
+    assert text.count("\n") == 1
