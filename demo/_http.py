@@ -83,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
                           f"the provider's {bound} bytes (MAX_REQUEST_BYTES)")
             self._send_json(413, error_body("request_too_large", f"body over {bound} bytes"))
             return
-        if not provider._reserve(length):  # never read: with the bodies in flight, too much
+        if not provider.bodies.take(length):  # never read: with the bodies in flight, too much
             provider._count_error()
             provider._log(self.path, session, None, f"body of {length} bytes unread: the "
                           "bodies being handled hold the provider's bound")
@@ -93,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._post(provider, session, length)
         finally:
-            provider._release(length)
+            provider.bodies.give(length)
 
     def _post(self, provider: ScriptedProvider, session: str, length: int) -> None:
         """Read one body of ``length`` bytes (its budget taken); decode and answer it when what
@@ -112,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(413, error_body("request_too_large", f"body may hold {values} "
                                             f"JSON values, over the {bound} one body may hold"))
             return
-        if not provider._reserve_values(values):  # never decoded: too much at once
+        if not provider.values.take(values):  # never decoded: too much at once
             provider._count_error()
             provider._log(self.path, session, None, f"body of {length} bytes undecoded: the "
                           "bodies being handled hold the provider's bound of JSON values")
@@ -122,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             decided = self._decode(provider, session, data)
         finally:  # the decoded body is let go before its answer is sent, however slowly
-            provider._release_values(values)
+            provider.values.give(values)
         del data
         if decided is not None:
             self._answer(*decided)

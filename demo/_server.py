@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import anyio
 
+from ._budget import InFlight
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
 from ._scripts import Fault, Playbook, Route, Script, TextBlock, Turn, repeated
@@ -204,45 +205,17 @@ class ScriptedProvider:
         self._tool_results = tool_results if tool_results is not None else ToolResults()
         self._fault_hits: BoundedMap[tuple[str, str, Route, int], int] = BoundedMap(FAULT_KEYS)
         self.max_request_bytes = max_request_bytes
-        self._bodies_bound = bodies_in_flight_bytes
-        self._bodies_bytes = 0
+        self.bodies = InFlight(bodies_in_flight_bytes)
+        """The bytes of the bodies being read, over every request (`BODIES_IN_FLIGHT_BYTES`)."""
         self.max_request_values = max_request_values
-        self._values_bound = values_in_flight
-        self._values = 0
+        self.values = InFlight(values_in_flight)
+        """The values of the bodies being decoded, over every request (`VALUES_IN_FLIGHT`)."""
         self._overloaded_left = overloaded_first
         self._request_log_path = request_log
         self._request_log: RequestLog | None = None
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-
-    def _reserve(self, length: int) -> bool:
-        """Take ``length`` bytes of the bodies' budget (`BODIES_IN_FLIGHT_BYTES`); False, and
-        nothing taken, when they do not fit beside the bodies being handled."""
-        with self._lock:
-            if self._bodies_bytes + length > self._bodies_bound:
-                return False
-            self._bodies_bytes += length
-            return True
-
-    def _release(self, length: int) -> None:
-        """Give back what `_reserve` took."""
-        with self._lock:
-            self._bodies_bytes -= length
-
-    def _reserve_values(self, values: int) -> bool:
-        """Take ``values`` of the decoded bodies' budget (`VALUES_IN_FLIGHT`); False, and
-        nothing taken, when they do not fit beside the bodies being handled."""
-        with self._lock:
-            if self._values + values > self._values_bound:
-                return False
-            self._values += values
-            return True
-
-    def _release_values(self, values: int) -> None:
-        """Give back what `_reserve_values` took."""
-        with self._lock:
-            self._values -= values
 
     def _overloaded(self) -> bool:
         """Whether this request is one of the first ``overloaded_first`` (counts it)."""
