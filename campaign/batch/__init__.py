@@ -49,14 +49,17 @@ from ._reader import LedgerWatcher as LedgerWatcher
 from ._reader import read_batch as read_batch
 from ._record_parts import AnomalyLine as AnomalyLine
 from ._record_parts import EgressCounts as EgressCounts
+from ._record_parts import GatewayCounts as GatewayCounts
 from ._record_parts import InitPolicyRecord as InitPolicyRecord
 from ._record_parts import OrphanResultLine as OrphanResultLine
+from ._record_parts import TokenUsage as TokenUsage
 from ._record_parts import UnreadArtifact as UnreadArtifact
 from ._records import Budget as Budget
 from ._records import BudgetStopRecord as BudgetStopRecord
 from ._records import FinalRecord as FinalRecord
 from ._records import LedgerRecord as LedgerRecord
 from ._records import RederivedRecord as RederivedRecord
+from ._records import RequestRecord as RequestRecord
 from ._records import StartedRecord as StartedRecord
 from ._records import StoppedRecord as StoppedRecord
 from ._records import StopReason as StopReason

@@ -17,10 +17,12 @@ from pydantic import (
     ConfigDict,
     PlainSerializer,
     SerializerFunctionWrapHandler,
+    StringConstraints,
     model_serializer,
 )
 
 from recorder import Anomaly, InitPolicy, OrphanResult, UnreadFile, decimal_cost
+from sandbox.gateway import MAX_TEXT
 
 
 def _cost(value: object) -> Decimal:
@@ -141,3 +143,41 @@ class InitPolicyRecord(RecordPart):
                           host_skill_names=frozenset(self.host_skill_names),
                           config_dir=self.config_dir, cwd=self.cwd)
 
+
+
+Bounded = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+"""A string the gateway reports: what a session or the provider sent, cut to `MAX_TEXT`."""
+
+
+class TokenUsage(RecordPart):
+    """A provider response's token usage as the gateway read it (``usage`` of a request).
+
+    The fields of `sandbox.gateway.Usage`: ``message_start``'s figures, each replaced by the
+    last ``message_delta`` that carries it."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_5m_tokens: int | None = None
+    cache_creation_1h_tokens: int | None = None
+
+
+class GatewayCounts(RecordPart):
+    """What an attempt's provider gateway saw, summed once its harness had exited
+    (``gateway``; absent in attempts written before the gateway)."""
+
+    forwarded: int
+    """Requests forwarded to the provider."""
+    refused: dict[str, int]
+    """What the gateway refused (its reason, with the path for a path) -> count."""
+    provider_cost_usd: Cost
+    """The priced requests' cost, exact USD: the provider's usage x the price table (RC-14)."""
+    prices: str
+    """The price table's date, ``YYYY-MM-DD``: the figures it priced with."""
+    unpriced_models: list[Bounded] = []
+    """Served models the price table lacks: their requests add nothing (a lower bound)."""
+    unpriced_requests: int = 0
+    """Forwarded requests whose cost is unknown (an unpriced model, or no usage read)."""
+    login_failure: Bounded | None = None
+    """Why the host's login could not be used, with how to log in again."""

@@ -10,6 +10,7 @@ write is not evidence. The kinds:
   with the per-invocation options (retries, budgets).
 * ``started``    - an attempt of a session began (its position in the batch order).
 * ``final``      - that attempt ended, in exactly one state (docs/batch.md "Session states").
+* ``request``    - one provider request of an attempt, as its gateway saw it, priced.
 * ``budget-stop``- a budget stopped the batch from starting further sessions.
 * ``stopped``    - an invocation ended: done, a signal, a budget, a refused write, an
   unexpected error (a bug).
@@ -36,13 +37,17 @@ from pydantic import (
 from campaign._json_text import json_safe
 from recorder import Arm, Call, DriveEnd, Event, SessionState
 from sandbox import LimitName
+from sandbox.gateway import Refusal
 
 from ._record_parts import (
     AnomalyLine,
+    Bounded,
     Cost,
     EgressCounts,
+    GatewayCounts,
     InitPolicyRecord,
     OrphanResultLine,
+    TokenUsage,
     UnreadArtifact,
 )
 
@@ -237,6 +242,38 @@ class FinalRecord(SessionRef, _WritesEvents):
     """The init lines' keys the recorder has not decided (RC-07; docs/recorder.md "Every init
     key decided"), as the session printed them, first seen first, bounded in number and
     length; never a refusal by themselves. None (absent: older batches) when there was none."""
+    gateway: GatewayCounts | None = None
+    """What the attempt's provider gateway counted and the provider cost it priced; None
+    (absent) for attempts written before the gateway: their cost is the harness's."""
+
+
+class RequestRecord(SessionRef):
+    """One provider request as its gateway saw it (`sandbox.gateway.ProviderRequest`),
+    priced; written when its response has ended, so a kill keeps every request before it."""
+
+    kind: Literal["request"] = "request"
+    at: Stamp
+    """When the request arrived."""
+    method: Bounded
+    path: Bounded
+    status: int | None
+    refused: Refusal | None = None
+    request_id: Bounded | None = None
+    message_id: Bounded | None = None
+    model: Bounded | None = None
+    """The served model (``message_start``'s ``message.model``)."""
+    requested_model: Bounded | None = None
+    usage: TokenUsage | None = None
+    stop_reason: Bounded | None = None
+    latency_s: float | None = None
+    duration_s: float
+    system_digest: Bounded | None = None
+    upstream_error: Bounded | None = None
+    cost_usd: Cost | None = None
+    """The request's cost, exact USD, from ``usage`` and the price table; None when unknown
+    (no usage read, or a model the table lacks)."""
+    prices: str | None = None
+    """The price table's date (``YYYY-MM-DD``) when the request was priced."""
 
 
 class BudgetStopRecord(_Record):
@@ -303,6 +340,7 @@ LedgerRecord: TypeAlias = Annotated[
     | InvocationRecord
     | StartedRecord
     | FinalRecord
+    | RequestRecord
     | BudgetStopRecord
     | StoppedRecord
     | RederivedRecord
