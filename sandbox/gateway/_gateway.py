@@ -1,35 +1,86 @@
-"""The provider gateway: a session's only provider, outside its sandbox (RC-03).
+"""One session's gateway: a loopback listener that takes only this session's placeholder.
 
-Interface only until the gateway lands; see docs/gateway.md for what it does.
+Each request ends in exactly one `ProviderRequest` handed to the attempt's `SpendGate`
+(``observed``) once its response has ended, forwarded or refused; a request cut by the
+session leaving (the gateway's context exiting) still gets its row, with the status that
+was sent (None when none was). The checks, in order, each a refusal of the gateway's own
+(an Anthropic-shaped JSON error) counted in `GatewayStats.refused`:
+
+1. ``over-cap`` (503): the session already holds ``max_connections`` connections;
+2. ``placeholder`` (401 ``authentication_error``): no key, or one that is not this
+   session's placeholder (compared in constant time), in ``x-api-key`` or
+   ``Authorization: Bearer``; every key the request carries must be it;
+3. ``path`` (404 ``not_found_error``): a method and target not in
+   `sandbox.gateway._paths.ALLOWED`;
+4. ``too-large`` (413 ``request_too_large``): a body over ``max_body_bytes``, declared or
+   as it arrives (read whole, bounded: the system digest needs it);
+5. ``budget`` (400 ``invalid_request_error``, a status the harness does not retry):
+   `SpendGate.refusal` said no;
+6. ``login`` (401 ``authentication_error``, its message says how to log in again): the
+   host's login is expired or unreadable; also `GatewayStats.login_failure`.
+
+A request that is not HTTP/1.1 h11 can read is ``malformed`` (400). A request that passed is
+forwarded (`sandbox.gateway._forward`); a provider 401 to a login sets ``login_failure``
+too; a 529, 5xx or 429 is relayed as it came, so the harness's retries behave as they would
+against the provider.
 """
 
 from __future__ import annotations
 
+import errno
+import hmac
+import json
+import logging
+import secrets
+from collections import Counter
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from .._config import Credentials
-from ._types import GatewayStats, KeyVariable, SpendGate
+import anyio
+from anyio.abc import SocketAttribute, SocketListener
+
+from .._groups import single_unwrapped
+from ._digest import system_digest
+from ._forward import Relayed, relay
+from ._login import LoginUnusable
+from ._paths import ALLOWED, allowed
+from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
+from ._sse import bounded
+from ._types import MAX_TEXT, GatewayStats, KeyVariable, ProviderRequest, Refusal, SpendGate
+from ._upstream import Upstream as Upstream
+from ._upstream import open_upstream as open_upstream
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from anyio.abc import ByteStream
 
-class Upstream:
-    """The batch's one way to the provider: its URL, its TLS trust, the real credential.
+MAX_BODY_BYTES: Final = 32 * 1024 * 1024
+"""The largest request body forwarded, in bytes (a long session's request is a few MiB)."""
+MAX_REFUSED_NAMES: Final = 100
+"""Distinct refusal names kept per session; further ones are counted under `OTHER_NAME`."""
+OTHER_NAME: Final = "(further refusals)"
+"""The name that collects refusals past `MAX_REFUSED_NAMES` distinct names."""
+PLACEHOLDER_PREFIX: Final = "headwater-placeholder-"
+"""Begins every placeholder, so that one seen anywhere reads as what it is: no secret."""
+ACCEPT_RETRY_S: Final = 0.05
+"""Pause after an accept that failed for want of descriptors, so the loop does not spin."""
+logger = logging.getLogger(__name__)
 
-    Made once per batch by `open_upstream`; every session's gateway forwards through it.
-    """
 
-    url: str
-    """The provider's base URL (``https://api.anthropic.com``, or a scripted provider's)."""
-    key_variable: KeyVariable
-    """Where each session finds its placeholder (from the kind of the host's credential)."""
+class _GateFailed(Exception):
+    """`SpendGate.observed` raised ``error``: the batch's own failure, never one connection's."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class Gateway:
-    """One session's gateway: a loopback listener that takes only this session's placeholder."""
+    """One session's gateway: a loopback listener that takes only this session's placeholder.
+
+    Made by `open_gateway`.
+    """
 
     base_url: str
     """``http://127.0.0.1:<port>``: the session's ``ANTHROPIC_BASE_URL``."""
@@ -38,31 +89,243 @@ class Gateway:
     key_variable: KeyVariable
     """The variable the placeholder goes in (`Upstream.key_variable`)."""
 
+    def __init__(self, upstream: Upstream, gate: SpendGate, base_url: str, *,
+                 max_connections: int | None, max_body_bytes: int) -> None:
+        self.base_url = base_url
+        self.placeholder = PLACEHOLDER_PREFIX + secrets.token_urlsafe(32)
+        self.key_variable = upstream.key_variable
+        self._upstream = upstream
+        self._gate = gate
+        self._max_connections = max_connections
+        self._max_body = max_body_bytes
+        self._forwarded = 0
+        self._refused: Counter[str] = Counter()
+        self._budget_refused = 0
+        self._login_failure: str | None = None
+        self._open = 0
+
+    def __repr__(self) -> str:
+        return f"<Gateway {self.base_url} -> {self._upstream.url}>"
+
     def stats(self) -> GatewayStats:
         """The counts so far (final once the harness has exited)."""
-        raise NotImplementedError
+        return GatewayStats(forwarded=self._forwarded, refused=dict(self._refused),
+                            budget_refused=self._budget_refused,
+                            login_failure=self._login_failure)  # fmt: skip
+
+    async def serve(self, listener: SocketListener) -> None:
+        """Accept connections until cancelled, each served in its own task."""
+        async with anyio.create_task_group() as tg:
+            while True:
+                try:
+                    client = await listener.accept()
+                except anyio.BrokenResourceError as exc:
+                    cause = exc.__cause__
+                    if not (isinstance(cause, OSError)
+                            and cause.errno in (errno.EMFILE, errno.ENFILE)):  # fmt: skip
+                        raise
+                    await anyio.sleep(ACCEPT_RETRY_S)  # the runner is out of descriptors
+                    continue
+                tg.start_soon(self._handle, client)
+
+    async def _handle(self, stream: ByteStream) -> None:
+        """Serve one connection to its end; only the gate's own failure is raised."""
+        over_cap = self._max_connections is not None and self._open >= self._max_connections
+        self._open += 1
+        try:
+            async with stream:
+                conn = ServerConnection(stream)
+                while await self._next(conn, over_cap) and conn.next_cycle():
+                    pass
+        except _GateFailed as exc:
+            raise exc.error from None
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # the session went away
+        except Exception:  # one connection's failure never ends the gateway (or the batch)
+            logger.exception("gateway %s: a connection failed", self.base_url)
+        finally:
+            self._open -= 1
+
+    async def _next(self, conn: ServerConnection, over_cap: bool) -> bool:
+        """Read and answer the connection's next request; False once it has no more."""
+        try:
+            incoming = await conn.next_request()
+        except Malformed as exc:
+            row = _Row(utc_now(), anyio.current_time(), "", "")
+            async with self._ending(conn, row):
+                await self._refuse(conn, row, "malformed", 400, "invalid_request_error",
+                                   f"not an HTTP/1.1 request the gateway can read: {exc}")
+            return False
+        if incoming is None:
+            return False
+        row = _Row(incoming.at, incoming.arrived, incoming.method, incoming.target)
+        async with self._ending(conn, row):
+            await self._exchange(conn, incoming, row, over_cap)
+        return not over_cap
+
+    @asynccontextmanager
+    async def _ending(self, conn: ServerConnection, row: _Row) -> AsyncIterator[None]:
+        """The request's row goes to the gate however the block ends (cancelled included)."""
+        try:
+            yield
+        finally:
+            row.fields["status"] = conn.status
+            row.fields["duration_s"] = anyio.current_time() - row.arrived
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._gate.observed(row.build())
+                except Exception as exc:
+                    raise _GateFailed(exc) from exc
+
+    async def _exchange(self, conn: ServerConnection, incoming: Incoming, row: _Row,
+                        over_cap: bool) -> None:
+        if over_cap:
+            await self._refuse(conn, row, "over-cap", 503, "overloaded_error",
+                               f"the session already holds {self._max_connections} connections "
+                               "to the gateway, its most at once")  # fmt: skip
+            return
+        if not self._placeholder_ok(incoming):
+            await self._refuse(conn, row, "placeholder", 401, "authentication_error",
+                               "the gateway takes only this session's own placeholder key (in "
+                               "x-api-key or Authorization: Bearer); this request carried "
+                               "another key or none")  # fmt: skip
+            return
+        if not allowed(incoming.method, incoming.target):
+            await self._refuse(conn, row, "path", 404, "not_found_error",
+                               "the gateway forwards only the provider paths the pinned "
+                               f"harness needs ({', '.join(sorted(' '.join(p) for p in ALLOWED))})"
+                               f", not {incoming.method[:20]} {incoming.target[:MAX_TEXT]}")
+            return
+        declared = conn.declared_length(incoming)
+        try:
+            if declared is not None and declared > self._max_body:
+                raise BodyTooLarge
+            body = await conn.read_body(self._max_body)
+        except BodyTooLarge:
+            await self._refuse(conn, row, "too-large", 413, "request_too_large",
+                               f"the request's body passes the gateway's bound of "
+                               f"{self._max_body} bytes")  # fmt: skip
+            return
+        except Malformed as exc:
+            await self._refuse(conn, row, "malformed", 400, "invalid_request_error",
+                               f"not an HTTP/1.1 request the gateway can read: {exc}")
+            return
+        self._read_body(body, row)
+        await self._forward(conn, incoming, body, row)
+
+    def _read_body(self, body: bytes, row: _Row) -> None:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return
+        row.fields["system_digest"] = system_digest(parsed)
+        if isinstance(parsed, dict):
+            row.fields["requested_model"] = bounded(parsed.get("model"))
+
+    async def _forward(self, conn: ServerConnection, incoming: Incoming, body: bytes,
+                       row: _Row) -> None:
+        why = self._gate.refusal()
+        if why is not None:
+            self._budget_refused += 1
+            await self._refuse(conn, row, "budget", 400, "invalid_request_error", why,
+                               close=False)  # fmt: skip
+            return
+        holder = self._upstream.holder
+        try:
+            credential = holder.current()
+        except LoginUnusable as exc:
+            self._login_failure = self._login_failure or exc.reason
+            await self._refuse(conn, row, "login", 401, "authentication_error", exc.reason,
+                               close=False)  # fmt: skip
+            return
+        self._forwarded += 1
+        seen = Relayed()
+        try:
+            status = await relay(self._upstream.client, self._upstream.url + incoming.target,
+                                 incoming, body, credential, conn, seen)  # fmt: skip
+        finally:
+            row.seen(seen)
+        if status is None:
+            await conn.error(502, "api_error", "the gateway could not reach the provider",
+                             close=False)  # fmt: skip
+        elif status == 401 and (reason := holder.refused(credential)) is not None:
+            self._login_failure = self._login_failure or reason
+
+    async def _refuse(self, conn: ServerConnection, row: _Row, refusal: Refusal, status: int,
+                      kind: str, message: str, *, close: bool = True) -> None:
+        """Count the refusal, put it in the row, answer it (when a response may still begin)."""
+        name = f"path {row.fields['method']} {row.fields['path']}" if refusal == "path" else refusal
+        if name in self._refused or len(self._refused) < MAX_REFUSED_NAMES:
+            self._refused[name] += 1
+        else:
+            self._refused[OTHER_NAME] += 1
+        row.fields["refused"] = refusal
+        if conn.can_answer():
+            await conn.error(status, kind, message, close=close)
+
+    def _placeholder_ok(self, incoming: Incoming) -> bool:
+        keys = incoming.values(b"x-api-key")
+        for value in incoming.values(b"authorization"):
+            scheme, _, token = value.partition(b" ")
+            keys.append(token.strip() if scheme.lower() == b"bearer" else value)
+        expected = self.placeholder.encode()
+        return bool(keys) and all(hmac.compare_digest(key, expected) for key in keys)
 
 
-@asynccontextmanager
-async def open_upstream(url: str, credentials: Credentials, *,
-                        ca_file: Path | None = None) -> AsyncIterator[Upstream]:
-    """The batch's `Upstream` to ``url`` with ``credentials``, closed on exit.
+class _Row:
+    """A `ProviderRequest` being filled in, built once its response has ended."""
 
-    Raises:
-        ValueError: ``url`` is not an ``http(s)://`` URL with a host.
-        CredentialsMissing: the credentials cannot be read.
-    """
-    raise NotImplementedError
-    yield Upstream()  # pragma: no cover
+    def __init__(self, at: str, arrived: float, method: str, target: str) -> None:
+        self.arrived = arrived
+        self.fields: dict[str, Any] = {"at": at, "method": method[:MAX_TEXT],
+                                       "path": target[:MAX_TEXT], "status": None}
+
+    def seen(self, seen: Relayed) -> None:
+        """What the relay saw of the provider's response."""
+        self.fields.update(request_id=seen.request_id, latency_s=seen.latency_s,
+                           upstream_error=seen.upstream_error)
+        if (observer := seen.observer) is not None:
+            self.fields.update(message_id=observer.message_id, model=observer.model,
+                               usage=observer.usage, stop_reason=observer.stop_reason)
+
+    def build(self) -> ProviderRequest:
+        """The row."""
+        return ProviderRequest(**self.fields)
 
 
 @asynccontextmanager
 async def open_gateway(upstream: Upstream, gate: SpendGate, *,
-                       max_connections: int | None = None) -> AsyncIterator[Gateway]:
-    """One session's `Gateway` on host loopback, listening until exit.
+                       max_connections: int | None = None,
+                       max_body_bytes: int = MAX_BODY_BYTES) -> AsyncIterator[Gateway]:
+    """One session's `Gateway` on host loopback (``127.0.0.1``, a port of the kernel's),
+    listening until exit.
+
+    Args:
+        upstream: The batch's (`open_upstream`).
+        gate: The attempt's budget and ledger side.
+        max_connections: Most connections the session may hold at once; one more has its
+            request answered 503 (``over-cap``). None is no cap.
+        max_body_bytes: The largest request body forwarded (`MAX_BODY_BYTES`).
+
+    **Cancellation:** on exit, however it comes, the listener and every connection are
+    closed, an upstream response in flight is closed, and each request cut so still has
+    its row handed to ``gate.observed``; no task outlives the block.
 
     Raises:
         OSError: the listener cannot be bound.
+        Exception: whatever ``gate.observed`` raised (the batch's own failure).
     """
-    raise NotImplementedError
-    yield Gateway()  # pragma: no cover
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(SocketAttribute.local_port)
+    gateway = Gateway(upstream, gate, f"http://127.0.0.1:{port}",
+                      max_connections=max_connections, max_body_bytes=max_body_bytes)
+    with single_unwrapped():
+        async with listener, anyio.create_task_group() as tg:
+            for one in listener.listeners:
+                tg.start_soon(gateway.serve, cast(SocketListener, one))
+            try:
+                yield gateway
+            finally:
+                tg.cancel_scope.cancel()
+
+

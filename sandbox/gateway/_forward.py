@@ -1,0 +1,189 @@
+"""One request forwarded: the headers swapped, the response relayed as it arrives, observed.
+
+What goes upstream (`upstream_headers`): the session's headers less its key
+(``x-api-key``, ``authorization``), the hop-by-hop headers (and any the request's
+``Connection`` names), ``host``, ``content-length`` (httpx sets both) and
+``accept-encoding`` (``identity`` is asked for instead, so the stream relayed is one the
+observer can read); plus the real credential: an API key as ``x-api-key``, a login's token
+as ``Authorization: Bearer`` with `OAUTH_BETA` added to ``anthropic-beta`` when absent.
+Every other header passes through as sent.
+
+What comes back (`relay`): the provider's status and headers (less hop-by-hop ones), then
+its body chunk by chunk as httpx reads it from the socket (``aiter_raw``: never the body
+whole), each chunk fed to the `sandbox.gateway._sse.ResponseObserver` on its way. The real
+credential never reaches the session, even were the provider to echo it: it is masked in
+the headers and the body (`Scrubber`), the length kept.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Final, cast
+
+import anyio
+import httpx
+
+from ._sse import ResponseObserver, bounded
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Iterable
+
+    from ._login import Credential
+    from ._server import Incoming, ServerConnection
+
+OAUTH_BETA: Final = b"oauth-2025-04-20"
+"""The ``anthropic-beta`` flag the provider asks of a request with a login's bearer token."""
+HOP_BY_HOP: Final = frozenset({
+    b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate",
+    b"proxy-authorization", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade",
+})
+"""Headers of one connection, never forwarded (RFC 9110 7.6.1, and the legacy proxy ones)."""
+_NOT_FORWARDED: Final = HOP_BY_HOP | {b"x-api-key", b"authorization", b"host",
+                                      b"content-length", b"accept-encoding"}
+
+
+def _connection_named(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
+    return {name.strip().lower() for key, value in headers if key.lower() == b"connection"
+            for name in value.split(b",") if name.strip()}
+
+
+def upstream_headers(incoming: Incoming, credential: Credential) -> list[tuple[bytes, bytes]]:
+    """The headers ``incoming`` is forwarded with, carrying ``credential`` (module docstring)."""
+    dropped = _NOT_FORWARDED | _connection_named(incoming.headers)
+    headers = [(key, value) for key, value in incoming.headers if key not in dropped]
+    headers.append((b"accept-encoding", b"identity"))
+    secret = credential.secret.encode()
+    if credential.kind == "api-key":
+        headers.append((b"x-api-key", secret))
+        return headers
+    headers.append((b"authorization", b"Bearer " + secret))
+    betas = [i for i, (key, _) in enumerate(headers) if key == b"anthropic-beta"]
+    flags = {flag.strip() for i in betas for flag in headers[i][1].split(b",")}
+    if OAUTH_BETA not in flags:
+        if betas:
+            key, value = headers[betas[0]]
+            headers[betas[0]] = (key, value + b"," + OAUTH_BETA)
+        else:
+            headers.append((b"anthropic-beta", OAUTH_BETA))
+    return headers
+
+
+class Scrubber:
+    """Masks a secret in a stream of chunks, with as little held back as can be.
+
+    Only a chunk's tail that could begin the secret is held until the next chunk, so a
+    response's pieces are relayed as they come (an SSE event's closing newlines never begin
+    a key). Each occurrence becomes as many ``*``: the body's length is kept.
+
+    Args:
+        secret: What must never pass (empty: nothing is masked).
+    """
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+        self._mask = b"*" * len(secret)
+        self._held = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The part of ``held + chunk`` that can be sent now, masked."""
+        if not self._secret:
+            return chunk
+        data = (self._held + chunk).replace(self._secret, self._mask)
+        keep = 0
+        for size in range(min(len(self._secret) - 1, len(data)), 0, -1):
+            if data.endswith(self._secret[:size]):
+                keep = size
+                break
+        self._held = data[len(data) - keep:] if keep else b""
+        return data[:len(data) - keep]
+
+    def end(self) -> bytes:
+        """What is held at the end (it was not the secret's start after all)."""
+        held, self._held = self._held, b""
+        return held
+
+    def header(self, value: bytes) -> bytes:
+        """A header value, masked."""
+        return value.replace(self._secret, self._mask) if self._secret else value
+
+
+def response_headers(response: httpx.Response, scrub: Scrubber) -> list[tuple[bytes, bytes]]:
+    """The provider's response headers for the session: hop-by-hop ones out, masked."""
+    raw = response.headers.raw
+    dropped = HOP_BY_HOP | _connection_named(raw)
+    return [(key.lower(), scrub.header(value)) for key, value in raw
+            if key.lower() not in dropped]
+
+
+class Relayed:
+    """What `relay` saw of one response (the row's provider fields)."""
+
+    def __init__(self) -> None:
+        self.latency_s: float | None = None
+        self.request_id: str | None = None
+        self.observer: ResponseObserver | None = None
+        self.upstream_error: str | None = None
+
+
+async def relay(client: httpx.AsyncClient, url: str, incoming: Incoming, body: bytes,
+                credential: Credential, conn: ServerConnection, seen: Relayed) -> int | None:
+    """Forward ``incoming`` with ``body`` to ``url`` and relay the response to ``conn``.
+
+    ``seen`` is filled as things happen (so a caller cut off still has what was seen). A
+    provider that cannot be reached gets the session a 502 of the gateway's (``api_error``,
+    which the harness retries as it would the provider's); a response that breaks off ends
+    the session's connection where it broke.
+
+    Returns:
+        The status the provider answered with, or None when it could not be reached.
+
+    Raises:
+        anyio.BrokenResourceError, anyio.ClosedResourceError: the session's connection
+            went away (the upstream stream is closed first).
+    """
+    request = client.build_request(incoming.method, url, content=body,
+                                   headers=upstream_headers(incoming, credential))
+    try:
+        response = await client.send(request, stream=True)
+    except httpx.HTTPError as exc:
+        seen.upstream_error = bounded(f"the provider could not be reached: {_cause(exc)}")
+        return None
+    try:
+        seen.latency_s = anyio.current_time() - incoming.arrived
+        seen.request_id = bounded(response.headers.get("request-id"))
+        observer = seen.observer = ResponseObserver(response.headers.get("content-type", ""))
+        scrub = Scrubber(credential.secret.encode())
+        await conn.start(response.status_code, response_headers(response, scrub),
+                         response.reason_phrase.encode("latin-1", "replace"))  # fmt: skip
+        try:
+            raw = cast("AsyncGenerator[bytes, None]", response.aiter_raw())
+            async with aclosing(raw) as chunks:
+                async for chunk in chunks:
+                    observer.feed(chunk)
+                    if out := scrub.feed(chunk):
+                        await conn.send(out)
+        except httpx.HTTPError as exc:
+            seen.upstream_error = bounded(f"the provider's response broke off: {_cause(exc)}")
+            return response.status_code
+        finally:
+            observer.end()
+        if tail := scrub.end():
+            await conn.send(tail)
+        await conn.end()
+        return response.status_code
+    finally:
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+
+
+def _cause(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, or of the first exception under it that has a message
+    (trio's TLS failure is an httpx error with none, its cause the ``SSLError``)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            break
+        if str(seen):
+            return f"{type(seen).__name__}: {seen}"
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
