@@ -6,13 +6,18 @@ puts the real credential in its place, forwards to the provider over TLS and str
 response back as it arrives, observing the provider's own metadata on the way (served
 model, usage, request id, a digest of the system prompt): docs/gateway.md.
 
-Owns the gateway's server side (h11), its upstream (httpx), the host's credential as the
-batch's one holder, and what it reports (`ProviderRequest`, `GatewayStats`); prices,
-budgets and the ledger are the campaign's (`SpendGate`).
+Owns the gateway's server side (h11; ``_server``), the checks and refusals of one session's
+gateway (``_gateway``), its upstream (httpx; ``_upstream``) and one request's forwarding and
+relay (``_forward``), the host's credential as the batch's one holder (``_login``), what it
+reads of a response (``_sse``) and of a request (``_digest``), the paths it forwards
+(``_paths``), doctor's ``gateway`` check (``_check``), and what it reports
+(`ProviderRequest`, `GatewayStats`; ``_types``); prices, budgets and the ledger are the
+campaign's (`SpendGate`).
 """
 
 from __future__ import annotations
 
+from ._check import gateway_check as gateway_check
 from ._gateway import Gateway as Gateway
 from ._gateway import Upstream as Upstream
 from ._gateway import open_gateway as open_gateway
