@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from sandbox._config import Credentials
@@ -50,6 +52,7 @@ class Gate:
         return self.refuse
 
     async def observed(self, request: ProviderRequest) -> None:
+        await anyio.lowlevel.checkpoint()  # as the campaign's does (it writes the ledger)
         self.rows.append(request)
         self.on_row()
 

@@ -289,6 +289,22 @@ async def test_a_body_over_the_bound_is_refused_413(provider: LoopbackProvider,
     assert len(provider.requests) == 1
 
 
+async def test_a_declared_length_over_the_bound_is_refused_before_its_body_is_read(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate) as gateway:
+        port = int(gateway.base_url.rsplit(":", 1)[1])
+        async with await anyio.connect_tcp("127.0.0.1", port) as raw:
+            await raw.send(b"POST " + MESSAGES.encode() + b" HTTP/1.1\r\nhost: x\r\n"
+                           b"x-api-key: " + gateway.placeholder.encode() + b"\r\n"
+                           b"content-length: 1000000000\r\n\r\n")  # and no body at all
+            with anyio.fail_after(5):
+                answer = await raw.receive()
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b"connection: close" in answer.lower()
+    assert gateway.stats().refused == {"too-large": 1}
+
+
 async def test_over_the_connection_cap_a_request_is_answered_503(
         provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
     async with open_upstream(provider.url, api_key) as upstream, \
