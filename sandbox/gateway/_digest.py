@@ -9,6 +9,12 @@ log of the bundled demo (56 requests, two arms, four probes): a list of three te
 2. ``You are a Claude agent, built on Anthropic's Claude Agent SDK.``;
 3. the instructions (about 6,700 characters), the same in every request of the batch.
 
+The instructions name the session's config directory (its memory directory under it) and
+its working directory, which a session's sandbox keeps at fixed paths (blind sessions), so
+they are the same in every session; the pinned CLI run outside a sandbox, with a config
+directory of its own each time, gives a digest per directory. The system prompt also differs
+between an API key and a login (``ANTHROPIC_AUTH_TOKEN``), one per batch.
+
 The date line is not in ``system`` on this pin: ``Today's date is 2026-12-03.`` ends the first
 user message's reminder instead. Earlier releases put it in the system prompt's environment
 section, so a line of that form is taken out of the system text too.

@@ -103,6 +103,10 @@ class Gateway:
         self._budget_refused = 0
         self._login_failure: str | None = None
         self._open = 0
+        self.failure: Exception | None = None
+        """What ``gate.observed`` raised, once it did (`open_gateway` raises it at exit)."""
+        self.scope: anyio.CancelScope | None = None
+        """The gateway's scope, cancelled when the gate fails (set by `open_gateway`)."""
 
     def __repr__(self) -> str:
         return f"<Gateway {self.base_url} -> {self._upstream.url}>"
@@ -129,7 +133,8 @@ class Gateway:
                 tg.start_soon(self._handle, client)
 
     async def _handle(self, stream: ByteStream) -> None:
-        """Serve one connection to its end; only the gate's own failure is raised."""
+        """Serve one connection to its end. The gate's own failure cancels the gateway (and
+        the block of `open_gateway`, which raises it); a connection's never does."""
         over_cap = self._max_connections is not None and self._open >= self._max_connections
         self._open += 1
         try:
@@ -138,7 +143,9 @@ class Gateway:
                 while await self._next(conn, over_cap) and conn.next_cycle():
                     pass
         except _GateFailed as exc:
-            raise exc.error from None
+            self.failure = self.failure or exc.error
+            if self.scope is not None:
+                self.scope.cancel()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass  # the session went away
         except Exception:  # one connection's failure never ends the gateway (or the batch)
@@ -309,7 +316,8 @@ async def open_gateway(upstream: Upstream, gate: SpendGate, *,
 
     **Cancellation:** on exit, however it comes, the listener and every connection are
     closed, an upstream response in flight is closed, and each request cut so still has
-    its row handed to ``gate.observed``; no task outlives the block.
+    its row handed to ``gate.observed``; no task outlives the block. Should
+    ``gate.observed`` raise, the block is cancelled and the error raised at its exit.
 
     Raises:
         OSError: the listener cannot be bound.
@@ -321,11 +329,14 @@ async def open_gateway(upstream: Upstream, gate: SpendGate, *,
                       max_connections=max_connections, max_body_bytes=max_body_bytes)
     with single_unwrapped():
         async with listener, anyio.create_task_group() as tg:
+            gateway.scope = tg.cancel_scope
             for one in listener.listeners:
                 tg.start_soon(gateway.serve, cast(SocketListener, one))
             try:
                 yield gateway
             finally:
                 tg.cancel_scope.cancel()
+    if gateway.failure is not None:
+        raise gateway.failure
 
 

@@ -4,7 +4,9 @@ Observed, not guessed: the pinned CLI (2.1.332) was run through the bundled demo
 scripted provider that logged every request line it received, under ``--network confined``
 and ``--network host``, with an API key (112 requests): every one was
 ``POST /v1/messages?beta=true``, no ``GET``, no other path (no ``count_tokens``, no model
-list, no telemetry: the CLI's telemetry is off in a session's environment). Observe again
+list, no telemetry: the CLI's telemetry is off in a session's environment); and run outside a
+sandbox against a gateway, with ``ANTHROPIC_API_KEY`` and with ``ANTHROPIC_AUTH_TOKEN``, it
+sent that one request and nothing the gateway refused. Observe again
 when the pin moves (the tests' helper runs the real CLI against the gateway in both key
 modes); a path the CLI starts to need shows up as a ``path`` refusal counted per session.
 """

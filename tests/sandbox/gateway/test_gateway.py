@@ -383,3 +383,18 @@ async def test_a_session_that_leaves_mid_stream_ends_the_relay_and_its_row(
         assert (await post(gateway)).status_code == 200  # the gateway goes on
     first = gate.rows[0]
     assert first.status == 200 and first.message_id == wire.MESSAGE_ID
+
+
+async def test_a_gate_that_cannot_record_ends_the_gateway_with_its_error(
+        provider: LoopbackProvider, api_key: Credentials) -> None:
+    class Full(Gate):
+        async def observed(self, request: Any) -> None:
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        async with open_upstream(provider.url, api_key) as upstream, \
+                open_gateway(upstream, Full()) as gateway:
+            assert (await post(gateway)).status_code == 200  # its row comes at its end
+            with anyio.fail_after(5):
+                await anyio.sleep(10)  # cancelled by the gate's failure, well before 5 s
+    assert provider.requests
