@@ -38,6 +38,8 @@ HOP_BY_HOP: Final = frozenset({
     b"proxy-authorization", b"te", b"trailer", b"trailers", b"transfer-encoding", b"upgrade",
 })
 """Headers of one connection, never forwarded (RFC 9110 7.6.1, and the legacy proxy ones)."""
+DRAIN_S: Final = 5.0
+"""Seconds to let a closed response's last read end httpx's generators (it fails at once)."""
 _NOT_FORWARDED: Final = HOP_BY_HOP | {b"x-api-key", b"authorization", b"host",
                                       b"content-length", b"accept-encoding"}
 
@@ -137,9 +139,14 @@ async def relay(client: httpx.AsyncClient, url: str, incoming: Incoming, body: b
     Returns:
         The status the provider answered with, or None when it could not be reached.
 
+    When the session's connection fails, or the gateway is cancelled, while a chunk is
+    being sent, the provider's response is closed and read once more: that read raises
+    inside httpx's chain of async generators and ends each of them on its way out (a chain
+    left where it was would be finalized later by the event loop, with a warning each).
+
     Raises:
-        anyio.BrokenResourceError, anyio.ClosedResourceError: the session's connection
-            went away (the upstream stream is closed first).
+        anyio.BrokenResourceError, anyio.ClosedResourceError, OSError: the session's
+            connection went away (the provider's response closed first).
     """
     request = client.build_request(incoming.method, url, content=body,
                                    headers=upstream_headers(incoming, credential))
@@ -155,18 +162,30 @@ async def relay(client: httpx.AsyncClient, url: str, incoming: Incoming, body: b
         scrub = Scrubber(credential.secret.encode())
         await conn.start(response.status_code, response_headers(response, scrub),
                          response.reason_phrase.encode("latin-1", "replace"))  # fmt: skip
+        gone: BaseException | None = None
         try:
             raw = cast("AsyncGenerator[bytes, None]", response.aiter_raw())
             async with aclosing(raw) as chunks:
-                async for chunk in chunks:
-                    observer.feed(chunk)
-                    if out := scrub.feed(chunk):
-                        await conn.send(out)
+                with anyio.CancelScope() as drain:
+                    async for chunk in chunks:
+                        observer.feed(chunk)
+                        if gone is None and (out := scrub.feed(chunk)):
+                            try:
+                                await conn.send(out)
+                            except BaseException as exc:  # the session or the gateway left
+                                gone = exc
+                                drain.deadline = anyio.current_time() + DRAIN_S
+                                with anyio.CancelScope(shield=True):
+                                    await response.aclose()  # its next read raises
         except httpx.HTTPError as exc:
+            if gone is not None:
+                raise gone from None
             seen.upstream_error = bounded(f"the provider's response broke off: {_cause(exc)}")
             return response.status_code
         finally:
             observer.end()
+        if gone is not None:
+            raise gone
         if tail := scrub.end():
             await conn.send(tail)
         await conn.end()

@@ -104,13 +104,16 @@ class ServerConnection:
         return int(values[0]) if values else None
 
     async def read_body(self, limit: int) -> bytes:
-        """The current request's whole body, at most ``limit`` bytes.
+        """The current request's whole body, at most ``limit`` bytes (a client that waits
+        for ``100 Continue`` before its body is sent one: the body is wanted).
 
         Raises:
             BodyTooLarge: more than ``limit`` bytes arrived (the rest is not read).
             Malformed: the body broke off, or took more than `REQUEST_TIMEOUT_S`.
         """
         body = bytearray()
+        if self._h11.they_are_waiting_for_100_continue:  # ``Expect: 100-continue``
+            await self._send(h11.InformationalResponse(status_code=100, headers=[]))
         while True:
             event = await self._next_event()
             if isinstance(event, h11.Data):

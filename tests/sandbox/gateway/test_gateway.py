@@ -305,6 +305,25 @@ async def test_a_declared_length_over_the_bound_is_refused_before_its_body_is_re
     assert gateway.stats().refused == {"too-large": 1}
 
 
+async def test_a_client_that_waits_for_100_continue_is_sent_it(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    body = json.dumps(BODY).encode()
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate) as gateway:
+        port = int(gateway.base_url.rsplit(":", 1)[1])
+        async with await anyio.connect_tcp("127.0.0.1", port) as raw:
+            await raw.send(b"POST " + MESSAGES.encode() + b" HTTP/1.1\r\nhost: x\r\n"
+                           b"x-api-key: " + gateway.placeholder.encode() + b"\r\n"
+                           b"expect: 100-continue\r\ncontent-length: "
+                           + str(len(body)).encode() + b"\r\n\r\n")
+            with anyio.fail_after(5):
+                assert (await raw.receive()).startswith(b"HTTP/1.1 100 ")
+                await raw.send(body)
+                answer = await raw.receive()
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert [seen.body for seen in provider.requests] == [body]
+
+
 async def test_over_the_connection_cap_a_request_is_answered_503(
         provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
     async with open_upstream(provider.url, api_key) as upstream, \
