@@ -24,9 +24,11 @@ from ._records import (
     BudgetStopRecord,
     FinalRecord,
     InvocationRecord,
+    RequestRecord,
     StartedRecord,
     StoppedRecord,
 )
+from ._spend import attempt_cost
 
 if TYPE_CHECKING:
     from ._records import LedgerRecord
@@ -71,6 +73,9 @@ class SessionLog:
     record, or it stopped (a signal, a refused write) and wrote it ``killed`` with
     ``counts: false``. Its cost is unknown (the harness may have spent), and the
     session is outstanding, where its previous final record left it."""
+    rows_usd: Decimal | None = None
+    """The priced ``request`` rows of the last attempt (USD), while it has no final record:
+    realized spend if it is interrupted (RC-14). Kept until the next ``started``."""
 
     @property
     def standing(self) -> str:
@@ -112,12 +117,20 @@ class ArmCounts:
     retried: int = 0
     """Sessions with more than one attempt."""
     cost_usd: Decimal = field(default_factory=Decimal)
-    """Sum of every known attempt cost of the arm, USD."""
+    """Sum of every known attempt cost of the arm, USD (RC-14's source per attempt:
+    `campaign.batch._spend`)."""
     cost_unknown: int = 0
     """Attempts whose cost is unknown (the figure is then a lower bound)."""
     interrupted: int = 0
     """Sessions whose last attempt was interrupted (`SessionLog.interrupted`) and that have no
     earlier final record; one that has is counted where that record left it."""
+    unpriced_requests: int = 0
+    """Provider requests priced as unknown (a model the price table lacks): a lower bound."""
+
+    @property
+    def lower_bound(self) -> bool:
+        """The arm's cost may be higher: an attempt of unknown cost, or an unpriced request."""
+        return self.cost_unknown > 0 or self.unpriced_requests > 0
 
     @property
     def final(self) -> int:
@@ -158,6 +171,13 @@ class BatchStatistics:
     budget_stop: BudgetStopRecord | None
     harness_versions: tuple[tuple[str, int], ...] = ()
     """(``claude_code_version``, attempts whose init line named it), sorted by version."""
+    unpriced_requests: int = 0
+    """Provider requests of the batch priced as unknown (the spend is then a lower bound)."""
+
+    @property
+    def lower_bound(self) -> bool:
+        """The spend may be higher: an attempt of unknown cost, or an unpriced request."""
+        return self.cost_unknown > 0 or self.unpriced_requests > 0
 
 
 class BatchFold:
@@ -173,6 +193,8 @@ class BatchFold:
         self.arms: dict[str, ArmCounts] = {}
         self.spend_usd = Decimal(0)
         self.cost_unknown = 0
+        self.unpriced_requests = 0
+        """Provider requests priced as unknown, over every final attempt."""
         self.largest_attempt_usd: Decimal | None = None
         """The largest known cost of one attempt so far (the budget's projection)."""
         self.invocation: InvocationRecord | None = None
@@ -190,6 +212,8 @@ class BatchFold:
         self.harness_versions: Counter[str] = Counter()
         """``claude_code_version`` -> final records (attempts) that name it."""
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
+        self._gone_usd: dict[tuple[SessionKey, int], Decimal] = {}
+        """The priced rows of the attempts the last record showed to be interrupted."""
         for key, repetition in planned:
             self._log(key, repetition).planned = True
 
@@ -200,7 +224,7 @@ class BatchFold:
             self.arms.setdefault(key.arm, ArmCounts()).planned += 1
         return log
 
-    def key_of(self, record: FinalRecord | StartedRecord) -> SessionKey:
+    def key_of(self, record: FinalRecord | StartedRecord | RequestRecord) -> SessionKey:
         """The key the fold holds for ``record``'s session (one object per session for the
         batch, not one per record), or a new one for a session it has not seen."""
         key = SessionKey(record.arm, record.probe, record.session)
@@ -216,10 +240,13 @@ class BatchFold:
             (one runner holds a batch at a time). Usually none.
         """
         gone: list[tuple[SessionKey, int]] = []
+        self._gone_usd.clear()
         if isinstance(record, StartedRecord):
             gone = self._started(record)
         elif isinstance(record, FinalRecord):
             self._final(record)
+        elif isinstance(record, RequestRecord):
+            self._request(record)
         elif isinstance(record, InvocationRecord):
             gone = self.runner_gone()
             self.invocation = record
@@ -244,13 +271,16 @@ class BatchFold:
             The (session, attempt) pairs interrupted now.
         """
         gone = []
+        self._gone_usd.clear()
         for log in self.sessions.values():
             if log.running:
                 self._interrupt(log)
                 gone.append((log.key, log.attempts))
         return gone
 
-    def _interrupt(self, log: SessionLog) -> None:
+    def _interrupt(self, log: SessionLog, *, rows: bool = True) -> None:
+        """The running attempt of ``log`` ended with no final record of its own: its cost
+        is unknown, its priced ``request`` rows (``rows``) realized spend."""
         counts = self.arms[log.key.arm]
         counts.running -= 1
         log.running = False
@@ -259,6 +289,24 @@ class BatchFold:
         counts.interrupted += log.state is None
         counts.cost_unknown += 1
         self.cost_unknown += 1
+        if rows and log.rows_usd:
+            counts.cost_usd += log.rows_usd
+            self.spend_usd += log.rows_usd
+            self._gone_usd[(log.key, log.attempts)] = log.rows_usd
+
+    def interrupted_usd(self, key: SessionKey, attempt: int) -> Decimal | None:
+        """The priced ``request`` rows of an attempt the last `apply` (or `runner_gone`)
+        showed to be interrupted, USD; None when it had none (or is not one of them)."""
+        return self._gone_usd.get((key, attempt))
+
+    def _request(self, record: RequestRecord) -> None:
+        """A priced provider request of a running attempt: kept until the attempt's final
+        record says its cost (then the final record's ``gateway`` sum is the figure)."""
+        log = self.sessions.get(SessionKey(record.arm, record.probe, record.session))
+        if (log is None or not log.running or record.attempt != log.attempts
+                or record.cost_usd is None):
+            return
+        log.rows_usd = (log.rows_usd or Decimal(0)) + record.cost_usd
 
     def _started(self, record: StartedRecord) -> list[tuple[SessionKey, int]]:
         key = SessionKey(record.arm, record.probe, record.session)
@@ -270,6 +318,7 @@ class BatchFold:
             gone.append((key, log.attempts))
         self._uncount(log, counts)
         log.interrupted = False
+        log.rows_usd = None
         log.attempts = max(log.attempts, record.attempt)
         log.running = True
         log.started_at = log.started_at or sys.intern(record.at)  # shared by a second's starts
@@ -285,9 +334,13 @@ class BatchFold:
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]
+        cost = attempt_cost(record)
+        self.unpriced_requests += cost.unpriced_requests
+        counts.unpriced_requests += cost.unpriced_requests
         if not record.counts:  # the runner stopped it: not an outcome of the session
             self._stopped_by_runner(log, record, counts)
             return
+        log.rows_usd = None  # the final record's cost replaces its rows'
         self._uncount(log, counts)
         log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
@@ -307,32 +360,33 @@ class BatchFold:
             kept = [f for f in self._failures if f.key != key]
             self._failures.clear()
             self._failures.extend(kept)
-        if record.cost_usd is not None:
-            cost = record.cost_usd
-            counts.cost_usd += cost
-            self.spend_usd += cost
-            if self.largest_attempt_usd is None or cost > self.largest_attempt_usd:
-                self.largest_attempt_usd = cost
-        elif not record.cost_known:
+        if cost.usd is not None:
+            counts.cost_usd += cost.usd
+            self.spend_usd += cost.usd
+            if self.largest_attempt_usd is None or cost.usd > self.largest_attempt_usd:
+                self.largest_attempt_usd = cost.usd
+        elif cost.unknown:
             counts.cost_unknown += 1
             self.cost_unknown += 1
 
     def _stopped_by_runner(self, log: SessionLog, record: FinalRecord,
                            counts: ArmCounts) -> None:
         """A ``killed`` attempt the runner ended (``counts: false``): like an interrupted one
-        (`_interrupt`), with its cost added when it is known."""
+        (`_interrupt`), with its cost added when it is known (RC-14's source for it:
+        its gateway's sum replaces its rows')."""
         log.attempts = max(log.attempts, record.attempt)
+        known = attempt_cost(record).usd
         if log.running:
-            self._interrupt(log)
+            self._interrupt(log, rows=known is None)
         else:  # a final without a started record in view (a hand-made ledger)
             counts.interrupted += log.state is None and not log.interrupted
             log.interrupted = True
             counts.cost_unknown += 1
             self.cost_unknown += 1
-        if record.cost_usd is not None:
-            cost = record.cost_usd
-            counts.cost_usd += cost
-            self.spend_usd += cost
+        log.rows_usd = None
+        if known is not None:
+            counts.cost_usd += known
+            self.spend_usd += known
 
     @staticmethod
     def _count(log: SessionLog, counts: ArmCounts) -> None:
@@ -369,7 +423,7 @@ class BatchFold:
     def statistics(self) -> BatchStatistics:
         """A frozen copy of the counts for display."""
         arms = {arm: ArmCounts(c.planned, c.recorded, c.refused, c.failed, c.running, c.retried,
-                               c.cost_usd, c.cost_unknown, c.interrupted)
+                               c.cost_usd, c.cost_unknown, c.interrupted, c.unpriced_requests)
                 for arm, c in self.arms.items()}
         inv = self.invocation
         return BatchStatistics(
@@ -379,4 +433,5 @@ class BatchFold:
             invocations=inv.number if inv else 0, last_invocation_pid=inv.pid if inv else None,
             stopped=self.stopped, budget_stop=self.budget_stop,
             harness_versions=tuple(sorted(self.harness_versions.items())),
+            unpriced_requests=self.unpriced_requests,
         )
