@@ -49,6 +49,11 @@ class PromptTally:
             self.sessions += 1
             self.digests.update(sent)
 
+    @property
+    def in_flight(self) -> int:
+        """Attempts whose digests are held until their final record (the bounded part)."""
+        return len(self._open)
+
     def merge(self, other: PromptTally) -> None:
         """Add ``other``'s counted sessions (another probe's, another batch's)."""
         self.digests.update(other.digests)
