@@ -56,6 +56,9 @@ class BatchFold:
         self.cost_unknown = 0
         self.unpriced_requests = 0
         """Provider requests priced as unknown, over every final attempt."""
+        self.in_flight_usd = Decimal(0)
+        """The priced ``request`` rows of the attempts still running (not in `spend_usd`
+        until their final record, or their interruption, settles them)."""
         self.largest_attempt_usd: Decimal | None = None
         """The largest known cost of one attempt so far (the budget's projection)."""
         self.invocation: InvocationRecord | None = None
@@ -150,10 +153,24 @@ class BatchFold:
         counts.interrupted += log.state is None
         counts.cost_unknown += 1
         self.cost_unknown += 1
-        if rows and log.rows_usd:
-            counts.cost_usd += log.rows_usd
-            self.spend_usd += log.rows_usd
-            self._gone_usd[(log.key, log.attempts)] = log.rows_usd
+        spent = self._take_rows(log)
+        if rows and spent:
+            counts.cost_usd += spent
+            self.spend_usd += spent
+            self._gone_usd[(log.key, log.attempts)] = spent
+
+    def _take_rows(self, log: SessionLog) -> Decimal | None:
+        """The priced rows of ``log``'s attempt, which has ended: no longer in flight."""
+        spent, log.rows_usd = log.rows_usd, None
+        if spent:
+            self.in_flight_usd -= spent
+        return spent
+
+    @property
+    def realized_usd(self) -> Decimal:
+        """Every known attempt cost (`spend_usd`) and the priced rows of the attempts still
+        running: what the batch has spent so far, USD (a budget's view of it)."""
+        return self.spend_usd + self.in_flight_usd
 
     def interrupted_usd(self, key: SessionKey, attempt: int) -> Decimal | None:
         """The priced ``request`` rows of an attempt the last `apply` (or `runner_gone`)
@@ -168,6 +185,7 @@ class BatchFold:
                 or record.cost_usd is None):
             return
         log.rows_usd = (log.rows_usd or Decimal(0)) + record.cost_usd
+        self.in_flight_usd += record.cost_usd
 
     def _started(self, record: StartedRecord) -> list[tuple[SessionKey, int]]:
         key = SessionKey(record.arm, record.probe, record.session)
@@ -179,7 +197,7 @@ class BatchFold:
             gone.append((key, log.attempts))
         self._uncount(log, counts)
         log.interrupted = False
-        log.rows_usd = None
+        self._take_rows(log)
         log.attempts = max(log.attempts, record.attempt)
         log.running = True
         log.started_at = log.started_at or sys.intern(record.at)  # shared by a second's starts
@@ -201,7 +219,7 @@ class BatchFold:
         if not record.counts:  # the runner stopped it: not an outcome of the session
             self._stopped_by_runner(log, record, counts)
             return
-        log.rows_usd = None  # the final record's cost replaces its rows'
+        self._take_rows(log)  # the final record's cost replaces its rows'
         self._uncount(log, counts)
         log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
@@ -244,7 +262,7 @@ class BatchFold:
             log.interrupted = True
             counts.cost_unknown += 1
             self.cost_unknown += 1
-        log.rows_usd = None
+        self._take_rows(log)
         if known is not None:
             counts.cost_usd += known
             self.spend_usd += known

@@ -53,7 +53,7 @@ class SessionLog:
     session is outstanding, where its previous final record left it."""
     rows_usd: Decimal | None = None
     """The priced ``request`` rows of the last attempt (USD), while it has no final record:
-    realized spend if it is interrupted (RC-14). Kept until the next ``started``."""
+    realized spend if it is interrupted (RC-14). Cleared when the attempt ends."""
 
     @property
     def standing(self) -> str:

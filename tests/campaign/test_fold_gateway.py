@@ -88,3 +88,16 @@ def test_rows_of_an_attempt_that_is_not_the_running_one_are_not_counted() -> Non
                    started(A, 2), request(A, attempt=1, cost="0.5"))
     fold.runner_gone()
     assert fold.spend_usd == Decimal("0.001")
+
+
+def test_realized_spend_counts_the_running_attempts_priced_rows_once() -> None:
+    # The budget's view: C settled at 0.01; A running with rows 0.002 + 0.003.
+    fold = fold_of(started(C), final(C, provider="0.01"), started(A),
+                   request(A, cost="0.002"), request(A, cost="0.003"))
+    assert (fold.spend_usd, fold.realized_usd) == (Decimal("0.01"), Decimal("0.015"))
+    fold.apply(final(A, provider="0.006"))  # its gateway's sum replaces its rows'
+    assert (fold.spend_usd, fold.realized_usd) == (Decimal("0.016"), Decimal("0.016"))
+    fold.apply(started(B))
+    fold.apply(request(B, cost="0.004"))
+    fold.runner_gone()  # interrupted: its rows move into the spend, not twice
+    assert (fold.spend_usd, fold.realized_usd) == (Decimal("0.020"), Decimal("0.020"))
