@@ -184,11 +184,12 @@ class ArmTranscript:
 
     def request(self, record: RequestRecord, key: SessionKey | None = None) -> None:
         """Take a ``request`` row of this arm: its system-prompt digest, for the prose (its
-        cost is in the attempt's final record, or counted if the attempt is interrupted)."""
+        cost is in the attempt's final record, or counted if the attempt is interrupted).
+        Nothing the transcript shows changes until the attempt ends, so the arm stays clean
+        (a batch's renders are not one per provider request)."""
         if record.system_digest is not None:
             self._prompts.request(key or SessionKey(record.arm, record.probe, record.session),
                                   record.system_digest)
-            self.dirty = True
 
     def rederived(self, record: RederivedRecord, offset: int) -> None:
         """Take a ``rederived`` record: it replaces its attempt's row and event, if that

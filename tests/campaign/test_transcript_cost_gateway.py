@@ -211,3 +211,18 @@ async def test_a_resumed_format_2_batch_prices_its_new_attempt_by_the_gateway(
     assert line.endswith("the provider's usage prices $0.0123 and the harness's own "
                          "total_cost_usd sums to $0.0500: the harness says $0.0377 more "
                          "(306.5% of the provider's figure).")
+
+
+def test_a_request_row_alone_does_not_make_the_arm_render_again(plan: Plan) -> None:
+    # Its digest counts only when its attempt ends: until then the transcript is unchanged,
+    # so a batch is not rendered once per provider request.
+    from campaign.batch._builder import ArmTranscript
+
+    a = _key("HW-PRB-001")
+    arm = ArmTranscript(plan, "present", network="confined", provider_note=NOTE)
+    arm.started(started(a))
+    arm.freeze()
+    arm.request(request(a))
+    assert not arm.dirty
+    arm.final(final(a), 0)
+    assert arm.dirty
