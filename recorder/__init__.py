@@ -16,7 +16,8 @@ pyproject.toml). What it offers, by concern:
   `DriveEnd`
   and the predicates over states (`is_recorded`, `is_failure`, `is_refusal`);
 * digests, costs (`decimal_cost`, `cost_cents`, `CostSum`, `CENTS_PER_USD`,
-  `SUM_PRECISION`), atomic writes and the bounds
+  `SUM_PRECISION`), the price table of provider usage (`price_usage`, `priced_model`,
+  `PRICE_TABLE`, `PRICE_TABLE_DATE`; RC-14), atomic writes and the bounds
   on what a session may print (`MAX_LINE_BYTES`, `MAX_SESSION_LINES`);
 * the checker of a transcript file (`check_transcript_file`) and the optional checker a
   probe names (`run_checker`);
@@ -81,6 +82,10 @@ from ._initkeys import InitKeyDecision as InitKeyDecision
 from ._lines import MAX_LINE_BYTES as MAX_LINE_BYTES
 from ._observation import Anomaly as Anomaly
 from ._observation import OrphanResult as OrphanResult
+from ._prices import PRICE_TABLE as PRICE_TABLE
+from ._prices import PRICE_TABLE_DATE as PRICE_TABLE_DATE
+from ._prices import price_usage as price_usage
+from ._prices import priced_model as priced_model
 from ._releases import COVERED_RELEASES as COVERED_RELEASES
 from ._releases import PINNED_RELEASE as PINNED_RELEASE
 from ._releases import Coverage as Coverage

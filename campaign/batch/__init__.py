@@ -43,6 +43,7 @@ from ._options import ResumeOverrides as ResumeOverrides
 from ._preflight import check_skills as check_skills
 from ._preflight import sandbox_checks as sandbox_checks
 from ._projection import Projection as Projection
+from ._prompts import PromptTally as PromptTally
 from ._provider import ScriptedDouble as ScriptedDouble
 from ._reader import BatchReading as BatchReading
 from ._reader import LedgerWatcher as LedgerWatcher
@@ -64,4 +65,7 @@ from ._records import StartedRecord as StartedRecord
 from ._records import StoppedRecord as StoppedRecord
 from ._records import StopReason as StopReason
 from ._records import utc_now as utc_now
+from ._spend import AttemptCost as AttemptCost
+from ._spend import SpendSum as SpendSum
+from ._spend import attempt_cost as attempt_cost
 from ._tree import read_tree as read_tree

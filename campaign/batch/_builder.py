@@ -17,17 +17,23 @@ Identity (RC-14): the six plan members copied unchanged; ``model`` the model
 passed; ``served_version`` the most frequent served model of the recorded
 sessions (the model name when none was recorded); ``at`` the first session's
 start; ``cost_cents`` the ceiling of 100 x the sum of every attempt's cost,
-unknown costs adding nothing and making the figure a stated lower bound.
+unknown costs adding nothing and making the figure a stated lower bound. An attempt's cost
+is RC-14's source for it (`campaign.batch._spend`): the provider's usage priced with the
+shipped table when its final record has ``gateway``, the harness's figure otherwise; the
+prose names the source(s) and how far the harness's figure stands from the provider's.
+The system prompts the recorded sessions met (``request`` rows' digests) are counted per
+digest (`campaign.batch._prompts`).
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
-from recorder import NOTHING_SPENT, CostSum, is_recorded
+from recorder import is_recorded
 from recorder.transcript import (
     Event,
     Identity,
@@ -35,17 +41,23 @@ from recorder.transcript import (
     prose_for,
     prose_value,
     served_version_of,
+    system_prompts_line,
     unknown_init_keys_line,
 )
 
+from ._arm_prose import arm_tools_and_identity as arm_tools_and_identity
+from ._arm_prose import incomplete_line as incomplete_line
+from ._arm_prose import session_notes
 from ._fold import SessionKey
+from ._prompts import PromptTally
+from ._spend import SpendSum, attempt_cost
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
     from campaign.plan import Plan
 
-    from ._records import FinalRecord, RederivedRecord, StartedRecord
+    from ._records import FinalRecord, RederivedRecord, RequestRecord, StartedRecord
 
 _LISTED_SESSIONS: Final = 5
 """Sessions named per denied host in the prose; further ones are counted."""
@@ -103,9 +115,10 @@ class ArmTranscript:
         self._planned = sum(1 for key in planned if key.arm == arm)
         self._sessions: dict[SessionKey, _Session] = {}
         self._first_start: str | None = None
-        self._cost = CostSum()
-        """The known costs of every attempt so far (unknown ones are `_unknown_cost`)."""
+        self._cost = SpendSum()
+        """Every attempt's cost so far, by its source (unknown ones named in `_unknown_cost`)."""
         self._unknown_cost: list[str] = []
+        self._prompts = PromptTally()
         self._versions: set[str] = set()
         self._modes: dict[str, dict[SessionKey, None]] = {}
         """Per network mode, its sessions in the order they first ended in it (the keys
@@ -119,8 +132,9 @@ class ArmTranscript:
         self.dirty = True
         """Changed since the last `freeze` (the renderer writes only dirty arms)."""
 
-    def started(self, record: StartedRecord) -> None:
-        """Take a ``started`` record of this arm."""
+    def started(self, record: StartedRecord, key: SessionKey | None = None) -> None:
+        """Take a ``started`` record of this arm (``key``: its session as the caller holds it)."""
+        self._prompts.started(key or SessionKey(record.arm, record.probe, record.session))
         if self._first_start is None or record.at < self._first_start:
             self._first_start = record.at
             self.dirty = True
@@ -134,11 +148,11 @@ class ArmTranscript:
         """
         key = key or SessionKey(record.arm, record.probe, record.session)
         name = f"{key.probe}/{key.session}"
-        cost = record.cost_usd
-        if cost is not None:
-            self._cost.add(cost)
-        elif not record.cost_known and record.state not in NOTHING_SPENT:
+        cost = attempt_cost(record)
+        self._cost.add(cost)
+        if cost.unknown:
             self._unknown_cost.append(f"{name} attempt {record.attempt}")
+        self._prompts.final(key, recorded=is_recorded(record.state) and record.counts)
         if record.claude_code_version:
             self._versions.add(record.claude_code_version)
         if record.network:
@@ -154,17 +168,28 @@ class ArmTranscript:
             state=sys.intern(record.state), outside_paths=record.outside_paths,
             event_offset=offset if is_recorded(record.state) else None,
             served_model=None if served is None else sys.intern(served),
-            notes=_session_notes(name, record), anomalies=record.anomalies,
+            notes=session_notes(name, record), anomalies=record.anomalies,
             attempt=record.attempt,
             unknown_init_keys=tuple(sys.intern(k) for k in record.unknown_init_keys or ()),
         )
         self.dirty = True
 
-    def interrupted(self, key: SessionKey, attempt: int) -> None:
+    def interrupted(self, key: SessionKey, attempt: int, rows_usd: Decimal | None = None) -> None:
         """Attempt ``attempt`` of ``key`` ran when its runner died: its cost is unknown
-        (the figure becomes a lower bound, RC-14), and the prose names it."""
+        (the figure becomes a lower bound, RC-14), and the prose names it; ``rows_usd``, its
+        ``request`` rows priced so far, is realized spend and counts."""
+        self._cost.add_interrupted(rows_usd)
         self._unknown_cost.append(f"{key.probe}/{key.session} attempt {attempt} (interrupted)")
         self.dirty = True
+
+    def request(self, record: RequestRecord, key: SessionKey | None = None) -> None:
+        """Take a ``request`` row of this arm: its system-prompt digest, for the prose (its
+        cost is in the attempt's final record, or counted if the attempt is interrupted).
+        Nothing the transcript shows changes until the attempt ends, so the arm stays clean
+        (a batch's renders are not one per provider request)."""
+        if record.system_digest is not None:
+            self._prompts.request(key or SessionKey(record.arm, record.probe, record.session),
+                                  record.system_digest)
 
     def rederived(self, record: RederivedRecord, offset: int) -> None:
         """Take a ``rederived`` record: it replaces its attempt's row and event, if that
@@ -214,7 +239,8 @@ class ArmTranscript:
             provider_note=self._provider_note, planned=self._planned,
             workspace_note=self._workspace_note, sessions=dict(self._sessions),
             first_start=self._first_start,
-            cost=CostSum(self._cost.total), unknown_cost=list(self._unknown_cost),
+            cost=self._cost.copy(), unknown_cost=list(self._unknown_cost),
+            prompts=self._prompts.copy(),
             versions=sorted(self._versions),
             modes={mode: list(keys) for mode, keys in self._modes.items()},
             allowed=Counter(self._allowed),
@@ -236,8 +262,8 @@ class FrozenArm:
     workspace_note: str | None
     sessions: dict[SessionKey, _Session]
     first_start: str | None
-    cost: CostSum
-    """The known costs' sum (`unknown_cost` names the others)."""
+    cost: SpendSum
+    """Every attempt's cost by its source (`unknown_cost` names the unknown ones)."""
     unknown_cost: list[str]
     versions: list[str]
     modes: dict[str, list[SessionKey]]
@@ -246,6 +272,8 @@ class FrozenArm:
     outstanding: int
     pending: dict[int, Event]
     """The recorded events no spool held when frozen, by reference."""
+    prompts: PromptTally = field(default_factory=PromptTally)
+    """The system-prompt digests the recorded sessions met."""
 
     def rows(self) -> Iterator[tuple[SessionRow, int | None]]:
         """The table's rows in order, each with its recorded event's ledger offset or None.
@@ -282,7 +310,7 @@ class FrozenArm:
             if s.event_offset is not None and s.served_model:
                 served[s.served_model] += 1
         plan = self.plan
-        cost = CostSum(self.cost.total, len(self.unknown_cost)).figure()
+        cost = self.cost.cost_sum().figure()
         mode, network_lines = self._network_prose()
         identity = Identity(
             model=plan.model, served_version=served_version_of(served.elements(),
@@ -300,6 +328,9 @@ class FrozenArm:
             extra.append(f"The rows and events of {count} sessions were re-derived from the "
                          f"streams the runner kept, by the recorder of {runner} "
                          "(retranscribe); their costs stay those of the original attempts.")
+        prompts = system_prompts_line(self.prompts.digests, self.prompts.sessions)
+        if prompts:
+            extra.append(prompts)
         unknown = Counter(k for s in self.sessions.values() for k in s.unknown_init_keys)
         if unknown:
             extra.append(unknown_init_keys_line(unknown))
@@ -310,7 +341,7 @@ class FrozenArm:
             claude_code_versions=self.versions, served_versions=served, cost=cost,
             unknown_cost_sessions=self.unknown_cost, outside_paths_total=outside,
             anomalies_total=sum(s.anomalies for s in self.sessions.values()),
-            arm_identity=arm_line, extra=extra,
+            arm_identity=arm_line, extra=extra, cost_source=self.cost.source(),
         )
         return prose, identity
 
@@ -333,50 +364,6 @@ class FrozenArm:
             lines.append(f"Denied connections: {total}"
                          + (f": {', '.join(named)}." if named else "."))
         return mode, lines
-
-
-def incomplete_line(outstanding: int, planned: int) -> str:
-    """The prose sentence of a transcript whose batch has sessions outstanding."""
-    return (f"This batch is incomplete: {outstanding} of the {planned} planned sessions of this "
-            "arm are not final yet (never started, interrupted, or ended in a state worth "
-            "another attempt); `headwater-campaign resume` on this batch runs them.")
-
-
-def arm_tools_and_identity(plan: Plan, arm: str) -> tuple[tuple[str, ...], str | None]:
-    """The arm's allowed tools and its identity sentence for the prose.
-
-    A plan without the arm (cannot happen for a batch's own arms) gives the
-    plan's tools and no identity sentence.
-    """
-    spec = next((s for s in plan.arm_specs if s.arm == arm), None)
-    if spec is None:
-        return plan.tools, None
-    return spec.allowed_tools, (
-        f"{spec.identity}, the digest of the arm's workspace layer {spec.layer} (the tree "
-        f"formula over the layer files the arm keeps) and of its harness flags {spec.flags} "
-        "(permission mode, setting sources, allowed and disallowed tools). Batches whose arm "
-        "identities are equal ran the same arm.")
-
-
-def _session_notes(name: str, record: FinalRecord) -> tuple[str, ...]:
-    """Prose lines for what a final record says beyond its row (RC-10, RC-11; a limit passed,
-    an uncontained end: docs/batch.md "Session states")."""
-    notes = []
-    if record.state in ("limit-exceeded", "uncontained"):  # the reason may name a tool
-        notes.append(f"{name} ended {record.state}: {prose_value(record.reason)}.")
-    if record.findings_note:  # may quote what the checker printed of the session's files
-        notes.append(f"{name}: {prose_value(record.findings_note)}; its artifacts carry no "
-                     "findings key (not checked, which is not a pass).")
-    for unread in record.unread_artifacts or []:  # the path is the session's: a literal
-        size = unread.size_bytes
-        notes.append(f"{name}: the produced file {prose_value(unread.path)} was not "
-                     f"read after the session ({unread.reason}"
-                     + (f"; {size} bytes" if size is not None else "") + "): it keeps its "
-                     "path only.")
-    if record.orphan_results:
-        notes.append(f"{name}: {len(record.orphan_results)} tool_result(s) answered no "
-                     "tool_use seen before them; the ledger keeps their ids and digests.")
-    return tuple(notes)
 
 
 def _names(counts: Counter[str]) -> str:

@@ -14,150 +14,31 @@ from __future__ import annotations
 import sys
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
 from recorder import is_failure, is_recorded, is_refusal
 
+from ._fold_types import ArmCounts as ArmCounts
+from ._fold_types import BatchStatistics as BatchStatistics
+from ._fold_types import Failure as Failure
+from ._fold_types import SessionKey as SessionKey
+from ._fold_types import SessionLog as SessionLog
 from ._records import (
     BudgetStopRecord,
     FinalRecord,
     InvocationRecord,
+    RequestRecord,
     StartedRecord,
     StoppedRecord,
 )
+from ._spend import attempt_cost
 
 if TYPE_CHECKING:
     from ._records import LedgerRecord
 
 LAST_FAILURES: Final = 5
 """Failures the statistics keep for the live view (the newest first)."""
-
-
-class SessionKey(NamedTuple):
-    """One session of a batch: (arm, probe, session name)."""
-
-    arm: str
-    probe: str
-    session: str
-
-
-@dataclass(slots=True)
-class SessionLog:
-    """What the ledger says of one session so far."""
-
-    key: SessionKey
-    repetition: int
-    planned: bool = False
-    """The plan names it (``record``'s sessions are not planned)."""
-    attempts: int = 0
-    """Attempts started, over every invocation."""
-    running: bool = False
-    """The last attempt started and has no final record (running, or the runner died)."""
-    state: str | None = None
-    """The state of the last final record; None before any. (Its reason stays in the
-    ledger: nothing reads it here, and a batch held one string per session.)"""
-    retryable: bool = False
-    outside_paths: int = 0
-    started_at: str | None = None
-    """The first attempt's start (RFC 3339 UTC)."""
-    first_state: str | None = None
-    """The state of attempt 1's final record when it counts (first-attempt outcomes apart
-    from retried ones); None while it has none: running, or interrupted (it never got a final
-    record, or its runner wrote it ``killed`` with ``counts: false``)."""
-    interrupted: bool = False
-    """The last attempt was cut short by its runner: the runner died before its final
-    record, or it stopped (a signal, a refused write) and wrote it ``killed`` with
-    ``counts: false``. Its cost is unknown (the harness may have spent), and the
-    session is outstanding, where its previous final record left it."""
-
-    @property
-    def standing(self) -> str:
-        """Where the session is counted (its arm's `ArmCounts`, and the report's tallies).
-
-        ``running`` while its last attempt runs; else the state of its last final record,
-        which stays the last word on the session until a new final record lands, even when
-        a later attempt was interrupted; else ``interrupted`` (an attempt ended with no
-        final record of its own) or ``not-started`` (docs/batch.md, "Session states").
-        """
-        if self.running:
-            return "running"
-        if self.state is not None:
-            return self.state
-        return "interrupted" if self.interrupted else "not-started"
-
-    @property
-    def finished(self) -> bool:
-        """A final state that nothing reruns: recorded, or not retryable."""
-        return self.state is not None and not self.running and not self.retryable
-
-    @property
-    def outstanding(self) -> bool:
-        """Not finished: never started, running or interrupted, or last ended retryable."""
-        return not self.finished
-
-
-@dataclass(slots=True)
-class ArmCounts:
-    """Per-arm counts of the sessions by `SessionLog.standing`, kept as records arrive;
-    every denominator is ``planned``."""
-
-    planned: int = 0
-    recorded: int = 0
-    refused: int = 0
-    failed: int = 0
-    """Final in a state that is neither recorded nor refused (retryable ones included)."""
-    running: int = 0
-    retried: int = 0
-    """Sessions with more than one attempt."""
-    cost_usd: Decimal = field(default_factory=Decimal)
-    """Sum of every known attempt cost of the arm, USD."""
-    cost_unknown: int = 0
-    """Attempts whose cost is unknown (the figure is then a lower bound)."""
-    interrupted: int = 0
-    """Sessions whose last attempt was interrupted (`SessionLog.interrupted`) and that have no
-    earlier final record; one that has is counted where that record left it."""
-
-    @property
-    def final(self) -> int:
-        """Sessions whose last attempt is final (recorded, refused or failed)."""
-        return self.recorded + self.refused + self.failed
-
-    @property
-    def queued(self) -> int:
-        """Planned sessions not final, not running and not interrupted: never started."""
-        return max(0, self.planned - self.final - self.running - self.interrupted)
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """One failed or refused attempt, for the live view."""
-
-    key: SessionKey
-    attempt: int
-    state: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class BatchStatistics:
-    """A frozen snapshot of the fold for the live view and ``status`` (no internals)."""
-
-    arms: dict[str, ArmCounts]
-    last_failures: tuple[Failure, ...]
-    spend_usd: Decimal
-    """Every known attempt cost of the batch, USD."""
-    cost_unknown: int
-    max_cost_cents: int | None
-    """The budget of the latest invocation, cents."""
-    invocations: int
-    last_invocation_pid: int | None
-    stopped: StoppedRecord | None
-    """The latest invocation's end, None while it runs (or when it was killed)."""
-    budget_stop: BudgetStopRecord | None
-    harness_versions: tuple[tuple[str, int], ...] = ()
-    """(``claude_code_version``, attempts whose init line named it), sorted by version."""
 
 
 class BatchFold:
@@ -173,6 +54,11 @@ class BatchFold:
         self.arms: dict[str, ArmCounts] = {}
         self.spend_usd = Decimal(0)
         self.cost_unknown = 0
+        self.unpriced_requests = 0
+        """Provider requests priced as unknown, over every final attempt."""
+        self.in_flight_usd = Decimal(0)
+        """The priced ``request`` rows of the attempts still running (not in `spend_usd`
+        until their final record, or their interruption, settles them)."""
         self.largest_attempt_usd: Decimal | None = None
         """The largest known cost of one attempt so far (the budget's projection)."""
         self.invocation: InvocationRecord | None = None
@@ -190,6 +76,8 @@ class BatchFold:
         self.harness_versions: Counter[str] = Counter()
         """``claude_code_version`` -> final records (attempts) that name it."""
         self._failures: deque[Failure] = deque(maxlen=LAST_FAILURES)
+        self._gone_usd: dict[tuple[SessionKey, int], Decimal] = {}
+        """The priced rows of the attempts the last record showed to be interrupted."""
         for key, repetition in planned:
             self._log(key, repetition).planned = True
 
@@ -200,7 +88,7 @@ class BatchFold:
             self.arms.setdefault(key.arm, ArmCounts()).planned += 1
         return log
 
-    def key_of(self, record: FinalRecord | StartedRecord) -> SessionKey:
+    def key_of(self, record: FinalRecord | StartedRecord | RequestRecord) -> SessionKey:
         """The key the fold holds for ``record``'s session (one object per session for the
         batch, not one per record), or a new one for a session it has not seen."""
         key = SessionKey(record.arm, record.probe, record.session)
@@ -216,10 +104,13 @@ class BatchFold:
             (one runner holds a batch at a time). Usually none.
         """
         gone: list[tuple[SessionKey, int]] = []
+        self._gone_usd.clear()
         if isinstance(record, StartedRecord):
             gone = self._started(record)
         elif isinstance(record, FinalRecord):
             self._final(record)
+        elif isinstance(record, RequestRecord):
+            self._request(record)
         elif isinstance(record, InvocationRecord):
             gone = self.runner_gone()
             self.invocation = record
@@ -244,13 +135,16 @@ class BatchFold:
             The (session, attempt) pairs interrupted now.
         """
         gone = []
+        self._gone_usd.clear()
         for log in self.sessions.values():
             if log.running:
                 self._interrupt(log)
                 gone.append((log.key, log.attempts))
         return gone
 
-    def _interrupt(self, log: SessionLog) -> None:
+    def _interrupt(self, log: SessionLog, *, rows: bool = True) -> None:
+        """The running attempt of ``log`` ended with no final record of its own: its cost
+        is unknown, its priced ``request`` rows (``rows``) realized spend."""
         counts = self.arms[log.key.arm]
         counts.running -= 1
         log.running = False
@@ -259,6 +153,39 @@ class BatchFold:
         counts.interrupted += log.state is None
         counts.cost_unknown += 1
         self.cost_unknown += 1
+        spent = self._take_rows(log)
+        if rows and spent:
+            counts.cost_usd += spent
+            self.spend_usd += spent
+            self._gone_usd[(log.key, log.attempts)] = spent
+
+    def _take_rows(self, log: SessionLog) -> Decimal | None:
+        """The priced rows of ``log``'s attempt, which has ended: no longer in flight."""
+        spent, log.rows_usd = log.rows_usd, None
+        if spent:
+            self.in_flight_usd -= spent
+        return spent
+
+    @property
+    def realized_usd(self) -> Decimal:
+        """Every known attempt cost (`spend_usd`) and the priced rows of the attempts still
+        running: what the batch has spent so far, USD (a budget's view of it)."""
+        return self.spend_usd + self.in_flight_usd
+
+    def interrupted_usd(self, key: SessionKey, attempt: int) -> Decimal | None:
+        """The priced ``request`` rows of an attempt the last `apply` (or `runner_gone`)
+        showed to be interrupted, USD; None when it had none (or is not one of them)."""
+        return self._gone_usd.get((key, attempt))
+
+    def _request(self, record: RequestRecord) -> None:
+        """A priced provider request of a running attempt: kept until the attempt's final
+        record says its cost (then the final record's ``gateway`` sum is the figure)."""
+        log = self.sessions.get(SessionKey(record.arm, record.probe, record.session))
+        if (log is None or not log.running or record.attempt != log.attempts
+                or record.cost_usd is None):
+            return
+        log.rows_usd = (log.rows_usd or Decimal(0)) + record.cost_usd
+        self.in_flight_usd += record.cost_usd
 
     def _started(self, record: StartedRecord) -> list[tuple[SessionKey, int]]:
         key = SessionKey(record.arm, record.probe, record.session)
@@ -270,6 +197,7 @@ class BatchFold:
             gone.append((key, log.attempts))
         self._uncount(log, counts)
         log.interrupted = False
+        self._take_rows(log)
         log.attempts = max(log.attempts, record.attempt)
         log.running = True
         log.started_at = log.started_at or sys.intern(record.at)  # shared by a second's starts
@@ -285,9 +213,13 @@ class BatchFold:
         key = SessionKey(record.arm, record.probe, record.session)
         log = self._log(key, record.repetition)
         counts = self.arms[key.arm]
+        cost = attempt_cost(record)
+        self.unpriced_requests += cost.unpriced_requests
+        counts.unpriced_requests += cost.unpriced_requests
         if not record.counts:  # the runner stopped it: not an outcome of the session
             self._stopped_by_runner(log, record, counts)
             return
+        self._take_rows(log)  # the final record's cost replaces its rows'
         self._uncount(log, counts)
         log.interrupted = False
         log.attempts = max(log.attempts, record.attempt)
@@ -307,32 +239,33 @@ class BatchFold:
             kept = [f for f in self._failures if f.key != key]
             self._failures.clear()
             self._failures.extend(kept)
-        if record.cost_usd is not None:
-            cost = record.cost_usd
-            counts.cost_usd += cost
-            self.spend_usd += cost
-            if self.largest_attempt_usd is None or cost > self.largest_attempt_usd:
-                self.largest_attempt_usd = cost
-        elif not record.cost_known:
+        if cost.usd is not None:
+            counts.cost_usd += cost.usd
+            self.spend_usd += cost.usd
+            if self.largest_attempt_usd is None or cost.usd > self.largest_attempt_usd:
+                self.largest_attempt_usd = cost.usd
+        elif cost.unknown:
             counts.cost_unknown += 1
             self.cost_unknown += 1
 
     def _stopped_by_runner(self, log: SessionLog, record: FinalRecord,
                            counts: ArmCounts) -> None:
         """A ``killed`` attempt the runner ended (``counts: false``): like an interrupted one
-        (`_interrupt`), with its cost added when it is known."""
+        (`_interrupt`), with its cost added when it is known (RC-14's source for it:
+        its gateway's sum replaces its rows')."""
         log.attempts = max(log.attempts, record.attempt)
+        known = attempt_cost(record).usd
         if log.running:
-            self._interrupt(log)
+            self._interrupt(log, rows=known is None)
         else:  # a final without a started record in view (a hand-made ledger)
             counts.interrupted += log.state is None and not log.interrupted
             log.interrupted = True
             counts.cost_unknown += 1
             self.cost_unknown += 1
-        if record.cost_usd is not None:
-            cost = record.cost_usd
-            counts.cost_usd += cost
-            self.spend_usd += cost
+        self._take_rows(log)
+        if known is not None:
+            counts.cost_usd += known
+            self.spend_usd += known
 
     @staticmethod
     def _count(log: SessionLog, counts: ArmCounts) -> None:
@@ -369,7 +302,7 @@ class BatchFold:
     def statistics(self) -> BatchStatistics:
         """A frozen copy of the counts for display."""
         arms = {arm: ArmCounts(c.planned, c.recorded, c.refused, c.failed, c.running, c.retried,
-                               c.cost_usd, c.cost_unknown, c.interrupted)
+                               c.cost_usd, c.cost_unknown, c.interrupted, c.unpriced_requests)
                 for arm, c in self.arms.items()}
         inv = self.invocation
         return BatchStatistics(
@@ -379,4 +312,5 @@ class BatchFold:
             invocations=inv.number if inv else 0, last_invocation_pid=inv.pid if inv else None,
             stopped=self.stopped, budget_stop=self.budget_stop,
             harness_versions=tuple(sorted(self.harness_versions.items())),
+            unpriced_requests=self.unpriced_requests,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._builder import ArmTranscript
-from ._records import FinalRecord, RederivedRecord, StartedRecord
+from ._records import FinalRecord, RederivedRecord, RequestRecord, StartedRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -39,12 +39,14 @@ class Projection:
         """
         gone = self.fold.apply(record)
         self._interrupted(gone)
-        if isinstance(record, StartedRecord | FinalRecord | RederivedRecord):
+        if isinstance(record, StartedRecord | FinalRecord | RederivedRecord | RequestRecord):
             arm = self.arms.get(record.arm)
             if arm is None:
                 return gone
             if isinstance(record, StartedRecord):
-                arm.started(record)
+                arm.started(record, self.fold.key_of(record))
+            elif isinstance(record, RequestRecord):
+                arm.request(record, self.fold.key_of(record))
             elif isinstance(record, FinalRecord):
                 arm.final(record, offset, self.fold.key_of(record))
             else:
@@ -61,7 +63,7 @@ class Projection:
         for key, attempt in gone:
             interrupted = self.arms.get(key.arm)
             if interrupted is not None:
-                interrupted.interrupted(key, attempt)
+                interrupted.interrupted(key, attempt, self.fold.interrupted_usd(key, attempt))
 
 
 def arm_transcripts(plan: Plan, *, planned: Iterable[SessionKey], network: str,

@@ -1,6 +1,8 @@
 """``show BATCH ARM PROBE SESSION``: one session's attempts, calls, final text, state and reason.
 
-Read-only. For each attempt the ledger holds: its state and why, its cost,
+Read-only. For each attempt the ledger holds: its state and why, its cost (RC-14's source
+for it: the provider's usage priced by the gateway, with the harness's own figure beside
+it, or the harness's figure for an attempt written before the gateway),
 its calls (tool, argument, the digest of what it returned), what it produced
 and its answer when recorded, and the final message's text the runner kept
 (``attempt-<n>/final.txt``), so a session whose answer is null can be
@@ -15,7 +17,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from campaign._terminal_text import block, one_line
-from campaign.batch import FinalRecord, LedgerCorrupt, StartedRecord, read_ledger, session_paths
+from campaign.batch import (
+    FinalRecord,
+    LedgerCorrupt,
+    StartedRecord,
+    attempt_cost,
+    read_ledger,
+    session_paths,
+)
 from campaign.supervisor import FINAL_TEXT_NAME
 from recorder import Call
 
@@ -61,6 +70,22 @@ def _usd(cost: Decimal | None) -> str:
     return shown if Decimal(shown[1:]) == cost else f"{shown} (exactly {cost})"
 
 
+def _cost_text(final: FinalRecord) -> str:
+    """The attempt's cost as RC-14 takes it (`campaign.batch.attempt_cost`): the harness's
+    figure for an attempt written before the gateway; else the provider-priced figure with
+    its price table's date, the unpriced requests (a lower bound) and the harness's figure."""
+    cost = attempt_cost(final)
+    if not cost.provider:
+        return _usd(final.cost_usd)
+    bound = ">=" if cost.unpriced_requests else ""
+    unpriced = ""
+    if cost.unpriced_requests:
+        models = one_line(", ".join(cost.unpriced_models)) or "no usage read"
+        unpriced = f", {cost.unpriced_requests} request(s) unpriced ({models})"
+    return (f"{bound}{_usd(cost.usd)} (the provider's usage, prices of {cost.prices}"
+            f"{unpriced}; the harness said {_usd(final.cost_usd)})")
+
+
 def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> None:
     started: StartedRecord | None = slot.get("started")
     final: FinalRecord | None = slot.get("final")
@@ -70,7 +95,7 @@ def _print_attempt(out: list[str], n: int, slot: dict[str, Any], root: Path) -> 
         out.append("  no final record: the attempt was running when its runner was killed "
                    "(resume reruns the session)")
         return
-    cost = _usd(final.cost_usd)
+    cost = _cost_text(final)
     out.append(f"  state: {final.state}")
     out.append(f"  reason: {one_line(final.reason)}")
     served = one_line(final.served_model or "-")

@@ -60,6 +60,7 @@ def status_data(batch: Path, reading: BatchReading | None = None) -> dict[str, A
         "interrupted": [_key(log) for log in fold.sessions.values() if log.interrupted],
         "spend_usd": str(stats.spend_usd),
         "cost_unknown_attempts": stats.cost_unknown,
+        "unpriced_requests": stats.unpriced_requests,
         "max_cost_cents": budget.max_cost_cents,
         "budget_set_by": {"invocation": budget.invocation, "command": budget.command,
                           "at": budget.at},
@@ -69,7 +70,8 @@ def status_data(batch: Path, reading: BatchReading | None = None) -> dict[str, A
                        "interrupted": c.interrupted,
                        "recorded": c.recorded, "refused": c.refused, "failed": c.failed,
                        "retried": c.retried, "cost_usd": str(c.cost_usd),
-                       "cost_unknown_attempts": c.cost_unknown}
+                       "cost_unknown_attempts": c.cost_unknown,
+                       "unpriced_requests": c.unpriced_requests}
                  for arm, c in sorted(stats.arms.items())},
         "harness_versions": {version: {"attempts": n, "coverage": coverage(version)}
                              for version, n in stats.harness_versions},
@@ -131,8 +133,9 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
               + (f" (set by {setter['command']}, invocation {setter['invocation']})"
                  if data["max_cost_cents"] is not None else ""), markup=False)
     if scripted:
-        out.print("(the provider was scripted: the spend is the harness's own price of the "
-                  "scripted turns; nothing was billed)", markup=False)
+        out.print("(the provider was scripted: the spend prices the scripted turns, by the "
+                  "gateway's price table or the harness's own; nothing was billed)",
+                  markup=False)
     uncovered = uncovered_line(stats.harness_versions)
     if uncovered is not None:
         out.print(one_line(uncovered), markup=False, soft_wrap=True)

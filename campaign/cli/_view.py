@@ -38,7 +38,8 @@ REASON_CHARS: Final = 100
 
 
 def usd(amount: Decimal, *, lower_bound: bool) -> str:
-    """``$0.1234``; ``>= $0.1234`` when some attempt's cost is unknown (a lower bound)."""
+    """``$0.1234``; ``>= $0.1234`` when some attempt's cost is unknown or a provider request
+    was priced as unknown (a lower bound)."""
     text = f"${amount:.4f}"
     return f">= {text}" if lower_bound else text
 
@@ -74,13 +75,13 @@ def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table
     for arm, c in sorted(arms.items()):
         table.add_row(cell(arm), str(c.queued), str(c.running), str(c.interrupted),
                       f"{c.recorded}/{c.planned}", str(c.refused), str(c.failed), str(c.retried),
-                      usd(c.cost_usd, lower_bound=c.cost_unknown > 0))
+                      usd(c.cost_usd, lower_bound=c.lower_bound))
     return table
 
 
 def budget_line(stats: BatchStatistics, max_cost_cents: int | None) -> str:
     """The batch's spend, and its budget when it has one."""
-    spend = usd(stats.spend_usd, lower_bound=stats.cost_unknown > 0)
+    spend = usd(stats.spend_usd, lower_bound=stats.lower_bound)
     if max_cost_cents is None:
         return f"spend {spend} (no cost budget)"
     return f"spend {spend} of a ${Decimal(max_cost_cents) / 100:.2f} budget"

@@ -151,6 +151,9 @@ def _summary(column: Column, arm: ArmTally) -> ArmSummary:
         harness_versions=dict(arm.harness.most_common()),
         networks=dict(arm.networks.most_common()),
         median_start=rfc3339(statistics.median(arm.starts)) if arm.starts else None,
+        system_prompts=dict(sorted(arm.prompts.digests.items(),
+                                   key=lambda item: (-item[1], item[0]))),
+        system_prompt_sessions=arm.prompts.sessions,
     )
 
 

@@ -111,7 +111,9 @@ def _quartiles(q: Quartiles | None) -> dict[str, Any] | None:
 
 def _cost(cost: Cost) -> dict[str, Any]:
     return {"cents": cost.cents, "per_recorded_cents": cost.per_recorded_cents,
-            "unknown_attempts": cost.unknown_attempts, "lower_bound": cost.lower_bound}
+            "unknown_attempts": cost.unknown_attempts, "lower_bound": cost.lower_bound,
+            "unpriced_requests": cost.unpriced_requests,
+            "unpriced_models": list(cost.unpriced_models)}
 
 
 def _cell(cell: Cell) -> dict[str, Any]:
@@ -146,6 +148,8 @@ def _arm(arm: ArmSummary) -> dict[str, Any]:
         "served_versions": dict(arm.served_versions),
         "harness_versions": dict(arm.harness_versions), "networks": dict(arm.networks),
         "median_start": arm.median_start,
+        "system_prompts": {"sessions": arm.system_prompt_sessions,
+                           "digests": dict(arm.system_prompts)},
     }
 
 

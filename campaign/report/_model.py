@@ -11,7 +11,7 @@ in [-1, 1]; costs are whole US cents. The verdicts come from the grader
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from campaign.stats import SIGNIFICANCE
@@ -100,11 +100,16 @@ class Cost:
     whole cents, each rounded up alone, could show a sum that is not the figures' sum)."""
     per_recorded_tenths: int | None = None
     """ceiling(1000 x sum / recorded sessions), tenths of a cent; None with none recorded."""
+    unpriced_requests: int = 0
+    """Provider requests priced as unknown (a served model the price table lacks, or no
+    usage read): they add nothing, and ``cents`` is then a lower bound."""
+    unpriced_models: tuple[str, ...] = ()
+    """The served models the price table lacked, as the provider sent them (untrusted)."""
 
     @property
     def lower_bound(self) -> bool:
-        """True when some attempt's cost is unknown."""
-        return self.unknown_attempts > 0
+        """True when some attempt's cost is unknown or some request was priced as unknown."""
+        return self.unknown_attempts > 0 or self.unpriced_requests > 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +312,11 @@ class ArmSummary:
     says (the batch's mode is `BatchStanding.network`)."""
     median_start: str | None
     """The median first-attempt start of the column's sessions (RFC 3339 UTC); None: none began."""
+    system_prompts: dict[str, int] = field(default_factory=dict)
+    """System-prompt digest (the provider gateway's, of each request) -> recorded sessions
+    that met it, most first; empty when no recorded session went through the gateway."""
+    system_prompt_sessions: int = 0
+    """Recorded sessions with at least one digested request (the digests' denominator)."""
 
 
 @dataclass(frozen=True, slots=True)

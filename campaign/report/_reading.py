@@ -9,7 +9,10 @@ model, the Claude Code version, the network mode and what it produced (each
 artifact's path, cites and findings, RC-11). Events are never kept, so memory
 grows by a few hundred bytes per session (more for one that writes many
 files), never with the length of its stream. Costs are summed per probe and
-arm as they pass, over every attempt (RC-14's rule). A batch being written is
+arm as they pass, over every attempt (RC-14's rule, each attempt by its source:
+`campaign.batch.attempt_cost`), and per arm the system prompts its recorded
+sessions met are counted per digest from the ``request`` rows (`campaign.batch.PromptTally`:
+one count per digest, a set only per attempt in flight). A batch being written is
 read as it stands: a last line without its newline is still being appended and
 is skipped.
 """
@@ -19,7 +22,6 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Final
 
 from campaign.batch import (
@@ -27,11 +29,15 @@ from campaign.batch import (
     BatchFold,
     FinalRecord,
     LedgerCorrupt,
+    PromptTally,
+    RequestRecord,
     SessionKey,
+    SpendSum,
     StartedRecord,
+    attempt_cost,
     read_batch,
 )
-from recorder import NOTHING_SPENT, SUM_PRECISION, Call, is_recorded
+from recorder import Call, is_recorded
 
 from ._errors import NotABatch
 
@@ -77,31 +83,16 @@ class Outcome:
 
 
 @dataclass(slots=True)
-class Spend:
-    """Known USD summed exactly over attempts, and how many attempts had an unknown cost."""
-
-    usd: Decimal = field(default_factory=Decimal)
-    unknown: int = 0
-
-    def add(self, usd: Decimal | None, *, unknown: bool) -> None:
-        """Add one attempt: its cost, or (``unknown``) nothing but the count."""
-        if usd is not None:
-            with localcontext() as ctx:
-                ctx.prec = SUM_PRECISION
-                self.usd += usd
-        elif unknown:
-            self.unknown += 1
-
-
-@dataclass(slots=True)
 class ReportReading:
     """One batch as the report reads it: the batch's reading and what the report keeps
     beside it. Build with `read_for_report`."""
 
     batch: BatchReading
     outcomes: dict[SessionKey, Outcome] = field(default_factory=dict)
-    spend: dict[tuple[str, str], Spend] = field(default_factory=dict)
-    """(arm, probe) -> every attempt's cost."""
+    spend: dict[tuple[str, str], SpendSum] = field(default_factory=dict)
+    """(arm, probe) -> every attempt's cost, by its source."""
+    prompts: dict[str, PromptTally] = field(default_factory=dict)
+    """arm -> the system-prompt digests its recorded sessions met."""
     first_s: float | None = None
     """The earliest ``at`` of a started or final record, seconds since the epoch."""
     last_s: float | None = None
@@ -172,7 +163,8 @@ def read_for_report(path: Path) -> ReportReading:
         raise NotABatch(path, str(exc)) from exc
     assert watcher is not None  # made once the plan was read
     return ReportReading(batch=batch, outcomes=watcher.outcomes, spend=watcher.spend,
-                         first_s=watcher.first_s, last_s=watcher.last_s)
+                         prompts=watcher.prompts, first_s=watcher.first_s,
+                         last_s=watcher.last_s)
 
 
 class _Keeper:
@@ -182,20 +174,31 @@ class _Keeper:
         self.examined = {p.id: {e.path: bit for bit, e in enumerate(p.examines)}
                          for p in plan.probes}
         self.outcomes: dict[SessionKey, Outcome] = {}
-        self.spend: dict[tuple[str, str], Spend] = {}
+        self.spend: dict[tuple[str, str], SpendSum] = {}
+        self.prompts: dict[str, PromptTally] = {}
         self.first_s: float | None = None
         self.last_s: float | None = None
+        self._fold: BatchFold | None = None
+        """The pass's fold (given with every record): what an interrupted attempt's priced
+        rows came to."""
 
     def record(self, record: LedgerRecord, fold: BatchFold) -> None:
+        self._fold = fold
         if isinstance(record, FinalRecord):
             _final(self, record, fold, self.examined.get(record.probe, {}))
+        elif isinstance(record, RequestRecord):
+            self.prompts.setdefault(record.arm, PromptTally()).request(
+                fold.key_of(record), record.system_digest)
         elif isinstance(record, StartedRecord):
             _seen(self, record.at)
+            self.prompts.setdefault(record.arm, PromptTally()).started(fold.key_of(record))
 
     def interrupted(self, gone: list[tuple[SessionKey, int]]) -> None:
-        """Attempts whose runner died mid-session: each one's cost is unknown (RC-14)."""
-        for key, _ in gone:
-            self.spend.setdefault((key.arm, key.probe), Spend()).add(None, unknown=True)
+        """Attempts whose runner died mid-session: each one's cost is unknown (RC-14), its
+        priced ``request`` rows realized spend."""
+        for key, attempt in gone:
+            rows = self._fold.interrupted_usd(key, attempt) if self._fold else None
+            self.spend.setdefault((key.arm, key.probe), SpendSum()).add_interrupted(rows)
 
 
 def _seen(reading: _Keeper, stamp: str) -> None:
@@ -212,14 +215,13 @@ def _seen(reading: _Keeper, stamp: str) -> None:
 def _final(reading: _Keeper, record: FinalRecord, fold: BatchFold,
            examined: dict[str, int]) -> None:
     _seen(reading, record.at)
-    cost = record.cost_usd
-    unknown = cost is None and not record.cost_known and record.state not in NOTHING_SPENT
-    reading.spend.setdefault((record.arm, record.probe), Spend()).add(cost, unknown=unknown)
+    reading.spend.setdefault((record.arm, record.probe), SpendSum()).add(attempt_cost(record))
     recorded = is_recorded(record.state)
     event = record.event if recorded else None
     calls = event.calls if event is not None else None
-    key = SessionKey(record.arm, record.probe, record.session)
-    key = fold.sessions[key].key  # the fold's own key: its strings are shared
+    key = fold.key_of(record)  # the fold's own key: its strings are shared
+    reading.prompts.setdefault(record.arm, PromptTally()).final(
+        key, recorded=recorded and record.counts)
     reading.outcomes[key] = Outcome(
         answered=event is not None and "answer" in event.model_fields_set,
         answer=_interned(event.answer if event is not None else None),

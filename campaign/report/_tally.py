@@ -7,7 +7,8 @@ included, never started or not) once, and puts each into its probe-and-arm
 no final record of its own, not started, or the state of its last final
 record (recorded, or another). Only recorded sessions give answers, calls and
 reads. Costs come from the readings' per-attempt sums (every attempt counts,
-RC-14). Pure over the readings: no I/O.
+RC-14, each attempt by its source: `campaign.batch.attempt_cost`), and each arm's
+system prompts from the readings' digest counts. Pure over the readings: no I/O.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING, Final
 
+from campaign.batch import PromptTally, SpendSum
 from recorder import CENTS_PER_USD, SUM_PRECISION, cost_cents, is_failure, is_recorded, is_refusal
 
 from ._model import Cost
-from ._reading import Spend, epoch_s
+from ._reading import epoch_s
 
 if TYPE_CHECKING:
     from campaign.batch import SessionLog
@@ -53,7 +55,7 @@ class CellTally:
     final: int = 0
     outside_paths: int = 0
     outside_path_sessions: int = 0
-    spend: Spend = field(default_factory=Spend)
+    spend: SpendSum = field(default_factory=SpendSum)
     produced_watched: int = 0
     """Recorded sessions whose event has a ``produced`` key."""
     made: Counter[str] = field(default_factory=Counter)
@@ -88,7 +90,9 @@ class ArmTally:
     networks: Counter[str] = field(default_factory=Counter)
     starts: list[float] = field(default_factory=list)
     """First-attempt start of each session that began, seconds since the epoch."""
-    spend: Spend = field(default_factory=Spend)
+    spend: SpendSum = field(default_factory=SpendSum)
+    prompts: PromptTally = field(default_factory=PromptTally)
+    """The system-prompt digests the arm's recorded sessions met (every batch's)."""
 
 
 @dataclass(slots=True)
@@ -122,8 +126,10 @@ def tally_group(readings: list[ReportReading]) -> GroupTally:
                         running=reading.running)
             _count_arm(arm, log, outcome, running=reading.running)
         for (arm_name, probe), spend in reading.spend.items():
-            _add_spend(group.cells.setdefault((probe, arm_name), CellTally()).spend, spend)
-            _add_spend(group.arms.setdefault(arm_name, ArmTally()).spend, spend)
+            group.cells.setdefault((probe, arm_name), CellTally()).spend.merge(spend)
+            group.arms.setdefault(arm_name, ArmTally()).spend.merge(spend)
+        for arm_name, prompts in reading.prompts.items():
+            group.arms.setdefault(arm_name, ArmTally()).prompts.merge(prompts)
         for at in (reading.first_s, reading.last_s):
             if at is not None:
                 group.first_s = at if group.first_s is None else min(group.first_s, at)
@@ -229,12 +235,7 @@ def _count_arm(arm: ArmTally, log: SessionLog, outcome: Outcome | None, *,
         arm.failed += is_failure(log.state)
 
 
-def _add_spend(into: Spend, spend: Spend) -> None:
-    into.add(spend.usd, unknown=False)
-    into.unknown += spend.unknown
-
-
-def cost_of(spend: Spend, recorded: int) -> Cost:
+def cost_of(spend: SpendSum, recorded: int) -> Cost:
     """RC-14's figure for ``spend``, and the same rule per recorded session.
 
     ``cents = ceiling(100 x usd)`` (one ceiling after the exact sum, `recorder._cost`);
@@ -243,19 +244,23 @@ def cost_of(spend: Spend, recorded: int) -> Cost:
     each rounded to the nearest tenth (half up) on its own, so that figures summed on screen
     stray from the sum's figure by rounding only, with no bias (ceilings each rounded up
     alone made nine probes' "in all" 0.2c more than the arm's spend); a lower bound (some
-    attempt's cost unknown) is rounded down, so that ">=" stays true (docs/report.md).
+    attempt's cost unknown, or a request priced as unknown) is rounded down, so that ">="
+    stays true (docs/report.md).
     """
-    figure = cost_cents([spend.usd, *([None] * spend.unknown)])
+    usd = spend.total
+    figure = cost_cents([usd, *([None] * spend.unknown)])
     per = per_tenths = None
     with localcontext() as ctx:
         ctx.prec = SUM_PRECISION
-        screen = ROUND_FLOOR if spend.unknown else ROUND_HALF_UP
-        tenths = _rounded(spend.usd * _TENTHS_PER_USD, screen)
+        screen = ROUND_FLOOR if spend.lower_bound else ROUND_HALF_UP
+        tenths = _rounded(usd * _TENTHS_PER_USD, screen)
         if recorded:
-            per = _ceiling(spend.usd * CENTS_PER_USD / recorded)
-            per_tenths = _rounded(spend.usd * _TENTHS_PER_USD / recorded, screen)
+            per = _ceiling(usd * CENTS_PER_USD / recorded)
+            per_tenths = _rounded(usd * _TENTHS_PER_USD / recorded, screen)
     return Cost(cents=figure.cents, unknown_attempts=spend.unknown, per_recorded_cents=per,
-                tenths=tenths, per_recorded_tenths=per_tenths)
+                tenths=tenths, per_recorded_tenths=per_tenths,
+                unpriced_requests=spend.unpriced_requests,
+                unpriced_models=tuple(spend.unpriced_models))
 
 
 def _ceiling(value: Decimal) -> int:

@@ -134,10 +134,40 @@ def cost_text(cost: Cost) -> str:
 
 
 def spend_text(cost: Cost) -> str:
-    """``>=12.4c (2 attempts of unknown cost)``, or ``12.4c`` (`cents_text`)."""
+    """``>=12.4c (2 attempts of unknown cost)``, or ``12.4c`` (`cents_text`); requests priced
+    as unknown are named with their models: ``>=3c (4 unpriced request(s): claude-x)``."""
     if not cost.lower_bound:
         return cents_text(cost.tenths)
-    return f">={cents_text(cost.tenths)} ({cost.unknown_attempts} attempt(s) of unknown cost)"
+    why = []
+    if cost.unknown_attempts:
+        why.append(f"{cost.unknown_attempts} attempt(s) of unknown cost")
+    if cost.unpriced_requests:
+        models = f": {', '.join(cost.unpriced_models)}" if cost.unpriced_models else ""
+        why.append(f"{cost.unpriced_requests} unpriced request(s){models}")
+    return f">={cents_text(cost.tenths)} ({'; '.join(why)})"
+
+
+def prompts_text(digests: Mapping[str, int], sessions: int) -> str:
+    """The system prompts a column's recorded sessions met (the gateway's digests, most met
+    first): ``same for all 12`` when every one met the same; ``2 distinct over 12:
+    sha256:0123456789ab (11), sha256:ba9876543210 (1)`` (each digest cut to its first
+    `DIGEST_SHOWN` hex digits) otherwise; ``-`` when none went through the gateway."""
+    if not sessions or not digests:
+        return "-"
+    if all(n == sessions for n in digests.values()):
+        kinds = "" if len(digests) == 1 else f" ({len(digests)} prompts each)"
+        return f"same for all {sessions}{kinds}"
+    listed = ", ".join(f"{_short_digest(d)} ({n})" for d, n in digests.items())
+    return f"{len(digests)} distinct over {sessions}: {listed}"
+
+
+DIGEST_SHOWN: Final = 12
+"""Hex digits of a system-prompt digest the report's tables show (the JSON has them whole)."""
+
+
+def _short_digest(digest: str) -> str:
+    algorithm, _, hexdigits = digest.partition(":")
+    return f"{algorithm}:{hexdigits[:DIGEST_SHOWN]}" if hexdigits else digest[:DIGEST_SHOWN]
 
 
 def counts_text(counts: Mapping[str, int]) -> str:
@@ -299,7 +329,7 @@ def _state_rows(cells: tuple[Cell, ...]) -> list[Row]:
 def arm_rows(report: Report) -> list[Row]:
     """The rows of the per-column table over the whole batch."""
     arms = report.arms
-    return [
+    rows = [
         Row("planned", tuple(str(a.planned) for a in arms), "summary"),
         Row("recorded", tuple(str(a.recorded) for a in arms), "summary"),
         Row("refused", tuple(str(a.refused) for a in arms), "summary"),
@@ -315,6 +345,10 @@ def arm_rows(report: Report) -> list[Row]:
         Row("network", tuple(counts_text(a.networks) for a in arms), "summary"),
         Row("median start", tuple(a.median_start or "-" for a in arms), "summary"),
     ]
+    if any(a.system_prompt_sessions for a in arms):  # a batch written before the gateway: none
+        rows.append(Row("system prompts", tuple(
+            prompts_text(a.system_prompts, a.system_prompt_sessions) for a in arms), "summary"))
+    return rows
 
 
 def layout_line(report: Report) -> str:

@@ -10,7 +10,10 @@ A transcript is one Markdown file per arm (docs/glossary.md RC-14..RC-16, seed s
 * ``_events``  the ``## Events`` block: each event's item dumped and proved on
   its own (`item_of`), and the block read whole (`read_events`)
 * ``_closed``  reading loaded YAML through the closed models
-* ``_prose``   `prose_for`, `prose_value` (how a session's value enters the prose),
+* ``_literal`` `prose_value`: how a session's value enters the prose
+* ``_provider_prose`` the cost source and its agreement with the harness's figure
+  (`CostSource`, `cost_source_line`), the system prompts met (`system_prompts_line`)
+* ``_prose``   `prose_for`,
   `harness_versions_line` (the Claude Code versions and their census coverage),
   `served_version_of` and `unknown_init_keys_line`
 * ``_spool``   `ItemSpool`: a growing transcript's proved items on disk, not in memory
@@ -44,6 +47,10 @@ from ._prose import prose_for as prose_for
 from ._prose import prose_value as prose_value
 from ._prose import served_version_of as served_version_of
 from ._prose import unknown_init_keys_line as unknown_init_keys_line
+from ._provider_prose import CostSource as CostSource
+from ._provider_prose import agreement_sentence as agreement_sentence
+from ._provider_prose import cost_source_line as cost_source_line
+from ._provider_prose import system_prompts_line as system_prompts_line
 from ._spool import ItemSpool as ItemSpool
 from ._streamed import write_streamed as write_streamed
 
@@ -52,6 +59,7 @@ __all__ = [
     "SESSIONS_HEADER",
     "Artifact",
     "Call",
+    "CostSource",
     "Event",
     "Identity",
     "ItemSpool",
@@ -59,12 +67,15 @@ __all__ = [
     "Transcript",
     "TranscriptRefused",
     "TranscriptUnproven",
+    "agreement_sentence",
+    "cost_source_line",
     "harness_versions_line",
     "parse_transcript",
     "prose_for",
     "prose_value",
     "read_transcript",
     "served_version_of",
+    "system_prompts_line",
     "unknown_init_keys_line",
     "write_streamed",
 ]

@@ -15,45 +15,18 @@ heading or a second total also made every later render of the batch fail.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
 from .._releases import COVERED_RELEASES, coverage
+from ._literal import prose_value as prose_value
+from ._provider_prose import CostSource, cost_source_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from .._cost import CostFigure
     from .._vocab import Arm, Tier
-
-
-_MARKUP_ESCAPES: Final = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&`"})
-"""Beyond JSON's own escapes: HTML's three (as JSON encoders that embed in HTML do) and the
-backtick, which opens a Markdown code span."""
-
-
-def prose_value(value: str) -> str:
-    """``value``, a string that came from the session, as the prose writes it: one JSON literal.
-
-    The rule: the JSON string literal of ``value`` (``json.dumps`` with
-    ``ensure_ascii``): double quotes around it, ``"`` and ``\\`` escaped, every
-    control character and every non-ASCII character as ``\\uXXXX`` (U+2028,
-    U+0085 and a lone surrogate included; a character outside the BMP as its
-    UTF-16 pair), and then ``<``, ``>``, ``&`` and the backtick as ``\\u003c``,
-    ``\\u003e``, ``\\u0026`` and ``\\u0060``. The result is one line of
-    printable ASCII (32..126) whose extent its quotes mark; ``json.loads`` of it
-    gives back ``value`` exactly. So it cannot end its line, be a heading, open
-    an HTML comment or a code span, or close a fence, and it never makes a
-    render fail. No value is cut: a long value gives a long line.
-
-    Args:
-        value: Any string, as the session sent it (any length, any code points).
-
-    Returns:
-        The literal, quotes included, e.g. ``"2.1.197"`` for ``2.1.197``.
-    """
-    return json.dumps(value, ensure_ascii=True).translate(_MARKUP_ESCAPES)
 
 
 def served_version_of(values: Iterable[str], *, fallback: str | None = None) -> str:
@@ -93,10 +66,6 @@ _CONTRACT: Final = (
     "stdout pipe) in permission mode dontAsk with one allowed-tools list ({tools}), WebSearch "
     "and WebFetch denied, confined under bwrap in a sealed workspace. Network mode `{network}`: "
     "{net}. Rates from bypassPermissions batches do not compare with rates from this one."
-)
-_COST_SOURCE: Final = (
-    "Cost source: the harness's own computed cost, total_cost_usd of the last result line of "
-    "each attempt; not the provider's invoice. cost_cents = {cents}."
 )
 _LOWER_BOUND: Final = (
     " This is a lower bound: the cost of {n} is unknown and adds nothing: {names}."
@@ -185,6 +154,7 @@ def prose_for(
     anomalies_total: int = 0,
     arm_identity: str | None = None,
     extra: Sequence[str] = (),
+    cost_source: CostSource | None = None,
 ) -> str:
     """Build the prose RC-16 requires of a transcript, from facts only.
 
@@ -206,6 +176,10 @@ def prose_for(
         arm_identity: One line naming what the arm is (e.g. its config digest).
         extra: Further paragraphs appended before the outside-paths line, as given:
             a caller that puts a session's value in one passes it through `prose_value`.
+        cost_source: Where the cost came from (`CostSource`: the provider's usage priced
+            with the shipped table, the harness's figure, their agreement); None (or no
+            provider-priced attempt): the harness's figure, said as batches written before
+            the provider gateway say it (`recorder.transcript._provider_prose`).
 
     Returns:
         Markdown paragraphs ending with ``Outside-workspace paths named: <total>``.
@@ -231,7 +205,7 @@ def prose_for(
             f"Served version: {prose_value(served[0][0])} "
             f"({_plural(served[0][1], 'recorded session')})."
         )
-    cost_line = _COST_SOURCE.format(cents=cost.cents)
+    cost_line = cost_source_line(cost_source, cents=cost.cents)
     if cost.lower_bound:
         names = ", ".join(unknown_cost_sessions)
         cost_line += _LOWER_BOUND.format(n=_plural(cost.unknown, "attempt"), names=names)

@@ -25,7 +25,7 @@ GRADED_KEYS = {"satisfied", "unsatisfied", "not_observed", "recorded", "apart", 
 PRODUCED_KEYS = {"watched", "paths", "cites", "findings", "clean", "unchecked"}
 ARM_KEYS = {"column", "planned", "recorded", "refused", "failed", "running", "not_started",
             "retried", "spend", "first_attempt", "after_retry", "served_versions",
-            "harness_versions", "networks", "median_start"}
+            "harness_versions", "networks", "median_start", "system_prompts"}
 
 
 def test_the_object_has_the_documented_keys_and_is_plain_json(report: Report) -> None:
@@ -51,7 +51,10 @@ def test_the_json_form_carries_the_same_figures(report: Report) -> None:
     assert absent["answers"][0] == {"answer": "alpha", "count": 3, "share": 0.25,
                                     "interval": pytest.approx(list(d.wilson(3, 12)), abs=1e-6)}
     assert data["arms"][0]["spend"] == {"cents": 16, "per_recorded_cents": 1,
-                                        "unknown_attempts": 1, "lower_bound": True}
+                                        "unknown_attempts": 1, "lower_bound": True,
+                                        "unpriced_requests": 0, "unpriced_models": []}
+    # A batch written before the gateway: no request rows, no digests.
+    assert data["arms"][0]["system_prompts"] == {"sessions": 0, "digests": {}}
     assert Decimal(str(data["z"])) == Decimal(str(d.Z))
 
 

@@ -61,17 +61,18 @@ def test_screen_figures_round_to_the_nearest_tenth_and_a_lower_bound_down() -> N
     # cent (3.44c twice is 3.4c each, 6.9c in all, not 3.5c each); a lower bound rounded down.
     from decimal import Decimal
 
-    from campaign.report._reading import Spend
+    from campaign.batch import AttemptCost, SpendSum
     from campaign.report._tally import cost_of
     from campaign.report._text import cost_text
 
-    spend = Spend()
-    spend.add(Decimal("0.0344"), unknown=False)
-    spend.add(Decimal("0.0344"), unknown=False)
+    spend = SpendSum()
+    for _ in range(2):
+        spend.add(AttemptCost(usd=Decimal("0.0344"), unknown=False, provider=False,
+                              harness_usd=Decimal("0.0344")))
     cost = cost_of(spend, 2)
     assert (cost.tenths, cost.per_recorded_tenths, cost.cents) == (69, 34, 7)
     assert cost_text(cost) == "3.4c each, 6.9c in all"
-    spend.add(None, unknown=True)
+    spend.add_interrupted(None)
     low = cost_of(spend, 2)
     assert (low.tenths, low.per_recorded_tenths) == (68, 34)
     assert cost_text(low) == ">=3.4c each, >=6.8c in all"

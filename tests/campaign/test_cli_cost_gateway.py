@@ -1,0 +1,74 @@
+"""``show``, ``status`` and the live view where they print cost, for gateway-priced attempts.
+
+RC-14 as proposed: an attempt's cost is the provider's usage priced by the shipped table
+when its final record has ``gateway`` (``show`` prints it with the table's date and the
+harness's own figure beside it), the harness's figure otherwise; an unpriced request makes
+the spend a lower bound (``>=``), and ``status --json`` counts them.
+"""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+from pathlib import Path
+
+from rich.console import Console
+
+from campaign.batch._fold import BatchFold, SessionKey
+from campaign.cli._show import _cost_text
+from campaign.cli._view import arms_table, budget_line
+from tests.campaign.gateway_ledger import PRICES, final, started
+
+A = SessionKey("present", "P-1", "s1")
+
+
+def test_show_prints_the_provider_priced_cost_with_its_table_and_the_harnesss_figure() -> None:
+    assert _cost_text(final(A, harness="0.5", provider="0.0123")) == (
+        f"$0.0123 (the provider's usage, prices of {PRICES}; the harness said $0.5000)")
+
+
+def test_show_prints_an_unpriced_request_as_a_lower_bound_naming_its_model_escaped() -> None:
+    text = _cost_text(final(A, harness=None, provider="0.01", unpriced=["claude-\x1b[2Jx"],
+                            unpriced_requests=1))
+    assert text == (f">=$0.0100 (the provider's usage, prices of {PRICES}, 1 request(s) "
+                    "unpriced (claude-\\x1b[2Jx); the harness said unknown)")
+
+
+def test_show_of_an_attempt_written_before_the_gateway_prints_the_harnesss_figure() -> None:
+    assert _cost_text(final(A, harness="0.0297", provider=None)) == "$0.0297"
+
+
+def test_the_live_view_and_status_mark_an_unpriced_spend_a_lower_bound() -> None:
+    fold = BatchFold([(A, 1)])
+    for record in (started(A), final(A, harness="0.5", provider="0.0123",
+                                      unpriced=["claude-x"], unpriced_requests=2)):
+        fold.apply(record)
+    stats = fold.statistics()
+    assert stats.spend_usd == Decimal("0.0123") and stats.cost_unknown == 0
+    assert budget_line(stats, None) == "spend >= $0.0123 (no cost budget)"
+    out = io.StringIO()
+    Console(file=out, width=200).print(arms_table(stats.arms))
+    row = next(line for line in out.getvalue().splitlines() if "present" in line)
+    assert row.split()[-2:] == [">=", "$0.0123"]
+
+
+def test_status_json_counts_the_spend_by_its_source_and_the_unpriced_requests(
+        tmp_path: Path) -> None:
+    # present s1 through the gateway (provider 0.0123, 2 unpriced), s2 written before it
+    # (harness 0.25): 0.2623 spent; absent s1 provider 0.001.
+    from campaign.cli._status import status_data
+    from tests.report.batches import HandBatch
+
+    b = HandBatch(tmp_path, {"P-1": (["yes"], [])}, arms=("present", "absent"), repetitions=2)
+    s1, s2 = SessionKey("present", "P-1", "s1"), SessionKey("present", "P-1", "s2")
+    other = SessionKey("absent", "P-1", "s1")
+    for record in (started(s1), final(s1, harness="0.5", provider="0.0123",
+                                      unpriced=["claude-x"], unpriced_requests=2),
+                   started(s2), final(s2, harness="0.25", provider=None),
+                   started(other), final(other, harness="0.002", provider="0.001")):
+        b.ledger.append(record)
+    b.stop()
+    data = status_data(b.close())
+    assert (data["spend_usd"], data["unpriced_requests"]) == ("0.2633", 2)
+    assert (data["arms"]["present"]["cost_usd"], data["arms"]["present"]["unpriced_requests"],
+            data["arms"]["absent"]["unpriced_requests"]) == ("0.2623", 2, 0)
