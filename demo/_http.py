@@ -48,6 +48,21 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     provider: ScriptedProvider
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """Serve one connection in its handler thread: over TLS when the provider has a
+        context (the handshake bounded by the handler's timeout; a failed one is counted
+        as an error, quietly, like a client gone away)."""
+        tls = self.provider.tls
+        if tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(HANDLER_TIMEOUT_S)
+        wrapped = tls.wrap_socket(request, server_side=True)  # takes over the descriptor
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            wrapped.close()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Count a client gone away quietly; anything else is a bug and keeps its traceback."""
         self.provider._count_error()

@@ -65,6 +65,7 @@ values (its ``{``, ``[`` and ``,`` counted; else 413, undecoded), and at most
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -171,6 +172,10 @@ class ScriptedProvider:
             (`MAX_REQUEST_VALUES`).
         values_in_flight: Most JSON values of the bodies handled at once (`VALUES_IN_FLIGHT`).
         tool_results: The table of tool_results kept (`ToolResults`, its default bounds).
+        tls: A server-side TLS context (its certificate chain loaded) to serve HTTPS with,
+            as a real provider does: `url` is then ``https://``, and each connection's
+            handshake runs in its own handler thread, within `HANDLER_TIMEOUT_S` (a client
+            that never finishes it holds only that thread). None (the default): plain HTTP.
 
     Raises:
         ValueError: two scripts share a name.
@@ -183,7 +188,7 @@ class ScriptedProvider:
         bodies_in_flight_bytes: int = BODIES_IN_FLIGHT_BYTES,
         max_request_values: int = MAX_REQUEST_VALUES,
         values_in_flight: int = VALUES_IN_FLIGHT,
-        tool_results: ToolResults | None = None,
+        tool_results: ToolResults | None = None, tls: ssl.SSLContext | None = None,
     ) -> None:
         named = [
             s if s.name else s.model_copy(update={"name": f"script{i}"})
@@ -197,6 +202,8 @@ class ScriptedProvider:
             (s.name, route): s.playbook(route) for s in named for route in s.routes()}
         self._host = host
         self._port = port
+        self.tls = tls
+        """The server-side TLS context, or None for plain HTTP."""
         self._lock = threading.Lock()
         self._requests: dict[str, int] = dict.fromkeys(names, 0)
         self._unmatched = 0
@@ -227,11 +234,17 @@ class ScriptedProvider:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the running server (for ``ANTHROPIC_BASE_URL``)."""
+        """``http://host:port`` of the running server (``https://`` with `tls`), for
+        ``ANTHROPIC_BASE_URL`` or a provider URL.
+
+        Raises:
+            RuntimeError: the provider is not running.
+        """
         if self._server is None:
             raise RuntimeError("the provider is not running")
         host, port = self._server.server_address[:2]
-        return f"http://{host if isinstance(host, str) else host.decode()}:{port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host if isinstance(host, str) else host.decode()}:{port}"
 
     @property
     def requests(self) -> dict[str, int]:
