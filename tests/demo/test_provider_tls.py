@@ -1,9 +1,11 @@
-"""The scripted provider over TLS: a certificate the test makes, trusted only where it is given.
+"""The scripted provider as a real one is reached: over TLS, and taking one credential only.
 
-A provider gateway forwards to its provider over TLS (docs/gateway.md), so the tests of the
-gateway need a scripted provider that serves HTTPS with a certificate they made (trustme): a
+A provider gateway forwards to its provider over TLS with the real credential in place of the
+session's placeholder (docs/gateway.md), so the tests of the gateway need a scripted provider
+that serves HTTPS with a certificate they made (trustme) and refuses any other credential: a
 client that trusts the test's CA gets the scripted turn, one that does not is refused by the
-handshake, and a plain-HTTP provider is unchanged.
+handshake, and a plain-HTTP provider is unchanged; with ``credential``, only that key (or
+that bearer token with the OAuth beta, as the Messages API wants) is answered.
 """
 
 from __future__ import annotations
@@ -36,14 +38,15 @@ def _body() -> bytes:
         {"role": "user", "content": [{"type": "text", "text": TASK}]}]}).encode()
 
 
-def _post(url: str, context: ssl.SSLContext) -> tuple[int, dict[str, Any]]:
+def _post(url: str, context: ssl.SSLContext,
+          headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     parts = urlsplit(url)
     assert parts.hostname is not None and parts.port is not None
     connection = http.client.HTTPSConnection(parts.hostname, parts.port, context=context,
                                              timeout=10)  # fmt: skip
     try:
         connection.request("POST", "/v1/messages?beta=true", body=_body(),
-                           headers={"content-type": "application/json"})
+                           headers={"content-type": "application/json", **(headers or {})})
         response = connection.getresponse()
         return response.status, json.loads(response.read())
     finally:
@@ -118,3 +121,42 @@ def test_without_tls_the_provider_is_plain_http() -> None:
             assert json.loads(response.read())["model"] == SERVED
         finally:
             connection.close()
+
+
+@pytest.mark.parametrize(("headers", "taken"), [
+    ({"x-api-key": "sk-real"}, True),
+    ({"authorization": "Bearer sk-real", "anthropic-beta": "claude-code-20250219,oauth-2025-04-20"},
+     True),
+    ({"authorization": "Bearer sk-real", "anthropic-beta": "claude-code-20250219"}, False),
+    ({"x-api-key": "sk-placeholder"}, False),
+    ({"authorization": "Bearer sk-placeholder", "anthropic-beta": "oauth-2025-04-20"}, False),
+    ({"x-api-key": "sk-real-and-more"}, False),
+    ({}, False),
+], ids=["key", "bearer-with-oauth-beta", "bearer-without-it", "other-key", "other-bearer",
+        "longer-key", "none"])
+def test_with_a_credential_only_it_is_answered(
+        ca: trustme.CA, server_context: ssl.SSLContext, headers: dict[str, str],
+        taken: bool) -> None:
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    with ScriptedProvider(_scripts(), tls=server_context, credential="sk-real") as provider:
+        status, message = _post(provider.url, client, headers)
+        assert provider.refused_credentials == (0 if taken else 1)
+        assert provider.requests == {"tls": 1 if taken else 0}
+        assert "sk-real" not in repr(provider)
+    if taken:
+        assert status == 200 and message["model"] == SERVED
+    else:
+        assert status == 401
+        assert message == {"type": "error", "error": {"type": "authentication_error",
+                                                      "message": "invalid x-api-key"}}
+
+
+def test_without_a_credential_any_key_is_answered(
+        ca: trustme.CA, server_context: ssl.SSLContext) -> None:
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    with ScriptedProvider(_scripts(), tls=server_context) as provider:
+        status, _ = _post(provider.url, client, {"x-api-key": "anything"})
+        assert provider.refused_credentials == 0
+    assert status == 200
