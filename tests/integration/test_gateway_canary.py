@@ -61,7 +61,12 @@ def test_the_canary_is_nowhere_and_the_placeholder_is_what_the_session_holds(
             assert served.refused_credentials == 0  # never the placeholder, never nothing
             assert served.requests == {PROBE: 2} and served.unmatched == 0
             sent_back = served.tool_results
-        assert gk.final_of(batch, PROBE, 1)["state"] == "recorded"
+        final = gk.final_of(batch, PROBE, 1)
+        assert final["state"] == "recorded"
+        rows = gk.request_rows(batch, PROBE, 1)  # the one target the pinned harness sends
+        assert [(r["method"], r["path"], r["status"]) for r in rows] == [
+            ("POST", "/v1/messages?beta=true", 200)] * 2
+        assert final["gateway"]["forwarded"] == 2 and final["gateway"]["refused"] == {}
 
         attempts = gk.workspace(batch, PROBE) / "attempts"
         env = gk.dumped_env((attempts / "env.txt").read_text())
