@@ -18,8 +18,8 @@ Once per network mode and per kind of host credential (an API key named by
 ``--api-key-env``, or the host's login in ``.credentials.json``).
 
 Seen red against the product before the gateway (its TLS and ``--provider-ca`` left out, which
-it lacked): the session's ``ANTHROPIC_API_KEY`` was the canary itself. To see it red against
-the gateway: pass the real credential through instead of the placeholder.
+it lacked): the session's ``ANTHROPIC_API_KEY`` was the canary itself; and against the gateway
+with its placeholder made the real key (the same assertion).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_the_canary_is_nowhere_and_the_placeholder_is_what_the_session_holds(
             assert done.returncode == 0, done.stderr
             assert served.refused_credentials == 0  # never the placeholder, never nothing
             assert served.requests == {PROBE: 2} and served.unmatched == 0
-            sent_back = served.tool_results
+            sent_back, provider_url = served.tool_results, served.url
         final = gk.final_of(batch, PROBE, 1)
         assert final["state"] == "recorded"
         rows = gk.request_rows(batch, PROBE, 1)  # the one target the pinned harness sends
@@ -75,7 +75,7 @@ def test_the_canary_is_nowhere_and_the_placeholder_is_what_the_session_holds(
         assert not other & set(env), env.keys()
         assert placeholder and placeholder != h.secret and len(placeholder) >= 20
         assert env["ANTHROPIC_BASE_URL"].startswith("http://127.0.0.1:")
-        assert env["ANTHROPIC_BASE_URL"] != served.url  # the gateway, not the provider
+        assert env["ANTHROPIC_BASE_URL"] != provider_url  # the gateway, not the provider
         assert ".credentials.json" not in (attempts / "home.txt").read_text()
         assert "No such file" in (attempts / "credentials.txt").read_text()
         assert "rc=1" in (attempts / "credentials.txt").read_text()

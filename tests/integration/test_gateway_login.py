@@ -13,10 +13,9 @@ token only (as a bearer token with the OAuth beta, as the Messages API wants). H
   file): the session's next request carries the new token, and neither token is anywhere in
   the batch.
 
-How to see it red (written before the gateway was on this branch, so not yet seen): forward
-with an expired token anyway, and the provider's 401 shows as forwarded rows, with no
-``login`` refusal; cache the token read first, and the second request carries the old one
-(the provider refuses it: ``refused_credentials`` is not 0).
+Seen red by weakening the gateway: the login's expiry ignored (the request reaches the
+provider); the login read once and never again (the second request carries the old token, the
+provider refuses it, and the session ends harness-error).
 """
 
 from __future__ import annotations

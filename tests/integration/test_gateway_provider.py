@@ -17,11 +17,9 @@ Expected values come from the scripts (what the provider sent) and the rules:
   requests never reach the provider; ``resume --max-cost-cents`` with a budget that allows it
   reruns the session and records it.
 
-How to see them red (written before the gateway was on this branch, so not yet seen): relay a
-529 as a gateway error of its own (502), and the attempt's ``api_error_status`` changes and
-the rows show no 529; report the requested model as the served one, and the rows' ``model``
-is ``claude-opus-4-8``, not the dated model the provider sent; never refuse for the budget,
-and the session is ``recorded`` in the first run.
+Seen red by weakening the gateway: a 529 relayed as 502 (the rows' statuses); the served
+model reported as the requested one (the rows' ``model``); the budget side never refusing (the
+first run exits 0, the session recorded).
 """
 
 from __future__ import annotations

@@ -16,11 +16,9 @@ confined) with ``curl``:
 The harness's own requests go on being forwarded: each session is ``recorded``, and the
 provider saw exactly the harness's requests (the refused ones never reached it).
 
-How to see it red (written before the gateway was on this branch, so not yet seen): widen
-the path allow-list to every POST, and the ``/v1/complete`` call reaches the provider (its own
-404 route, a forwarded row, no ``path`` refusal); compare the placeholder to any non-empty
-key, and the made-up and the other session's placeholder are forwarded (the provider's 401
-for a wrong key still shows, but as a forwarded row, with no ``placeholder`` count).
+Seen red by weakening the gateway: the path allow-list widened to every POST (the
+``/v1/complete`` call forwarded: no ``path`` refusal); the placeholder compared as "any
+non-empty key" (the other session's placeholder answered 200, not 401).
 """
 
 from __future__ import annotations
