@@ -15,19 +15,20 @@ from typing import Annotated, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Status: TypeAlias = Literal[400, 401, 429, 500, 529]
-"""The HTTP statuses a script may answer with (the captures' f_* situations)."""
+Status: TypeAlias = Literal[400, 401, 403, 404, 429, 500, 529]
+"""The HTTP statuses a script may answer with (the captures' f_* situations; 403 and 404, the
+answers a provider gateway may give, as docs/gateway.md observed the pinned CLI meeting them)."""
 ErrorType: TypeAlias = Literal[
-    "invalid_request_error", "authentication_error", "rate_limit_error", "api_error",
-    "overloaded_error"]
+    "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
+    "rate_limit_error", "api_error", "overloaded_error"]
 """The Messages API's error types a script may name."""
 ERROR_TYPES: Final[dict[int, ErrorType]] = {
-    400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
-    500: "api_error", 529: "overloaded_error"}
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+    404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 """Each allowed status's error type, as the Messages API pairs them."""
 STATUS_OF: Final[dict[ErrorType, Status]] = {
-    "invalid_request_error": 400, "authentication_error": 401, "rate_limit_error": 429,
-    "api_error": 500, "overloaded_error": 529}
+    "invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+    "not_found_error": 404, "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
 """Each error type's status: how an ``sse_error`` answers a non-streaming request."""
 HeaderName: TypeAlias = Literal["retry-after", "retry-after-ms", "x-should-retry"]
 """The response headers an HTTP fault may add: those the CLI's client reads to retry."""

@@ -48,6 +48,21 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     provider: ScriptedProvider
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """Serve one connection in its handler thread: over TLS when the provider has a
+        context (the handshake bounded by the handler's timeout; a failed one is counted
+        as an error, quietly, like a client gone away)."""
+        tls = self.provider.tls
+        if tls is None:
+            super().finish_request(request, client_address)
+            return
+        request.settimeout(HANDLER_TIMEOUT_S)
+        wrapped = tls.wrap_socket(request, server_side=True)  # takes over the descriptor
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            wrapped.close()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Count a client gone away quietly; anything else is a bug and keeps its traceback."""
         self.provider._count_error()
@@ -72,6 +87,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, error_body("not_found_error", f"no route {self.path}"))
             return
         session = self.headers.get(SESSION_HEADER, "")
+        if not provider.authorized(dict(self.headers.items())):
+            self._discard_body(provider.max_request_bytes)
+            self._send_json(401, error_body("authentication_error", "invalid x-api-key"))
+            return
         try:
             length = max(int(self.headers.get("Content-Length", "0")), 0)
         except ValueError:
@@ -94,6 +113,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._post(provider, session, length)
         finally:
             provider.bodies.give(length)
+
+    def _discard_body(self, bound: int) -> None:
+        """Read the body and drop it, in pieces, when its Content-Length is within ``bound``
+        (an answer sent over an unread body is lost: closing then resets the connection)."""
+        try:
+            left = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            return
+        if left > bound:
+            return
+        try:
+            while left > 0 and (piece := self.rfile.read(min(left, 64 * 1024))):
+                left -= len(piece)
+        except OSError:
+            return
 
     def _post(self, provider: ScriptedProvider, session: str, length: int) -> None:
         """Read one body of ``length`` bytes (its budget taken); decode and answer it when what

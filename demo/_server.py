@@ -65,6 +65,7 @@ values (its ``{``, ``[`` and ``,`` counted; else 413, undecoded), and at most
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -73,6 +74,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import anyio
 
 from ._budget import InFlight
+from ._credential import carries
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
 from ._reqlog import RequestLog
 from ._scripts import Fault, Playbook, Route, Script, TextBlock, Turn, repeated
@@ -171,6 +173,15 @@ class ScriptedProvider:
             (`MAX_REQUEST_VALUES`).
         values_in_flight: Most JSON values of the bodies handled at once (`VALUES_IN_FLIGHT`).
         tool_results: The table of tool_results kept (`ToolResults`, its default bounds).
+        tls: A server-side TLS context (its certificate chain loaded) to serve HTTPS with,
+            as a real provider does: `url` is then ``https://``, and each connection's
+            handshake runs in its own handler thread, within `HANDLER_TIMEOUT_S` (a client
+            that never finishes it holds only that thread). None (the default): plain HTTP.
+        credential: The one credential the provider takes, as a real provider does
+            (`demo._credential.carries`: as ``x-api-key``, or as a bearer token with the
+            OAuth beta); any other request is answered 401 ``authentication_error`` and
+            counted in `refused_credentials`. None (the default) takes any key: the
+            harness's own placeholder is enough.
 
     Raises:
         ValueError: two scripts share a name.
@@ -183,7 +194,8 @@ class ScriptedProvider:
         bodies_in_flight_bytes: int = BODIES_IN_FLIGHT_BYTES,
         max_request_values: int = MAX_REQUEST_VALUES,
         values_in_flight: int = VALUES_IN_FLIGHT,
-        tool_results: ToolResults | None = None,
+        tool_results: ToolResults | None = None, tls: ssl.SSLContext | None = None,
+        credential: str | None = None,
     ) -> None:
         named = [
             s if s.name else s.model_copy(update={"name": f"script{i}"})
@@ -197,6 +209,11 @@ class ScriptedProvider:
             (s.name, route): s.playbook(route) for s in named for route in s.routes()}
         self._host = host
         self._port = port
+        self.tls = tls
+        """The server-side TLS context, or None for plain HTTP."""
+        self.credential = credential
+        """The one credential taken, or None for any (a secret: never in a repr)."""
+        self._refused_credentials = 0
         self._lock = threading.Lock()
         self._requests: dict[str, int] = dict.fromkeys(names, 0)
         self._unmatched = 0
@@ -227,11 +244,17 @@ class ScriptedProvider:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the running server (for ``ANTHROPIC_BASE_URL``)."""
+        """``http://host:port`` of the running server (``https://`` with `tls`), for
+        ``ANTHROPIC_BASE_URL`` or a provider URL.
+
+        Raises:
+            RuntimeError: the provider is not running.
+        """
         if self._server is None:
             raise RuntimeError("the provider is not running")
         host, port = self._server.server_address[:2]
-        return f"http://{host if isinstance(host, str) else host.decode()}:{port}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host if isinstance(host, str) else host.decode()}:{port}"
 
     @property
     def requests(self) -> dict[str, int]:
@@ -256,6 +279,21 @@ class ScriptedProvider:
         """The name of the script a session of ``task`` would get (its ``match`` is a phrase of
         the task), or None: its requests would be answered ``no script for this request``."""
         return next((s.name for s in self._scripts if s.match in task), None)
+
+    @property
+    def refused_credentials(self) -> int:
+        """Requests answered 401 because they lacked `credential` (none without one)."""
+        with self._lock:
+            return self._refused_credentials
+
+    def authorized(self, headers: Mapping[str, str]) -> bool:
+        """Whether a request with ``headers`` carries `credential` (`demo._credential.carries`);
+        counts a refusal. Always True without a `credential`."""
+        if self.credential is None or carries(headers, self.credential):
+            return True
+        with self._lock:
+            self._refused_credentials += 1
+        return False
 
     @property
     def errors(self) -> int:

@@ -4,8 +4,9 @@ The checks that run before every batch are `campaign.batch.sandbox_checks` (the 
 preflight and the skills check). ``doctor`` adds what needs the runner's view: the harness's
 release against the releases the harness census covers (`check_harness_release`), the
 per-session limits exercised in a sandbox (about a second), the credentials (never printed),
-the default batch root outside ``$HOME`` (RC-06), and network confinement (the sandbox's
-network preflight). It prints nothing: the command line prints the report.
+the default batch root outside ``$HOME`` (RC-06), network confinement (the sandbox's
+network preflight) and the provider gateway (`check_gateway`). It prints nothing: the command
+line prints the report.
 
 Rule: ``doctor`` exits 0 only when every check is verified ok, 12 when any is verified
 broken, 4 otherwise (a check that could not verify is never printed as a pass).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from campaign.batch import default_root, is_under_home, sandbox_checks
 from recorder import COVERED_RELEASES, PINNED_RELEASE, coverage
@@ -34,9 +35,9 @@ from sandbox import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
-__all__ = ["DOCTOR_LEASE_WAIT_S", "check_batch_root", "check_credentials",
+__all__ = ["DOCTOR_LEASE_WAIT_S", "check_batch_root", "check_credentials", "check_gateway",
            "check_harness_release", "doctor_checks"]
 
 DOCTOR_LEASE_WAIT_S: Final = 60.0
@@ -47,17 +48,53 @@ it takes instead)."""
 
 
 def doctor_checks(
-    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path], api_key_env: str | None
+    *, bwrap: str, harness: Path | None, host_skill_dirs: Sequence[Path],
+    api_key_env: str | None, gateway: Callable[[], Check] | None = None,
 ) -> PreflightReport:
     """Every check of ``doctor``, in order: `sandbox_checks`, the harness's release, limits,
-    credentials, batch root, network. Its probes wait at most `DOCTOR_LEASE_WAIT_S` for a
-    free session user."""
+    credentials, batch root, network, gateway. Its probes wait at most `DOCTOR_LEASE_WAIT_S`
+    for a free session user.
+
+    Args:
+        gateway: What answers the ``gateway`` check (`check_gateway`'s ``run``); None: the
+            sandbox's own, `sandbox.gateway.gateway_check`.
+    """
     report = sandbox_checks(bwrap=bwrap, harness=harness, host_skill_dirs=host_skill_dirs,
                             lease_wait_s=DOCTOR_LEASE_WAIT_S)  # fmt: skip
     checks = [*report.checks, check_harness_release(report.harness_version),
               _limits(report, bwrap), check_credentials(api_key_env), check_batch_root()]
     checks.append(network_preflight(bwrap=bwrap, lease_wait_s=DOCTOR_LEASE_WAIT_S))
+    checks.append(check_gateway(gateway))
     return PreflightReport(tuple(checks))
+
+
+def check_gateway(run: Callable[[], Check] | None = None) -> Check:
+    """``gateway``: the provider gateway exercised on host loopback (docs/gateway.md).
+
+    The answer is `sandbox.gateway.gateway_check`'s (or ``run``'s), one of three: ok when a
+    throwaway gateway forwarded a request with its placeholder carrying the real credential
+    and not the placeholder, and refused and counted another key and another path; broken
+    when it did otherwise (the detail says what); could not verify when the throwaway
+    listener or upstream could not be set up. No key is printed. A ``run`` that answers
+    under another name is a bug of the check, answered could not verify, never a pass.
+    """
+    check = (run or _sandbox_gateway_check)()
+    if check.name != "gateway":
+        return Check("gateway", "unverified", f"the gateway's check answered as {check.name!r}:"
+                     f" {check.detail}")  # fmt: skip
+    return check
+
+
+def _sandbox_gateway_check() -> Check:
+    """`sandbox.gateway.gateway_check`, or could not verify in a build whose gateway has none."""
+    from sandbox import gateway
+
+    found = getattr(gateway, "gateway_check", None)
+    if found is None:
+        return Check("gateway", "unverified", "this build's provider gateway has no check "
+                     "(sandbox.gateway.gateway_check is missing)",
+                     "install a build whose gateway is complete")  # fmt: skip
+    return cast("Check", found())
 
 
 def check_harness_release(version_line: str | None) -> Check:

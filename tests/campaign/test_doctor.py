@@ -7,13 +7,14 @@ skills checks stop a batch with exit 12 before any session or copy.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
 import pytest
 
 from campaign.cli._doctor_view import LABELS, exit_status, print_report
-from campaign.doctor import check_harness_release, doctor_checks
+from campaign.doctor import check_gateway, check_harness_release, doctor_checks
 from recorder import COVERED_RELEASES, PINNED_RELEASE
 from sandbox import Check, PreflightReport
 from tests.integration import kit
@@ -22,7 +23,7 @@ KEY = "sk-doctor-placeholder-77aa"
 CHECKS = ("bwrap", "host-layout", "session-user", "storage", "user-namespaces", "cgroups",
           "sandbox", "seccomp", "landlock", "harness", "skills", "harness-release", "limits",
           "credentials",
-          "batch-root", "network")  # fmt: skip
+          "batch-root", "network", "gateway")  # fmt: skip
 
 
 def _lines(stdout: str) -> dict[str, tuple[str, str]]:
@@ -133,8 +134,8 @@ def test_without_bwrap_doctor_cannot_verify_the_network_and_says_why() -> None:
     it cannot verify (never a pass) and points at the bwrap check."""
     report = doctor_checks(bwrap="/nonexistent/bwrap", harness=None, host_skill_dirs=(),
                            api_key_env=None)  # fmt: skip
-    network = report.checks[-1]
-    assert network.name == "network" and network.verdict == "unverified", network
+    (network,) = (c for c in report.checks if c.name == "network")
+    assert network.verdict == "unverified", network
     assert "/nonexistent/bwrap" in network.detail and "bwrap check" in network.detail
     assert tuple(c.name for c in report.checks) == CHECKS
 
@@ -216,3 +217,45 @@ def test_doctor_prints_the_uncovered_warning_as_could_not_verify(
     out = capsys.readouterr().out
     assert re.search(r"could not verify  harness-release: warning: Claude Code 2\.1\.999 ", out)
     assert "fix: `make census CENSUS_VERSION=2.1.999` checks this release" in out
+
+
+GATEWAY_ANSWERS = [
+    Check("gateway", "ok", "a throwaway gateway swapped its placeholder; another key and "
+          "another path refused and counted"),
+    Check("gateway", "broken", "the placeholder reached the upstream", "report it"),
+    Check("gateway", "unverified", "the throwaway upstream could not listen"),
+]
+
+
+@pytest.mark.parametrize("answer", GATEWAY_ANSWERS, ids=lambda c: c.verdict)
+def test_doctor_reports_the_gateway_checks_answer_as_its_last(answer: Check) -> None:
+    """docs/host.md: ``gateway`` is doctor's last check, its answer as the gateway gave it."""
+    report = doctor_checks(bwrap="/nonexistent/bwrap", harness=None, host_skill_dirs=(),
+                           api_key_env=None, gateway=lambda: answer)  # fmt: skip
+    assert report.checks[-1] == answer
+    assert tuple(c.name for c in report.checks) == CHECKS
+
+
+def test_the_gateway_checks_answer_counts_like_any_other() -> None:
+    """Every other check ok: the gateway's ok exits 0, broken 12, could not verify 4."""
+    others = tuple(Check(name, "ok", "fine") for name in CHECKS[:-1])
+    for answer, status in zip(GATEWAY_ANSWERS, (0, 12, 4), strict=True):
+        gateway = check_gateway(functools.partial(lambda given: given, answer))
+        assert exit_status(PreflightReport((*others, gateway))) == status
+
+
+def test_a_gateway_check_answering_under_another_name_is_never_a_pass() -> None:
+    answer = check_gateway(lambda: Check("network", "ok", "fine"))
+    assert (answer.name, answer.verdict) == ("gateway", "unverified")
+    assert "'network'" in answer.detail
+
+
+@pytest.mark.bwrap
+@pytest.mark.harness
+def test_doctor_prints_the_gateway_check(harness: Path, bwrap: str) -> None:
+    """The real check, run by the real command: its line is there, with one of the three
+    answers, and no key in the output."""
+    _, stdout, lines = _run_doctor("--api-key-env", "HW_KEY", HW_KEY=KEY)
+    assert "gateway" in lines, stdout
+    assert lines["gateway"][0] in {"verified ok", "verified broken", "could not verify"}
+    assert KEY not in stdout

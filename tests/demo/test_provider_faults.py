@@ -107,8 +107,9 @@ def _events(raw: bytes) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("status", "kind"), [
-    (400, "invalid_request_error"), (401, "authentication_error"), (429, "rate_limit_error"),
-    (500, "api_error"), (529, "overloaded_error")])
+    (400, "invalid_request_error"), (401, "authentication_error"), (403, "permission_error"),
+    (404, "not_found_error"), (429, "rate_limit_error"), (500, "api_error"),
+    (529, "overloaded_error")])
 def test_an_http_fault_answers_its_status_with_the_messages_api_error(
         status: int, kind: str) -> None:
     script = _script([{"fault": "http", "status": status, "times": 2}, _text("ok")])
