@@ -7,9 +7,11 @@ scale). Each worker runs a session's attempts: a retryable state is tried
 again, at most ``retries`` further times in this invocation, after an
 exponential backoff with jitter; refusals never retry, and an attempt ended by
 the runner stopping does not count. Before every attempt the budgets are
-asked (`Budgets`); once one says stop, no session starts and those in flight
-finish, except at a ``--hard-wall``: at ``--max-wall`` those in flight are
-cancelled as a signal cancels them (written ``killed``, exit 3).
+asked (`Budgets`), over the batch's realized spend (`BatchSpend`: every
+attempt's cost and the priced provider requests of the sessions in flight, which
+their gateways also hold to ``--max-cost-cents``); once one says stop, no session
+starts and those in flight finish, except at a ``--hard-wall``: at ``--max-wall``
+those in flight are cancelled as a signal cancels them (written ``killed``, exit 3).
 SIGINT/SIGTERM stop the batch: no session starts, those in flight are
 cancelled (the driver reaps each within its bounded grace and the attempt is
 written ``killed``), transcripts are rendered, and the outcome names the
@@ -36,6 +38,7 @@ from ._budget import Budgets, BudgetVerdict
 from ._heap import TRIM_EVERY_S, give_back_heap
 from ._progress import BatchOutcome, InFlight, LiveStatistics, NoView, View
 from ._session import AttemptRunner, BatchContext, run_attempt
+from ._spend import BatchSpend
 from ._writes import HostWriteRefused, refused_write, write_remedy
 
 if TYPE_CHECKING:
@@ -106,6 +109,8 @@ class Supervisor:
         """What the user does about a refused write (free space, make it writable)."""
         self._work: anyio.CancelScope | None = None
         self._rng = random.Random()
+        self.spend = BatchSpend(journal.fold, max_cost_cents=limits.budgets.max_cost_cents)
+        """The batch's realized spend, shared by every attempt's provider gateway."""
         self.children = LiveChildren()
         """Every child its sessions spawned that is not reaped yet (what a second signal
         kills); current while `run` runs, so each spawn under it joins."""
@@ -196,7 +201,8 @@ class Supervisor:
             self._in_flight[key] = InFlight(key, attempt, time.monotonic())
             try:
                 record = await self._run_attempt(spec, attempt, self.ctx, self.journal,
-                                           why_stopped=self._why_stopped)
+                                                 why_stopped=self._why_stopped,
+                                                 spend=self.spend)
             except HostWriteRefused as exc:
                 self._refused(exc.what, exc.error)
                 return
@@ -226,7 +232,7 @@ class Supervisor:
     async def _budget_allows(self) -> bool:
         fold = self.journal.fold
         verdict = self.limits.budgets.check(
-            spent_usd=fold.spend_usd, largest_attempt_usd=fold.largest_attempt_usd,
+            spent_usd=self.spend.usd(), largest_attempt_usd=fold.largest_attempt_usd,
             in_flight=len(self._in_flight), elapsed_s=time.monotonic() - self._started_s,
             longest_session_s=self._longest_s)
         if verdict is None:
