@@ -35,7 +35,7 @@ from campaign.batch._ledger import read_ledger
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import compose_plan
 from campaign.seal import resolve_sessions
-from campaign.supervisor._session import BatchContext, run_attempt
+from campaign.supervisor._session import BatchContext, GatewayOpener, run_attempt
 from campaign.supervisor._spec import SessionSpec, planned_sessions
 from campaign.supervisor._spend import BatchSpend
 from sandbox import measure_host_layout
@@ -86,7 +86,7 @@ def _context(tmp_path: Path, bwrap: str, gateways: FakeGateways) -> BatchContext
         batch=tmp_path / "batch", corpus=corpus, plan=plan,
         sessions=resolve_sessions(corpus, plan.probes, plan.arm_specs),
         harness_path=harness, bwrap=bwrap, layout=measure_host_layout(),
-        upstream=cast(Upstream, FakeUpstream()), open_gateway=gateways,
+        upstream=cast(Upstream, FakeUpstream()), open_gateway=cast(GatewayOpener, gateways),
         prices=TablePrices(), session_timeout_s=60.0, watchdog_s=30.0,
         post_result_grace_s=5.0, invocation=1, workspace_path=STANDIN_WORKSPACE,
         network="host")
