@@ -23,7 +23,7 @@ from typing import Literal, TypeAlias, cast
 
 import anyio
 
-from campaign.batch import FinalRecord, Journal, SessionKey, StartedRecord
+from campaign.batch import FinalRecord, GatewayCounts, Journal, SessionKey, StartedRecord
 from campaign.supervisor import BatchContext, SessionSpec
 from campaign.supervisor._spend import BatchSpend
 from campaign.supervisor._writes import HostWriteRefused
@@ -31,12 +31,15 @@ from recorder import Event, SessionState
 from recorder._vocab import state_retryable
 from sandbox.gateway import GatewayStats, KeyVariable, ProviderRequest, SpendGate, Upstream
 
-Behaviour: TypeAlias = SessionState | Literal["bug", "write-refused", "hang"]
+Behaviour: TypeAlias = SessionState | Literal["bug", "write-refused", "hang", "login-failure"]
 """How a fake attempt ends: in that state (a ``recorded`` one carries an empty event; a
 ``harness-error`` is a provider's, worth another attempt), by
 an unexpected error (``bug``: RuntimeError), by the host refusing its workspace's write
 after its started record (``write-refused``, as `HostWriteRefused`: no final record), or
-running until the runner cancels it (``hang``: then written ``killed``, not counted)."""
+running until the runner cancels it (``hang``: then written ``killed``, not counted), or as
+an attempt whose gateway could not use the host's login (``login-failure``: a
+``harness-error``, not retryable, whose ``gateway`` counts say `LOGIN_FAILURE`)."""
+LOGIN_FAILURE = "the host's login expired at 2026-12-01T00:00:00Z"
 STARTED_AT = "2026-12-01T00:00:00Z"
 COST_USD = Decimal("0.01")
 """Each fake attempt that ran costs this (USD), as its result line would say."""
@@ -81,6 +84,14 @@ class FakeAttempts:
                     retryable=True, counts=False))
                 raise
             raise AssertionError("a hanging fake attempt was never cancelled")
+        if behaviour == "login-failure":
+            failed = _final(ref, state="harness-error", reason="harness-error: login",
+                            retryable=False, cost_known=True).model_copy(update={
+                "gateway": GatewayCounts(forwarded=0, refused={"login": 1},
+                                         provider_cost_usd=Decimal(0), prices="none",
+                                         login_failure=LOGIN_FAILURE)})
+            await journal.record(failed)
+            return failed
         # A harness-error here is the provider's (a 529): worth another attempt.
         retryable = behaviour == "harness-error" or state_retryable(behaviour)
         record = _final(ref, state=behaviour, reason="scripted", retryable=retryable,

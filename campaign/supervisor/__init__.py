@@ -7,6 +7,7 @@ from ._evidence import EvidenceCheck as EvidenceCheck
 from ._evidence import check_evidence as check_evidence
 from ._fanout import RunLimits as RunLimits
 from ._fanout import Supervisor as Supervisor
+from ._gate import LOGIN_HOW as LOGIN_HOW
 from ._outcome import AttemptOutcome as AttemptOutcome
 from ._progress import BatchOutcome as BatchOutcome
 from ._progress import InFlight as InFlight

@@ -106,6 +106,9 @@ class Supervisor:
         self._wall_cancelled = False
         """``--hard-wall`` cancelled the sessions in flight at ``--max-wall``."""
         self._remedy: str | None = None
+        self._login_failures = 0
+        self._login_failure: str | None = None
+        """The first login the gateway could not use this invocation (the ending says it)."""
         """What the user does about a refused write (free space, make it writable)."""
         self._work: anyio.CancelScope | None = None
         self._rng = random.Random()
@@ -211,6 +214,9 @@ class Supervisor:
                 took = time.monotonic() - flight.started_s
                 self._longest_s = max(self._longest_s or 0.0, took)
             self._finals += 1
+            if record.gateway is not None and record.gateway.login_failure is not None:
+                self._login_failures += 1
+                self._login_failure = self._login_failure or record.gateway.login_failure
             self.view.attempt_ended(record, self.statistics())
             if is_recorded(record.state) or not record.retryable or not record.counts:
                 return
@@ -397,7 +403,8 @@ class Supervisor:
             detail=self._stop_detail or self._done_detail(),
             signal=self._signal, outstanding=len(fold.outstanding()), recorded=recorded,
             budget_stopped=self._budget_hit, write_refused=self._write_refused,
-            remedy=self._remedy or "")
+            remedy=self._remedy or "", login_failures=self._login_failures,
+            login_failure=self._login_failure)
 
 
 def _first_error(exc: BaseException) -> BaseException | None:

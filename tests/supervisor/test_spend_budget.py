@@ -32,7 +32,7 @@ from campaign.supervisor._budget import Budgets
 from campaign.supervisor._fanout import RunLimits, Supervisor
 from campaign.supervisor._spec import SessionSpec, planned_sessions, session_order
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
-from tests.fakes import Behaviour, FakeAttempts, supervisor_context
+from tests.fakes import LOGIN_FAILURE, Behaviour, FakeAttempts, supervisor_context
 
 pytestmark = pytest.mark.anyio
 PROBE = "HW-PRB-0001"
@@ -104,3 +104,16 @@ async def test_a_budget_stopped_session_is_rerun_by_a_resume_whose_budget_allows
     larger = await _invocation(batch, plan, {"s1": "recorded"}, max_cost_cents=10,
                                invocation=3)
     assert [(key.session, attempt) for key, attempt in larger.ran] == [("s1", 2)]
+
+
+async def test_the_outcome_counts_the_sessions_whose_login_could_not_be_used(
+        tmp_path: Path, plan: Plan) -> None:
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    with Journal(batch, plan, planned=planned_sessions(plan), network="confined",
+                 provider_note="Provider: a stand-in.") as journal:
+        supervisor = Supervisor(supervisor_context(), journal, _limits(None),
+                                run_attempt=FakeAttempts({"s1": "login-failure"}))
+        outcome = await supervisor.run(session_order(plan), watch_signals=False)
+    assert (outcome.login_failures, outcome.login_failure) == (1, LOGIN_FAILURE)
+    assert outcome.outstanding == 0  # not retried: an authentication failure
