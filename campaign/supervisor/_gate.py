@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final, Protocol
 
+import recorder
 from campaign.batch import GatewayCounts, RequestRecord, TokenUsage
 from campaign.supervisor._writes import refused_write
 from sandbox.gateway import MAX_TEXT
@@ -64,6 +65,29 @@ class NoPrices:
     def cost_usd(self, request: ProviderRequest) -> Decimal | None:
         """Always None (unknown)."""
         return None
+
+
+class ProductPrices:
+    """The price table that ships with the product (``recorder.price_usage``, dated
+    ``recorder.PRICE_TABLE_DATE``; RC-14), looked up when first used: a checkout without
+    the table prices nothing, as `NoPrices`. A request without usage, or whose counts the
+    table refuses, is priced unknown."""
+
+    @property
+    def date(self) -> str:
+        """The table's date, or `NO_PRICE_TABLE` without one."""
+        return str(getattr(recorder, "PRICE_TABLE_DATE", NO_PRICE_TABLE))
+
+    def cost_usd(self, request: ProviderRequest) -> Decimal | None:
+        """The request's exact USD from its served model and usage; None when unknown."""
+        price = getattr(recorder, "price_usage", None)
+        if price is None or request.usage is None:
+            return None
+        try:
+            cost = price(request.model, request.usage)
+        except ValueError:  # a count the table refuses: unknown, never a broken gateway
+            return None
+        return cost if isinstance(cost, Decimal) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,7 @@ from sandbox import (
 )
 from sandbox.gateway import Gateway, SpendGate, Upstream, open_gateway
 
-from ._gate import AttemptGate, AttemptRef, NoPrices, Prices
+from ._gate import AttemptGate, AttemptRef, Prices, ProductPrices
 from ._spend import BatchSpend
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ class BatchContext:
     through it (RC-03)."""
     open_gateway: GatewayOpener = open_gateway
     """Opens each attempt's gateway (a test passes a fake)."""
-    prices: Prices = field(default_factory=NoPrices)
+    prices: Prices = field(default_factory=ProductPrices)
     """The price table each attempt's gateway rows are priced with (RC-14)."""
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()

@@ -26,7 +26,7 @@ from campaign.batch._journal import Journal
 from campaign.batch._ledger import read_ledger
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import Plan, compose_plan
-from campaign.supervisor._gate import AttemptGate, AttemptRef
+from campaign.supervisor._gate import AttemptGate, AttemptRef, ProductPrices
 from campaign.supervisor._spec import planned_sessions
 from campaign.supervisor._spend import BatchSpend
 from sandbox.gateway import MAX_TEXT, GatewayStats, ProviderRequest, Usage
@@ -196,3 +196,35 @@ def test_the_verdicts_login_first_then_budget() -> None:
     assert login is not None
     assert (login.state, login.retryable) == ("harness-error", False)
     assert "the host's login expired" in login.reason and "log in again" in login.reason
+
+
+def test_the_products_table_prices_from_the_served_model_and_usage(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The product's table (recorder.price_usage, dated PRICE_TABLE_DATE) prices each row by
+    # its served model and usage; a count it refuses, or no usage, is unknown, never zero.
+    import recorder
+
+    seen: list[tuple[str | None, Usage]] = []
+
+    def price(model: str | None, usage: Usage) -> Decimal:
+        seen.append((model, usage))
+        if usage.input_tokens < 0:
+            raise ValueError("a negative count")
+        return Decimal("0.25")
+
+    monkeypatch.setattr(recorder, "price_usage", price, raising=False)
+    monkeypatch.setattr(recorder, "PRICE_TABLE_DATE", "2030-01-02", raising=False)
+    prices = ProductPrices()
+    assert prices.date == "2030-01-02"
+    assert prices.cost_usd(row()) == Decimal("0.25")
+    assert seen == [("claude-x", row().usage)]
+    assert prices.cost_usd(row(input_tokens=-1)) is None
+    assert prices.cost_usd(row(refused="budget")) is None  # no usage: unknown
+
+
+def test_without_the_products_table_nothing_is_priced(monkeypatch: pytest.MonkeyPatch) -> None:
+    import recorder
+
+    monkeypatch.delattr(recorder, "price_usage", raising=False)
+    monkeypatch.delattr(recorder, "PRICE_TABLE_DATE", raising=False)
+    assert (ProductPrices().date, ProductPrices().cost_usd(row())) == ("none", None)
