@@ -218,6 +218,11 @@ class Supervisor:
                 self._login_failures += 1
                 self._login_failure = self._login_failure or record.gateway.login_failure
             self.view.attempt_ended(record, self.statistics())
+            if record.state == "budget-stopped":
+                # Its gateway refused it for the cost budget: the batch's realized spend has
+                # reached it, so no session starts (a budget stop, exit 3; resume reruns it).
+                await self._budget_allows()
+                return
             if is_recorded(record.state) or not record.retryable or not record.counts:
                 return
             if retries_here >= self.limits.retries or self._stop_reason is not None:

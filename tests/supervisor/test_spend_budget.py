@@ -117,3 +117,20 @@ async def test_the_outcome_counts_the_sessions_whose_login_could_not_be_used(
         outcome = await supervisor.run(session_order(plan), watch_signals=False)
     assert (outcome.login_failures, outcome.login_failure) == (1, LOGIN_FAILURE)
     assert outcome.outstanding == 0  # not retried: an authentication failure
+
+
+async def test_a_session_its_gateway_stopped_for_the_budget_stops_the_batch(
+        tmp_path: Path, plan: Plan) -> None:
+    # The last session of an invocation ends budget-stopped (its gateway was refused): the
+    # invocation is a budget stop (exit 3, resumable with a larger budget), not "done", even
+    # with no retry and no further session whose start would have asked the budget.
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    with Journal(batch, plan, planned=planned_sessions(plan), network="confined",
+                 provider_note="Provider: a stand-in.") as journal:
+        supervisor = Supervisor(supervisor_context(), journal, _limits(1),
+                                run_attempt=FakeAttempts({"s1": "budget-stopped"}))
+        outcome = await supervisor.run(session_order(plan), watch_signals=False)
+    assert (outcome.stop, outcome.budget_stopped, outcome.outstanding) == ("budget", True, 1)
+    stop, = [r for r in read_ledger(batch / "ledger.jsonl") if isinstance(r, BudgetStopRecord)]
+    assert (stop.budget, stop.limit, stop.used) == ("cost", 1, 1.0)
