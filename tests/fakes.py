@@ -167,6 +167,8 @@ class FakeGateways:
 
     requests: tuple[ProviderRequest, ...] = ()
     stats: GatewayStats = field(default_factory=GatewayStats)
+    unbound: OSError | None = None
+    """Raised on open, as a listener that cannot be bound raises it."""
     opened: list[tuple[FakeGateway, SpendGate]] = field(default_factory=list)
     max_connections: list[int | None] = field(default_factory=list)
 
@@ -174,6 +176,8 @@ class FakeGateways:
     async def __call__(self, upstream: Upstream, gate: SpendGate, *,
                        max_connections: int | None = None) -> AsyncIterator[FakeGateway]:
         """Open one fake gateway for ``gate`` (see the class)."""
+        if self.unbound is not None:
+            raise self.unbound
         n = len(self.opened) + 1
         gateway = FakeGateway(base_url=f"http://127.0.0.1:{40000 + n}",
                               placeholder=f"placeholder-{n}",

@@ -74,7 +74,7 @@ from ._gate import AttemptGate, AttemptRef, Prices, ProductPrices
 from ._spend import BatchSpend
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
     from contextlib import AbstractAsyncContextManager
 
     from campaign.batch import Journal
@@ -298,8 +298,7 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Se
                 owner = (user.uid, user.gid) if user else None
                 # The session's only provider, outside its sandbox (RC-03): its egress allows
                 # the gateway's loopback address and nothing else (RC-02).
-                async with ctx.open_gateway(ctx.upstream, gate,
-                                            max_connections=ctx.limits.connections) as gateway:
+                async with _session_gateway(ctx, gate) as gateway:
                     progress.gate, progress.gateway = gate, gateway
                     async with open_session_egress(ctx.network, gateway.base_url, owner=owner,
                                                    max_connections=ctx.limits.connections,
@@ -331,6 +330,27 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Se
             final_text.encode("utf-8", "surrogatepass"))
     return final_record(outcome, spec, attempt=attempt, invocation=ctx.invocation,
                         started=started)
+
+
+@contextlib.asynccontextmanager
+async def _session_gateway(ctx: BatchContext, gate: AttemptGate) -> AsyncIterator[Gateway]:
+    """The attempt's provider gateway (`BatchContext.open_gateway`), open for the block.
+
+    Raises:
+        ConfinementUnavailable: its listener could not be bound on host loopback: without
+            its gateway the session has no provider but a credential it may not hold
+            (RC-03), so it is refused before anything runs.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            gateway = await stack.enter_async_context(ctx.open_gateway(
+                ctx.upstream, gate, max_connections=ctx.limits.connections))
+        except OSError as exc:
+            raise ConfinementUnavailable(
+                f"the session's provider gateway could not listen on host loopback "
+                f"({exc.strerror or exc})", "free a loopback port, or check what holds "
+                "127.0.0.1 (`headwater-campaign doctor` checks the gateway)") from exc
+        yield gateway
 
 
 async def _drive(spec: SessionSpec, ctx: BatchContext, paths: SessionPaths,

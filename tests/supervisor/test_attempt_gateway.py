@@ -176,3 +176,15 @@ async def test_with_a_confined_network_the_egress_allows_the_gateway_and_nothing
     assert final.egress is not None
     assert final.egress.allowed_target == gateway.base_url.removeprefix("http://")
     assert _seen(ctx)["env"]["HTTPS_PROXY"].startswith("http://127.0.0.1:")
+
+
+async def test_a_gateway_that_cannot_listen_refuses_the_session_before_it_runs(
+        tmp_path: Path, bwrap: str) -> None:
+    unbound = OSError(98, "Address already in use")
+    ctx = _context(tmp_path, bwrap, FakeGateways(unbound=unbound))
+    final, records = await _run(ctx)
+    assert [r for r in records if isinstance(r, RequestRecord)] == []
+    assert (final.state, final.retryable) == ("refused-confinement", False)
+    assert "provider gateway could not listen" in final.reason
+    assert "Address already in use" in final.reason
+    assert not (ctx.batch / f"sessions/present/{PROBE}/s1/workspace/seen.json").exists()
