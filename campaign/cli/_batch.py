@@ -178,7 +178,8 @@ def check_sealed_paths(corpus: Corpus, plan: Plan) -> None:
 
 
 def credentials_for(options: BatchOptions) -> Credentials:
-    """The credentials sessions get: a placeholder for the scripted provider, else the host's.
+    """The credential the batch's gateway forwards with (never a session's: each gets its
+    gateway's placeholder): a fixed key for the scripted provider, else the host's.
 
     Raises:
         PreflightStop: none are there (exit 12, nothing spent), with the fix.
