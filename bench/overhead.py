@@ -76,7 +76,6 @@ def bare(work: Path, corpus: Path, scripts: Path, n: int) -> list[dict[str, floa
     from campaign.plan._plan import compose_plan
     from demo import ScriptedProvider, load_scripts
     from recorder._command import harness_command
-    from sandbox._config import Credentials
     from sandbox._env import session_environment
 
     plan = compose_plan(load_corpus(corpus), tier="regression", seed=0)
@@ -94,8 +93,7 @@ def bare(work: Path, corpus: Path, scripts: Path, n: int) -> list[dict[str, floa
             log = Path(tempfile.mkdtemp(prefix="log-", dir=work))
             env = session_environment(
                 config_dir=config, log_dir=log, provider_url=provider.url,
-                credentials=Credentials(None, "HEADWATER_SCRIPTED",
-                                        "sk-headwater-scripted-provider"))
+                provider_key=("ANTHROPIC_API_KEY", "sk-headwater-scripted-provider"))
             argv = harness_command(harness_mount=str(HARNESS), task=probe.task,
                                    model=plan.model, allowed_tools=arm.allowed_tools)
             (workspace / "notes" / "summary.md").unlink(missing_ok=True)

@@ -31,7 +31,6 @@ from sandbox import (
     HARNESS_MOUNT,
     LOG_MOUNT,
     ConfinedSpec,
-    Credentials,
     HostLayout,
     NetworkMode,
     Sandbox,
@@ -208,7 +207,7 @@ async def _run(loaded: LoadedSituation, *, harness: Path, host: HostRecipe, scra
                 env = {**session_environment(
                     config_dir=Path(CONFIG_MOUNT), log_dir=Path(LOG_MOUNT),
                     provider_url=provider.url,
-                    credentials=Credentials(None, None, PLACEHOLDER_KEY),
+                    provider_key=("ANTHROPIC_API_KEY", PLACEHOLDER_KEY),
                     egress_proxy=BRIDGE_URL if egress else None), **situation.env}
                 spec = ConfinedSpec(
                     command=command, executable=harness, mount=HARNESS_MOUNT,

@@ -129,3 +129,8 @@ class Observation:
     first, each at most `recorder._initkeys.MAX_INIT_KEY_CHARS` characters (a longer one cut
     and marked), at most `recorder._initkeys.MAX_UNKNOWN_INIT_KEYS` of them: listed in the
     final record, the prose and ``show``, never a refusal by themselves."""
+    served_message_id: str | None = None
+    """``message.id`` of the last main-thread non-synthetic assistant line (at most
+    `sandbox.gateway.MAX_TEXT` characters, as a gateway row keeps it); None when that line
+    had none, or none that is a string. The provider gateway's row with this
+    ``message_id`` names the model that served the final message (``served_version``)."""

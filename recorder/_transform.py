@@ -90,6 +90,7 @@ from recorder._paths import MAX_PATH_LOOKUPS, Lookups, outside_paths
 from recorder._record_bounds import RecordBounds
 from recorder._result_line import ResultLine, read_result
 from recorder._vocab import DriveEnd, SessionState, harness_error_retryable, state_retryable
+from sandbox.gateway import MAX_TEXT
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -210,6 +211,12 @@ class StreamObserver:
         text, an argument: docs/recorder.md); its reason then names the first one passed."""
         return self._bounds.reason is not None
 
+    def _served_message_id(self) -> str | None:
+        """The last main-thread non-synthetic assistant line's ``message.id``, bounded as a
+        gateway row keeps it (`sandbox.gateway.MAX_TEXT`), or None."""
+        message_id = self._message.message_id if self._message is not None else None
+        return message_id[:MAX_TEXT] if isinstance(message_id, str) else None
+
     def finish(self, *, end: DriveEnd, exit_status: int | None, tail: bytes | None,
                too_long: LineTooLong | None = None,
                limit_exceeded: str | None = None) -> Observation:
@@ -255,6 +262,7 @@ class StreamObserver:
             produced_paths=tuple(self._produced),
             final_text=result.final_text if result is not None else None,
             served_model=self._served_model,
+            served_message_id=self._served_message_id(),
             cost_usd=result.cost_usd if result is not None else None,
             claude_code_version=self._version,
             anomalies=tuple(self._anomalies),

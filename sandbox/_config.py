@@ -1,9 +1,11 @@
-"""Host credentials and the per-session config directory they are copied into (RC-03).
+"""Host credentials and the per-session config directory (RC-03).
 
-Lifecycle: `host_credentials` finds the credentials once per batch;
-`session_config_dir` creates an empty directory under `CONFIG_ROOT`, copies
-the credentials file in, yields it, and removes it when the session ends,
-however it ends; `sweep_config_root` removes what a killed runner left.
+Lifecycle: `host_credentials` finds the credentials once per batch, for the batch's
+provider gateway (`sandbox.gateway.open_upstream`), their one holder, outside every
+sandbox; `session_config_dir` creates an empty directory under `CONFIG_ROOT`, yields it
+and removes it when the session ends, however it ends: it receives no credentials file
+(a session presents its gateway's placeholder instead). `sweep_config_root` removes what
+a killed runner left, credentials copies of older runners included.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ._errors import CredentialsMissing
 from ._owner import runner_gone, runner_tag
 from ._remove import remove_tree
 from ._roots import usable_root
-from .users import SessionUser, hand_over_file
+from .users import SessionUser
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -37,18 +39,17 @@ CREDENTIALS_FILE_NAME: Final = ".credentials.json"
 """The file Claude Code keeps its login in, under its config directory."""
 
 _DIR_MODE: Final = 0o700
-_FILE_MODE: Final = 0o600
 _ENTRY_NAME: Final = re.compile(r"^(?P<tag>[0-9]+(?:\.[0-9]+){0,2})-")
 """``<runner tag>-...`` (`sandbox._owner`): ``<pid>.<start>.<ns>``, or an older ``<pid>``."""
 
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """What the session receives to reach the provider (RC-03). The key never shows in ``repr``.
+    """The host's credential the batch's gateway forwards with (RC-03); never a session's.
+    The key never shows in ``repr``.
 
     Attributes:
-        credentials_file: Host path of a ``.credentials.json`` to copy into
-            the session's config directory, or None.
+        credentials_file: Host path of the login's ``.credentials.json``, or None.
         api_key_env: Name of the host variable the key came from, or None.
         api_key: The key itself, or None; excluded from ``repr``/``str``.
     """
@@ -100,7 +101,6 @@ def _default_host_config_dir(environ: Mapping[str, str]) -> Path:
 
 @contextlib.contextmanager
 def session_config_dir(
-    credentials: Credentials,
     *,
     name: str,
     root: Path = CONFIG_ROOT,
@@ -112,19 +112,17 @@ def session_config_dir(
     The directory is ``root/<pid>-<name>-<random>/``, mode 0700 (``root`` is
     created with mode `CONFIG_ROOT_MODE`, 0711, when missing; a ``root`` this
     runner may not write, another user's, is replaced by its own,
-    `sandbox._roots.usable_root`). It starts empty
-    and receives a copy of ``credentials.credentials_file`` as
-    ``.credentials.json``, mode 0600, when there is one; an API key goes
-    through the environment instead. With ``owner`` (a root runner's session
-    user, `session_user`), the directory and the copy are chowned to it,
-    still 0700 and 0600: the session runs as that user.
+    `sandbox._roots.usable_root`). It starts empty and stays so: no credentials
+    file is copied in (the session's harness presents its gateway's placeholder,
+    `session_environment`; the host's login stays with the batch's gateway). With
+    ``owner`` (a root runner's session user, `session_user`), the directory is
+    chowned to it, still 0700: the session runs as that user.
 
     **Cancellation:** removal runs in ``finally``, so it happens on normal
     exit, on an exception and on cancellation (trio's ``Cancelled``,
     ``KeyboardInterrupt``); a directory already gone is not an error.
 
     Args:
-        credentials: From `host_credentials`.
         name: A label for the directory, e.g. the session name; no ``/``.
         root: Where the directories live; `CONFIG_ROOT` in production.
         owner: Who the session runs as, or None for the runner itself.
@@ -137,7 +135,6 @@ def session_config_dir(
 
     Raises:
         ValueError: ``name`` is empty or contains ``/`` or NUL.
-        CredentialsMissing: the credentials file vanished before the copy.
         OSError: the directory could not be created or removed.
     """
     if not name or "/" in name or "\0" in name:
@@ -153,13 +150,6 @@ def session_config_dir(
         os.chmod(path, _DIR_MODE)
         if owner is not None:
             os.lchown(path, owner.uid, owner.gid)
-        if credentials.credentials_file is not None:
-            # Written under a temporary name, handed over, then renamed: the
-            # copy is never seen under its own name with another owner or mode.
-            staging = path / (CREDENTIALS_FILE_NAME + ".partial")
-            _copy_private(credentials.credentials_file, staging)
-            hand_over_file(staging, owner)
-            os.rename(staging, path / CREDENTIALS_FILE_NAME)
         yield path
     finally:
         remove_tree(path)
@@ -176,25 +166,13 @@ def _ensure_root(root: Path) -> None:
         os.chmod(root, CONFIG_ROOT_MODE)
 
 
-def _copy_private(source: Path, destination: Path) -> None:
-    """Copy ``source`` to a new file that is 0600 from its first byte."""
-    try:
-        data = source.read_bytes()
-    except FileNotFoundError as exc:
-        raise CredentialsMissing(f"{source} vanished before it could be copied") from exc
-    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE)
-    with os.fdopen(fd, "wb") as out:
-        os.fchmod(out.fileno(), _FILE_MODE)
-        out.write(data)
-
-
 def sweep_config_root(root: Path = CONFIG_ROOT) -> list[Path]:
     """Remove the config directories of runners that are no longer alive (RC-03, faults target).
 
     A directory ``<runner tag>-...`` whose runner is known dead
     (`sandbox._owner.runner_gone`: of this pid namespace, and its pid not
-    running with its start time) was left by a killed runner, and may still
-    hold a credentials copy. A live runner keeps its directory, and so does a
+    running with its start time) was left by a killed runner; one an older
+    runner made may still hold a credentials copy. A live runner keeps its directory, and so does a
     runner in another pid namespace, which this one cannot see (logged); an
     older ``<pid>-...`` name is of this namespace, kept while its pid runs
     (possibly a reused pid: keeping is the safe mistake). Entries that do not

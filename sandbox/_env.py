@@ -8,8 +8,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
-    from ._config import Credentials
-
 SESSION_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 """PATH inside the sandbox: only what the RC-02 mounts provide."""
 
@@ -22,13 +20,17 @@ _FIXED: Final = (
 )
 """Variables RC-03 sets to the same value in every session."""
 
+KEY_VARIABLES: Final = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"})
+"""Where a session may find its provider key: an API key's variable, or a bearer token's
+(`sandbox.gateway.KeyVariable`)."""
+
 
 def session_environment(
     *,
     config_dir: Path,
     log_dir: Path,
     provider_url: str | None,
-    credentials: Credentials,
+    provider_key: tuple[str, str] | None,
     egress_proxy: str | None = None,
 ) -> dict[str, str]:
     """Return exactly the variables RC-03 lets into the sandbox, and nothing else.
@@ -37,22 +39,26 @@ def session_environment(
     ``LANG=C.UTF-8``, ``DISABLE_AUTOUPDATER=1``, ``DISABLE_TELEMETRY=1``,
     ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``, ``HEADWATER_LOG_DIR``
     (``log_dir``); ``ANTHROPIC_BASE_URL`` when ``provider_url`` is given;
-    ``ANTHROPIC_API_KEY`` when the credentials carry a key (a credentials
-    file travels in ``config_dir`` instead); with network confinement,
-    ``HTTPS_PROXY``, ``HTTP_PROXY``, ``https_proxy`` and ``http_proxy`` (all
-    ``egress_proxy``: the harness honours the upper-case pair, curl reads
-    ``http_proxy`` only in lower case), so clients inside go through the
-    egress proxy, where a denied target is counted and named. Nothing is
-    read from the runner's own environment.
+    ``provider_key``'s variable (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``)
+    when given; with network confinement, ``HTTPS_PROXY``, ``HTTP_PROXY``,
+    ``https_proxy`` and ``http_proxy`` (all ``egress_proxy``: the harness honours
+    the upper-case pair, curl reads ``http_proxy`` only in lower case), so clients
+    inside go through the egress proxy, where a denied target is counted and named.
+    Nothing is read from the runner's own environment.
 
-    The result holds a secret: pass it only to `setenv_payload`, never to an
-    argv, a log or a ``repr``.
+    A batch's session gets its provider gateway's base URL and placeholder here
+    (`sandbox.gateway.Gateway`): no real credential enters the sandbox (RC-03). The
+    placeholder is worth nothing outside its own gateway, yet it is one session's
+    own: pass the result only to `setenv_payload`, never to an argv, a log or a
+    ``repr``.
 
     Args:
         config_dir: The session's config directory, as mounted (same path inside).
         log_dir: The session's log directory, as mounted.
-        provider_url: The Messages API base URL, or None for the harness's default.
-        credentials: From `host_credentials`.
+        provider_url: The Messages API base URL (the session's gateway), or None
+            for the harness's default.
+        provider_key: ``(variable, value)``: the key the harness presents (a
+            gateway's placeholder), or None for none.
         egress_proxy: The bridge's URL inside the sandbox
             (`sandbox.network._network.BRIDGE_URL`), or None with ``--network host``.
 
@@ -60,9 +66,9 @@ def session_environment(
         A new dict, name -> value.
 
     Raises:
-        ValueError: ``config_dir`` or ``log_dir`` is relative, or
-            ``provider_url`` or ``egress_proxy`` is the empty string (None
-            means "not given").
+        ValueError: ``config_dir`` or ``log_dir`` is relative; ``provider_url``,
+            ``egress_proxy`` or the key's value is the empty string (None means
+            "not given"); the key's variable is not one of `KEY_VARIABLES`.
     """
     for label, path in (("config_dir", config_dir), ("log_dir", log_dir)):
         if not path.is_absolute():
@@ -73,8 +79,14 @@ def session_environment(
     env["HEADWATER_LOG_DIR"] = str(log_dir)
     if provider_url is not None:
         env["ANTHROPIC_BASE_URL"] = provider_url
-    if credentials.api_key is not None:
-        env["ANTHROPIC_API_KEY"] = credentials.api_key
+    if provider_key is not None:
+        variable, value = provider_key
+        if variable not in KEY_VARIABLES:
+            raise ValueError(f"the provider key goes in ANTHROPIC_API_KEY or "
+                             f"ANTHROPIC_AUTH_TOKEN, not {variable!r}")
+        if not value:
+            raise ValueError(f"the value for {variable} is empty; pass None for no key")
+        env[variable] = value
     if egress_proxy == "":
         raise ValueError("egress_proxy is empty; pass None with --network host")
     if egress_proxy is not None:
@@ -118,7 +130,7 @@ def args_payload(options: Sequence[str], env: Mapping[str, str]) -> bytes:
     Each option is one NUL-terminated argument, as bwrap's ``--args`` reads
     them; the environment follows as `setenv_payload` gives it. Neither
     appears on bwrap's command line (``/proc/1/cmdline`` inside the sandbox):
-    the options hold the mounts' host paths, the environment the secret.
+    the options hold the mounts' host paths, the environment the session's key.
 
     Raises:
         ValueError: an option contains NUL; or as `setenv_payload`.

@@ -67,6 +67,9 @@ class NewBatchArgs:
     scripts: Path | None = None
     provider_url: str | None = None
     api_key_env: str | None = None
+    provider_ca: Path | None = None
+    """``--provider-ca FILE``: the CA certificates the provider's TLS is checked against
+    (None: the system's); per invocation, not recorded in the batch."""
     harness_path: Path | None = None
     """``--harness PATH``: the claude executable; None = the pinned CLI under ``.harness/``."""
     bwrap: str = "bwrap"
@@ -137,6 +140,8 @@ class ResumeArgs:
 
     batch: Path
     corpus: Path | None = None
+    provider_ca: Path | None = None
+    """``--provider-ca FILE`` for this invocation (a batch records no CA file)."""
     retries: int | None = None
     max_cost_cents: int | None = None
     est_session_cents: int | None = None

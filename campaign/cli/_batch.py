@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ from campaign.expect import checked_expectations
 from campaign.plan import Plan, compose_plan, load_plan_file, recompose
 from campaign.seal import plan_seal, resolve_session
 from campaign.supervisor import (
+    BatchContext,
     Budgets,
     RunLimits,
     SessionSpec,
@@ -50,7 +52,7 @@ from ._args import (
     resume_overrides,
 )
 from ._console import StderrConsole
-from ._context import batch_context
+from ._context import provider_ca_file, supervise
 from ._ending import print_ending, print_header
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status
 from ._provider import start_provider
@@ -176,7 +178,8 @@ def check_sealed_paths(corpus: Corpus, plan: Plan) -> None:
 
 
 def credentials_for(options: BatchOptions) -> Credentials:
-    """The credentials sessions get: a placeholder for the scripted provider, else the host's.
+    """The credential the batch's gateway forwards with (never a session's: each gets its
+    gateway's placeholder): a fixed key for the scripted provider, else the host's.
 
     Raises:
         PreflightStop: none are there (exit 12, nothing spent), with the fix.
@@ -201,6 +204,8 @@ class _Invocation:
     sets_budget: bool = False
     reading: BatchReading | None = None
     """resume: the batch as read (`open_batch` goes on from it)."""
+    provider_ca: Path | None = None
+    """``--provider-ca FILE`` as given (checked by `execute`); None: the system's trust."""
 
 
 def cmd_run(args: RunArgs) -> int:
@@ -212,7 +217,8 @@ def cmd_run(args: RunArgs) -> int:
     harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
                             model=plan.model)
-    return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
+    return execute(_Invocation("new", options, corpus, plan, args.batch_dir,
+                               provider_ca=args.provider_ca))
 
 
 def cmd_demo(args: DemoArgs) -> int:
@@ -224,7 +230,8 @@ def cmd_demo(args: DemoArgs) -> int:
         plan = compose(corpus, tier=args.tier, seed=args.seed, plan_file=None, model=None)
         options = batch_options(replace(args, scripts=scripts_dir), corpus=corpus.root,
                                 tier=plan.tier, harness_path=harness_path, model=plan.model)
-        return execute(_Invocation("new", options, corpus, plan, args.batch_dir))
+        return execute(_Invocation("new", options, corpus, plan, args.batch_dir,
+                                   provider_ca=args.provider_ca))
 
 
 def cmd_resume(args: ResumeArgs) -> int:
@@ -260,7 +267,7 @@ def _resume(args: ResumeArgs, batch: Path, reading: BatchReading) -> int:
     plan = plan.model_copy(update={"model": recorded.model})
     return execute(_Invocation("resume", options, corpus, plan, batch,
                                sets_budget=overrides.max_cost_cents is not None,
-                               reading=reading))
+                               reading=reading, provider_ca=args.provider_ca))
 
 
 def execute(inv: _Invocation) -> int:
@@ -271,6 +278,7 @@ def execute(inv: _Invocation) -> int:
         raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
                          "running when that wall-clock budget is reached (docs/batch.md, "
                          "\"Budgets\")")
+    provider_ca = provider_ca_file(inv.provider_ca)  # before the batch is opened: exit 2
     order = tuple(session_order(inv.plan))  # the batch order, once: planned, counted, run
     request = BatchRequest(
         provider=start_provider,
@@ -283,10 +291,12 @@ def execute(inv: _Invocation) -> int:
                                                            soft_wrap=True)) as opened:
         specs = _outstanding(opened, order)
         print_header(err, opened, len(specs), inv.mode)
-        supervisor = _supervisor(opened)
         with LiveView() as view:
-            supervisor.view = view
-            outcome = anyio.run(supervisor.run, specs, backend="trio")
+            def build(ctx: BatchContext) -> Supervisor:
+                return _supervisor(opened, ctx, view)
+
+            outcome = anyio.run(partial(supervise, opened, build, specs,
+                                        provider_ca=provider_ca), backend="trio")
         print_ending(opened, outcome, err)
     return batch_exit_status(outcome)
 
@@ -299,7 +309,7 @@ def _outstanding(opened: OpenBatch, order: Sequence[SessionSpec]) -> list[Sessio
             if spec.key not in fold.sessions or fold.sessions[spec.key].outstanding]
 
 
-def _supervisor(opened: OpenBatch) -> Supervisor:
+def _supervisor(opened: OpenBatch, ctx: BatchContext, view: LiveView) -> Supervisor:
     options = opened.options
     limits = RunLimits(concurrency=options.concurrency, retries=options.retries,
                        backoff_s=options.retry_backoff_s,
@@ -307,4 +317,4 @@ def _supervisor(opened: OpenBatch) -> Supervisor:
                                        est_session_cents=options.est_session_cents,
                                        max_wall_s=options.max_wall_s,
                                        hard_wall=options.hard_wall))
-    return Supervisor(batch_context(opened), opened.journal, limits)
+    return Supervisor(ctx, opened.journal, limits, view)

@@ -16,6 +16,7 @@ from campaign._errors import CampaignError
 from campaign._terminal_text import one_line
 from campaign.batch import transcript_path
 from campaign.report import build_report, print_summary
+from campaign.supervisor import LOGIN_HOW
 
 from ._console import StdoutConsole, stdout_gone
 from ._errors import plural
@@ -90,6 +91,16 @@ def print_harness_warning(err: Console, harness_versions: tuple[tuple[str, int],
         err.print(f"warning: {one_line(line)}", markup=False, soft_wrap=True)
 
 
+def print_login_failure(err: Console, attempts: int, failure: str) -> None:
+    """The warning when the provider gateway could not use the host's login: how many
+    attempts ended so (``harness-error``, not retried: docs/batch.md "Session states"),
+    why, and how to get a credential that outlasts the batch."""
+    err.print(f"warning: {plural(attempts, 'session')} ended harness-error because the "
+              f"provider gateway could not use the host's login ({one_line(failure)}); an "
+              f"authentication failure is not retried: {LOGIN_HOW}", markup=False,
+              soft_wrap=True)
+
+
 def print_ending(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None:
     """How the invocation ended: the sessions per arm, the transcripts, the report's summary
     (stdout), and what is left and how to finish it (stderr)."""
@@ -141,6 +152,8 @@ def print_ending(opened: OpenBatch, outcome: BatchOutcome, err: Console) -> None
                       f"{count} time{'s' if count != 1 else ''}: {one_line(what)}; those "
                       "sessions ended without the scripted answer (docs/provider.md)", markup=False)
     print_harness_warning(err, stats.harness_versions)
+    if outcome.login_failure is not None:
+        print_login_failure(err, outcome.login_failures, outcome.login_failure)
     if outcome.recorded == 0 and outcome.signal is None and not outcome.budget_stopped:
         err.print("no session of the batch was recorded (exit 5): see the states above, or "
                   f"`headwater-campaign status {opened.path}`", markup=False, soft_wrap=True)

@@ -6,19 +6,20 @@ Exit: 0 recorded; 12 refused (RC-05, RC-07, RC-09); 1 any other final state;
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
 
 from campaign._terminal_text import block, one_line
 from campaign.batch import BatchRequest, FinalRecord, open_batch, transcript_path
-from campaign.supervisor import RunLimits, SessionSpec, Supervisor
+from campaign.supervisor import BatchContext, RunLimits, SessionSpec, Supervisor
 from recorder import is_recorded, is_refusal
 
 from ._args import RecordArgs, batch_options, resolve_harness_path
 from ._batch import compose, credentials_for, default_harness_path, load_corpus_or_usage
 from ._console import StderrConsole
-from ._context import batch_context
+from ._context import provider_ca_file, supervise
 from ._errors import EXIT_BUG, EXIT_CONFINEMENT, EXIT_OK, SIGNAL_BASE, UsageError
 from ._provider import start_provider
 
@@ -48,6 +49,7 @@ def cmd_record(args: RecordArgs) -> int:
     harness_path = resolve_harness_path(args.harness_path, default_harness_path())
     options = batch_options(args, corpus=corpus.root, tier=plan.tier, harness_path=harness_path,
                             model=plan.model)
+    provider_ca = provider_ca_file(args.provider_ca)  # before the batch is opened: exit 2
     err = StderrConsole()
     request = BatchRequest(mode="record", options=options, corpus=corpus, plan=plan,
                            credentials=credentials_for(options), batch_dir=args.batch_dir,
@@ -59,12 +61,14 @@ def cmd_record(args: RecordArgs) -> int:
         probe = next(p for p in plan.probes if p.id == args.probe)
         name = next_record_name(fold, arm=args.arm, probe=args.probe)
         spec = SessionSpec(probe=probe, arm=plan.arm_spec(args.arm), repetition=0, session=name)
-        supervisor = Supervisor(
-            batch_context(opened, produced_extra=args.produced), opened.journal,
-            RunLimits(concurrency=1, retries=0, backoff_s=1.0),
-            done_detail=f"record ran one session ({args.arm} {args.probe} {name}); the "
-                        "batch's planned sessions are run by run and resume")
-        outcome = anyio.run(supervisor.run, [spec], backend="trio")
+        def build(ctx: BatchContext) -> Supervisor:
+            return Supervisor(
+                ctx, opened.journal, RunLimits(concurrency=1, retries=0, backoff_s=1.0),
+                done_detail=f"record ran one session ({args.arm} {args.probe} {name}); the "
+                            "batch's planned sessions are run by run and resume")
+
+        outcome = anyio.run(partial(supervise, opened, build, [spec], provider_ca=provider_ca,
+                                    produced_extra=args.produced), backend="trio")
         final = _final_of(opened.journal.fold, spec)
         if outcome.signal is not None:
             err.print(f"stopped by signal {outcome.signal}; the session is in the ledger as "

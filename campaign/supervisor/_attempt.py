@@ -27,6 +27,7 @@ from campaign.supervisor._facts import (
     silent_stdout,
     uncontained_reason,
 )
+from campaign.supervisor._gate import GateVerdict
 from campaign.supervisor._outcome import AttemptOutcome
 from campaign.supervisor._staging import Staged, keep
 from recorder import (
@@ -61,6 +62,7 @@ from sandbox import (
     open_confined,
     session_environment,
 )
+from sandbox.gateway import Gateway
 from sandbox.storage import file_size_limit
 
 if TYPE_CHECKING:
@@ -104,15 +106,21 @@ class Driven:
 
 def prepare_attempt(spec: SessionSpec, ctx: BatchContext, *, stage: Staged, config_dir: Path,
                     user: SessionUser | None, egress: EgressProxy | None,
-                    keeper: StreamKeeper | None) -> Prepared:
+                    gateway: Gateway, keeper: StreamKeeper | None) -> Prepared:
     """The init policy, observer and `ConfinedSpec` of one attempt of ``spec``.
+
+    The session's provider is its ``gateway``: ``ANTHROPIC_BASE_URL`` is the gateway's
+    base URL and its placeholder goes in the gateway's key variable (``ANTHROPIC_API_KEY``
+    or ``ANTHROPIC_AUTH_TOKEN``); nothing secret enters the sandbox (RC-03).
 
     Args:
         stage: the attempt's store, its workspace sealed (`campaign.supervisor._staging`).
         config_dir: the session's config directory on the host (`sandbox.session_config_dir`).
         user: the leased session user (None: a runner that is not root runs as itself).
-        egress: the session's egress proxy; None exactly when the batch's network is
-            ``host`` (`BatchContext.network`, settled when the batch opened).
+        egress: the session's egress proxy, whose one allowed target is the gateway; None
+            exactly when the batch's network is ``host`` (`BatchContext.network`, settled
+            when the batch opened): the harness then connects to the gateway directly.
+        gateway: the session's provider gateway (`sandbox.gateway.open_gateway`).
         keeper: the kept stream, whose size the sandbox's watch holds to the writes limit.
 
     The policy holds the workspace's own ``.mcp.json`` declaration (the file this session's
@@ -131,7 +139,8 @@ def prepare_attempt(spec: SessionSpec, ctx: BatchContext, *, stage: Staged, conf
     # What the session is told names nothing of it: its directories at fixed paths (RC-02).
     env = session_environment(
         config_dir=Path(CONFIG_MOUNT), log_dir=Path(LOG_MOUNT),
-        provider_url=ctx.provider_url, credentials=ctx.credentials,
+        provider_url=gateway.base_url,
+        provider_key=(gateway.key_variable, gateway.placeholder),
         egress_proxy=BRIDGE_URL if egress else None,
     )
     command = harness_command(
@@ -220,7 +229,7 @@ async def conclude_attempt(
     obs: Observation, driven: Driven, *, spec: SessionSpec, ctx: BatchContext,
     workspace: Path, checker_tail: Path, manifest: Mapping[str, str], policy: InitPolicy,
     hit: LimitHit | None = None, egress: EgressCounts | None = None,
-    user: SessionUser | None = None,
+    user: SessionUser | None = None, verdict: GateVerdict | None = None,
 ) -> AttemptOutcome:
     """The typed outcome of an attempt whose harness ran, from what its stream showed.
 
@@ -239,6 +248,10 @@ async def conclude_attempt(
         egress: the egress proxy's counts, final (the harness has exited); None with
             ``--network host``.
         user: the session user the checker runs as.
+        verdict: what the provider gateway's refusals make of the attempt
+            (`AttemptGate.verdict`: ``budget-stopped``, or ``harness-error`` for a login it
+            could not use); it replaces the stream's state, reason and retryable (a
+            sandbox that is not contained is ``uncontained`` all the same).
 
     Returns:
         For ``recorded``: the event (RC-15) and, when the corpus names a checker (RC-11),
@@ -247,13 +260,17 @@ async def conclude_attempt(
     """
     result = driven.result
     contained = driven.contained
+    if verdict is not None:  # the gateway's word on the attempt, over the stream's
+        obs = replace(obs, state=verdict.state, reason=verdict.reason,
+                      retryable=verdict.retryable)
     outcome = AttemptOutcome(
         state=obs.state if contained else "uncontained",
         reason=_reason(obs, result, driven.left_out, contained),
         retryable=obs.retryable and contained,
         cost_usd=obs.cost_usd, cost_known=obs.cost_usd is not None,
         outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count,
-        served_model=obs.served_model, claude_code_version=obs.claude_code_version,
+        served_model=obs.served_model, served_message_id=obs.served_message_id,
+        claude_code_version=obs.claude_code_version,
         api_error_status=obs.api_error_status, exit_status=result.exit_status,
         end=result.end, duration_s=round(result.duration_s, 3), lines=result.lines,
         network=ctx.network, egress=egress,

@@ -2,9 +2,12 @@
 
 Two budgets, each optional (docs/batch.md, "Budgets"):
 
-* cost, ``--max-cost-cents N``: the batch's whole spend, every attempt of every
-  invocation (RC-14's figure), plus a projection for each session in flight
-  and for the one about to start, must not be able to pass ``N``. The
+* cost, ``--max-cost-cents N``: the batch's realized spend (every attempt of every
+  invocation, RC-14's figure, and the priced provider requests of the sessions in
+  flight, `campaign.supervisor._spend.BatchSpend`), plus a projection for each
+  session in flight and for the one about to start, must not be able to pass ``N``.
+  Each session's provider gateway also refuses new requests once the realized spend
+  reaches ``N`` (the session ends ``budget-stopped``). The
   projection of one session is the largest cost of one attempt so far, or
   ``--est-session-cents`` while that is larger (or nothing is known yet).
 * wall, ``--max-wall D``: this invocation's elapsed seconds plus the longest
@@ -42,7 +45,8 @@ class BudgetVerdict:
             limit = f"{self.limit:g} cent{'' if self.limit == 1 else 's'}"
             if self.used >= self.limit:
                 return (f"the cost budget of {limit} is spent: {self.used:.2f} cents spent "
-                        "over every attempt of the batch")
+                        "over every attempt of the batch and the requests of the sessions "
+                        "in flight")
             return (f"the cost budget of {limit} could be passed: "
                     f"{self.used:.2f} cents spent, {self.projection:g} projected per session "
                     "in flight and for the next one")
@@ -68,7 +72,8 @@ class Budgets:
         """Whether one more session may start now; None = yes.
 
         Args:
-            spent_usd: Every known attempt cost of the batch so far, USD.
+            spent_usd: The realized spend so far, USD: every known attempt cost of the
+                batch and the priced requests of the sessions in flight.
             largest_attempt_usd: The largest known cost of one attempt, USD; None before any.
             in_flight: Sessions running now (they will finish and spend).
             elapsed_s: Seconds since this invocation began.

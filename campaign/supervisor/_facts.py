@@ -7,12 +7,17 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from campaign.supervisor._outcome import AttemptOutcome
+from campaign.supervisor._outcome import AttemptOutcome, gated
 from campaign.supervisor._streams import StreamKeeper
 from recorder import SessionState, StreamObserver, observed_calls
 from sandbox import EMPTY_TIMEOUT_S, LimitHit, format_bytes
+
+if TYPE_CHECKING:
+    from sandbox.gateway import Gateway
+
+    from ._gate import AttemptGate
 
 LIMIT_FLAGS: Final = {"processes": "--max-processes", "memory": "--max-memory",
                       "tmp": "--max-tmp", "writes": "--max-writes",
@@ -39,6 +44,10 @@ class Progress:
     uncontained: str | None = None
     """The ``uncontained`` reason once the sandbox's end found a process outliving the
     cgroup kill (`uncontained_reason`): a stopped attempt is then written ``uncontained``."""
+    gate: AttemptGate | None = None
+    gateway: Gateway | None = None
+    """The attempt's provider gateway once opened, and its gate: a stopped attempt keeps
+    their counts (its requests are in the ledger already) and its served model."""
 
     def stopped(self, batch: Path, *, state: SessionState, reason: str, retryable: bool,
                 counts: bool = True) -> AttemptOutcome:
@@ -49,12 +58,16 @@ class Progress:
         if self.keeper is not None:
             stopped = replace(stopped, stream=self.keeper.path.relative_to(batch).as_posix(),
                               stream_bytes=self.keeper.bytes_in)
+        if self.gate is not None and self.gateway is not None:
+            stopped = gated(stopped, self.gate, self.gateway)
         if self.observer is None or self.workspace is None or self.manifest is None:
             return stopped
         obs = self.observer.finish(end="exited", exit_status=None, tail=None)
         calls = observed_calls(obs.calls, workspace=self.workspace, inside=self.inside,
                                manifest=self.manifest) if obs.calls else None
-        return replace(stopped, lines=obs.lines, served_model=obs.served_model,
+        served = (self.gate.served_model(obs.served_message_id)
+                  if self.gate is not None else None) or obs.served_model
+        return replace(stopped, lines=obs.lines, served_model=served,
                        claude_code_version=obs.claude_code_version,
                        outside_paths=len(obs.outside_paths), anomalies=obs.anomaly_count,
                        anomaly_lines=obs.anomalies, orphan_results=obs.orphan_results,

@@ -7,9 +7,11 @@ scale). Each worker runs a session's attempts: a retryable state is tried
 again, at most ``retries`` further times in this invocation, after an
 exponential backoff with jitter; refusals never retry, and an attempt ended by
 the runner stopping does not count. Before every attempt the budgets are
-asked (`Budgets`); once one says stop, no session starts and those in flight
-finish, except at a ``--hard-wall``: at ``--max-wall`` those in flight are
-cancelled as a signal cancels them (written ``killed``, exit 3).
+asked (`Budgets`), over the batch's realized spend (`BatchSpend`: every
+attempt's cost and the priced provider requests of the sessions in flight, which
+their gateways also hold to ``--max-cost-cents``); once one says stop, no session
+starts and those in flight finish, except at a ``--hard-wall``: at ``--max-wall``
+those in flight are cancelled as a signal cancels them (written ``killed``, exit 3).
 SIGINT/SIGTERM stop the batch: no session starts, those in flight are
 cancelled (the driver reaps each within its bounded grace and the attempt is
 written ``killed``), transcripts are rendered, and the outcome names the
@@ -36,6 +38,7 @@ from ._budget import Budgets, BudgetVerdict
 from ._heap import TRIM_EVERY_S, give_back_heap
 from ._progress import BatchOutcome, InFlight, LiveStatistics, NoView, View
 from ._session import AttemptRunner, BatchContext, run_attempt
+from ._spend import BatchSpend
 from ._writes import HostWriteRefused, refused_write, write_remedy
 
 if TYPE_CHECKING:
@@ -103,9 +106,14 @@ class Supervisor:
         self._wall_cancelled = False
         """``--hard-wall`` cancelled the sessions in flight at ``--max-wall``."""
         self._remedy: str | None = None
+        self._login_failures = 0
+        self._login_failure: str | None = None
+        """The first login the gateway could not use this invocation (the ending says it)."""
         """What the user does about a refused write (free space, make it writable)."""
         self._work: anyio.CancelScope | None = None
         self._rng = random.Random()
+        self.spend = BatchSpend(journal.fold, max_cost_cents=limits.budgets.max_cost_cents)
+        """The batch's realized spend, shared by every attempt's provider gateway."""
         self.children = LiveChildren()
         """Every child its sessions spawned that is not reaped yet (what a second signal
         kills); current while `run` runs, so each spawn under it joins."""
@@ -196,7 +204,8 @@ class Supervisor:
             self._in_flight[key] = InFlight(key, attempt, time.monotonic())
             try:
                 record = await self._run_attempt(spec, attempt, self.ctx, self.journal,
-                                           why_stopped=self._why_stopped)
+                                                 why_stopped=self._why_stopped,
+                                                 spend=self.spend)
             except HostWriteRefused as exc:
                 self._refused(exc.what, exc.error)
                 return
@@ -205,7 +214,15 @@ class Supervisor:
                 took = time.monotonic() - flight.started_s
                 self._longest_s = max(self._longest_s or 0.0, took)
             self._finals += 1
+            if record.gateway is not None and record.gateway.login_failure is not None:
+                self._login_failures += 1
+                self._login_failure = self._login_failure or record.gateway.login_failure
             self.view.attempt_ended(record, self.statistics())
+            if record.state == "budget-stopped":
+                # Its gateway refused it for the cost budget: the batch's realized spend has
+                # reached it, so no session starts (a budget stop, exit 3; resume reruns it).
+                await self._budget_allows()
+                return
             if is_recorded(record.state) or not record.retryable or not record.counts:
                 return
             if retries_here >= self.limits.retries or self._stop_reason is not None:
@@ -226,7 +243,7 @@ class Supervisor:
     async def _budget_allows(self) -> bool:
         fold = self.journal.fold
         verdict = self.limits.budgets.check(
-            spent_usd=fold.spend_usd, largest_attempt_usd=fold.largest_attempt_usd,
+            spent_usd=self.spend.usd(), largest_attempt_usd=fold.largest_attempt_usd,
             in_flight=len(self._in_flight), elapsed_s=time.monotonic() - self._started_s,
             longest_session_s=self._longest_s)
         if verdict is None:
@@ -391,7 +408,8 @@ class Supervisor:
             detail=self._stop_detail or self._done_detail(),
             signal=self._signal, outstanding=len(fold.outstanding()), recorded=recorded,
             budget_stopped=self._budget_hit, write_refused=self._write_refused,
-            remedy=self._remedy or "")
+            remedy=self._remedy or "", login_failures=self._login_failures,
+            login_failure=self._login_failure)
 
 
 def _first_error(exc: BaseException) -> BaseException | None:

@@ -7,7 +7,7 @@ it into the ledger's `FinalRecord` (docs/batch.md "The ledger"), by name, field 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from campaign.batch import (
     AnomalyLine,
     EgressCounts,
     FinalRecord,
+    GatewayCounts,
     InitPolicyRecord,
     OrphanResultLine,
     UnreadArtifact,
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
         UnreadFile,
     )
     from sandbox import LimitName, NetworkMode
+    from sandbox.gateway import Gateway
 
+    from ._gate import AttemptGate
     from ._spec import SessionSpec
 
 
@@ -55,6 +58,10 @@ class AttemptOutcome:
     outside_paths: int = 0
     anomalies: int = 0
     served_model: str | None = None
+    """The served model: the provider gateway's row for the final message (`gated`), else
+    the stream's ``message.model`` of the last main-thread assistant line."""
+    served_message_id: str | None = None
+    """``message.id`` of the stream's last main-thread assistant line (the row's key)."""
     claude_code_version: str | None = None
     api_error_status: int | None = None
     exit_status: int | None = None
@@ -64,6 +71,9 @@ class AttemptOutcome:
     network: NetworkMode | None = None
     egress: EgressCounts | None = None
     """The egress proxy's counts once the harness has exited (None: ``--network host``)."""
+    gateway: GatewayCounts | None = None
+    """The provider gateway's counts and priced cost once every request has ended (`gated`);
+    None when the attempt never had a gateway (refused before it opened)."""
     limit: LimitName | None = None
     event: Event | None = None
     calls: tuple[Call, ...] | None = None
@@ -95,7 +105,8 @@ def final_record(outcome: AttemptOutcome, spec: SessionSpec, *, attempt: int, in
         served_model=outcome.served_model, claude_code_version=outcome.claude_code_version,
         api_error_status=outcome.api_error_status, exit_status=outcome.exit_status,
         end=outcome.end, duration_s=outcome.duration_s, lines=outcome.lines,
-        network=outcome.network, egress=outcome.egress, limit=outcome.limit,
+        network=outcome.network, egress=outcome.egress, gateway=outcome.gateway,
+        limit=outcome.limit,
         event=outcome.event, calls=None if outcome.calls is None else list(outcome.calls),
         anomaly_lines=[AnomalyLine.of(a) for a in outcome.anomaly_lines] or None,
         orphan_results=[OrphanResultLine.of(o) for o in outcome.orphan_results] or None,
@@ -106,3 +117,12 @@ def final_record(outcome: AttemptOutcome, spec: SessionSpec, *, attempt: int, in
         init_policy=None if policy is None else InitPolicyRecord.of(policy),
         unknown_init_keys=list(outcome.unknown_init_keys) or None,
     )
+
+
+def gated(outcome: AttemptOutcome, gate: AttemptGate, gateway: Gateway) -> AttemptOutcome:
+    """``outcome`` with its provider gateway's final counts (``gateway``), once every request
+    has ended, and its served model from the provider's own metadata: the model of the row
+    whose ``message_id`` is the stream's last main-thread assistant line's ``message.id``;
+    the stream's ``message.model`` when no row carries that id."""
+    served = gate.served_model(outcome.served_message_id) or outcome.served_model
+    return replace(outcome, gateway=gate.counts(gateway.stats()), served_model=served)

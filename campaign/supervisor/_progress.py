@@ -68,6 +68,11 @@ class BatchOutcome:
     """The host refused a write (disk full, quota, read-only)."""
     remedy: str = ""
     """For a refused write, what to do before ``resume`` (e.g. ``free space on ...``)."""
+    login_failures: int = 0
+    """Attempts of this invocation whose provider gateway could not use the host's login
+    (each ended ``harness-error``, not retried)."""
+    login_failure: str | None = None
+    """The first of them's reason, as the gateway gave it (how to log in again)."""
 
 
 class View(Protocol):

@@ -43,7 +43,7 @@ from campaign.supervisor._attempt import (
     prepare_attempt,
 )
 from campaign.supervisor._facts import Progress
-from campaign.supervisor._outcome import AttemptOutcome, final_record
+from campaign.supervisor._outcome import AttemptOutcome, final_record, gated
 from campaign.supervisor._staging import Staged, keep, sealed_extent, staged
 from campaign.supervisor._streams import FINAL_TEXT_NAME, STREAM_NAME, StreamKeeper
 from campaign.supervisor._writes import HostWriteRefused as HostWriteRefused
@@ -55,7 +55,6 @@ from sandbox import (
     DEFAULT_LIMITS,
     DEFAULT_WRITE_BYTES,
     ConfinementUnavailable,
-    Credentials,
     EgressProxy,
     HostLayout,
     Limits,
@@ -69,13 +68,28 @@ from sandbox import (
     session_config_dir,
     session_pool,
 )
+from sandbox.gateway import Gateway, SpendGate, Upstream, open_gateway
+
+from ._gate import AttemptGate, AttemptRef, Prices, ProductPrices
+from ._spend import BatchSpend
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
+    from contextlib import AbstractAsyncContextManager
 
     from campaign.batch import Journal
 
     from ._spec import SessionSpec
+
+
+class GatewayOpener(Protocol):
+    """Opens one session's provider gateway (`sandbox.gateway.open_gateway` is the real
+    one; a test passes a fake that needs no listener)."""
+
+    def __call__(self, upstream: Upstream, gate: SpendGate, *,
+                 max_connections: int | None = None) -> AbstractAsyncContextManager[Gateway]:
+        """A context whose value is the session's `Gateway`, listening until exit."""
+        ...
 
 
 
@@ -89,8 +103,6 @@ class BatchContext:
     harness_path: Path
     """Host path of the harness executable (resolved, bound read-only at HARNESS_MOUNT)."""
     bwrap: str
-    credentials: Credentials
-    provider_url: str | None
     layout: HostLayout
     session_timeout_s: float
     watchdog_s: float
@@ -101,6 +113,14 @@ class BatchContext:
     """Where every session sees its workspace (``--workspace-path``; RC-02, blind sessions)."""
     sessions: ResolvedSessions
     """Each probe and arm the batch may run, resolved once (`campaign.seal.resolve_sessions`)."""
+    upstream: Upstream
+    """The batch's one way to the provider (`sandbox.gateway.open_upstream`): the one holder
+    of the host's credential, outside every sandbox; each attempt's gateway forwards
+    through it (RC-03)."""
+    open_gateway: GatewayOpener = open_gateway
+    """Opens each attempt's gateway (a test passes a fake)."""
+    prices: Prices = field(default_factory=ProductPrices)
+    """The price table each attempt's gateway rows are priced with (RC-14)."""
     host_skill_dirs: tuple[Path, ...] = ()
     produced_extra: tuple[str, ...] = ()
     discard_workspaces: bool = False
@@ -140,18 +160,27 @@ class AttemptRunner(Protocol):
     is the real one; the supervisor takes any, so its tests pass a fake)."""
 
     async def __call__(self, spec: SessionSpec, attempt: int, ctx: BatchContext,
-                       journal: Journal, *, why_stopped: Callable[[], str]) -> FinalRecord:
+                       journal: Journal, *, why_stopped: Callable[[], str],
+                       spend: BatchSpend) -> FinalRecord:
         """Run attempt ``attempt`` of ``spec``, as `run_attempt` says."""
         ...
 
 
 async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
                       journal: Journal, *,
-                      why_stopped: Callable[[], str] = lambda: "a signal") -> FinalRecord:
+                      why_stopped: Callable[[], str] = lambda: "a signal",
+                      spend: BatchSpend | None = None) -> FinalRecord:
     """Run attempt ``attempt`` of ``spec`` and write its two ledger records.
 
-    **Cancellation:** the harness is reaped by the driver, the credentials
-    copy is removed, the attempt is written as ``killed`` (reason: the runner
+    The attempt's provider gateway (`BatchContext.open_gateway`) is its only provider: its
+    requests are held to ``spend``'s budget (the batch's realized spend, shared by every
+    attempt; None: a spend of its own with no budget), each written as a ``request``
+    record as its response ends, before the final record, which carries the gateway's
+    counts (``gateway``). Until that final record is folded, the attempt's priced requests
+    count in ``spend``; from then on the fold's cost does.
+
+    **Cancellation:** the harness is reaped by the driver, the gateway closed,
+    the config directory removed, the attempt is written as ``killed`` (reason: the runner
     stopped, and ``why_stopped()``: a signal, a refused write; it does not
     count against ``--retries``), and the cancellation propagates. A sandbox
     whose cgroup did not empty is written ``uncontained`` instead (an outcome:
@@ -168,6 +197,22 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
                           session=spec.session)
     started = utc_now()
     progress = Progress()
+    spend = spend or BatchSpend(journal.fold)
+    try:
+        return await _attempt_recorded(spec, attempt, ctx, journal, paths=paths,
+                                       started=started, progress=progress, spend=spend,
+                                       why_stopped=why_stopped)
+    finally:  # its final record is folded (or it has none): the fold holds its cost now
+        spend.settled(spec.key, attempt)
+
+
+async def _attempt_recorded(spec: SessionSpec, attempt: int, ctx: BatchContext,
+                            journal: Journal, *, paths: SessionPaths, started: str,
+                            progress: Progress, spend: BatchSpend,
+                            why_stopped: Callable[[], str]) -> FinalRecord:
+    """`run_attempt`'s two records around the attempt itself (`_attempt`)."""
+    gate = AttemptGate(AttemptRef(spec.key, spec.repetition, attempt, ctx.invocation),
+                       spend=spend, journal=journal, prices=ctx.prices)
     with host_writes("the ledger"):
         await journal.record(StartedRecord(
             arm=spec.arm.arm, probe=spec.probe.id, session=spec.session,
@@ -175,7 +220,7 @@ async def run_attempt(spec: SessionSpec, attempt: int, ctx: BatchContext,
             position=spec.position, at=started))
     try:
         with host_writes("the session's workspace"):
-            record = await _attempt(spec, attempt, ctx, paths, started, progress)
+            record = await _attempt(spec, attempt, ctx, paths, started, progress, gate)
     except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
         # The runner is stopping (a signal, a refused write): the attempt ends killed, with
         # what it observed until then. Any other exception is a bug: it propagates (exit 1),
@@ -214,7 +259,7 @@ def _discard(workspace: Path) -> None:
 
 
 async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: SessionPaths,
-                   started: str, progress: Progress) -> FinalRecord:
+                   started: str, progress: Progress, gate: AttemptGate) -> FinalRecord:
     def fresh() -> None:
         # A retry starts from a fresh seal: only the earlier attempts' kept streams stay.
         paths.root.mkdir(parents=True, exist_ok=True)
@@ -251,12 +296,20 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Se
             # spends nothing.
             async with lease_user(ctx.session_pool) as user:
                 owner = (user.uid, user.gid) if user else None
-                async with open_session_egress(ctx.network, ctx.provider_url, owner=owner,
-                                               max_connections=ctx.limits.connections,
-                                               directory=stage.egress_dir) as egress:
-                    outcome = await _drive(spec, ctx, paths, sealed.manifest, user=user,
-                                           egress=egress, keeper=keeper, progress=progress,
-                                           stage=stage)
+                # The session's only provider, outside its sandbox (RC-03): its egress allows
+                # the gateway's loopback address and nothing else (RC-02).
+                async with _session_gateway(ctx, gate) as gateway:
+                    progress.gate, progress.gateway = gate, gateway
+                    async with open_session_egress(ctx.network, gateway.base_url, owner=owner,
+                                                   max_connections=ctx.limits.connections,
+                                                   directory=stage.egress_dir) as egress:
+                        outcome = await _drive(spec, ctx, paths, sealed.manifest, user=user,
+                                               egress=egress, gateway=gateway, gate=gate,
+                                               keeper=keeper, progress=progress, stage=stage)
+                # Every request has ended and is in the ledger: the final counts.
+                outcome = gated(outcome, gate, gateway)
+                if gate.write_error is not None:
+                    raise HostWriteRefused("the ledger", gate.write_error)
     except SessionUserUnusable as exc:  # no user could be leased (the drive maps its own)
         outcome = _refused_confinement(exc)
     except ConfinementUnavailable as exc:  # no store could be made
@@ -279,15 +332,36 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Se
                         started=started)
 
 
+@contextlib.asynccontextmanager
+async def _session_gateway(ctx: BatchContext, gate: AttemptGate) -> AsyncIterator[Gateway]:
+    """The attempt's provider gateway (`BatchContext.open_gateway`), open for the block.
+
+    Raises:
+        ConfinementUnavailable: its listener could not be bound on host loopback: without
+            its gateway the session has no provider but a credential it may not hold
+            (RC-03), so it is refused before anything runs.
+    """
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            gateway = await stack.enter_async_context(ctx.open_gateway(
+                ctx.upstream, gate, max_connections=ctx.limits.connections))
+        except OSError as exc:
+            raise ConfinementUnavailable(
+                f"the session's provider gateway could not listen on host loopback "
+                f"({exc.strerror or exc})", "free a loopback port, or check what holds "
+                "127.0.0.1 (`headwater-campaign doctor` checks the gateway)") from exc
+        yield gateway
+
+
 async def _drive(spec: SessionSpec, ctx: BatchContext, paths: SessionPaths,
                  manifest: dict[str, str], *, user: SessionUser | None,
-                 egress: EgressProxy | None, keeper: StreamKeeper | None, progress: Progress,
+                 egress: EgressProxy | None, gateway: Gateway, gate: AttemptGate,
+                 keeper: StreamKeeper | None, progress: Progress,
                  stage: Staged) -> AttemptOutcome:
     """Prepare, run and conclude the drive of one sealed attempt (`._attempt`)."""
-    with session_config_dir(ctx.credentials, name=SESSION_LABEL, owner=user,
-                            path=stage.config_dir) as cfg:
+    with session_config_dir(name=SESSION_LABEL, owner=user, path=stage.config_dir) as cfg:
         prepared = prepare_attempt(spec, ctx, stage=stage, config_dir=cfg, user=user,
-                                   egress=egress, keeper=keeper)
+                                   egress=egress, gateway=gateway, keeper=keeper)
         progress.observer, progress.inside = prepared.observer, ctx.workspace_path
         try:  # a refusal before the spawn has spent nothing
             driven = await drive_attempt(prepared, ctx, paths=paths, stage=stage,
@@ -300,7 +374,7 @@ async def _drive(spec: SessionSpec, ctx: BatchContext, paths: SessionPaths,
         checker_tail=paths.root / "checker.stderr.tail", manifest=manifest,
         policy=prepared.policy, hit=hit,
         egress=None if egress is None else _counts(egress),  # the harness has exited: final
-        user=user)
+        user=user, verdict=gate.verdict(gateway.stats()))
 
 
 def _counts(egress: EgressProxy) -> EgressCounts:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Final
 
 from .._argv import HARNESS_MOUNT
 from .._capture import Run, capture
-from .._config import Credentials
 from .._env import session_environment
 from .._errors import SpawnFailed
 from .._sync import run_sync
@@ -56,9 +55,9 @@ def probe_spec(
     """
 
     def env(dirs: ConfinedDirs) -> Mapping[str, str]:
-        return session_environment(config_dir=dirs.config_dir, log_dir=dirs.log_dir,
-                                   provider_url=provider_url,
-                                   credentials=Credentials(None, None, api_key))  # fmt: skip
+        return session_environment(
+            config_dir=dirs.config_dir, log_dir=dirs.log_dir, provider_url=provider_url,
+            provider_key=None if api_key is None else ("ANTHROPIC_API_KEY", api_key))
 
     return ConfinedSpec(command=list(command), executable=executable, mount=HARNESS_MOUNT,
                         network="host", env=env, bwrap=bwrap, layout=layout, user=user,

@@ -103,5 +103,6 @@ def test_the_corpus_given_both_ways_must_be_the_same(capsys: pytest.CaptureFixtu
 def test_resume_keeps_what_it_was_not_given() -> None:
     args = parse_command(["resume", "B"]).args
     assert dataclasses.asdict(args) == {
-        "batch": Path("B"), "corpus": None, "retries": None, "max_cost_cents": None,
-        "est_session_cents": None, "max_wall_s": None, "hard_wall": None}
+        "batch": Path("B"), "corpus": None, "provider_ca": None, "retries": None,
+        "max_cost_cents": None, "est_session_cents": None, "max_wall_s": None,
+        "hard_wall": None}

@@ -39,3 +39,20 @@ def test_a_batch_on_a_release_the_census_does_not_cover_ends_with_a_warning() ->
                            "(2 attempts)")
     assert "not a release number" in text  # the forged one, on the same line
     assert text.count("\n") == 1
+
+
+def test_a_login_the_gateway_could_not_use_ends_with_how_to_log_in_again() -> None:
+    import io
+
+    from rich.console import Console
+
+    from campaign.cli._ending import print_login_failure
+
+    err = Console(file=io.StringIO(), width=400, color_system=None)
+    print_login_failure(err, 2, "the host's login expired\nat noon")
+    assert isinstance(err.file, io.StringIO)
+    text = err.file.getvalue()
+    assert text.startswith("warning: 2 sessions ended harness-error because the provider "
+                           "gateway could not use the host's login (the host's login expired")
+    assert "not retried" in text and "log in again" in text and "--api-key-env" in text
+    assert text.count("\n") == 1  # the gateway's words made one line

@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import anyio
 import pytest
@@ -47,6 +48,7 @@ from sandbox import CONFIG_ROOT, Credentials, session_pool
 from sandbox._errors import ContainmentUnavailable
 from sandbox._layout import measure_host_layout
 from sandbox._owner import runner_tag
+from sandbox.gateway import Upstream, open_upstream
 from sandbox.storage import STORE_ROOT
 from tests.integration import kit
 
@@ -123,6 +125,9 @@ class Watch:
 class Setup:
     root: Path
     ctx: BatchContext
+    """Its ``upstream`` is opened per run (`_run`), over ``provider_url`` and ``credentials``."""
+    provider_url: str
+    credentials: Credentials
 
 
 @pytest.fixture
@@ -142,12 +147,13 @@ def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
             ctx = BatchContext(
                 batch=root / "batch", corpus=corpus, plan=plan, sessions=sessions,
                 harness_path=harness, bwrap=bwrap,
-                credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY),
-                provider_url=provider.url, layout=measure_host_layout(),
+                upstream=cast(Upstream, None),  # opened per run: _run
+                layout=measure_host_layout(),
                 session_timeout_s=120.0, watchdog_s=60.0, post_result_grace_s=30.0, invocation=1,
                 workspace_path="/workspace/corpus",
             )  # fmt: skip
-            yield Setup(root, ctx)
+            yield Setup(root, ctx, provider.url,
+                        Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY))
 
 
 def _spec(setup: Setup, probe: str, session: str = "s1") -> SessionSpec:
@@ -172,9 +178,11 @@ def _prefix(probe: str, session: str = "s1") -> str:
 
 async def _run(setup: Setup, spec: SessionSpec, ctx: BatchContext | None = None) -> str:
     context = ctx or setup.ctx
-    with Journal(setup.root / "batch", context.plan, planned=(), network="host",
-                 provider_note="Provider: scripted.") as journal:
-        record = await run_attempt(spec, 1, context, journal)
+    async with open_upstream(setup.provider_url, setup.credentials) as upstream:
+        context = dataclasses.replace(context, upstream=upstream)
+        with Journal(setup.root / "batch", context.plan, planned=(), network="host",
+                     provider_note="Provider: scripted.") as journal:
+            record = await run_attempt(spec, 1, context, journal)
     return record.state
 
 

@@ -79,44 +79,36 @@ def test_host_credentials_missing_file_names_it(tmp_path: Path) -> None:
         host_credentials(api_key_env=None, environ={}, host_config_dir=tmp_path)
 
 
-def test_session_config_dir_is_private_named_by_pid_and_holds_a_0600_copy(
+def test_session_config_dir_is_private_named_by_pid_and_holds_no_credentials(
     tmp_path: Path, creds_file: Credentials
 ) -> None:
+    # RC-03 with the provider gateway: the host's login stays with the batch's gateway;
+    # a session's config directory starts empty even when the host's credential is a file.
     root = tmp_path / "var" / "cfg"  # missing: created 0711 (search, no listing)
-    with session_config_dir(creds_file, name="p1-r1", root=root) as path:
+    assert creds_file.credentials_file is not None and creds_file.credentials_file.is_file()
+    with session_config_dir(name="p1-r1", root=root) as path:
         assert path.parent == root
         assert path.is_absolute()
         assert re.fullmatch(rf"{re.escape(runner_tag())}-p1-r1-.+", path.name)
         assert _mode(root) == 0o711
         assert _mode(path) == 0o700
-        copy = path / ".credentials.json"
-        assert copy.read_bytes() == CREDS_JSON
-        assert _mode(copy) == 0o600
-        assert sorted(p.name for p in path.iterdir()) == [".credentials.json"]
+        assert list(path.iterdir()) == []
     assert not path.exists()
 
 
-def test_session_config_dir_with_api_key_starts_empty(tmp_path: Path) -> None:
-    creds = Credentials(credentials_file=None, api_key_env="HW_KEY", api_key=SECRET)
-    with session_config_dir(creds, name="s", root=tmp_path) as path:
-        assert list(path.iterdir()) == []
-
-
-def test_session_config_dirs_are_distinct(tmp_path: Path, creds_file: Credentials) -> None:
+def test_session_config_dirs_are_distinct(tmp_path: Path) -> None:
     with (
-        session_config_dir(creds_file, name="s", root=tmp_path) as one,
-        session_config_dir(creds_file, name="s", root=tmp_path) as two,
+        session_config_dir(name="s", root=tmp_path) as one,
+        session_config_dir(name="s", root=tmp_path) as two,
     ):
         assert one != two
 
 
-def test_session_config_dir_is_removed_after_an_exception(
-    tmp_path: Path, creds_file: Credentials
-) -> None:
+def test_session_config_dir_is_removed_after_an_exception(tmp_path: Path) -> None:
     seen: list[Path] = []
 
     def session() -> None:
-        with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+        with session_config_dir(name="s", root=tmp_path) as path:
             seen.append(path)
             (path / "projects").mkdir()
             (path / "projects" / "log.jsonl").write_text("{}\n")
@@ -129,39 +121,31 @@ def test_session_config_dir_is_removed_after_an_exception(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_session_config_dir_is_removed_after_keyboard_interrupt(
-    tmp_path: Path, creds_file: Credentials
-) -> None:
-    with pytest.raises(KeyboardInterrupt), session_config_dir(creds_file, name="s", root=tmp_path):
+def test_session_config_dir_is_removed_after_keyboard_interrupt(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt), session_config_dir(name="s", root=tmp_path):
         raise KeyboardInterrupt
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.anyio
-async def test_session_config_dir_is_removed_on_cancellation(
-    tmp_path: Path, creds_file: Credentials
-) -> None:
+async def test_session_config_dir_is_removed_on_cancellation(tmp_path: Path) -> None:
     seen: list[Path] = []
     with anyio.move_on_after(0.05) as scope:
-        with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+        with session_config_dir(name="s", root=tmp_path) as path:
             seen.append(path)
             await anyio.sleep(10)
     assert scope.cancelled_caught
     assert not seen[0].exists()
 
 
-def test_session_config_dir_tolerates_a_dir_already_removed(
-    tmp_path: Path, creds_file: Credentials
-) -> None:
-    with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+def test_session_config_dir_tolerates_a_dir_already_removed(tmp_path: Path) -> None:
+    with session_config_dir(name="s", root=tmp_path) as path:
         shutil.rmtree(path)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_session_config_dir_removes_what_the_session_locked_down(
-    tmp_path: Path, creds_file: Credentials
-) -> None:
-    with session_config_dir(creds_file, name="s", root=tmp_path) as path:
+def test_session_config_dir_removes_what_the_session_locked_down(tmp_path: Path) -> None:
+    with session_config_dir(name="s", root=tmp_path) as path:
         locked = path / "locked"
         (locked / "inner").mkdir(parents=True)
         (locked / "inner" / "f").write_text("x")
@@ -170,26 +154,13 @@ def test_session_config_dir_removes_what_the_session_locked_down(
 
 
 @pytest.mark.parametrize("name", ["", "a/b", "a\x00b"])
-def test_session_config_dir_rejects_bad_names(
-    tmp_path: Path, creds_file: Credentials, name: str
-) -> None:
+def test_session_config_dir_rejects_bad_names(tmp_path: Path, name: str) -> None:
     with (
         pytest.raises(ValueError, match="name"),
-        session_config_dir(creds_file, name=name, root=tmp_path),
+        session_config_dir(name=name, root=tmp_path),
     ):
         pass
     assert list(tmp_path.iterdir()) == []
-
-
-def test_session_config_dir_copy_failure_leaves_nothing(tmp_path: Path) -> None:
-    creds = Credentials(credentials_file=tmp_path / "gone.json", api_key_env=None, api_key=None)
-    root = tmp_path / "cfg"
-    with (
-        pytest.raises(CredentialsMissing, match=r"gone\.json"),
-        session_config_dir(creds, name="s", root=root),
-    ):
-        pass
-    assert list(root.iterdir()) == []
 
 
 def _dead_pid() -> int:
@@ -225,20 +196,17 @@ def test_an_older_0700_root_becomes_0711(tmp_path: Path) -> None:
     root = tmp_path / "cfg"
     root.mkdir(mode=0o700)
     root.chmod(0o700)
-    with session_config_dir(Credentials(None, None, "k"), name="s", root=root):
+    with session_config_dir(name="s", root=root):
         assert _mode(root) == 0o711
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
-def test_session_config_dir_with_an_owner_hands_dir_and_copy_to_it(
-    tmp_path: Path, creds_file: Credentials
-) -> None:
-    """A root runner's session user owns its config dir (0700) and credentials copy (0600)."""
+def test_session_config_dir_with_an_owner_hands_the_dir_to_it(tmp_path: Path) -> None:
+    """A root runner's session user owns its config dir (0700), which holds nothing."""
     owner = SessionUser("someone", 54321, 54322)
-    with session_config_dir(creds_file, name="s", root=tmp_path / "cfg", owner=owner) as path:
-        copy = path / ".credentials.json"
+    with session_config_dir(name="s", root=tmp_path / "cfg", owner=owner) as path:
         assert (path.stat().st_uid, path.stat().st_gid, _mode(path)) == (54321, 54322, 0o700)
-        assert (copy.stat().st_uid, copy.stat().st_gid, _mode(copy)) == (54321, 54322, 0o600)
+        assert list(path.iterdir()) == []
     assert not path.exists()
 
 

@@ -14,7 +14,6 @@ import pytest
 
 from sandbox import (
     HARNESS_MOUNT,
-    host_credentials,
     measure_host_layout,
     session_config_dir,
     session_environment,
@@ -24,7 +23,8 @@ from sandbox.checks._probes import run_confined
 from sandbox.confined import ConfinedSpec
 from sandbox.users import session_user
 
-SECRET = "sk-ant-test-real-bwrap-3f9d0a71"
+SECRET = "placeholder-real-bwrap-3f9d0a71"
+"""What a session is given as its key (a gateway's placeholder): set, and off bwrap's argv."""
 CANARY = "HW_PARENT_CANARY"
 PROVIDER = "http://127.0.0.1:8765"
 SCRIPT = r"""
@@ -56,7 +56,6 @@ def test_session_under_real_bwrap_sees_only_rc03_env_and_rc02_mounts(
     bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CANARY, "parent-value-must-not-leak")
-    monkeypatch.setenv("HW_TEST_KEY", SECRET)
     host_home = Path.home().resolve()
     workspace, log_dir, other = tmp_path / "ws", tmp_path / "log", tmp_path / "other-session"
     for path in (workspace, log_dir, other):
@@ -67,13 +66,13 @@ def test_session_under_real_bwrap_sees_only_rc03_env_and_rc02_mounts(
     harness.chmod(0o755)
     assert not str(workspace).startswith(str(host_home) + "/")
 
-    credentials = host_credentials(api_key_env="HW_TEST_KEY", environ=os.environ)
     with (
-        session_config_dir(credentials, name="real", root=tmp_path / "cfg") as config_dir,
-        session_config_dir(credentials, name="neighbour", root=tmp_path / "cfg") as neighbour,
+        session_config_dir(name="real", root=tmp_path / "cfg") as config_dir,
+        session_config_dir(name="neighbour", root=tmp_path / "cfg") as neighbour,
     ):
         env = session_environment(
-            config_dir=config_dir, log_dir=log_dir, provider_url=PROVIDER, credentials=credentials
+            config_dir=config_dir, log_dir=log_dir, provider_url=PROVIDER,
+            provider_key=("ANTHROPIC_API_KEY", SECRET),
         )
         spec = ConfinedSpec(
             command=["/bin/sh", "-c", SCRIPT, "sh", str(host_home), str(other), str(neighbour),

@@ -27,6 +27,7 @@ from campaign.plan._plan import compose_plan
 from campaign.seal import resolve_sessions
 from campaign.supervisor._attempt import Driven, conclude_attempt, prepare_attempt
 from campaign.supervisor._facts import Progress
+from campaign.supervisor._gate import GateVerdict
 from campaign.supervisor._outcome import AttemptOutcome
 from campaign.supervisor._session import BatchContext
 from campaign.supervisor._spec import SessionSpec, session_order
@@ -44,18 +45,23 @@ from recorder.transcript import Call
 from sandbox import (
     CONFIG_MOUNT,
     DEFAULT_WRITE_BYTES,
-    Credentials,
     LimitHit,
     measure_host_layout,
 )
+from sandbox.gateway import Gateway, Upstream
 from sandbox.storage import SessionStore, file_size_limit
 from tests.campaign.corpora import doc, probe_doc, probe_yml, write_files
+from tests.fakes import FakeGateway, FakeUpstream
 from tests.recorder.test_transform import POLICY, WS, init, tool_result, tool_use
 
 pytestmark = pytest.mark.anyio
 PROBE = "HW-PRB-0001"
 INSIDE = "/workspace/corpus"
 DIGEST = "sha256:" + "ab" * 32
+GATEWAY = cast(Gateway, FakeGateway(base_url="http://127.0.0.1:40001",
+                                    placeholder="placeholder-1",
+                                    key_variable="ANTHROPIC_AUTH_TOKEN"))
+"""A session's gateway for a host login: its placeholder is a bearer token."""
 
 
 @pytest.fixture
@@ -69,14 +75,11 @@ def ctx(tmp_path: Path) -> BatchContext:
     corpus = load_corpus(root)
     plan = compose_plan(corpus, tier="campaign")
     (tmp_path / "batch").mkdir()
-    creds = tmp_path / "credentials.json"
-    creds.write_text("{}")
     return BatchContext(
         batch=tmp_path / "batch", corpus=corpus, plan=plan,
         sessions=resolve_sessions(corpus, plan.probes, plan.arm_specs),
         harness_path=Path("/usr/bin/true"), bwrap="bwrap",
-        credentials=Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key="k"),
-        provider_url="http://127.0.0.1:9", layout=measure_host_layout(),
+        upstream=cast(Upstream, FakeUpstream()), layout=measure_host_layout(),
         session_timeout_s=60.0, watchdog_s=30.0, post_result_grace_s=5.0, invocation=1,
         workspace_path=INSIDE, network="host", session_pool=None)
 
@@ -99,7 +102,7 @@ def test_prepare_holds_the_init_line_to_the_sealed_workspace_and_fixed_paths(
         tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
     stage = _stage(tmp_path, kernel_bounded=True)
     prepared = prepare_attempt(spec, ctx, stage=stage, config_dir=tmp_path / "cfg", user=None,
-                               egress=None, keeper=None)
+                               egress=None, gateway=GATEWAY, keeper=None)
     assert prepared.policy == InitPolicy(
         permission_mode="dontAsk", declared_mcp_servers=frozenset({"docs-search"}),
         host_skill_names=frozenset(), config_dir=CONFIG_MOUNT, cwd=INSIDE)
@@ -113,11 +116,26 @@ def test_prepare_holds_the_init_line_to_the_sealed_workspace_and_fixed_paths(
     assert confined.file_bytes is None  # a store of its own: the kernel bounds it
 
 
+def test_the_session_is_given_its_gateway_and_its_placeholder_and_nothing_secret(
+        tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
+    # RC-03 with the gateway: the harness's provider is its gateway's loopback URL and its
+    # key that gateway's placeholder, in the variable the host's kind of credential names.
+    stage = _stage(tmp_path, kernel_bounded=True)
+    prepared = prepare_attempt(spec, ctx, stage=stage, config_dir=tmp_path / "cfg", user=None,
+                               egress=None, gateway=GATEWAY, keeper=None)
+    env = prepared.confined.env
+    assert isinstance(env, dict)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:40001"
+    assert env["ANTHROPIC_AUTH_TOKEN"] == "placeholder-1"
+    assert "ANTHROPIC_API_KEY" not in env
+    assert not any(name.startswith("HTTP") for name in env)  # host network: no proxy
+
+
 def test_prepare_bounds_each_file_when_the_store_bounds_nothing(
         tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
     stage = _stage(tmp_path, kernel_bounded=False)
     prepared = prepare_attempt(spec, ctx, stage=stage, config_dir=tmp_path / "cfg", user=None,
-                               egress=None, keeper=None)
+                               egress=None, gateway=GATEWAY, keeper=None)
     assert prepared.confined.file_bytes == file_size_limit(
         ctx.limits.write_bytes or DEFAULT_WRITE_BYTES)
 
@@ -148,14 +166,15 @@ def _driven(*, contained: bool = True, end: str = "exited", lines: int = 4,
 
 
 async def _conclude(tmp_path: Path, ctx: BatchContext, spec: SessionSpec, obs: Observation,
-                    driven: Driven, hit: LimitHit | None = None) -> AttemptOutcome:
+                    driven: Driven, hit: LimitHit | None = None,
+                    verdict: GateVerdict | None = None) -> AttemptOutcome:
     workspace = tmp_path / "kept"
     workspace.mkdir(exist_ok=True)
     policy = InitPolicy(permission_mode="dontAsk", declared_mcp_servers=frozenset(),
                         host_skill_names=frozenset(), config_dir=CONFIG_MOUNT, cwd=INSIDE)
     return await conclude_attempt(obs, driven, spec=spec, ctx=ctx, workspace=workspace,
                                   checker_tail=tmp_path / "checker.tail", manifest={},
-                                  policy=policy, hit=hit)
+                                  policy=policy, hit=hit, verdict=verdict)
 
 
 async def test_a_recorded_session_carries_its_event_and_its_exact_cost(
@@ -169,6 +188,29 @@ async def test_a_recorded_session_carries_its_event_and_its_exact_cost(
     assert (outcome.cost_usd, outcome.cost_known) == (Decimal("0.009600000000000001"), True)
     assert (outcome.network, outcome.egress, outcome.end) == ("host", None, "exited")
     assert outcome.duration_s == 1.235 and outcome.limit is None
+
+
+BUDGET_STOP = GateVerdict("budget-stopped", "budget-stopped: the gateway refused a request",
+                          retryable=True)
+
+
+async def test_a_gateway_verdict_replaces_the_streams_state_and_keeps_the_calls(
+        tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
+    # docs/batch.md "Session states": a session the gateway refused for the budget ends
+    # budget-stopped (retryable, cost counted), even when its stream ended as recorded: a
+    # request of it went unanswered, so it is no event; nothing it observed is lost.
+    outcome = await _conclude(tmp_path, ctx, spec, _obs(), _driven(), verdict=BUDGET_STOP)
+    assert (outcome.state, outcome.retryable, outcome.event) == ("budget-stopped", True, None)
+    assert outcome.reason == "budget-stopped: the gateway refused a request"
+    assert outcome.calls == (Call(tool="Bash", argument="ls", result=DIGEST),)
+    assert outcome.cost_known
+
+
+async def test_a_sandbox_that_did_not_empty_is_uncontained_whatever_the_gateway_said(
+        tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
+    outcome = await _conclude(tmp_path, ctx, spec, _obs(), _driven(contained=False),
+                              verdict=BUDGET_STOP)
+    assert (outcome.state, outcome.retryable) == ("uncontained", False)
 
 
 async def test_a_timed_out_session_keeps_its_calls_is_retryable_and_its_cost_unknown(

@@ -20,6 +20,7 @@ from ._common import (
     network_args,
     probe_arg,
     provider_args,
+    provider_ca_arg,
     session_limit_args,
     tier_args,
     workspace_path_arg,
@@ -55,6 +56,7 @@ def add_batch_commands(sub: Subparsers) -> None:
     batch_dir_arg(p)
     harness_args(p)
     network_args(p)
+    provider_ca_arg(p)
     workspace_path_arg(p)
     p.add_argument("--concurrency", type=concurrency, metavar="N",
                    help=f"sessions at once (default {CONCURRENCY}, at most {MAX_POOL_USERS})")
@@ -67,4 +69,5 @@ def add_batch_commands(sub: Subparsers) -> None:
     p.add_argument("--corpus", type=Path, metavar="DIR",
                    help="where the corpus is now (default: the path config.yaml records); it "
                         "must still plan to the same tree, read set, selection and lock")
+    provider_ca_arg(p)
     budget_args(p)

@@ -58,8 +58,18 @@ def network_args(p: argparse.ArgumentParser) -> None:
                         "host: the host's network, open (the transcripts say so)")
 
 
+def provider_ca_arg(p: argparse.ArgumentParser) -> None:
+    """``--provider-ca FILE``: the TLS trust of the batch's provider gateway's upstream."""
+    p.add_argument("--provider-ca", type=Path, metavar="FILE",
+                   help="check the provider's TLS certificate against the CA certificates in "
+                        "FILE (PEM) instead of the system's: for a provider with a private CA, "
+                        "and for tests; given per invocation (resume asks for it again), "
+                        "never recorded in the batch")
+
+
 def provider_args(p: argparse.ArgumentParser) -> None:
-    """``--model``, ``--provider``, ``--scripts``, ``--provider-url``, ``--api-key-env``."""
+    """``--model``, ``--provider``, ``--scripts``, ``--provider-url``, ``--api-key-env``,
+    ``--provider-ca``."""
     p.add_argument("--model", help="the model passed to the harness (default: probe.yml's)")
     p.add_argument("--provider", choices=("anthropic", "scripted"),
                    help="anthropic: a real Messages API (default); scripted: a loopback "
@@ -73,6 +83,7 @@ def provider_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", metavar="NAME",
                    help="take the API key from this variable instead of the host's "
                         ".credentials.json (the name is recorded, never the value)")
+    provider_ca_arg(p)
 
 
 def budget_args(p: argparse.ArgumentParser) -> None:

@@ -24,7 +24,6 @@ import pytest
 
 from sandbox._argv import EGRESS_MOUNT, Confinement, bwrap_argv, bwrap_options
 from sandbox._capture import capture
-from sandbox._config import Credentials
 from sandbox._env import session_environment
 from sandbox._init import session_init_command
 from sandbox._layout import HostLayout, measure_host_layout
@@ -145,9 +144,8 @@ def test_confinement_pairs_network_mode_and_egress_socket() -> None:
 
 
 def test_confined_environment_names_the_bridge_as_proxy_in_both_cases() -> None:
-    creds = Credentials(credentials_file=None, api_key_env=None, api_key=None)
     common = {"config_dir": Path("/c"), "log_dir": Path("/l"), "provider_url": "http://h:1",
-              "credentials": creds}
+              "provider_key": None}
     env = session_environment(**common, egress_proxy=BRIDGE_URL)  # type: ignore[arg-type]
     names = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
     assert {n: env[n] for n in names} == dict.fromkeys(names, BRIDGE_URL)

@@ -1,0 +1,55 @@
+"""``--provider-ca FILE``: the provider's TLS is checked against this CA (docs/cli.md).
+
+Rule: a file that is missing, not a regular file or unreadable stops the command with
+exit 2 and a message that names the file and says what it is for, before any batch is
+made or any session runs; a readable file is taken as given (its PEM is read by the
+gateway's upstream).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from campaign.cli._context import provider_ca_file
+from campaign.cli._errors import UsageError
+
+
+def test_a_readable_file_is_taken_resolved_and_none_means_the_systems(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert provider_ca_file(None) is None
+    assert provider_ca_file(Path(os.path.relpath(ca))) == ca.resolve()
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_a_file_that_cannot_be_read_is_a_usage_error_naming_it(tmp_path: Path,
+                                                                 kind: str) -> None:
+    ca = tmp_path / "ca.pem"
+    if kind == "directory":
+        ca.mkdir()
+    with pytest.raises(UsageError) as caught:
+        provider_ca_file(ca)
+    message = str(caught.value)
+    assert message.startswith(f"--provider-ca {ca}: cannot be read")
+    assert "TLS certificate is checked against" in message
+
+
+@pytest.mark.parametrize("command", ["demo", "run"])
+def test_the_commands_that_run_sessions_stop_with_exit_2_before_any_batch(
+        tmp_path: Path, command: str) -> None:
+    batch = tmp_path / "b"
+    missing = tmp_path / "nowhere.pem"
+    corpus = Path(__file__).resolve().parents[2] / "demo" / "example" / "corpus"
+    args = [command, *([str(corpus)] if command == "run" else []),
+            "--provider-ca", str(missing), "--batch-dir", str(batch)]
+    proc = subprocess.run([sys.executable, "-m", "campaign", *args], capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env={**os.environ, "HW_KEY": "k"})
+    assert proc.returncode == 2, proc.stderr
+    assert f"--provider-ca {missing}: cannot be read" in proc.stderr
+    assert "Traceback" not in proc.stderr and not batch.exists()
