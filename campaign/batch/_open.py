@@ -240,7 +240,7 @@ def _preflight(options: BatchOptions, notify: Callable[[str], None]) -> str:
             session-user check, with the fix).
     """
     for left in sweep_config_root():
-        notify(f"removed a credentials copy left by a killed runner: {left}")
+        notify(f"removed a session config directory left by a killed runner: {left}")
     for left in sweep_killed_runners():
         notify(f"ended and removed what a killed runner left: {left}")
     try:

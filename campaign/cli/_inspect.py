@@ -185,12 +185,12 @@ def _evidence(path: Path, reading: BatchReading, corpus: Corpus) -> tuple[str, s
 def cmd_doctor(args: DoctorArgs) -> int:
     """``doctor``: every host check, three answers each; 0 all ok, 12 any broken, else 4.
 
-    Reads and probes only: it removes left-over credentials copies (and says
-    so) but creates no user; see campaign.doctor for the checks.
+    Reads and probes only: it removes the config directories killed runners left (and
+    says so) but creates no user; see campaign.doctor for the checks.
     """
     err = StderrConsole()
     for left in sweep_config_root():
-        err.print(f"removed a credentials copy left by a killed runner: {left}", markup=False,
+        err.print(f"removed a session config directory left by a killed runner: {left}", markup=False,
                   soft_wrap=True)
     for left in sweep_killed_runners():
         err.print(f"ended and removed what a killed runner left: {left}", markup=False,

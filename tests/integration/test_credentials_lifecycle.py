@@ -1,11 +1,13 @@
-"""Credentials lifecycle: the copy exists only while its session runs.
+"""The config directory's lifecycle: private, never a credential in it, gone when the session ends.
 
-A session's config directory (``/var/tmp/headwater-campaign/cfg/<pid>-<name>-<random>``,
-0700) receives a copy of the host's ``.credentials.json`` (0600), owned by the
-session user when the runner is root, and is removed however the session
-ends: success, refusal, timeout, cancellation. A runner killed with SIGKILL
-cannot remove it; the next start of any command (run, demo, record, doctor)
-removes it and says so. One test per way of ending.
+A session's config directory (``/var/tmp/headwater-campaign/cfg/<pid>-<name>-<random>``
+or the attempt's own store, 0700, owned by the session user when the runner is root)
+receives no copy of the host's ``.credentials.json``: the provider gateway holds the
+credential outside the sandbox (RC-03; docs/gateway.md), even when the host has a login
+file. It is removed however the session ends: success, refusal, timeout, cancellation.
+A runner killed with SIGKILL cannot remove it; the next start of any command (run, demo,
+record, doctor) removes it and says so (a directory an older runner left may still hold
+a copy). One test per way of ending.
 
 The in-process tests drive `campaign.supervisor._session.run_attempt` (the real driver)
 with the real CLI and the scripted provider; a watcher thread looks at the
@@ -13,8 +15,9 @@ config root from outside while the session runs. The SIGKILL test runs
 ``record`` with a stand-in harness (a real credentials *file* is copied, and
 the real CLI would try to use it as an OAuth login).
 
-Seen red with ``HW_WEAKEN=keep-config`` (the copy survives every ending) and
-``HW_WEAKEN=no-sweep`` (the killed runner's copy survives the next start).
+Seen red by copying the login file into the directory again (every ``saw_private_dir``
+assertion fails) and by a sweep that removes nothing (the killed runner's directory
+survives the next start).
 """
 
 from __future__ import annotations
@@ -64,8 +67,8 @@ TASKS = {
 SLOW_SLEEP = "sleep 33.3171"
 """A duration no other process on the host uses, to find the slow session's command."""
 STAT_CFG = (
-    'mkdir -p attempts; stat -c "%a %u %g" "$CLAUDE_CONFIG_DIR" '
-    '"$CLAUDE_CONFIG_DIR/.credentials.json" > attempts/cfg.txt'
+    'mkdir -p attempts; stat -c "%a %u %g" "$CLAUDE_CONFIG_DIR" > attempts/cfg.txt; '
+    'ls -A "$CLAUDE_CONFIG_DIR" >> attempts/cfg.txt'
 )
 
 
@@ -83,19 +86,18 @@ class Watch:
     """Polls the config root from outside for one session's directory while it runs."""
 
     prefix: str
-    seen: list[tuple[Path, int, int, int, int, int, int]] = field(default_factory=list)
+    seen: list[tuple[Path, int, int, int, bool]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
             for path in self.dirs():
-                copy = path / ".credentials.json"
                 try:
-                    d, c = path.stat(), copy.stat()
+                    d = path.stat()
                 except OSError:
                     continue
-                self.seen.append((path, stat.S_IMODE(d.st_mode), d.st_uid, d.st_gid,
-                                  stat.S_IMODE(c.st_mode), c.st_uid, c.st_gid))  # fmt: skip
+                copied = (path / ".credentials.json").exists()
+                self.seen.append((path, stat.S_IMODE(d.st_mode), d.st_uid, d.st_gid, copied))
             time.sleep(POLL_S)
 
     def dirs(self) -> list[Path]:
@@ -113,12 +115,12 @@ class Watch:
         self._stop.set()
         self._thread.join(10)
 
-    def saw_private_copy(self) -> bool:
-        """The copy was seen, always 0600 in a 0700 directory, both the session's."""
-        owners = {(du, dg) for _, _, du, dg, _, _, _ in self.seen}
-        return len(owners) == 1 and owners <= _owners() and all(
-            (dm, cm, cu, cg) == (0o700, 0o600, du, dg) for _, dm, du, dg, cm, cu, cg in self.seen
-        )
+    def saw_private_dir(self) -> bool:
+        """The directory was seen, always 0700 and the session's, never with a credentials
+        file in it."""
+        owners = {(du, dg) for _, _, du, dg, _ in self.seen}
+        return bool(self.seen) and len(owners) == 1 and owners <= _owners() and all(
+            dm == 0o700 and not copied for _, dm, _, _, copied in self.seen)
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def setup(bwrap: str, harness: Path) -> Iterator[Setup]:
                 workspace_path="/workspace/corpus",
             )  # fmt: skip
             yield Setup(root, ctx, provider.url,
-                        Credentials(credentials_file=creds, api_key_env="HW_KEY", api_key=KEY))
+                        Credentials(credentials_file=creds, api_key_env=None, api_key=None))
 
 
 def _spec(setup: Setup, probe: str, session: str = "s1") -> SessionSpec:
@@ -187,63 +189,66 @@ async def _run(setup: Setup, spec: SessionSpec, ctx: BatchContext | None = None)
 
 
 @pytest.mark.anyio
-async def test_success_removes_the_copy(setup: Setup) -> None:
+async def test_success_removes_the_config_directory(setup: Setup) -> None:
     with Watch(_prefix("LIFE-OK")) as watch:
         state = await _run(setup, _spec(setup, "LIFE-OK"))
     assert state == "recorded"
-    assert watch.saw_private_copy(), watch.seen[:3]
+    assert watch.saw_private_dir(), watch.seen[:3]
     assert watch.dirs() == []
     inside = (setup.root / "batch/sessions/present/LIFE-OK/s1/workspace/attempts/cfg.txt")
-    directory, copy = (line.split() for line in inside.read_text().split("\n")[:2])
-    assert directory[0] == "700" and copy[0] == "600" and directory[1:] == copy[1:]
-    assert (int(directory[1]), int(directory[2])) in _owners()
+    directory, *entries = inside.read_text().splitlines()
+    mode, uid, gid = directory.split()
+    assert mode == "700" and (int(uid), int(gid)) in _owners()
+    assert ".credentials.json" not in entries, entries
 
 
 @pytest.mark.anyio
-async def test_refusal_removes_the_copy(setup: Setup, tmp_path: Path) -> None:
+async def test_refusal_removes_the_config_directory(setup: Setup, tmp_path: Path) -> None:
     """a host skill directory named like a skill the harness lists refuses the session."""
     (tmp_path / "skills" / "simplify").mkdir(parents=True)
     ctx = dataclasses.replace(setup.ctx, host_skill_dirs=(tmp_path / "skills",))
     with Watch(_prefix("LIFE-OK")) as watch:
         state = await _run(setup, _spec(setup, "LIFE-OK"), ctx)
     assert state == "refused-init"
-    assert watch.saw_private_copy()
+    assert watch.saw_private_dir()
     assert watch.dirs() == []
 
 
 @pytest.mark.anyio
-async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_copy(
+async def test_a_sandbox_the_host_cannot_contain_is_refused_and_removes_the_config_directory(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No cgroup for the sandbox (here: its creation refused): refused-confinement before the
-    harness starts (nothing spent), and the copy made for it is gone."""
+    harness starts (nothing spent), and the directory made for it is gone."""
 
     def no_cgroup(host: object, label: str, limits: object = None) -> None:
         raise ContainmentUnavailable("no cgroup here (test)", "none")
 
     monkeypatch.setattr("sandbox.confined._open.open_session_cgroup", no_cgroup)
-    with Watch(_prefix("LIFE-OK")) as watch, Journal(
-            setup.root / "batch", setup.ctx.plan, planned=(), network="host",
-            provider_note="Provider: scripted.") as journal:
-        record = await run_attempt(_spec(setup, "LIFE-OK"), 1, setup.ctx, journal)
+    async with open_upstream(setup.provider_url, setup.credentials) as upstream:
+        ctx = dataclasses.replace(setup.ctx, upstream=upstream)
+        with Watch(_prefix("LIFE-OK")) as watch, Journal(
+                setup.root / "batch", setup.ctx.plan, planned=(), network="host",
+                provider_note="Provider: scripted.") as journal:
+            record = await run_attempt(_spec(setup, "LIFE-OK"), 1, ctx, journal)
     assert (record.state, record.cost_usd) == ("refused-confinement", None)
     assert "no cgroup here" in record.reason and record.cost_known is True
     assert watch.dirs() == []
 
 
 @pytest.mark.anyio
-async def test_timeout_removes_the_copy(setup: Setup) -> None:
+async def test_timeout_removes_the_config_directory(setup: Setup) -> None:
     ctx = dataclasses.replace(setup.ctx, session_timeout_s=8.0)
     with Watch(_prefix("LIFE-SLOW")) as watch:
         state = await _run(setup, _spec(setup, "LIFE-SLOW"), ctx)
     assert state == "timed-out"
-    assert watch.saw_private_copy()
+    assert watch.saw_private_dir()
     assert watch.dirs() == []
     assert kit.processes_mentioning(SLOW_SLEEP) == {}
 
 
 @pytest.mark.anyio
-async def test_cancellation_removes_the_copy(setup: Setup) -> None:
+async def test_cancellation_removes_the_config_directory(setup: Setup) -> None:
     with Watch(_prefix("LIFE-SLOW", "s2")) as watch:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_run, setup, _spec(setup, "LIFE-SLOW", "s2"))
@@ -251,7 +256,7 @@ async def test_cancellation_removes_the_copy(setup: Setup) -> None:
                 lambda: kit.processes_mentioning(SLOW_SLEEP), timeout_s=120,
                 what="the slow session's sleep"))  # fmt: skip
             tg.cancel_scope.cancel()
-    assert watch.saw_private_copy()
+    assert watch.saw_private_dir()
     assert watch.dirs() == []
     assert kit.processes_mentioning(SLOW_SLEEP) == {}
     final = kit.finals(setup.root / "batch")[("LIFE-SLOW", "s2")]
@@ -281,7 +286,7 @@ left-over first, our command cannot say so, and the scenario is tried again."""
 
 def _said(stderr: str, left: Path) -> bool:
     """The start named the left-over: its config directory, or the store that held it."""
-    named = re.findall(r"(?:removed a credentials copy|ended and removed what) (?:left by )?a "
+    named = re.findall(r"(?:removed a session config directory|ended and removed what) (?:left by )?a "
                        r"killed runner(?: left)?: (\S+)", stderr)
     return any(str(left) == n or str(left).startswith(n + "/") for n in named)
 
@@ -290,7 +295,7 @@ def _left_over(pid: int) -> list[Path]:
     return _config_dirs(f"{pid}-session-", pid)
 
 
-def test_a_runner_killed_by_sigkill_leaves_a_copy_the_next_start_removes_and_names(
+def test_a_runner_killed_by_sigkill_leaves_a_directory_the_next_start_removes_and_names(
     setup: Setup,
 ) -> None:
     root = setup.root
@@ -315,18 +320,16 @@ def _kill_a_runner_then_start_doctor(
         "--provider-url", "http://127.0.0.1:9", env=env,
     )  # fmt: skip
     try:
-        (left,) = kit.wait_for(lambda: [p for p in _left_over(runner.pid)
-                                        if (p / ".credentials.json").exists()],
-                               timeout_s=120, what="the session's credentials copy")  # fmt: skip
+        (left,) = kit.wait_for(lambda: _left_over(runner.pid),
+                               timeout_s=120, what="the session's config directory")  # fmt: skip
         os.kill(runner.pid, signal.SIGKILL)
         runner.communicate(timeout=30)
     finally:
         if runner.poll() is None:
             kit.kill_group(runner)
     if left.exists():  # else another runner on this host swept it already
-        assert (left / ".credentials.json").read_bytes() == CREDS  # left behind, as expected
-        assert stat.S_IMODE(left.stat().st_mode) == 0o700
-        assert stat.S_IMODE((left / ".credentials.json").stat().st_mode) == 0o600
+        assert stat.S_IMODE(left.stat().st_mode) == 0o700  # left behind, as expected
+        assert not (left / ".credentials.json").exists()
     return left, kit.cli("doctor", env=env).stderr
 
 
@@ -338,7 +341,8 @@ def _dead_pid() -> int:
 
 @pytest.mark.parametrize("command", ["run", "demo", "record", "doctor"])
 def test_every_command_start_removes_left_overs_and_says_so(setup: Setup, command: str) -> None:
-    """Before anything else (here: before a preflight that fails on a missing bwrap)."""
+    """Before anything else (here: before a preflight that fails on a missing bwrap); the
+    left-over is one an older runner left, a credentials copy in it."""
     root = setup.root
     batch = ["--batch-dir", str(root / f"batch-{command}")]
     corpus = str(root / "corpus")
@@ -363,7 +367,8 @@ def test_every_command_start_removes_left_overs_and_says_so(setup: Setup, comman
     assert not (root / f"batch-{command}" / "ledger.jsonl").exists()
 
 
-def test_nothing_of_the_copies_reaches_the_batch(setup: Setup) -> None:
-    """The token of the host's credentials file never lands in a batch artifact."""
+def test_the_host_login_never_reaches_the_batch(setup: Setup) -> None:
+    """The token of the host's credentials file never lands in a batch artifact (the tests
+    above ran sessions of this batch against a host whose credential is a login file)."""
     token = json.loads(CREDS)["claudeAiOauth"]["accessToken"]
     assert kit.files_containing(setup.root / "batch", token) == []
