@@ -64,6 +64,10 @@ _LISTED_SESSIONS: Final = 5
 _EPOCH: Final = "1970-01-01T00:00:00Z"
 """``at`` of an arm none of whose sessions has started (its transcript lists none)."""
 
+GATEWAY_TARGET: Final = "through each session's own provider gateway"
+"""The egress target the prose names for attempts made with the gateway (docs/gateway.md):
+their proxy allowed only their gateway, which alone reaches the provider."""
+
 
 @dataclass(slots=True)
 class _Session:
@@ -159,7 +163,10 @@ class ArmTranscript:
             self._modes.setdefault(sys.intern(record.network), {})[key] = None
         egress = record.egress
         if egress is not None:
-            self._allowed[egress.allowed_target] += egress.allowed
+            # Since the gateway, each session's one target is its own gateway's loopback port:
+            # one name for all of them, not one per session in the prose.
+            target = GATEWAY_TARGET if record.gateway is not None else egress.allowed_target
+            self._allowed[target] += egress.allowed
             for host, count in egress.denied.items():
                 self._denied.setdefault(host, Counter())[name] += count
         served = record.served_model if is_recorded(record.state) else None
@@ -356,7 +363,8 @@ class FrozenArm:
             lines.append(f"Network modes differ across this arm's sessions: {listed}; the "
                          f"channel was open for the host sessions: {open_}.")
         if "confined" in modes:
-            targets = ", ".join(f"{t} ({n} relayed)" for t, n in sorted(self.allowed.items()))
+            targets = ", ".join(f"{t} ({n} relayed)" for t, n in sorted(
+                self.allowed.items(), key=lambda item: (item[0] != GATEWAY_TARGET, item[0])))
             lines.append(f"Egress proxy: allowed only the provider, {targets or 'none'}.")
             total = sum(sum(c.values()) for c in self.denied.values())
             named = [f"{prose_value(host)} x{sum(c.values())} ({_names(c)})"  # the session's

@@ -190,8 +190,8 @@ def cmd_doctor(args: DoctorArgs) -> int:
     """
     err = StderrConsole()
     for left in sweep_config_root():
-        err.print(f"removed a session config directory left by a killed runner: {left}", markup=False,
-                  soft_wrap=True)
+        err.print(f"removed a session config directory left by a killed runner: {left}",
+                  markup=False, soft_wrap=True)
     for left in sweep_killed_runners():
         err.print(f"ended and removed what a killed runner left: {left}", markup=False,
                   soft_wrap=True)

@@ -64,7 +64,10 @@ from tests.integration.test_record_standins import (
 pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(180)]
 
 KEY = "sk-standin-not-a-secret"
-"""The key `record` gives the session (its ``--api-key-env``)."""
+"""The key `record` is given (its ``--api-key-env``): the session's gateway holds it; the
+session itself holds only its placeholder (docs/gateway.md)."""
+PLACEHOLDER_PREFIX = "headwater-placeholder-"
+"""How the placeholder a session is given in place of the key begins."""
 NOBODY = (65534, 65534)
 
 LEAVER = r'''#!/usr/bin/python3
@@ -130,7 +133,7 @@ def test_what_a_session_leaves_is_the_runners_and_no_other_user_reaches_it(
         assert ran.returncode != 0 and "Permission denied" in ran.stderr, (
             f"nobody ran the copy as uid {ran.stdout.strip()}")
         read = _as(*NOBODY, "/bin/cat", str(log / "key"))
-        assert read.returncode != 0 and KEY not in read.stdout
+        assert read.returncode != 0 and PLACEHOLDER_PREFIX not in read.stdout
         # 0700; the group bits show the ACL mask of the session user's search-only entry
         assert stat.S_IMODE(batch.stat().st_mode) in (0o700, 0o710)
         # The copy is a plain file of the runner's: whoever starts it stays who they are.
@@ -147,7 +150,8 @@ def test_what_a_session_leaves_is_the_runners_and_no_other_user_reaches_it(
             assert not (workspace / "new").exists()
         # The log: copies of its regular files, the runner's, 0600 in 0700.
         assert sorted(p.name for p in log.iterdir()) == ["key"]
-        assert (log / "key").read_text() == KEY
+        told = (log / "key").read_text()  # what the session was told: never the key
+        assert told.startswith(PLACEHOLDER_PREFIX) and KEY not in told, told
         for path, mode in ((log, 0o700), (log / "key", 0o600)):
             info = path.lstat()
             assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (0, mode), path

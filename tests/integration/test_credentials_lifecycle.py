@@ -286,8 +286,8 @@ left-over first, our command cannot say so, and the scenario is tried again."""
 
 def _said(stderr: str, left: Path) -> bool:
     """The start named the left-over: its config directory, or the store that held it."""
-    named = re.findall(r"(?:removed a session config directory|ended and removed what) (?:left by )?a "
-                       r"killed runner(?: left)?: (\S+)", stderr)
+    named = re.findall(r"(?:removed a session config directory|ended and removed what) "
+                       r"(?:left by )?a killed runner(?: left)?: (\S+)", stderr)
     return any(str(left) == n or str(left).startswith(n + "/") for n in named)
 
 

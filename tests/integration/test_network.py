@@ -153,7 +153,11 @@ def test_run_is_confined_by_default_and_reaches_only_the_provider(
     denied = f"127.0.0.1:{repository.port}"
     assert ours["egress"]["denied"] == {denied: 1}  # curl honoured http_proxy: refused, named
     assert ours["egress"]["allowed"] >= 4  # four model turns, each through the proxy
-    assert ours["egress"]["allowed_target"] == provider.url.removeprefix("http://")
+    # The one target is the session's own gateway on host loopback, never the provider: the
+    # gateway alone reaches it (docs/gateway.md), and forwarded each model turn.
+    gateway = ours["egress"]["allowed_target"]
+    assert gateway.startswith("127.0.0.1:") and gateway != provider.url.removeprefix("http://")
+    assert ours["gateway"]["forwarded"] >= 4 and ours["gateway"]["refused"] == {}
     assert ours["event"]["answer"] == "current HW-DR-0052"
     assert all(r["egress"]["denied"] == {} for k, r in finals.items() if k != (PROBE, "s1"))
     # What the session's own calls saw, and what the outside saw of them.
@@ -166,7 +170,7 @@ def test_run_is_confined_by_default_and_reaches_only_the_provider(
     prose = _prose(batch)
     assert "Network mode `confined`: each session ran in its own network namespace" in prose
     assert f'Denied connections: 1: "{denied}" x1 ({PROBE}/s1).' in prose  # a JSON literal
-    assert f"allowed only the provider, {provider.url.removeprefix('http://')}" in prose
+    assert "allowed only the provider, through each session's own provider gateway (" in prose
 
 
 @pytest.mark.bwrap
