@@ -86,9 +86,9 @@ INIT_KEY_DECISIONS: Final[tuple[InitKeyDecision, ...]] = (
        "without asking (docs/glossary.md: RC-04)"),
     _d("slash_commands", "ignored", "2.1.197", _SLASH),
     _d("apiKeySource", "ignored", "2.1.197",
-       "where the harness took its key from; the runner gives one key in one variable, and the "
-       "provider's host is all a confined session reaches, whichever source it used "
-       "(docs/glossary.md: RC-03)"),
+       "where the harness took its key from; the runner gives one placeholder key in one "
+       "variable (docs/gateway.md), and its own gateway is all a confined session reaches, "
+       "whichever source it used (docs/glossary.md: RC-03)"),
     _d("claude_code_version", "prose", "2.1.197",
        "the harness release, written in the prose (a quoted literal, at most 256 characters) "
        "and in each final record; it decides which policed keys an init line must print"),

@@ -42,6 +42,7 @@ from campaign.supervisor import (
 from demo import example_paths
 from recorder import McpConfigError
 from sandbox import Credentials, CredentialsMissing, host_credentials
+from sandbox.gateway import login_problem
 
 from ._args import (
     DemoArgs,
@@ -182,16 +183,21 @@ def credentials_for(options: BatchOptions) -> Credentials:
     gateway's placeholder): a fixed key for the scripted provider, else the host's.
 
     Raises:
-        PreflightStop: none are there (exit 12, nothing spent), with the fix.
+        PreflightStop: none are there, or the host's login has expired (exit 12, nothing
+            spent), with the fix.
     """
     if options.provider == "scripted":
         return Credentials(credentials_file=None, api_key_env=None, api_key=SCRIPTED_API_KEY)
     try:
-        return host_credentials(api_key_env=options.api_key_env, environ=os.environ)
+        found = host_credentials(api_key_env=options.api_key_env, environ=os.environ)
+        problem = login_problem(found)
     except CredentialsMissing as exc:
         raise PreflightStop(f"{exc}; nothing was started or spent. Fix: log in with Claude "
                             "Code on the host, or pass --api-key-env NAME (for a dry run "
                             "without credentials: --provider scripted --scripts DIR)") from exc
+    if problem is not None:  # the gateway never refreshes: every session would fail on it
+        raise PreflightStop(f"{problem}; nothing was started or spent")
+    return found
 
 
 @dataclass(frozen=True, slots=True)

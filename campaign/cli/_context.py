@@ -4,6 +4,7 @@ and record, and the batch's one way to the provider it is built over (`supervise
 from __future__ import annotations
 
 import contextlib
+import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,16 +76,22 @@ def provider_ca_file(path: Path | None) -> Path | None:
     """``--provider-ca FILE`` resolved and readable, or None for the system's trust store.
 
     Raises:
-        UsageError: the file is missing, not a regular file or unreadable (exit 2), named.
+        UsageError: the file is missing, not a regular file, unreadable or holds no PEM CA
+            certificate (exit 2), named.
     """
     if path is None:
         return None
     resolved = path.expanduser().resolve()
     try:
+        if not resolved.exists():
+            raise OSError(f"no such file: {resolved}")
         if not resolved.is_file():
-            raise OSError(f"{resolved} is not a file")
-        with resolved.open("rb") as handle:
-            handle.read(1)
+            raise OSError(f"{resolved} is not a regular file")
+        ssl.create_default_context(cafile=str(resolved))
+    except ssl.SSLError as exc:
+        raise UsageError(f"--provider-ca {path}: holds no CA certificate in PEM form "
+                         f"({exc.reason or exc}); the provider's TLS certificate is checked "
+                         "against the CA certificates in this file") from exc
     except OSError as exc:
         why = exc.strerror or str(exc)
         raise UsageError(f"--provider-ca {path}: cannot be read ({why}); the provider's TLS "

@@ -33,6 +33,7 @@ from sandbox import (
     measure_host_layout,
     network_preflight,
 )
+from sandbox.gateway import LOGIN_FIX, login_problem
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -152,7 +153,8 @@ def _limits(report: PreflightReport, bwrap: str) -> Check:
 
 
 def check_credentials(api_key_env: str | None) -> Check:
-    """``credentials``: the key variable or the host's ``.credentials.json`` is there; no value."""
+    """``credentials``: the key variable, or the host's ``.credentials.json`` with a login that
+    has not expired (the gateway never refreshes one); never a value."""
     try:
         found = host_credentials(api_key_env=api_key_env, environ=os.environ)
     except CredentialsMissing as exc:
@@ -163,7 +165,16 @@ def check_credentials(api_key_env: str | None) -> Check:
                      "pass --api-key-env NAME naming a variable that holds the key")  # fmt: skip
     if found.api_key_env is not None:
         return Check("credentials", "ok", f"an API key in ${found.api_key_env} (not printed)")
-    return Check("credentials", "ok", f"{found.credentials_file} present (not printed)")
+    try:
+        problem = login_problem(found)
+    except CredentialsMissing as exc:
+        return Check("credentials", "broken", exc.detail,
+                     "log in with Claude Code on the host again, or pass --api-key-env NAME")
+    if problem is not None:  # the gateway never refreshes a login: every session would fail
+        return Check("credentials", "broken", problem.removesuffix(f": {LOGIN_FIX}"),
+                     LOGIN_FIX)
+    return Check("credentials", "ok", f"{found.credentials_file} present, its login not "
+                 "expired (not printed)")
 
 
 def check_batch_root() -> Check:

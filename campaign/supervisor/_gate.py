@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 import recorder
 from campaign.batch import GatewayCounts, RequestRecord, TokenUsage
 from campaign.supervisor._writes import refused_write
-from sandbox.gateway import MAX_TEXT
+from sandbox.gateway import LOGIN_FIX, MAX_TEXT
 
 if TYPE_CHECKING:
     from campaign.batch import Journal, SessionKey
@@ -38,6 +38,13 @@ LOGIN_HOW: Final = ("log in again with Claude Code on the host (`claude`, then /
                     "pass --api-key-env NAME; a long batch needs a login that outlasts it, "
                     "or an API key")
 """How to get a usable credential, for a reason that names a login failure."""
+
+
+def login_reason(failure: str) -> str:
+    """The gateway's login failure without the fix it ends with (`sandbox.gateway.LOGIN_FIX`,
+    which the harness is told): the record keeps the reason, bounded, and every message
+    that shows it adds `LOGIN_HOW` once."""
+    return failure.removesuffix(f": {LOGIN_FIX}")
 
 
 class Prices(Protocol):
@@ -202,7 +209,7 @@ class AttemptGate:
         if self.unpriced_requests:
             given["unpriced_requests"] = self.unpriced_requests
         if stats.login_failure is not None:
-            given["login_failure"] = stats.login_failure[:MAX_TEXT]
+            given["login_failure"] = login_reason(stats.login_failure)[:MAX_TEXT]
         return GatewayCounts.model_validate(given)
 
     def verdict(self, stats: GatewayStats) -> GateVerdict | None:
@@ -217,7 +224,8 @@ class AttemptGate:
             return GateVerdict(
                 "harness-error",
                 f"harness-error: the provider gateway could not use the host's login: "
-                f"{stats.login_failure}; an authentication failure is not retried: "
+                f"{login_reason(stats.login_failure)}; an authentication failure is not "
+                "retried: "
                 f"{LOGIN_HOW}", retryable=False)
         if stats.budget_refused:
             n = stats.budget_refused

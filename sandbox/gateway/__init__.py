@@ -22,6 +22,8 @@ from ._gateway import Gateway as Gateway
 from ._gateway import Upstream as Upstream
 from ._gateway import open_gateway as open_gateway
 from ._gateway import open_upstream as open_upstream
+from ._login import LOGIN_FIX as LOGIN_FIX
+from ._login import login_problem as login_problem
 from ._types import MAX_TEXT as MAX_TEXT
 from ._types import GatewayStats as GatewayStats
 from ._types import KeyVariable as KeyVariable

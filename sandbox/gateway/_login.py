@@ -164,3 +164,22 @@ def _parse_login(path: Path) -> tuple[str, int | None]:
     expires = oauth.get("expiresAt")
     expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
     return token, expires_ms
+
+
+def login_problem(credentials: Credentials, *,
+                  clock: Callable[[], float] = time.time) -> str | None:
+    """Why the batch's gateway could not use ``credentials`` now, or None when it could.
+
+    An API key always can; a login can while its file holds an access token that has not
+    expired (the gateway never refreshes one, so a batch started on an expired login would
+    end every session ``harness-error``). For `doctor` and the commands that run sessions,
+    before anything is started.
+
+    Raises:
+        CredentialsMissing: neither a key nor a readable login file.
+    """
+    try:
+        CredentialHolder(credentials, clock=clock).current()
+    except LoginUnusable as exc:
+        return exc.reason
+    return None

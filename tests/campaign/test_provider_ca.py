@@ -1,9 +1,8 @@
 """``--provider-ca FILE``: the provider's TLS is checked against this CA (docs/cli.md).
 
-Rule: a file that is missing, not a regular file or unreadable stops the command with
-exit 2 and a message that names the file and says what it is for, before any batch is
-made or any session runs; a readable file is taken as given (its PEM is read by the
-gateway's upstream).
+Rule: a file that is missing, not a regular file, unreadable or without a PEM CA
+certificate stops the command with exit 2 and a message that names the file and says
+what it is for, before any batch is made or any session runs.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import trustme
 
 from campaign.cli._context import provider_ca_file
 from campaign.cli._errors import UsageError
@@ -21,7 +21,7 @@ from campaign.cli._errors import UsageError
 
 def test_a_readable_file_is_taken_resolved_and_none_means_the_systems(tmp_path: Path) -> None:
     ca = tmp_path / "ca.pem"
-    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    trustme.CA().cert_pem.write_to_path(str(ca))
     assert provider_ca_file(None) is None
     assert provider_ca_file(Path(os.path.relpath(ca))) == ca.resolve()
 
@@ -37,6 +37,16 @@ def test_a_file_that_cannot_be_read_is_a_usage_error_naming_it(tmp_path: Path,
     message = str(caught.value)
     assert message.startswith(f"--provider-ca {ca}: cannot be read")
     assert "TLS certificate is checked against" in message
+
+
+@pytest.mark.parametrize("text", ["not a certificate\n", "-----BEGIN CERTIFICATE-----\n"])
+def test_a_file_without_a_pem_certificate_is_a_usage_error_naming_it(tmp_path: Path,
+                                                                       text: str) -> None:
+    ca = tmp_path / "hostname"
+    ca.write_text(text)
+    with pytest.raises(UsageError) as caught:
+        provider_ca_file(ca)
+    assert str(caught.value).startswith(f"--provider-ca {ca}: holds no CA certificate in PEM")
 
 
 @pytest.mark.parametrize("command", ["demo", "run"])
