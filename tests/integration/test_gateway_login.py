@@ -5,10 +5,11 @@ login: one holder, never refreshed").
 The real CLI under real bwrap, against the scripted provider over TLS taking the login's access
 token only (as a bearer token with the OAuth beta, as the Messages API wants). Held:
 
-* a login that expired before the batch: no request reaches the provider; each is refused
-  ``login`` (401); the session ends ``harness-error``, not retryable (a retry would meet the
-  same login), and its reason says how to log in again; the final record's ``gateway`` names
-  the login failure; the token appears nowhere in the batch;
+* a login that expired before the batch: the preflight stops it (exit 12), nothing started;
+* a login that expires while a session runs: its next request is refused ``login`` (401)
+  and never reaches the provider; the session ends ``harness-error``, not retryable (a retry
+  would meet the same login), and its reason says how to log in again; the final record's
+  ``gateway`` names the login failure; the token appears nowhere in the batch;
 * a login renewed on the host while a session runs (Claude Code on the host replaced the
   file): the session's next request carries the new token, and neither token is anywhere in
   the batch.
@@ -48,25 +49,55 @@ def _write_login(h: gk.Host, token: str, *, expires_in_s: float) -> None:
     os.replace(aside, path)
 
 
-@pytest.mark.parametrize("network", gk.NETWORKS)
-def test_an_expired_login_ends_the_session_unretried_with_how_to_log_in(
-        network: str, harness: Path, bwrap: str) -> None:
+def test_a_login_expired_before_the_batch_stops_it_before_any_session(
+        harness: Path, bwrap: str) -> None:
+    """The preflight reads the login as the gateway would: nothing starts, exit 12."""
     with kit.host_dir("hw-gw-login-") as root, gk.host(root, "login") as h:
         _write_login(h, h.secret, expires_in_s=-60)
         corpus = kit.write_corpus(root / "corpus", {PROBE: TASK})
         kit.write_script(root / "scripts", PROBE, TASK)
         batch = root / "batch"
         with gk.provider(h, root / "scripts") as served:
-            done = gk.run(h, served, corpus, batch, harness, network, "--retries", "2")
-            assert served.requests == {PROBE: 0} and served.refused_credentials == 0
-        assert done.returncode != 0
+            done = gk.run(h, served, corpus, batch, harness, "confined")
+            assert served.requests == {PROBE: 0}
+        assert done.returncode == 12, done.stderr
+        assert "expired at" in done.stderr and "nothing was started or spent" in done.stderr
+        assert not (batch / "ledger.jsonl").exists() or kit.final_list(batch) == []
+        assert h.secret not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("network", gk.NETWORKS)
+def test_a_login_that_expires_mid_session_ends_it_unretried_with_how_to_log_in(
+        network: str, harness: Path, bwrap: str) -> None:
+    wait = ("mkdir -p attempts; echo ready > attempts/ready.txt; "
+            "for i in $(seq 900); do [ -s attempts/go.txt ] && break; sleep 0.1; done")
+    with kit.host_dir("hw-gw-login-") as root, gk.host(root, "login") as h:
+        _write_login(h, h.secret, expires_in_s=3600)
+        corpus = kit.write_corpus(root / "corpus", {PROBE: TASK})
+        kit.write_script(root / "scripts", PROBE, TASK, [kit.bash("t1", wait)])
+        batch = root / "batch"
+        with gk.provider(h, root / "scripts") as served:
+            running = gk.start(h, served, corpus, batch, harness, network, "--retries", "2")
+            try:
+                (ready,) = kit.wait_for(
+                    lambda: gk.live_workspace_files(running.pid, "ready.txt"), timeout_s=240,
+                    what="the session between its two requests")
+                _write_login(h, h.secret, expires_in_s=-60)  # the login ran out meanwhile
+                gk.hand_over(ready.with_name("go.txt"), "go")
+                running.communicate(timeout=kit.CLI_TIMEOUT_S)
+            finally:
+                if running.returncode is None:
+                    kit.kill_group(running)
+            assert served.requests == {PROBE: 1} and served.refused_credentials == 0
+        assert running.returncode != 0
         (final,) = kit.final_list(batch)  # not retried, whatever --retries allows
         assert (final["state"], final["retryable"]) == ("harness-error", False)
         assert "log in" in final["reason"].lower()
-        assert final["gateway"]["forwarded"] == 0
-        assert final["gateway"]["login_failure"]
+        assert final["gateway"]["forwarded"] == 1
+        assert "expired at" in final["gateway"]["login_failure"]
         rows = gk.request_rows(batch, PROBE, 1)
-        assert rows and all((r["refused"], r["status"]) == ("login", 401) for r in rows)
+        assert rows[0]["status"] == 200
+        assert rows[1:] and all((r["refused"], r["status"]) == ("login", 401) for r in rows[1:])
         assert gk.holding(batch, h.secret) == []
 
 
