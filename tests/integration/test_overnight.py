@@ -10,6 +10,7 @@ cost counts once, exit statuses as documented.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -71,7 +72,7 @@ def run_args(corpus: Path, batch: Path, harness: Path, *extra: str) -> list[str]
 @pytest.fixture
 def root() -> Iterator[Path]:
     with kit.host_dir("hw-night-") as path:
-        # The stand-ins never call the provider; the scripted one only has to start.
+        # Most stand-ins never call the provider (the budget test's does, through its gateway).
         kit.write_script(path / "scripts", "unused", "no task says this")
         yield path
 
@@ -104,11 +105,51 @@ def nothing_left(pids: list[int]) -> None:
 
 # --- budgets -------------------------------------------------------------------------------
 
+PRICED_TURN_USAGE = {"input_tokens": 0, "output_tokens": 2000}
+"""One turn's usage: 2,000 output tokens of claude-opus-4-8 at 25 USD per million
+(recorder/_prices.py) is 5 cents, the provider's price of one session here."""
+ASK_PROVIDER = r'''
+import urllib.request
+_key = os.environ.get("ANTHROPIC_API_KEY")
+_headers = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+if _key:
+    _headers["x-api-key"] = _key
+else:
+    _headers["authorization"] = "Bearer " + os.environ["ANTHROPIC_AUTH_TOKEN"]
+_body = json.dumps({"model": MODEL, "max_tokens": 100, "stream": True, "messages": [
+    {"role": "user", "content": "End with yes or no."}]}).encode()
+_req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
+                              + "/v1/messages?beta=true", data=_body, headers=_headers)
+with urllib.request.urlopen(_req, timeout=60) as _answer:
+    _answer.read()
+'''
+
+
+def write_priced_standin(path: Path) -> Path:
+    """A session stand-in that first sends one streamed request to its provider gateway
+    (``ANTHROPIC_BASE_URL``, its placeholder key), which the scripted provider answers with
+    `PRICED_TURN_USAGE`: with the gateway, a session's cost is its requests' usage priced
+    (RC-14 as docs/gateway.md has it), not the harness's ``total_cost_usd`` (said 5 cents
+    too, so the two agree)."""
+    write_session_standin(path, cost="0.05")
+    text = path.read_text()
+    marker = "\ntime.sleep(SLEEP_S)\n"
+    assert marker in text
+    path.write_text(text.replace(marker, "\n" + ASK_PROVIDER + marker), encoding="ascii")
+    return path
+
+
 def test_a_cost_budget_stops_the_batch_and_a_larger_one_finishes_it_counting_each_attempt(
     root: Path,
 ) -> None:
     corpus = make_corpus(root / "corpus", probes=3, repetitions=1)
-    harness = write_session_standin(root / "harness", cost="0.05")  # 5 cents a session
+    kit.write_script(root / "scripts", "priced", "End with yes or no.")
+    script = root / "scripts" / "priced.json"
+    body = json.loads(script.read_text())
+    body["turns"] = [{"blocks": [{"type": "text", "text": "Done.\nyes"}],
+                      "usage": PRICED_TURN_USAGE}]
+    script.write_text(json.dumps(body))
+    harness = write_priced_standin(root / "harness")  # 5 cents a session, priced
     batch = root / "batch"
     first = cli(*run_args(corpus, batch, harness, "--concurrency", "1", "--max-cost-cents", "12"))
     # Sessions run one at a time: after two (10 cents), 10 + 5 for the next would pass 12.
@@ -127,6 +168,9 @@ def test_a_cost_budget_stops_the_batch_and_a_larger_one_finishes_it_counting_eac
     records = finals(batch)
     assert len(records) == 6 and all(r.state == "recorded" for r in records)
     assert sum(Decimal(r.cost_usd or "0") for r in records) == Decimal("0.30")
+    assert all(r.gateway is not None and r.gateway.forwarded == 1 for r in records)
+    assert sum(Decimal(r.gateway.provider_cost_usd or "0") for r in records
+               if r.gateway is not None) == Decimal("0.30")
     rows = transcript_rows(batch)
     assert Counter((a, p, s) for a, p, s, _ in rows) == Counter(
         {(arm, f"HW-PRB-{n:04d}", "s1"): 1 for arm in ("present", "absent") for n in (1, 2, 3)})
