@@ -2,14 +2,18 @@
 
 Under real bwrap, through ``record --provider scripted`` (the provider runs inside the
 runner's process): a stand-in sends one small request, waits, then 50 requests of 8 MiB
-tool_result text each through its egress proxy to the provider (as the CLI reaches it:
-``HTTPS_PROXY``, ``ANTHROPIC_BASE_URL``), then prints a valid stream. The test samples the
+tool_result text each through its egress proxy to its provider gateway (as the CLI
+reaches it: ``HTTPS_PROXY``, ``ANTHROPIC_BASE_URL``, its placeholder key, the one allowed
+path ``POST /v1/messages?beta=true``; docs/gateway.md), which forwards them to the provider,
+then 20 more of 8 MiB with a key that is not its placeholder (refused at their heads, their
+bodies unread), then prints a valid stream. The test samples the
 runner's resident memory (``/proc/<pid>/status`` ``VmRSS``) from the moment the provider
 logged the first request (``HEADWATER_SCRIPTED_REQUEST_LOG``) to the runner's end.
 
 Rule (docs/provider.md "Bounds"): the provider holds no more of what sessions send than its
 bounded tables (demo/_held.py), so the runner's growth stays under 64 MiB however much is
-sent (24 requests of 60 MiB once took it from 58 MB to 1.57 GB for the rest of the batch).
+sent (24 requests of 60 MiB once took it from 58 MB to 1.57 GB for the rest of the batch);
+the gateway, in the same process, adds the one request it forwards at a time (`GROWTH_BOUND`).
 
 Seen red with the bound removed (`demo._held.ToolResults.note` neither cutting nor
 dropping, the provider keeping each text whole): the runner grew by about 400 MiB.
@@ -31,15 +35,22 @@ pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
 MiB = 1024 * 1024
 REQUESTS = 50
 TEXT_BYTES = 8 * MiB
-GROWTH_BOUND = 64 * MiB
+REFUSED = 20
+"""Requests of the same size with a key that is not the session's placeholder: the gateway
+refuses each at its head (401, counted) and reads none of its body."""
+GROWTH_BOUND = 64 * MiB + 2 * TEXT_BYTES
+"""The provider's bound (docs/provider.md, "Bounds") plus what the session's gateway, in the
+same process, holds of the one request it forwards at a time: its body read whole (the
+system digest needs it; docs/gateway.md bounds it at 32 MiB) and that body's one copy."""
 STANDIN = r'''#!/usr/bin/python3
 import json, os, socket, sys, time
 if sys.argv[1:] == ["--version"]:
     print("0.0.0 (provider memory attack)"); sys.exit(0)
 BRIDGE = ("127.0.0.1", int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1]))
 PROVIDER = os.environ["ANTHROPIC_BASE_URL"].split("//", 1)[1].rstrip("/")
+KEY = os.environ.get("ANTHROPIC_API_KEY") or os.environ["ANTHROPIC_AUTH_TOKEN"]
 def emit(o): os.write(1, (json.dumps(o) + "\n").encode())
-def post(n, text_bytes):
+def post(n, text_bytes, key=KEY):
     head = json.dumps({"model": "m", "stream": False, "messages": [
         {"role": "user", "content": [{"type": "text", "text": "memory attack"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "t"}]},
@@ -48,23 +59,27 @@ def post(n, text_bytes):
     before, after = head.split(b'"@"')
     body = before + b'"' + b"r" * text_bytes + b'"' + after
     s = socket.create_connection(BRIDGE, timeout=60)
-    s.sendall(("POST http://%s/v1/messages HTTP/1.1\r\nHost: %s\r\n"
-               "Content-Type: application/json\r\nContent-Length: %d\r\n"
-               "X-Claude-Code-Session-Id: attack\r\n\r\n" % (PROVIDER, PROVIDER, len(body))
+    s.sendall(("POST http://%s/v1/messages?beta=true HTTP/1.1\r\nHost: %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\nX-Api-Key: %s\r\n"
+               "X-Claude-Code-Session-Id: attack\r\n\r\n" % (PROVIDER, PROVIDER, len(body), key)
                ).encode())
-    s.sendall(body)
-    del body
     answer = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        answer += chunk
+    try:  # a refused request is answered at its head and its connection closed, body unread
+        s.sendall(body)
+        del body
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    except OSError:
+        pass
     s.close()
     return answer.split(b" ", 2)[1].decode() if answer.startswith(b"HTTP/") else "none"
 statuses = [post(0, 16)]
 time.sleep(2)  # the test takes the runner's baseline now
 statuses += [post(n, TEXT_BYTES) for n in range(1, REQUESTS + 1)]
+statuses += [post(n, TEXT_BYTES, key="not-the-placeholder") for n in range(REFUSED)]
 emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "tools": ["Bash"],
       "mcp_servers": [], "model": "m", "permissionMode": "dontAsk", "skills": [],
       "plugins": [], "memory_paths": {}, "claude_code_version": "0.0.0"})
@@ -72,7 +87,8 @@ emit({"type": "assistant", "parent_tool_use_id": None, "message": {"id": "m1", "
       "content": [{"type": "text", "text": "statuses: " + " ".join(statuses) + "\nnothing"}]}})
 emit({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
       "num_turns": 1, "result": "", "total_cost_usd": 0.01})
-'''.replace("TEXT_BYTES", str(TEXT_BYTES)).replace("REQUESTS", str(REQUESTS))
+'''.replace("TEXT_BYTES", str(TEXT_BYTES)).replace("REQUESTS", str(REQUESTS)).replace(
+    "REFUSED", str(REFUSED))
 
 
 def _rss(pid: int) -> int | None:
@@ -128,7 +144,11 @@ def test_400_mib_of_tool_results_leave_the_runner_under_64_mib_more(bwrap: str) 
         big = [r for r in lines if r.get("session") == "attack" and r.get("body") is None]
         assert len(big) == REQUESTS, lines[:3]  # every large request reached the provider
         text = (root / "batch" / final["stream"]).parent / FINAL_TEXT_NAME
-        assert "statuses: 200 " + " ".join(["200"] * REQUESTS) in text.read_text()
+        said = text.read_text().split("statuses: ", 1)[1].split("\n", 1)[0].split()
+        assert said[:REQUESTS + 1] == ["200"] * (REQUESTS + 1), said
+        assert set(said[REQUESTS + 1:]) <= {"401", "none"} and len(said) == REQUESTS + 1 + REFUSED
+        assert final["gateway"]["forwarded"] == REQUESTS + 1
+        assert final["gateway"]["refused"] == {"placeholder": REFUSED}
         assert baseline is not None
         growth = peak - baseline
         print(f"runner baseline {baseline / MiB:.0f} MiB, grew {growth / MiB:.1f} MiB")
