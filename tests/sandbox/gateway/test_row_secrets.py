@@ -8,14 +8,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from sandbox._config import Credentials
+from sandbox._errors import CredentialsMissing
 from sandbox.gateway import MAX_TEXT, open_gateway, open_upstream
 from sandbox.gateway._forward import masked
+from sandbox.gateway._login import CredentialHolder
 
 from .conftest import REAL_KEY, Gate
-from .test_gateway import post
+from .test_gateway import post, write_login
 
 if TYPE_CHECKING:
-    from sandbox._config import Credentials
+    from pathlib import Path
 
     from .provider import LoopbackProvider
 
@@ -54,3 +57,28 @@ def test_a_text_cut_inside_the_key_has_the_cut_key_masked() -> None:
     assert masked(cut, REAL_KEY) == "x" * 170 + "*" * (MAX_TEXT - 170)
     assert masked("model sk-ant", REAL_KEY) == "model sk-ant", "too short to be the key"
     assert masked("a " + REAL_KEY + " b", REAL_KEY) == "a " + "*" * len(REAL_KEY) + " b"
+
+
+def test_an_api_key_a_header_cannot_carry_is_refused_at_the_start_without_quoting_it() -> None:
+    # ``KEY="$(cat file)"`` strips a newline, ``export KEY="$(printf 'k\n')"`` keeps it: httpx's
+    # error for such a header quoted the key whole into the row's upstream_error
+    for bad in (REAL_KEY + "\n", REAL_KEY + " ", "é" + REAL_KEY):
+        given = Credentials(credentials_file=None, api_key_env="TEST_KEY", api_key=bad)
+        with pytest.raises(CredentialsMissing) as caught:
+            CredentialHolder(given)
+        assert REAL_KEY not in str(caught.value) and "TEST_KEY" in str(caught.value)
+
+
+async def test_a_login_token_a_header_cannot_carry_is_a_login_refusal_not_a_quoted_error(
+        provider: LoopbackProvider, gate: Gate, tmp_path: Path) -> None:
+    login = write_login(tmp_path, "sk-ant-oat01-CANARY-login-token", expires_in_s=3600)
+    async with open_upstream(provider.url, login) as upstream, \
+            open_gateway(upstream, gate) as gateway:
+        assert login.credentials_file is not None
+        write_login(tmp_path, "sk-ant-oat01-CANARY-login-token\n", expires_in_s=3600)
+        response = await post(gateway, bearer=True)
+    assert response.status_code == 401 and provider.requests == []
+    (row,) = gate.rows
+    assert row.refused == "login" and "CANARY" not in repr(row)
+    failure = gateway.stats().login_failure
+    assert failure is not None and "CANARY" not in failure
