@@ -127,8 +127,12 @@ class CredentialHolder:
             raise LoginUnusable(f"the provider refused the host's login in {self._file} "
                                 f"(a 401): {LOGIN_FIX}")
         if expires_ms is not None and self._clock() * 1000 >= expires_ms:
-            when = datetime.fromtimestamp(expires_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-            raise LoginUnusable(f"the host's login in {self._file} expired at {when} UTC (the "
+            try:
+                when = (datetime.fromtimestamp(expires_ms / 1000, UTC)
+                        .strftime("%Y-%m-%d %H:%M:%S UTC"))
+            except (ValueError, OverflowError, OSError):  # before any date Python can show
+                when = f"{expires_ms} ms since the epoch"
+            raise LoginUnusable(f"the host's login in {self._file} expired at {when} (the "
                                 f"gateway never refreshes a login): {LOGIN_FIX}")
         return Credential("login", token, version)
 

@@ -82,3 +82,15 @@ async def test_a_login_token_a_header_cannot_carry_is_a_login_refusal_not_a_quot
     assert row.refused == "login" and "CANARY" not in repr(row)
     failure = gateway.stats().login_failure
     assert failure is not None and "CANARY" not in failure
+
+
+async def test_a_login_expired_before_any_date_is_still_a_login_refusal(
+        provider: LoopbackProvider, gate: Gate, tmp_path: Path) -> None:
+    # an ``expiresAt`` no date can show (a hand-edited file) must not break the connection
+    login = write_login(tmp_path, "sk-ant-oat01-token", expires_in_s=-1e16)
+    async with open_upstream(provider.url, login) as upstream, \
+            open_gateway(upstream, gate) as gateway:
+        response = await post(gateway, bearer=True)
+    assert response.status_code == 401 and provider.requests == []
+    assert [row.refused for row in gate.rows] == ["login"]
+    assert gateway.stats().login_failure is not None
