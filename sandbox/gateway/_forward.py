@@ -109,6 +109,24 @@ class Scrubber:
         return value.replace(self._secret, self._mask) if self._secret else value
 
 
+MASKED_TAIL: Final = 8
+"""Shortest start of the secret masked at a text's end (a text cut to `MAX_TEXT` may end in
+part of it)."""
+
+
+def masked(text: str | None, secret: str) -> str | None:
+    """``text`` with each occurrence of ``secret`` as as many ``*``, and a tail that is the
+    secret's first `MASKED_TAIL` or more characters (the text was cut inside it) masked too:
+    a row's fields come from the provider, and the credential goes to the provider only."""
+    if text is None or not secret:
+        return text
+    text = text.replace(secret, "*" * len(secret))
+    for size in range(min(len(secret) - 1, len(text)), MASKED_TAIL - 1, -1):
+        if text.endswith(secret[:size]):
+            return text[:len(text) - size] + "*" * size
+    return text
+
+
 def response_headers(response: httpx.Response, scrub: Scrubber) -> list[tuple[bytes, bytes]]:
     """The provider's response headers for the session: hop-by-hop ones out, masked."""
     raw = response.headers.raw

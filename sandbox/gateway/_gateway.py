@@ -41,7 +41,7 @@ from anyio.abc import SocketAttribute, SocketListener
 
 from .._groups import single_unwrapped
 from ._digest import system_digest
-from ._forward import Relayed, relay
+from ._forward import Relayed, masked, relay
 from ._login import LoginUnusable
 from ._paths import ALLOWED, allowed
 from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
@@ -251,7 +251,7 @@ class Gateway:
             status = await relay(self._upstream.client, self._upstream.url + incoming.target,
                                  incoming, body, credential, conn, seen)  # fmt: skip
         finally:
-            row.seen(seen)
+            row.seen(seen, credential.secret)
         if status is None:
             await conn.error(502, "api_error", "the gateway could not reach the provider",
                              close=False)  # fmt: skip
@@ -287,13 +287,15 @@ class _Row:
         self.fields: dict[str, Any] = {"at": at, "method": method[:MAX_TEXT],
                                        "path": target[:MAX_TEXT], "status": None}
 
-    def seen(self, seen: Relayed) -> None:
-        """What the relay saw of the provider's response."""
-        self.fields.update(request_id=seen.request_id, latency_s=seen.latency_s,
-                           upstream_error=seen.upstream_error)
+    def seen(self, seen: Relayed, secret: str) -> None:
+        """What the relay saw of the provider's response, ``secret`` (the real credential)
+        masked in every text: the provider may echo it, an error may quote its bytes."""
+        self.fields.update(request_id=masked(seen.request_id, secret), latency_s=seen.latency_s,
+                           upstream_error=masked(seen.upstream_error, secret))
         if (observer := seen.observer) is not None:
-            self.fields.update(message_id=observer.message_id, model=observer.model,
-                               usage=observer.usage, stop_reason=observer.stop_reason)
+            self.fields.update(message_id=masked(observer.message_id, secret),
+                               model=masked(observer.model, secret), usage=observer.usage,
+                               stop_reason=masked(observer.stop_reason, secret))
 
     def build(self) -> ProviderRequest:
         """The row."""

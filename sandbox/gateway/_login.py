@@ -34,6 +34,13 @@ LOGIN_FIX: Final = ("log in again on the host (run `claude` there and `/login`),
 """How to get a usable login again, ending every login failure's reason."""
 
 
+def header_safe(secret: str) -> bool:
+    """Whether ``secret`` is visible ASCII only (``!`` to ``~``), as an API key and a login's
+    token are: a header cannot carry anything else, and httpx's error for one that tries
+    quotes the header whole (the secret would land in a row's ``upstream_error``)."""
+    return all("!" <= char <= "~" for char in secret)
+
+
 class LoginUnusable(Exception):
     """The host's login cannot be used for a request; ``reason`` says why and how to fix it."""
 
@@ -67,8 +74,9 @@ class CredentialHolder:
         clock: Seconds since the epoch (tests pass their own to expire a login).
 
     Raises:
-        CredentialsMissing: neither a key nor a file, or the login file cannot be read or
-            holds no access token (named, never its content).
+        CredentialsMissing: neither a key nor a file, a key a header cannot carry
+            (`header_safe`), or the login file cannot be read or holds no access token it
+            could carry (named, never its content).
     """
 
     def __init__(self, credentials: Credentials, *,
@@ -78,6 +86,11 @@ class CredentialHolder:
         self._file = credentials.credentials_file
         self._read: tuple[tuple[int, int, int], str, int | None] | None = None
         self._refused: tuple[int, int, int] | None = None
+        if self._key is not None and not header_safe(self._key):
+            raise CredentialsMissing(
+                f"the API key in ${credentials.api_key_env} holds a space, a newline or a "
+                "character that is not ASCII, which no request header can carry (a line "
+                "read with its newline?): set the key alone")
         if self._key is None:
             if self._file is None:
                 raise CredentialsMissing("neither an API key nor a login file was given")
@@ -114,8 +127,12 @@ class CredentialHolder:
             raise LoginUnusable(f"the provider refused the host's login in {self._file} "
                                 f"(a 401): {LOGIN_FIX}")
         if expires_ms is not None and self._clock() * 1000 >= expires_ms:
-            when = datetime.fromtimestamp(expires_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-            raise LoginUnusable(f"the host's login in {self._file} expired at {when} UTC (the "
+            try:
+                when = (datetime.fromtimestamp(expires_ms / 1000, UTC)
+                        .strftime("%Y-%m-%d %H:%M:%S UTC"))
+            except (ValueError, OverflowError, OSError):  # before any date Python can show
+                when = f"{expires_ms} ms since the epoch"
+            raise LoginUnusable(f"the host's login in {self._file} expired at {when} (the "
                                 f"gateway never refreshes a login): {LOGIN_FIX}")
         return Credential("login", token, version)
 
@@ -160,6 +177,10 @@ def _parse_login(path: Path) -> tuple[str, int | None]:
     if not isinstance(token, str) or not token:
         raise LoginUnusable(f"the host's login {path} holds no claudeAiOauth.accessToken: "
                             f"{LOGIN_FIX}")
+    if not header_safe(token):
+        raise LoginUnusable(f"the host's login {path} holds a claudeAiOauth.accessToken with a "
+                            "space, a newline or a character that is not ASCII, which no "
+                            f"request header can carry: {LOGIN_FIX}")
     assert isinstance(oauth, Mapping)
     expires = oauth.get("expiresAt")
     expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None

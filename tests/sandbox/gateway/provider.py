@@ -3,7 +3,8 @@
 A threaded `http.server` (so it serves the trio and the asyncio tests alike), recording each
 request it received whole (method, target, headers, body) and answering as its ``mode``
 says: a Messages stream with usage, a JSON message, a 529, a 401, an echo of the request's
-headers, or a stream that waits for the test's word before its last events.
+headers, the key it got as the row's fields or as a status line that is not HTTP,
+or a stream that waits for the test's word before its last events.
 """
 
 from __future__ import annotations
@@ -127,6 +128,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             echoed = json.dumps(dict(self.headers.items())).encode()
             self._whole(200, echoed, "application/json",
                         [("x-echo", " ".join(self.headers.values()))])
+        elif mode == "key-in-metadata":  # the key it got, back as every field a row keeps
+            key = self.headers.get("x-api-key", "")
+            message = {"id": key, "type": "message", "model": key, "stop_reason": key,
+                       "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}
+            self._whole(200, json.dumps(message).encode(), "application/json",
+                        request_id=key)
+        elif mode == "garbage-key":  # not HTTP: the key it got, as its status line
+            self.wfile.write(b"BROKEN " + self.headers.get("x-api-key", "").encode()
+                             + b"\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
         elif mode == "json":
             message = {"id": MESSAGE_ID, "type": "message", "model": SERVED_MODEL,
                        "stop_reason": "max_tokens", "content": [],
@@ -136,10 +148,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._stream(provider, wait=mode == "wait")
 
     def _whole(self, status: int, body: bytes, kind: str,
-               extra: Sequence[tuple[str, str]] = ()) -> None:
+               extra: Sequence[tuple[str, str]] = (), request_id: str = REQUEST_ID) -> None:
         self.send_response(status)
         self.send_header("content-type", kind)
-        self.send_header("request-id", REQUEST_ID)
+        self.send_header("request-id", request_id)
         for name, value in extra:
             self.send_header(name, value)
         self.send_header("content-length", str(len(body)))
