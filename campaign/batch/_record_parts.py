@@ -181,3 +181,6 @@ class GatewayCounts(RecordPart):
     """Forwarded requests whose cost is unknown (an unpriced model, or no usage read)."""
     login_failure: Bounded | None = None
     """Why the host's login could not be used, with how to log in again."""
+    refused_rows_not_written: int = 0
+    """Refused requests past the rows one attempt may write (a flood): counted in
+    ``refused``, without a ``request`` row each."""

@@ -38,6 +38,12 @@ LOGIN_HOW: Final = ("log in again with Claude Code on the host (`claude`, then /
                     "pass --api-key-env NAME; a long batch needs a login that outlasts it, "
                     "or an API key")
 """How to get a usable credential, for a reason that names a login failure."""
+REFUSED_ROWS_KEPT: Final = 1_000
+"""Rows of refused requests the ledger takes per attempt. A session controls how many
+requests it sends its gateway, each refused one a row of the batch's ledger on the host
+(outside the session's disk quota): past this many, each is still counted in the final
+record's ``gateway.refused`` and the row is not written (``refused_rows_not_written``).
+Forwarded requests always get their row: each is priced, and the provider bounds them."""
 
 
 def login_reason(failure: str) -> str:
@@ -142,6 +148,10 @@ class AttemptGate:
         """The first budget refusal this attempt's gateway was given, in words."""
         self.write_error: OSError | None = None
         """The host refused a ``request`` record's write (disk full): the attempt stops."""
+        self.refused_rows = 0
+        """Rows of refused requests written for this attempt (at most `REFUSED_ROWS_KEPT`)."""
+        self.refused_rows_not_written = 0
+        """Refused requests past `REFUSED_ROWS_KEPT`: counted in ``gateway.refused``, no row."""
 
     def refusal(self) -> str | None:
         """`SpendGate.refusal`: the batch's budget (`BatchSpend.refusal`)."""
@@ -170,6 +180,11 @@ class AttemptGate:
                 self._unpriced_models.add(request.model[:MAX_TEXT])
         if request.message_id is not None and request.model is not None:
             self._models[request.message_id[:MAX_TEXT]] = request.model[:MAX_TEXT]
+        if request.refused is not None:
+            if self.refused_rows >= REFUSED_ROWS_KEPT:  # a flood: counted, not each written
+                self.refused_rows_not_written += 1
+                return
+            self.refused_rows += 1
         record = self._record(request, cost)
         try:
             await self._journal.record(record)
@@ -210,6 +225,8 @@ class AttemptGate:
             given["unpriced_requests"] = self.unpriced_requests
         if stats.login_failure is not None:
             given["login_failure"] = login_reason(stats.login_failure)[:MAX_TEXT]
+        if self.refused_rows_not_written:
+            given["refused_rows_not_written"] = self.refused_rows_not_written
         return GatewayCounts.model_validate(given)
 
     def verdict(self, stats: GatewayStats) -> GateVerdict | None:

@@ -228,3 +228,26 @@ def test_without_the_products_table_nothing_is_priced(monkeypatch: pytest.Monkey
     monkeypatch.delattr(recorder, "price_usage", raising=False)
     monkeypatch.delattr(recorder, "PRICE_TABLE_DATE", raising=False)
     assert (ProductPrices().date, ProductPrices().cost_usd(row())) == ("none", None)
+
+
+async def test_a_flood_of_refused_requests_is_counted_past_the_rows_kept(
+        journal: Journal) -> None:
+    """A session controls how many requests it sends: past `REFUSED_ROWS_KEPT` refused rows
+    of one attempt, each is counted (``refused_rows_not_written``) and no row is written;
+    forwarded requests keep their rows whatever came before."""
+    from campaign.supervisor._gate import REFUSED_ROWS_KEPT
+
+    gate = AttemptGate(AttemptRef(KEY, 1, 1, 1), spend=BatchSpend(journal.fold),
+                       journal=journal, prices=TablePrices())
+    extra = 7
+    for _ in range(REFUSED_ROWS_KEPT + extra):
+        await gate.observed(row(refused="placeholder"))
+    await gate.observed(row())  # forwarded after the flood: written
+    counts = gate.counts(GatewayStats(forwarded=1,
+                                      refused={"placeholder": REFUSED_ROWS_KEPT + extra}))
+    journal.close()
+    records = [r for r in read_ledger(journal.ledger.path) if isinstance(r, RequestRecord)]
+    assert sum(r.refused == "placeholder" for r in records) == REFUSED_ROWS_KEPT
+    assert [r.refused for r in records[-1:]] == [None]
+    assert counts.refused_rows_not_written == extra
+    assert counts.refused == {"placeholder": REFUSED_ROWS_KEPT + extra}
