@@ -14,6 +14,7 @@ until the file changes) is `LoginUnusable`, whose reason says how to log in agai
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -183,8 +184,13 @@ def _parse_login(path: Path) -> tuple[str, int | None]:
                             f"request header can carry: {LOGIN_FIX}")
     assert isinstance(oauth, Mapping)
     expires = oauth.get("expiresAt")
-    expires_ms = expires if isinstance(expires, int) and not isinstance(expires, bool) else None
-    return token, expires_ms
+    if expires is None:  # a login that names no expiry: used until the provider refuses it
+        return token, None
+    if isinstance(expires, bool) or not isinstance(expires, int | float) or not math.isfinite(
+            expires):  # fail closed: an expiry that cannot be read is not "never"
+        raise LoginUnusable(f"the host's login {path} holds a claudeAiOauth.expiresAt that is "
+                            f"not a number of milliseconds: {LOGIN_FIX}")
+    return token, math.floor(expires)
 
 
 def login_problem(credentials: Credentials, *,

@@ -140,6 +140,19 @@ def test_a_login_expires_at_its_expires_at_in_milliseconds(tmp_path: Path) -> No
         holder.current()
 
 
+def test_a_float_expiry_is_read_and_an_unreadable_one_refuses(tmp_path: Path) -> None:
+    """An expiry that cannot be read fails closed: it is not taken for "never expires"."""
+    now = [1_000.0]
+    holder = CredentialHolder(login_file(tmp_path, "tok", 1_000_500.0), clock=lambda: now[0])
+    assert holder.current().secret == "tok"
+    now[0] = 1_000.5
+    with pytest.raises(LoginUnusable, match="expired at"):
+        holder.current()
+    for bad in ("1000500", True, [1]):
+        with pytest.raises(CredentialsMissing, match="expiresAt that is not a number"):
+            CredentialHolder(login_file(tmp_path, "tok", bad))
+
+
 def test_a_login_without_a_token_cannot_open_and_names_no_content(tmp_path: Path) -> None:
     with pytest.raises(CredentialsMissing, match=r"holds no claudeAiOauth\.accessToken"):
         CredentialHolder(login_file(tmp_path, None, 1))
