@@ -260,7 +260,7 @@ async def conclude_attempt(
     """
     result = driven.result
     contained = driven.contained
-    if verdict is not None:  # the gateway's word on the attempt, over the stream's
+    if verdict is not None and verdict.only_over in (None, obs.state):  # the gateway's word
         obs = replace(obs, state=verdict.state, reason=verdict.reason,
                       retryable=verdict.retryable)
     outcome = AttemptOutcome(

@@ -120,6 +120,9 @@ class GateVerdict:
     state: SessionState
     reason: str
     retryable: bool
+    only_over: SessionState | None = None
+    """The stream's state this verdict replaces, or None for any: a provider the gateway
+    could not reach explains a ``harness-error``, never a session that recorded."""
 
 
 class AttemptGate:
@@ -148,6 +151,8 @@ class AttemptGate:
         """The first budget refusal this attempt's gateway was given, in words."""
         self.write_error: OSError | None = None
         """The host refused a ``request`` record's write (disk full): the attempt stops."""
+        self.unreached: str | None = None
+        """Why the gateway could not reach the provider, the first time it could not."""
         self.refused_rows = 0
         """Rows of refused requests written for this attempt (at most `REFUSED_ROWS_KEPT`)."""
         self.refused_rows_not_written = 0
@@ -178,6 +183,9 @@ class AttemptGate:
             self.unpriced_requests += 1
             if request.model is not None and len(self._unpriced_models) < UNPRICED_MODELS_KEPT:
                 self._unpriced_models.add(request.model[:MAX_TEXT])
+        if (request.refused is None and request.upstream_error is not None
+                and request.latency_s is None and self.unreached is None):
+            self.unreached = request.upstream_error[:MAX_TEXT]  # no response ever began
         if request.message_id is not None and request.model is not None:
             self._models[request.message_id[:MAX_TEXT]] = request.model[:MAX_TEXT]
         if request.refused is not None:
@@ -235,7 +243,9 @@ class AttemptGate:
         A login the gateway could not use ends it ``harness-error``, not retryable (an
         authentication failure: docs/batch.md "Session states"), with how to log in again;
         else a budget refusal ends it ``budget-stopped``, retryable on a resume with a
-        larger ``--max-cost-cents``.
+        larger ``--max-cost-cents``; else a provider the gateway could not reach (no
+        response began) names that cause in a ``harness-error``, retryable, and leaves any
+        other state as the stream decided it.
         """
         if stats.login_failure is not None:
             return GateVerdict(
@@ -252,6 +262,13 @@ class AttemptGate:
                 f"budget-stopped: the provider gateway refused {n} request"
                 f"{'' if n == 1 else 's'} of this session because {why}; a resume with a "
                 "larger --max-cost-cents runs the session again", retryable=True)
+        if self.unreached is not None:  # retryable: a connection error (docs/batch.md)
+            return GateVerdict(
+                "harness-error",
+                f"harness-error: the provider gateway could not reach the provider "
+                f"({self.unreached}); check --provider-url, and --provider-ca for a provider "
+                "whose certificate a private CA signed", retryable=True,
+                only_over="harness-error")
         return None
 
 

@@ -251,3 +251,27 @@ async def test_a_flood_of_refused_requests_is_counted_past_the_rows_kept(
     assert [r.refused for r in records[-1:]] == [None]
     assert counts.refused_rows_not_written == extra
     assert counts.refused == {"placeholder": REFUSED_ROWS_KEPT + extra}
+
+
+async def test_a_provider_never_reached_names_the_cause_of_a_harness_error_only(
+        journal: Journal) -> None:
+    """A forwarded request whose provider never answered (no response began) makes the
+    verdict a retryable harness-error that names the cause and the options to check, and
+    only over a stream that ended harness-error; a response that began names nothing."""
+    gate = AttemptGate(AttemptRef(KEY, 1, 1, 1), spend=BatchSpend(journal.fold),
+                       journal=journal, prices=TablePrices())
+    broke = ProviderRequest(at=AT, method="POST", path="/v1/messages?beta=true", status=502,
+                            upstream_error="connection refused", duration_s=0.1)
+    began = ProviderRequest(at=AT, method="POST", path="/v1/messages?beta=true", status=200,
+                            upstream_error="the response broke off", latency_s=0.2,
+                            duration_s=0.3)
+    await gate.observed(began)
+    assert gate.verdict(GatewayStats(forwarded=1)) is None
+    await gate.observed(broke)
+    verdict = gate.verdict(GatewayStats(forwarded=2))
+    journal.close()
+    assert verdict is not None
+    assert (verdict.state, verdict.retryable, verdict.only_over) == (
+        "harness-error", True, "harness-error")
+    assert "could not reach the provider (connection refused)" in verdict.reason
+    assert "--provider-url" in verdict.reason and "--provider-ca" in verdict.reason
