@@ -413,8 +413,8 @@ def test_resume_of_a_moved_format_2_batch_runs_only_what_was_outstanding(
                 old["attempt"] + 1, old["state"], True)
             continue
         (sibling,) = (r for k, r in finals.items() if k[1:] == key[1:])
-        assert (final["attempt"], final["state"], final["event"]) == (
-            1, "recorded", sibling["event"])
+        assert (final["attempt"], final["state"]) == (1, "recorded")
+        assert _comparable(final["event"]) == _comparable(sibling["event"])
     paths = [batch / "transcripts" / f"{arm}.md" for arm in read_yaml(batch / "plan.yaml")["arms"]]
     check = cli("check-transcript", *map(str, paths))
     assert check.returncode == 0, check.stdout + check.stderr
@@ -442,3 +442,12 @@ def test_resume_of_a_format_2_batch_keeps_its_recorded_budget(
     old = _one(FIXTURE / "batch", "budget-stop")
     assert (stop["budget"], stop["limit"], stop["used"]) == (
         old["budget"], old["limit"], old["used"])
+
+
+def _comparable(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as two runs of one session must agree on it: a Grep call's result digest
+    left out, since ripgrep prints the files that match in the order its threads finish
+    them (seen to differ between a session and its sibling under load)."""
+    calls = [{k: v for k, v in call.items() if not (call["tool"] == "Grep" and k == "result")}
+             for call in event["calls"]]
+    return {**event, "calls": calls}
