@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping
-from typing import Final, Generic, TypeVar
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from typing import Any, Final, Generic, TypeVar
 
 __all__ = [
     "ENTRY_OVERHEAD_BYTES",
@@ -199,3 +199,21 @@ class BoundedMap(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def tool_results_of(body: Mapping[str, Any]) -> Iterator[tuple[str, str, bool]]:
+    """Each tool_result of a request body's user messages: ``(tool_use_id, text, is_error)``,
+    its text as `tool_result_text` gives it. An id that is not a string (the CLI never sends
+    one) is its ``str`` when a number or null, else ``""``."""
+    for message in body.get("messages") or ():
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                tool_use_id = block.get("tool_use_id")
+                if not isinstance(tool_use_id, str):
+                    tool_use_id = str(tool_use_id) if tool_use_id is None or isinstance(
+                        tool_use_id, int | float) else ""
+                yield (tool_use_id, tool_result_text(block.get("content")),
+                       bool(block.get("is_error", False)))

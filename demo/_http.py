@@ -24,11 +24,11 @@ from urllib.parse import urlsplit
 from recorder import json_values
 
 from ._faults import ERROR_TYPES, STATUS_OF, CutFault, HttpFault, SseErrorFault
+from ._reply import Reply
 from ._server import (
     HANDLER_TIMEOUT_S,
     SESSION_HEADER,
     ScriptedProvider,
-    _Reply,
 )
 from ._wire import error_body, stream_events, whole_message
 
@@ -162,7 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(*decided)
 
     def _decode(self, provider: ScriptedProvider, session: str,
-                data: bytes) -> tuple[_Reply, bool] | None:
+                data: bytes) -> tuple[Reply, bool] | None:
         """Decode one body (its budgets taken): its reply and whether it asked for a stream,
         or None when it was answered already (not a JSON object, or an overloaded spell)."""
         try:
@@ -181,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         streaming = body.get("stream") is True
         return provider._decide(body, session=session, streaming=streaming), streaming
 
-    def _answer(self, reply: _Reply, streaming: bool) -> None:
+    def _answer(self, reply: Reply, streaming: bool) -> None:
         """Send ``reply``: its fault, or its turn as a stream or one message."""
         provider = self.server.provider
         message_id = f"msg_{uuid.uuid4().hex[:24]}"
@@ -245,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
 
-    def _cut(self, reply: _Reply, message_id: str, after_events: int) -> None:
+    def _cut(self, reply: Reply, message_id: str, after_events: int) -> None:
         events = stream_events(reply.turn, model=reply.model, message_id=message_id)
         self._send_stream(events, cut_after=after_events)
 

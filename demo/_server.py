@@ -75,10 +75,11 @@ import anyio
 
 from ._budget import InFlight
 from ._credential import carries
-from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_result_text
+from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_results_of
+from ._reply import Reply
 from ._reqlog import RequestLog
-from ._scripts import Fault, Playbook, Route, Script, TextBlock, Turn, repeated
-from ._wire import first_user_text, request_text, turn_index
+from ._scripts import Playbook, Route, Script, TextBlock, Turn, repeated
+from ._wire import first_user_text, request_text, task_begins, turn_index
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -131,22 +132,6 @@ STOP_JOIN_S: Final = 5.0
 
 
 _NO_SCRIPT_TURN: Final = Turn(blocks=[TextBlock(type="text", text=NO_SCRIPT_TEXT)])
-
-
-class _Reply:
-    """What one request gets: a turn with its served model, or a fault."""
-
-    __slots__ = ("fault", "model", "turn")
-
-    def __init__(self, turn: Turn, model: str, fault: Fault | None = None) -> None:
-        self.turn = turn
-        self.model = model
-        self.fault = fault
-
-    @property
-    def delay_s(self) -> float:
-        """Seconds to wait before answering: the turn's ``delay_s``, none for a fault."""
-        return 0.0 if self.fault is not None else self.turn.delay_s
 
 
 class ScriptedProvider:
@@ -410,20 +395,10 @@ class ScriptedProvider:
             return self._tool_results.held_bytes
 
     def _note_tool_results(self, body: Mapping[str, Any], session: str) -> None:
-        for message in body.get("messages") or ():
-            if not isinstance(message, Mapping) or message.get("role") != "user":
-                continue
-            content = message.get("content")
-            for block in content if isinstance(content, list) else ():
-                if isinstance(block, Mapping) and block.get("type") == "tool_result":
-                    text = tool_result_text(block.get("content"))
-                    tool_use_id = block.get("tool_use_id")
-                    if not isinstance(tool_use_id, str):  # as the CLI never sends: no copy
-                        tool_use_id = str(tool_use_id) if tool_use_id is None or isinstance(
-                            tool_use_id, int | float) else ""
-                    with self._lock:
-                        self._tool_results.note(tool_use_id, text=text, session=session,
-                                                is_error=bool(block.get("is_error", False)))
+        for tool_use_id, text, is_error in tool_results_of(body):
+            with self._lock:
+                self._tool_results.note(tool_use_id, text=text, session=session,
+                                        is_error=is_error)
 
     def wait_or_stop(self, seconds: float) -> None:
         """Wait ``seconds`` (a turn's ``delay_s``), or less once `stop` is called."""
@@ -431,7 +406,7 @@ class ScriptedProvider:
             self._stopping.wait(seconds)
 
     def _decide(self, body: Mapping[str, Any], *, session: str,
-                streaming: bool = True) -> _Reply:
+                streaming: bool = True) -> Reply:
         """Pick the reply to one request; counts it. Thread-safe.
 
         ``streaming``: whether the request asked for a stream; a ``stream_only`` fault
@@ -450,14 +425,14 @@ class ScriptedProvider:
             playbook = self._playbooks[(script.name, route)] if script is not None else []
             if script is not None and index >= len(playbook) and script.after_last:
                 turn = repeated(playbook[-1][1], index)
-                return _Reply(turn, turn.model or script.model or fallback)
+                return Reply(turn, turn.model or script.model or fallback)
             if script is None or index >= len(playbook):
                 self._unmatched += 1
                 what = (f"the script {script.name!r}{script.describe(route)} has no turn "
                         f"{index + 1}" if script
-                        else f"no script matches a task that begins {_begins(text)!r}")
+                        else f"no script matches a task that begins {task_begins(text)!r}")
                 self._misses.add(what)
-                return _Reply(_NO_SCRIPT_TURN, fallback)
+                return Reply(_NO_SCRIPT_TURN, fallback)
             faults, turn = playbook[index]
             key = (cut_key(session), script.name, route, index)
             hits = self._fault_hits.get(key, 0)
@@ -466,15 +441,6 @@ class ScriptedProvider:
         for fault in faults:
             if hits < fault.times:
                 spared = fault.stream_only and not streaming
-                return _Reply(turn, model, None if spared else fault)
+                return Reply(turn, model, None if spared else fault)
             hits -= fault.times
-        return _Reply(turn, model)
-
-
-_BEGINS_CHARS: Final = 60
-"""How much of an unmatched task a miss quotes."""
-
-
-def _begins(text: str) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= _BEGINS_CHARS else one[:_BEGINS_CHARS] + "..."
+        return Reply(turn, model)

@@ -150,3 +150,14 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
     """The Messages API's error object: ``{"type": "error", "error": {type, message}}``;
     also the payload of a stream's ``error`` event."""
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+BEGINS_CHARS: Final = 60
+"""How much of an unmatched task a miss quotes."""
+
+
+def task_begins(text: str) -> str:
+    """The start of ``text`` on one line (whitespace runs as one space), at most
+    `BEGINS_CHARS` characters and ``...`` when cut: how a miss quotes a task."""
+    one = " ".join(text.split())
+    return one if len(one) <= BEGINS_CHARS else one[:BEGINS_CHARS] + "..."
