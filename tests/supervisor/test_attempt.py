@@ -206,6 +206,24 @@ async def test_a_gateway_verdict_replaces_the_streams_state_and_keeps_the_calls(
     assert outcome.cost_known
 
 
+UNREACHED = GateVerdict("harness-error", "harness-error: the provider gateway could not reach "
+                        "the provider (connection refused)", retryable=True,
+                        only_over="harness-error")
+
+
+async def test_an_unreached_provider_names_the_cause_of_a_harness_error_only(
+        tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
+    # A provider the gateway once could not reach explains a stream that ended
+    # harness-error; a session that recorded despite it stays recorded, its event kept.
+    failed = _obs(state="harness-error", reason="harness-error: API Error: 502",
+                  retryable=True)
+    outcome = await _conclude(tmp_path, ctx, spec, failed, _driven(), verdict=UNREACHED)
+    assert (outcome.state, outcome.retryable) == ("harness-error", True)
+    assert "could not reach the provider (connection refused)" in outcome.reason
+    kept = await _conclude(tmp_path, ctx, spec, _obs(), _driven(), verdict=UNREACHED)
+    assert kept.state == "recorded" and kept.event is not None
+
+
 async def test_a_sandbox_that_did_not_empty_is_uncontained_whatever_the_gateway_said(
         tmp_path: Path, ctx: BatchContext, spec: SessionSpec) -> None:
     outcome = await _conclude(tmp_path, ctx, spec, _obs(), _driven(contained=False),
