@@ -2,7 +2,8 @@
 
 What goes upstream (`upstream_headers`): the session's headers less its key
 (``x-api-key``, ``authorization``), the hop-by-hop headers (and any the request's
-``Connection`` names), ``host``, ``content-length`` (httpx sets both) and
+``Connection`` names), ``host`` (httpx sets it), ``content-length`` (`relay` sets it
+again from the declared length: the body is streamed, not measured) and
 ``accept-encoding`` (``identity`` is asked for instead, so the stream relayed is one the
 observer can read); plus the real credential: an API key as ``x-api-key``, a login's token
 as ``Authorization: Bearer`` with `OAUTH_BETA` added to ``anthropic-beta`` when absent.
@@ -26,7 +27,7 @@ import httpx
 from ._sse import ResponseObserver, bounded
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Iterable
+    from collections.abc import AsyncGenerator, AsyncIterable, Iterable
 
     from ._login import Credential
     from ._server import Incoming, ServerConnection
@@ -145,9 +146,15 @@ class Relayed:
         self.upstream_error: str | None = None
 
 
-async def relay(client: httpx.AsyncClient, url: str, incoming: Incoming, body: bytes,
-                credential: Credential, conn: ServerConnection, seen: Relayed) -> int | None:
+async def relay(client: httpx.AsyncClient, url: str, incoming: Incoming,
+                body: AsyncIterable[bytes], declared: int | None, credential: Credential,
+                conn: ServerConnection, seen: Relayed) -> int | None:
     """Forward ``incoming`` with ``body`` to ``url`` and relay the response to ``conn``.
+
+    ``body`` is sent upstream piece by piece as it yields them (never joined), with the
+    ``content-length`` the session declared (``declared`` bytes, which h11 has held the body
+    to) or chunked when it declared none. An error ``body`` raises (the session's body passed
+    the bound, or broke off) is raised as it is, before any response begins.
 
     ``seen`` is filled as things happen (so a caller cut off still has what was seen). A
     provider that cannot be reached gets the session a 502 of the gateway's (``api_error``,
@@ -165,9 +172,12 @@ async def relay(client: httpx.AsyncClient, url: str, incoming: Incoming, body: b
     Raises:
         anyio.BrokenResourceError, anyio.ClosedResourceError, OSError: the session's
             connection went away (the provider's response closed first).
+        Exception: whatever ``body`` raised while it was sent.
     """
-    request = client.build_request(incoming.method, url, content=body,
-                                   headers=upstream_headers(incoming, credential))
+    headers = upstream_headers(incoming, credential)
+    if declared is not None:
+        headers.append((b"content-length", str(declared).encode()))
+    request = client.build_request(incoming.method, url, content=body, headers=headers)
     try:
         response = await client.send(request, stream=True)
     except httpx.HTTPError as exc:

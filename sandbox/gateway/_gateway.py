@@ -12,48 +12,53 @@ was sent (None when none was). The checks, in order, each a refusal of the gatew
    ``Authorization: Bearer``; every key the request carries must be it;
 3. ``path`` (404 ``not_found_error``): a method and target not in
    `sandbox.gateway._paths.ALLOWED`;
-4. ``too-large`` (413 ``request_too_large``): a body over ``max_body_bytes``, declared or
-   as it arrives (read whole, bounded: the system digest needs it);
+4. ``too-large`` (413 ``request_too_large``): a body declared over ``max_body_bytes``
+   (its body is never read);
 5. ``budget`` (400 ``invalid_request_error``, a status the harness does not retry):
    `SpendGate.refusal` said no;
 6. ``login`` (401 ``authentication_error``, its message says how to log in again): the
    host's login is expired or unreadable; also `GatewayStats.login_failure`.
 
-A request that is not HTTP/1.1 h11 can read is ``malformed`` (400). A request that passed is
-forwarded (`sandbox.gateway._forward`); a provider 401 to a login sets ``login_failure``
-too; a 529, 5xx or 429 is relayed as it came, so the harness's retries behave as they would
-against the provider.
+A budget or login refusal is answered once the body is read and dropped, so the connection
+stays open for the next request. A request that passed is forwarded
+(`sandbox.gateway._forward`) with its body streamed upstream as it arrives, never held
+whole, and read on its way for the row's system digest and model
+(`sandbox.gateway._scan.BodyScan`, bounded); a body that passes ``max_body_bytes`` as it
+arrives is ``too-large`` then, one that breaks off or is not HTTP/1.1 h11 can read is
+``malformed`` (400), and neither counts as forwarded. A provider 401 to a login sets
+``login_failure`` too; a 529, 5xx or 429 is relayed as it came, so the harness's retries
+behave as they would against the provider.
 """
 
 from __future__ import annotations
 
 import errno
 import hmac
-import json
 import logging
 import secrets
 from collections import Counter
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 from anyio.abc import SocketAttribute, SocketListener
 
 from .._groups import single_unwrapped
-from ._digest import system_digest
 from ._forward import Relayed, masked, relay
 from ._login import LoginUnusable
 from ._paths import ALLOWED, allowed
+from ._scan import BodyScan
 from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
-from ._sse import bounded
 from ._types import MAX_TEXT, GatewayStats, KeyVariable, ProviderRequest, Refusal, SpendGate
 from ._upstream import Upstream as Upstream
 from ._upstream import open_upstream as open_upstream
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator, AsyncIterator
 
     from anyio.abc import ByteStream
+
+    from ._login import Credential
 
 MAX_BODY_BYTES: Final = 32 * 1024 * 1024
 """The largest request body forwarded, in bytes (a long session's request is a few MiB)."""
@@ -204,59 +209,79 @@ class Gateway:
                                f", not {incoming.method[:20]} {incoming.target[:MAX_TEXT]}")
             return
         declared = conn.declared_length(incoming)
-        try:
-            if declared is not None and declared > self._max_body:
-                raise BodyTooLarge
-            body = await conn.read_body(self._max_body)
-        except BodyTooLarge:
+        if declared is not None and declared > self._max_body:
             await self._refuse(conn, row, "too-large", 413, "request_too_large",
-                               f"the request's body passes the gateway's bound of "
-                               f"{self._max_body} bytes")  # fmt: skip
+                               self._too_large())  # its body is never read
             return
-        except Malformed as exc:
-            await self._refuse(conn, row, "malformed", 400, "invalid_request_error",
-                               f"not an HTTP/1.1 request the gateway can read: {exc}")
-            return
-        self._read_body(body, row)
-        await self._forward(conn, incoming, body, row)
-
-    def _read_body(self, body: bytes, row: _Row) -> None:
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            return
-        row.fields["system_digest"] = system_digest(parsed)
-        if isinstance(parsed, dict):
-            row.fields["requested_model"] = bounded(parsed.get("model"))
-
-    async def _forward(self, conn: ServerConnection, incoming: Incoming, body: bytes,
-                       row: _Row) -> None:
         why = self._gate.refusal()
         if why is not None:
             self._budget_refused += 1
-            await self._refuse(conn, row, "budget", 400, "invalid_request_error", why,
-                               close=False)  # fmt: skip
+            await self._refuse_read(conn, row, "budget", 400, "invalid_request_error", why)
             return
         holder = self._upstream.holder
         try:
             credential = holder.current()
         except LoginUnusable as exc:
             self._login_failure = self._login_failure or exc.reason
-            await self._refuse(conn, row, "login", 401, "authentication_error", exc.reason,
-                               close=False)  # fmt: skip
+            await self._refuse_read(conn, row, "login", 401, "authentication_error",
+                                    exc.reason)  # fmt: skip
             return
-        self._forwarded += 1
+        await self._forward(conn, incoming, declared, credential, row)
+
+    async def _forward(self, conn: ServerConnection, incoming: Incoming, declared: int | None,
+                       credential: Credential, row: _Row) -> None:
+        """Send the request on, its body streamed as it arrives and scanned on its way; a
+        body that passes the bound or breaks off on the way is refused, not forwarded."""
+        scan = BodyScan()
         seen = Relayed()
+        self._forwarded += 1
         try:
-            status = await relay(self._upstream.client, self._upstream.url + incoming.target,
-                                 incoming, body, credential, conn, seen)  # fmt: skip
+            async with aclosing(self._scanned(conn, scan)) as body:
+                status = await relay(self._upstream.client,
+                                     self._upstream.url + incoming.target, incoming, body,
+                                     declared, credential, conn, seen)  # fmt: skip
+        except BodyTooLarge:
+            self._forwarded -= 1
+            await self._refuse(conn, row, "too-large", 413, "request_too_large",
+                               self._too_large())  # fmt: skip
+            return
+        except Malformed as exc:
+            self._forwarded -= 1
+            await self._refuse(conn, row, "malformed", 400, "invalid_request_error",
+                               f"not an HTTP/1.1 request the gateway can read: {exc}")
+            return
         finally:
             row.seen(seen, credential.secret)
+            row.fields.update(system_digest=scan.digest, requested_model=scan.model)
         if status is None:
             await conn.error(502, "api_error", "the gateway could not reach the provider",
                              close=False)  # fmt: skip
-        elif status == 401 and (reason := holder.refused(credential)) is not None:
+        elif status == 401 and (reason := self._upstream.holder.refused(credential)):
             self._login_failure = self._login_failure or reason
+
+    async def _scanned(self, conn: ServerConnection,
+                       scan: BodyScan) -> AsyncGenerator[bytes, None]:
+        """The request's body as it arrives, each piece fed to ``scan`` on its way."""
+        async for chunk in conn.body(self._max_body):
+            scan.feed(chunk)
+            yield chunk
+        scan.end()
+
+    def _too_large(self) -> str:
+        return f"the request's body passes the gateway's bound of {self._max_body} bytes"
+
+    async def _refuse_read(self, conn: ServerConnection, row: _Row, refusal: Refusal,
+                           status: int, kind: str, message: str) -> None:
+        """`_refuse` once the request's body is read and dropped, so that the connection
+        stays open for the client's next request (the harness re-sends on it); a body that
+        passes the bound or breaks off closes it."""
+        try:
+            async for _ in conn.body(self._max_body):
+                pass
+        except (BodyTooLarge, Malformed):
+            await self._refuse(conn, row, refusal, status, kind, message)
+            return
+        await self._refuse(conn, row, refusal, status, kind, message, close=False)
 
     async def _refuse(self, conn: ServerConnection, row: _Row, refusal: Refusal, status: int,
                       kind: str, message: str, *, close: bool = True) -> None:

@@ -20,6 +20,8 @@ import anyio
 import h11
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from anyio.abc import ByteStream
 
 MAX_HEAD_BYTES: Final = 64 * 1024
@@ -99,29 +101,35 @@ class ServerConnection:
                         list(event.headers), anyio.current_time(), utc_now())  # fmt: skip
 
     def declared_length(self, incoming: Incoming) -> int | None:
-        """The request's ``content-length``, when it declared one (h11 has checked it)."""
+        """The request's ``content-length``, when its body is framed by one (h11 has checked
+        it); None when it is chunked (``transfer-encoding`` overrides a length, RFC 9112 6.3)
+        or declares none."""
         values = incoming.values(b"content-length")
-        return int(values[0]) if values else None
+        if not values or incoming.values(b"transfer-encoding"):
+            return None
+        return int(values[0])
 
-    async def read_body(self, limit: int) -> bytes:
-        """The current request's whole body, at most ``limit`` bytes (a client that waits
-        for ``100 Continue`` before its body is sent one: the body is wanted).
+    async def body(self, limit: int) -> AsyncIterator[bytes]:
+        """The current request's body, piece by piece as it arrives (never held whole), at
+        most ``limit`` bytes in all (a client that waits for ``100 Continue`` before its
+        body is sent one: the body is wanted).
 
         Raises:
             BodyTooLarge: more than ``limit`` bytes arrived (the rest is not read).
             Malformed: the body broke off, or took more than `REQUEST_TIMEOUT_S`.
         """
-        body = bytearray()
+        received = 0
         if self._h11.they_are_waiting_for_100_continue:  # ``Expect: 100-continue``
             await self._send(h11.InformationalResponse(status_code=100, headers=[]))
         while True:
             event = await self._next_event()
             if isinstance(event, h11.Data):
-                if len(body) + len(event.data) > limit:
+                received += len(event.data)
+                if received > limit:
                     raise BodyTooLarge
-                body += event.data
+                yield bytes(event.data)
             elif isinstance(event, h11.EndOfMessage):
-                return bytes(body)
+                return
             else:
                 raise Malformed(f"the body broke off ({type(event).__name__})")
 

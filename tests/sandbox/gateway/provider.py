@@ -73,6 +73,8 @@ class LoopbackProvider:
         self.mode = "stream"
         self.requests: list[Seen] = []
         self.release = threading.Event()
+        self.body_begun = threading.Event()
+        """Set once the provider has read the first bytes of a request's body."""
         self.waited_out = False
         self._tls = tls
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -112,8 +114,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         provider: LoopbackProvider = self.server.provider
-        length = int(self.headers.get("content-length", "0"))
-        body = self.rfile.read(length)
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            body = self._chunked_body()
+            if body is None:  # it broke off: no request was made
+                self.close_connection = True
+                return
+        else:
+            body = self._sized_body(provider, int(self.headers.get("content-length", "0")))
         provider.requests.append(Seen(self.command, self.path,
                                       [(k.lower(), v) for k, v in self.headers.items()], body))
         mode = provider.mode
@@ -146,6 +153,36 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._whole(200, json.dumps(message).encode(), "application/json")
         else:
             self._stream(provider, wait=mode == "wait")
+
+    def _sized_body(self, provider: LoopbackProvider, length: int) -> bytes:
+        """A body of ``length`` bytes, read as it comes; `LoopbackProvider.body_begun` is set
+        once its first bytes are in."""
+        pieces: list[bytes] = []
+        left = length
+        while left > 0:
+            piece = self.rfile.read1(min(left, 65536))
+            if not piece:
+                break
+            pieces.append(piece)
+            left -= len(piece)
+            provider.body_begun.set()
+        return b"".join(pieces)
+
+    def _chunked_body(self) -> bytes | None:
+        """A chunked body read whole, or None when the connection ended before its last
+        chunk (as a provider, which acts on a whole request only)."""
+        body = b""
+        while True:
+            line = self.rfile.readline(1024)
+            if not line.endswith(b"\r\n"):
+                return None
+            size = int(line.split(b";")[0], 16)
+            data = self.rfile.read(size + 2)
+            if len(data) != size + 2:
+                return None
+            if size == 0:
+                return body
+            body += data[:size]
 
     def _whole(self, status: int, body: bytes, kind: str,
                extra: Sequence[tuple[str, str]] = (), request_id: str = REQUEST_ID) -> None:

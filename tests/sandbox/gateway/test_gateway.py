@@ -153,6 +153,32 @@ async def test_the_stream_reaches_the_session_before_the_provider_has_sent_its_e
     assert received == wire.FIRST_EVENTS + wire.LAST_EVENTS
 
 
+async def test_a_request_body_reaches_the_provider_before_the_session_has_sent_its_end(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    """The body is streamed upstream as it arrives, never held whole (docs/gateway.md,
+    "Bounds"): the session sends the rest of its body only once the provider has read the
+    first part, so a gateway that waited for the whole body would never forward it."""
+    provider.mode = "json"
+    text = json.dumps(BODY).encode()
+    head, tail = text[:-10], text[-10:]
+    waited: list[bool] = []
+
+    async def session_body() -> Any:
+        yield head
+        waited.append(await anyio.to_thread.run_sync(provider.body_begun.wait, 10.0))
+        yield tail
+
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate) as gateway, client(gateway) as session:
+        answer = await session.post(MESSAGES, content=session_body(),
+                                    headers={"content-length": str(len(text))})
+    assert waited == [True]
+    assert answer.status_code == 200
+    assert provider.requests[-1].body == text
+    assert gate.rows[-1].system_digest is not None
+    assert gate.rows[-1].requested_model == BODY["model"]
+
+
 async def test_the_row_holds_what_the_provider_sent(provider: LoopbackProvider,
                                                     api_key: Credentials, gate: Gate) -> None:
     async with open_upstream(provider.url, api_key) as upstream, \
