@@ -99,7 +99,7 @@ class _Gate:
     def __init__(self) -> None:
         self.statuses: dict[str, int] = {}
 
-    def refusal(self) -> None:
+    def refusal(self) -> str | None:
         return None
 
     async def observed(self, request: Any) -> None:
