@@ -5,6 +5,9 @@ Runs, one after the other on this machine:
 * bench/stream.py: 1 GB streams (UTF-8, ASCII, 3 MB lines), 100 MB, 40 MB lines: pipe,
   Agent SDK, product, product without the kept stream, interleaved rounds;
 * bench/overhead.py: one scripted session of the real CLI, N times bare and as one batch;
+* bench/gateway.py: requests to the scripted provider directly and through one session's
+  provider gateway, interleaved rounds; the runner's peak RSS relaying large bodies
+  (``--full``: more rounds, and a 32 MiB body);
 * bench/batch.py: batches of 100 and 1,000 instant sessions (``--full``: and 10,000 at
   concurrency 8 and 32);
 * bench/bigfile.py: the demo's batch on the example corpus, and again with a 300 MB text
@@ -108,6 +111,7 @@ def main(argv: list[str]) -> int:
         for name, bench in (
             ("stream", ["stream.py", "--rounds", str(args.rounds)]),
             ("overhead", ["overhead.py", "-N", str(args.n)]),
+            ("gateway", ["gateway.py", "--variant", "full" if args.full else "quick"]),
             ("batch", ["batch.py", "--sizes", sizes]),
             ("bigfile", ["bigfile.py", *(["--full"] if args.full else [])]),
         ):
