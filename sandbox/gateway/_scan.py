@@ -33,9 +33,11 @@ __all__ = ["MAX_PENDING_BYTES", "MAX_SYSTEM_CHARS", "BodyScan"]
 
 MAX_SYSTEM_CHARS: Final = 1024 * 1024
 """Characters of text the kept ``system`` value may hold; past it the request has no digest."""
-MAX_PENDING_BYTES: Final = 4 * 1024 * 1024
+MAX_PENDING_BYTES: Final = 1024 * 1024
 """Bytes fed without the parser finishing one event (a string that long), after which the
-scan stops: the parser would otherwise hold the whole string, up to the body's bound."""
+scan stops: the parser would otherwise hold the whole string, up to the body's bound. The
+pinned CLI's longest strings are a tool's result or a file it writes, each capped far below
+(a Read returns at most about 256 KiB, a reply at most its output tokens)."""
 
 
 class BodyScan:
