@@ -8,7 +8,6 @@ from ._evidence import check_evidence as check_evidence
 from ._fanout import RunLimits as RunLimits
 from ._fanout import Supervisor as Supervisor
 from ._gate import LOGIN_HOW as LOGIN_HOW
-from ._gate import NoPrices as NoPrices
 from ._gate import Prices as Prices
 from ._outcome import AttemptOutcome as AttemptOutcome
 from ._progress import BatchOutcome as BatchOutcome

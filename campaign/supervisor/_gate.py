@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 UNPRICED_MODELS_KEPT: Final = 20
 """Served models the price table lacks that one attempt's counts name (further ones are
 still counted in ``unpriced_requests``)."""
-NO_PRICE_TABLE: Final = "none"
-"""``prices`` of an attempt priced by no table (`NoPrices`)."""
 LOGIN_HOW: Final = ("log in again with Claude Code on the host (`claude`, then /login), or "
                     "pass --api-key-env NAME; a long batch needs a login that outlasts it, "
                     "or an API key")
@@ -67,40 +65,22 @@ class Prices(Protocol):
         ...
 
 
-class NoPrices:
-    """A table that prices nothing: every forwarded request's cost is unknown.
-
-    Stands in until the product's price table (``recorder.price_usage``) is wired: a
-    batch's provider cost is then a lower bound that names its unpriced models."""
-
-    date = NO_PRICE_TABLE
-
-    def cost_usd(self, request: ProviderRequest) -> Decimal | None:
-        """Always None (unknown)."""
-        return None
-
-
 class ProductPrices:
-    """The price table that ships with the product (``recorder.price_usage``, dated
-    ``recorder.PRICE_TABLE_DATE``; RC-14), looked up when first used: a checkout without
-    the table prices nothing, as `NoPrices`. A request without usage, or whose counts the
-    table refuses, is priced unknown."""
+    """The price table that ships with the product (`recorder.price_usage`, dated
+    `recorder.PRICE_TABLE_DATE`; RC-14). A request without usage, or whose counts the table
+    refuses, is priced unknown (None), never zero; so is a model the table lacks."""
 
-    @property
-    def date(self) -> str:
-        """The table's date, or `NO_PRICE_TABLE` without one."""
-        return str(getattr(recorder, "PRICE_TABLE_DATE", NO_PRICE_TABLE))
+    date: str = recorder.PRICE_TABLE_DATE
+    """The table's date, ``YYYY-MM-DD``."""
 
     def cost_usd(self, request: ProviderRequest) -> Decimal | None:
         """The request's exact USD from its served model and usage; None when unknown."""
-        price = getattr(recorder, "price_usage", None)
-        if price is None or request.usage is None:
+        if request.usage is None:
             return None
         try:
-            cost = price(request.model, request.usage)
+            return recorder.price_usage(request.model, request.usage)
         except ValueError:  # a count the table refuses: unknown, never a broken gateway
             return None
-        return cost if isinstance(cost, Decimal) else None
 
 
 @dataclass(frozen=True, slots=True)

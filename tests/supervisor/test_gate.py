@@ -198,36 +198,16 @@ def test_the_verdicts_login_first_then_budget() -> None:
     assert "the host's login expired" in login.reason and "log in again" in login.reason
 
 
-def test_the_products_table_prices_from_the_served_model_and_usage(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # The product's table (recorder.price_usage, dated PRICE_TABLE_DATE) prices each row by
-    # its served model and usage; a count it refuses, or no usage, is unknown, never zero.
-    import recorder
-
-    seen: list[tuple[str | None, Usage]] = []
-
-    def price(model: str | None, usage: Usage) -> Decimal:
-        seen.append((model, usage))
-        if usage.input_tokens < 0:
-            raise ValueError("a negative count")
-        return Decimal("0.25")
-
-    monkeypatch.setattr(recorder, "price_usage", price, raising=False)
-    monkeypatch.setattr(recorder, "PRICE_TABLE_DATE", "2030-01-02", raising=False)
+def test_the_products_table_prices_from_the_served_model_and_usage() -> None:
+    # The product's table (RC-14, recorder/_prices.py): claude-sonnet-4-5 at $3 per million
+    # input tokens, $15 per million output, $3.75 per million written to the 5-minute cache.
     prices = ProductPrices()
-    assert prices.date == "2030-01-02"
-    assert prices.cost_usd(row()) == Decimal("0.25")
-    assert seen == [("claude-x", row().usage)]
-    assert prices.cost_usd(row(input_tokens=-1)) is None
+    assert prices.date == "2025-11-24"
+    expected = (1000 * Decimal(3) + 200 * Decimal(15) + 7 * Decimal("3.75")) / 1_000_000
+    assert prices.cost_usd(row(model="claude-sonnet-4-5")) == expected
+    assert prices.cost_usd(row(model="claude-not-in-the-table")) is None  # unknown, never 0
+    assert prices.cost_usd(row(model="claude-sonnet-4-5", input_tokens=-1)) is None
     assert prices.cost_usd(row(refused="budget")) is None  # no usage: unknown
-
-
-def test_without_the_products_table_nothing_is_priced(monkeypatch: pytest.MonkeyPatch) -> None:
-    import recorder
-
-    monkeypatch.delattr(recorder, "price_usage", raising=False)
-    monkeypatch.delattr(recorder, "PRICE_TABLE_DATE", raising=False)
-    assert (ProductPrices().date, ProductPrices().cost_usd(row())) == ("none", None)
 
 
 async def test_a_flood_of_refused_requests_is_counted_past_the_rows_kept(
