@@ -178,7 +178,8 @@ class GatewayCounts(RecordPart):
     unpriced_models: list[Bounded] = []
     """Served models the price table lacks: their requests add nothing (a lower bound)."""
     unpriced_requests: int = 0
-    """Forwarded requests whose cost is unknown (an unpriced model, or no usage read)."""
+    """Forwarded requests whose cost is unknown in whole or in part (an unpriced model, no
+    usage read, or a response cut before its final usage: its known part priced)."""
     login_failure: Bounded | None = None
     """Why the host's login could not be used, with how to log in again."""
     refused_rows_not_written: int = 0

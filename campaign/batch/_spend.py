@@ -7,8 +7,9 @@ transcripts' prose and identity (``cost_cents``) and the report's spend:
   ``gateway.provider_cost_usd``: the provider's own usage, as the gateway read it outside
   the sandbox, priced with the price table that ships with the product
   (`recorder.price_usage`, dated by ``gateway.prices``). Its requests priced as unknown
-  (``unpriced_requests``: a served model the table lacks, or no usage read) add nothing and
-  make the figure a lower bound that names the models (``unpriced_models``).
+  (``unpriced_requests``: a served model the table lacks, or no usage read) add nothing, one
+  cut before its final usage adds its known part, and either makes the figure a lower
+  bound that names the models (``unpriced_models``).
 * An attempt without it (written before the gateway) costs ``cost_usd``: the harness's
   own ``total_cost_usd``, as before; unknown when no result line was read.
 * Either way the harness's figure (``cost_usd``) is kept beside it, so the prose can say

@@ -80,7 +80,8 @@ def _cost_text(final: FinalRecord) -> str:
     bound = ">=" if cost.unpriced_requests else ""
     unpriced = ""
     if cost.unpriced_requests:
-        models = one_line(", ".join(cost.unpriced_models)) or "no usage read"
+        models = (one_line(", ".join(cost.unpriced_models))
+                  or "no usage read, or cut before its final usage")
         unpriced = f", {cost.unpriced_requests} request(s) unpriced ({models})"
     return (f"{bound}{_usd(cost.usd)} (the provider's usage, prices of {cost.prices}"
             f"{unpriced}; the harness said {_usd(final.cost_usd)})")

@@ -44,6 +44,17 @@ record's ``gateway.refused`` and the row is not written (``refused_rows_not_writ
 Forwarded requests always get their row: each is priced, and the provider bounds them."""
 
 
+def cut_short(request: ProviderRequest) -> bool:
+    """Whether a forwarded request's response ended before its final usage (RC-14's lower
+    bound): the provider answered 200 and its message began (usage read) but no stop reason
+    came, which a whole message always has; the stream broke off, or the session left. Its
+    usage is then the first event's (the input, a few output tokens): the known part is
+    priced and the request counts in ``unpriced_requests``, the output generated after it
+    being unknown."""
+    return (request.refused is None and request.status == 200 and request.usage is not None
+            and request.stop_reason is None)
+
+
 def login_reason(failure: str) -> str:
     """The gateway's login failure without the fix it ends with (`sandbox.gateway.LOGIN_FIX`,
     which the harness is told): the record keeps the reason, bounded, and every message
@@ -159,6 +170,8 @@ class AttemptGate:
         if cost is not None:
             self.cost_usd += cost
             self._spend.add(self._ref.key, self._ref.attempt, cost)
+            if cut_short(request):
+                self.unpriced_requests += 1  # priced in part: the figure is a lower bound
         elif request.refused is None:
             self.unpriced_requests += 1
             if request.model is not None and len(self._unpriced_models) < UNPRICED_MODELS_KEPT:

@@ -16,6 +16,7 @@ Rules (docs/batch.md "Budgets" and "The ledger"; the gateway's interface,
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from pathlib import Path
 
@@ -125,6 +126,24 @@ async def test_the_counts_sum_the_attempts_requests_and_name_unpriced_models(
         3, {"budget": 1, "path POST /v1/complete": 1})
     assert (counts.unpriced_models, counts.unpriced_requests) == (["claude-new"], 1)
     assert counts.prices == "2026-11-30" and counts.login_failure is None
+    journal.close()
+
+
+async def test_a_response_cut_before_its_final_usage_is_priced_in_part_as_a_lower_bound(
+        journal: Journal) -> None:
+    # RC-14: a figure some of whose cost is unknown is a lower bound. A stream that broke off
+    # after message_start has only that event's usage; what the provider generated after it
+    # is unknown, so the known part is priced and the request counts as not fully priced.
+    gate = AttemptGate(AttemptRef(KEY, 1, 1, 1), spend=BatchSpend(journal.fold),
+                       journal=journal, prices=TablePrices())
+    whole = row()
+    cut = dataclasses.replace(whole, stop_reason=None, message_id="msg_2",
+                              upstream_error="the provider's response broke off")
+    await gate.observed(whole)
+    await gate.observed(cut)
+    counts = gate.counts(GatewayStats(forwarded=2, refused={}, budget_refused=0))
+    assert counts.provider_cost_usd == Decimal("0.004")  # both priced by what was read
+    assert (counts.unpriced_requests, counts.unpriced_models) == (1, [])
     journal.close()
 
 
