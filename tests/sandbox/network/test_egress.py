@@ -28,6 +28,8 @@ import pytest
 
 from sandbox.network import connect_unix
 from sandbox.network._egress import (
+    MALFORMED_NAME,
+    MAX_HEAD_BYTES,
     NO_DESCRIPTORS_NAME,
     OVER_CAP_NAME,
     Target,
@@ -103,6 +105,22 @@ async def _ask(sock: Path, request: bytes, *, half_close: bool = False) -> bytes
             await stream.send(request)
             if half_close:
                 await stream.send_eof()
+            data = b""
+            while True:
+                try:
+                    data += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    return data
+
+
+async def _ask_in_two(sock: Path, request: bytes, first_bytes: int) -> bytes:
+    """Send ``request`` in two pieces, the first read by the proxy on its own."""
+    with anyio.fail_after(10):
+        stream = await connect_unix(sock)
+        async with stream:
+            await stream.send(request[:first_bytes])
+            await anyio.sleep(0.2)  # the proxy has read the first piece alone
+            await stream.send(request[first_bytes:])
             data = b""
             while True:
                 try:
@@ -203,6 +221,29 @@ async def test_a_spoofed_host_and_bytes_after_the_request_never_reach_the_provid
                                                           b"Content-Length: 2\r\n\r\nok")
     assert stats.denied == {f"127.0.0.1:{port} with Host evil.example": 1,
                             f"127.0.0.1:{port} with bytes after its request": 1}
+
+
+@pytest.mark.anyio
+async def test_a_head_over_its_bound_is_refused_however_it_arrives(tmp_path: Path,
+                                                                   upstream: Upstream) -> None:
+    """A head (through its blank line) of more than MAX_HEAD_BYTES is a 400, also when a first
+    piece under the bound arrived alone and the rest came in one more read; one of exactly
+    the bound is relayed."""
+    port = upstream.port
+
+    def head(size: int) -> bytes:
+        start = f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Pad: "
+        return start.encode() + b"a" * (size - len(start) - 4) + b"\r\n\r\n"
+
+    async with open_egress_proxy(Target("127.0.0.1", port), root=tmp_path) as proxy:
+        over = await _ask_in_two(proxy.socket_path, head(MAX_HEAD_BYTES + 1), 60_000)
+        at_bound = await _ask(proxy.socket_path, head(MAX_HEAD_BYTES), half_close=True)
+        stats = proxy.stats()
+    upstream.wait_for(1)
+    assert over.startswith(b"HTTP/1.1 400 Bad Request")
+    assert at_bound.endswith(b"ok")
+    assert stats.denied == {MALFORMED_NAME: 1} and stats.allowed == 1
+    assert len(upstream.received) == 1  # the head over its bound never reached it
 
 
 @pytest.mark.anyio
