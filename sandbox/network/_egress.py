@@ -78,7 +78,7 @@ from .._roots import usable_root
 from ..cgroup import LimitHit
 from ._egress_http import MAX_RECORD_BYTES as MAX_RECORD_BYTES
 from ._egress_http import BadProxyRequest as BadProxyRequest
-from ._egress_http import NotTLS, is_address, refusal, tls_server_name
+from ._egress_http import SHOWN_CHARS, NotTLS, is_address, refusal, tls_server_name
 from ._egress_http import ProxyRequest as ProxyRequest
 from ._egress_http import Target as Target
 from ._egress_http import parse_proxy_request as parse_proxy_request
@@ -331,7 +331,7 @@ class EgressProxy:
             self._deny(f"{target} with no TLS server name")
             return None
         if name is not None and name != target.host:
-            self._deny(f"{target} with TLS name {name[:80]}")
+            self._deny(f"{target} with TLS name {name[:SHOWN_CHARS]}")
             return None
         return record
 

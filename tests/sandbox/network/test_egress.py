@@ -179,6 +179,16 @@ def test_a_default_port_may_be_left_out_of_host() -> None:
     assert refusal(parse_proxy_request(head), Target("api.example", 80)) is None
 
 
+def test_what_a_denial_names_of_the_sessions_values_is_cut_to_80_characters() -> None:
+    long_host = "h" * 200 + ".example"
+    spoofed = f"GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: {long_host}\r\n\r\n".encode()
+    assert refusal(parse_proxy_request(spoofed), ALLOWED) == "127.0.0.1:8080 with Host " + "h" * 80
+    for head in (f"CONNECT {long_host}:443 HTTP/1.1\r\n\r\n".encode(),
+                 f"GET http://{long_host}:8080/ HTTP/1.1\r\nHost: x\r\n\r\n".encode()):
+        port = 443 if head.startswith(b"CONNECT") else 8080
+        assert refusal(parse_proxy_request(head), ALLOWED) == "h" * 80 + f":{port}"
+
+
 def test_the_server_name_of_a_genuine_client_hello_is_read() -> None:
     assert tls_server_name(_hello("api.anthropic.com")) == "api.anthropic.com"
     assert tls_server_name(_hello(None)) is None  # no name (an address)
@@ -266,6 +276,24 @@ async def test_a_tunnel_passes_only_tls_naming_the_provider(tmp_path: Path,
     assert stats.allowed == 1
     assert stats.denied == {f"localhost:{port} with TLS name evil.example": 1,
                             f"localhost:{port} with bytes that are not TLS": 1}
+
+
+@pytest.mark.anyio
+async def test_a_tunnel_to_a_name_needs_its_tls_name_which_a_denial_cuts_to_80(
+        tmp_path: Path, upstream: Upstream) -> None:
+    port = upstream.port
+    connect = f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode()
+    long_name = "a" * 60 + "." + "b" * 60 + ".example"
+    async with open_egress_proxy(Target("localhost", port), root=tmp_path) as proxy:
+        nameless = await _ask(proxy.socket_path, connect + _hello(None))
+        long = await _ask(proxy.socket_path, connect + _hello(long_name))
+        stats = proxy.stats()
+    upstream.wait_for(2)
+    established = b"HTTP/1.1 200 Connection established\r\n\r\n"
+    assert nameless == established and long == established  # then closed, nothing relayed
+    assert upstream.received == [b"", b""] and stats.allowed == 0
+    assert stats.denied == {f"localhost:{port} with no TLS server name": 1,
+                            f"localhost:{port} with TLS name {long_name[:80]}": 1}
 
 
 @pytest.mark.anyio
