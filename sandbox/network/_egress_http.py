@@ -21,6 +21,10 @@ Host evil.example``), counted per session like a refused target. Its parts
 that came from the session (a refused target's host, a Host, a TLS name) are
 cut to `SHOWN_CHARS`, so 100 names stay small in the ledger; the transcript
 renders every denied name as a JSON literal.
+
+The head is read here by hand, not with the gateway's h11: h11 refuses, unnamed and before
+any target, heads this module tunnels or names (an HTTP/1.1 request with no ``Host`` or
+several, two ``Content-Length`` values); docs/network.md has the measurements.
 """
 
 from __future__ import annotations
