@@ -77,8 +77,8 @@ from .._owner import TAG, runner_gone, runner_tag
 from .._roots import usable_root
 from ..cgroup import LimitHit
 from ._egress_http import MAX_RECORD_BYTES as MAX_RECORD_BYTES
-from ._egress_http import BadProxyRequest as BadProxyRequest
 from ._egress_http import SHOWN_CHARS, NotTLS, is_address, refusal, tls_server_name
+from ._egress_http import BadProxyRequest as BadProxyRequest
 from ._egress_http import ProxyRequest as ProxyRequest
 from ._egress_http import Target as Target
 from ._egress_http import parse_proxy_request as parse_proxy_request

@@ -70,7 +70,8 @@ def test_h11_reads_both_proxy_forms_and_stops_where_the_proxy_does() -> None:
     assert isinstance(tunnel[0], h11.Request) and tunnel[0].target == b"api.example:443"
     assert tunnel[-1] == b"\x16\x03\x01"
     smuggled = _h11_events(b"POST http://127.0.0.1:8080/v1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
-                           b"Content-Length: 5\r\n\r\nhelloGET /secret HTTP/1.1\r\n\r\n")  # fmt: skip
+                           b"Content-Length: 5\r\n\r\nhello"
+                           b"GET /secret HTTP/1.1\r\n\r\n")  # fmt: skip
     assert isinstance(smuggled[0], h11.Request)
     assert smuggled[0].target == b"http://127.0.0.1:8080/v1"
     assert [type(e) for e in smuggled[1:3]] == [h11.Data, h11.EndOfMessage]
