@@ -77,8 +77,8 @@ from .._owner import TAG, runner_gone, runner_tag
 from .._roots import usable_root
 from ..cgroup import LimitHit
 from ._egress_http import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from ._egress_http import SHOWN_CHARS, NotTLS, is_address, refusal, tls_server_name
 from ._egress_http import BadProxyRequest as BadProxyRequest
-from ._egress_http import NotTLS, is_address, refusal, tls_server_name
 from ._egress_http import ProxyRequest as ProxyRequest
 from ._egress_http import Target as Target
 from ._egress_http import parse_proxy_request as parse_proxy_request
@@ -94,7 +94,10 @@ if TYPE_CHECKING:
 EGRESS_ROOT: Final = Path("/var/tmp/headwater-campaign/egress")
 """Where per-session socket directories live (short: a socket path has at most 107 bytes)."""
 MAX_HEAD_BYTES: Final = 64 * 1024
-"""Largest request head (request line + headers) the proxy reads; more is a 400."""
+"""Largest request head (request line, headers, blank line) the proxy takes; more is a 400.
+
+``receive_until``'s bound is on what it buffers before it reads again, so a head whose
+last piece comes in one more read may pass it: the head's own length is checked too."""
 HEAD_TIMEOUT_S: Final = 30.0
 """Seconds a client has to send its whole request head (or a tunnel's first record)."""
 CONNECT_TIMEOUT_S: Final = 30.0
@@ -258,9 +261,9 @@ class EgressProxy:
         head: bytes | None = None
         with anyio.move_on_after(HEAD_TIMEOUT_S), contextlib.suppress(Exception):
             head = await reader.receive_until(b"\r\n\r\n", MAX_HEAD_BYTES) + b"\r\n\r\n"
-        if head is None:
+        if head is None or len(head) > MAX_HEAD_BYTES:
             self._deny(MALFORMED_NAME)
-            await answer(client, 400, "no complete request head")
+            await answer(client, 400, f"no complete request head in {MAX_HEAD_BYTES} bytes")
             return
         try:
             request = parse_proxy_request(head)
@@ -328,7 +331,7 @@ class EgressProxy:
             self._deny(f"{target} with no TLS server name")
             return None
         if name is not None and name != target.host:
-            self._deny(f"{target} with TLS name {name[:80]}")
+            self._deny(f"{target} with TLS name {name[:SHOWN_CHARS]}")
             return None
         return record
 

@@ -18,8 +18,13 @@ the target of the request line, the proxy holds:
 
 Each refusal has a name that says what was refused (``127.0.0.1:8080 with
 Host evil.example``), counted per session like a refused target. Its parts
-that came from the session are cut to `SHOWN_CHARS`; the transcript renders
-every denied name as a JSON literal.
+that came from the session (a refused target's host, a Host, a TLS name) are
+cut to `SHOWN_CHARS`, so 100 names stay small in the ledger; the transcript
+renders every denied name as a JSON literal.
+
+The head is read here by hand, not with the gateway's h11: h11 refuses, unnamed and before
+any target, heads this module tunnels or names (an HTTP/1.1 request with no ``Host`` or
+several, two ``Content-Length`` values); docs/network.md has the measurements.
 """
 
 from __future__ import annotations
@@ -191,8 +196,8 @@ def _authority(text: str) -> Target:
 def refusal(request: ProxyRequest, allowed: Target) -> str | None:
     """The denial's name when ``request`` may not pass (module docstring), else None."""
     target = request.target
-    if target != allowed:
-        return str(target)
+    if target != allowed:  # a host the session named: cut, as its other values are
+        return str(Target(target.host[:SHOWN_CHARS], target.port))
     default = 80 if request.kind == "forward" else 443
     if len(request.hosts) > 1:
         return f"{target} with several Host headers"

@@ -28,6 +28,8 @@ import pytest
 
 from sandbox.network import connect_unix
 from sandbox.network._egress import (
+    MALFORMED_NAME,
+    MAX_HEAD_BYTES,
     NO_DESCRIPTORS_NAME,
     OVER_CAP_NAME,
     Target,
@@ -111,6 +113,22 @@ async def _ask(sock: Path, request: bytes, *, half_close: bool = False) -> bytes
                     return data
 
 
+async def _ask_in_two(sock: Path, request: bytes, first_bytes: int) -> bytes:
+    """Send ``request`` in two pieces, the first read by the proxy on its own."""
+    with anyio.fail_after(10):
+        stream = await connect_unix(sock)
+        async with stream:
+            await stream.send(request[:first_bytes])
+            await anyio.sleep(0.2)  # the proxy has read the first piece alone
+            await stream.send(request[first_bytes:])
+            data = b""
+            while True:
+                try:
+                    data += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    return data
+
+
 def _hello(server_hostname: str | None) -> bytes:
     """A genuine first TLS record, as Python's TLS client sends it."""
     context = ssl.create_default_context()
@@ -161,6 +179,16 @@ def test_a_default_port_may_be_left_out_of_host() -> None:
     assert refusal(parse_proxy_request(head), Target("api.example", 80)) is None
 
 
+def test_what_a_denial_names_of_the_sessions_values_is_cut_to_80_characters() -> None:
+    long_host = "h" * 200 + ".example"
+    spoofed = f"GET http://127.0.0.1:8080/ HTTP/1.1\r\nHost: {long_host}\r\n\r\n".encode()
+    assert refusal(parse_proxy_request(spoofed), ALLOWED) == "127.0.0.1:8080 with Host " + "h" * 80
+    for head in (f"CONNECT {long_host}:443 HTTP/1.1\r\n\r\n".encode(),
+                 f"GET http://{long_host}:8080/ HTTP/1.1\r\nHost: x\r\n\r\n".encode()):
+        port = 443 if head.startswith(b"CONNECT") else 8080
+        assert refusal(parse_proxy_request(head), ALLOWED) == "h" * 80 + f":{port}"
+
+
 def test_the_server_name_of_a_genuine_client_hello_is_read() -> None:
     assert tls_server_name(_hello("api.anthropic.com")) == "api.anthropic.com"
     assert tls_server_name(_hello(None)) is None  # no name (an address)
@@ -206,6 +234,29 @@ async def test_a_spoofed_host_and_bytes_after_the_request_never_reach_the_provid
 
 
 @pytest.mark.anyio
+async def test_a_head_over_its_bound_is_refused_however_it_arrives(tmp_path: Path,
+                                                                   upstream: Upstream) -> None:
+    """A head (through its blank line) of more than MAX_HEAD_BYTES is a 400, also when a first
+    piece under the bound arrived alone and the rest came in one more read; one of exactly
+    the bound is relayed."""
+    port = upstream.port
+
+    def head(size: int) -> bytes:
+        start = f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Pad: "
+        return start.encode() + b"a" * (size - len(start) - 4) + b"\r\n\r\n"
+
+    async with open_egress_proxy(Target("127.0.0.1", port), root=tmp_path) as proxy:
+        over = await _ask_in_two(proxy.socket_path, head(MAX_HEAD_BYTES + 1), 60_000)
+        at_bound = await _ask(proxy.socket_path, head(MAX_HEAD_BYTES), half_close=True)
+        stats = proxy.stats()
+    upstream.wait_for(1)
+    assert over.startswith(b"HTTP/1.1 400 Bad Request")
+    assert at_bound.endswith(b"ok")
+    assert stats.denied == {MALFORMED_NAME: 1} and stats.allowed == 1
+    assert len(upstream.received) == 1  # the head over its bound never reached it
+
+
+@pytest.mark.anyio
 async def test_a_tunnel_passes_only_tls_naming_the_provider(tmp_path: Path,
                                                             upstream: Upstream) -> None:
     port = upstream.port
@@ -225,6 +276,24 @@ async def test_a_tunnel_passes_only_tls_naming_the_provider(tmp_path: Path,
     assert stats.allowed == 1
     assert stats.denied == {f"localhost:{port} with TLS name evil.example": 1,
                             f"localhost:{port} with bytes that are not TLS": 1}
+
+
+@pytest.mark.anyio
+async def test_a_tunnel_to_a_name_needs_its_tls_name_which_a_denial_cuts_to_80(
+        tmp_path: Path, upstream: Upstream) -> None:
+    port = upstream.port
+    connect = f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode()
+    long_name = "a" * 60 + "." + "b" * 60 + ".example"
+    async with open_egress_proxy(Target("localhost", port), root=tmp_path) as proxy:
+        nameless = await _ask(proxy.socket_path, connect + _hello(None))
+        long = await _ask(proxy.socket_path, connect + _hello(long_name))
+        stats = proxy.stats()
+    upstream.wait_for(2)
+    established = b"HTTP/1.1 200 Connection established\r\n\r\n"
+    assert nameless == established and long == established  # then closed, nothing relayed
+    assert upstream.received == [b"", b""] and stats.allowed == 0
+    assert stats.denied == {f"localhost:{port} with no TLS server name": 1,
+                            f"localhost:{port} with TLS name {long_name[:80]}": 1}
 
 
 @pytest.mark.anyio
