@@ -163,6 +163,7 @@ class FakeGateways:
     Attributes:
         opened: each gateway opened and its gate, in order.
         max_connections: the cap each open was given.
+        peer_uids: the users each open was told to take connections of.
     """
 
     requests: tuple[ProviderRequest, ...] = ()
@@ -171,10 +172,12 @@ class FakeGateways:
     """Raised on open, as a listener that cannot be bound raises it."""
     opened: list[tuple[FakeGateway, SpendGate]] = field(default_factory=list)
     max_connections: list[int | None] = field(default_factory=list)
+    peer_uids: list[frozenset[int] | None] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def __call__(self, upstream: Upstream, gate: SpendGate, *,
-                       max_connections: int | None = None) -> AsyncIterator[FakeGateway]:
+                       max_connections: int | None = None,
+                       peer_uids: frozenset[int] | None = None) -> AsyncIterator[FakeGateway]:
         """Open one fake gateway for ``gate`` (see the class)."""
         if self.unbound is not None:
             raise self.unbound
@@ -184,6 +187,7 @@ class FakeGateways:
                               key_variable=upstream.key_variable)
         self.opened.append((gateway, gate))
         self.max_connections.append(max_connections)
+        self.peer_uids.append(peer_uids)
         forwarded, refused, budget = 0, dict(self.stats.refused), 0
         for request in self.requests:
             if gate.refusal() is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -87,7 +88,9 @@ class GatewayOpener(Protocol):
     one; a test passes a fake that needs no listener)."""
 
     def __call__(self, upstream: Upstream, gate: SpendGate, *,
-                 max_connections: int | None = None) -> AbstractAsyncContextManager[Gateway]:
+                 max_connections: int | None = None,
+                 peer_uids: frozenset[int] | None = None,
+                 ) -> AbstractAsyncContextManager[Gateway]:  # fmt: skip
         """A context whose value is the session's `Gateway`, listening until exit."""
         ...
 
@@ -298,7 +301,7 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Se
                 owner = (user.uid, user.gid) if user else None
                 # The session's only provider, outside its sandbox (RC-03): its egress allows
                 # the gateway's loopback address and nothing else (RC-02).
-                async with _session_gateway(ctx, gate) as gateway:
+                async with _session_gateway(ctx, gate, user) as gateway:
                     progress.gate, progress.gateway = gate, gateway
                     async with open_session_egress(ctx.network, gateway.base_url, owner=owner,
                                                    max_connections=ctx.limits.connections,
@@ -333,8 +336,15 @@ async def _attempt(spec: SessionSpec, attempt: int, ctx: BatchContext, paths: Se
 
 
 @contextlib.asynccontextmanager
-async def _session_gateway(ctx: BatchContext, gate: AttemptGate) -> AsyncIterator[Gateway]:
+async def _session_gateway(ctx: BatchContext, gate: AttemptGate,
+                           user: SessionUser | None) -> AsyncIterator[Gateway]:
     """The attempt's provider gateway (`BatchContext.open_gateway`), open for the block.
+
+    It takes connections only of the runner's user (the session's egress proxy connects for a
+    confined session) and of the session's own ``user`` (its harness, with ``--network
+    host``), so no other session of the batch can reach it (RC-03); without session users
+    (a runner that is not root) every session is the runner's user and this cannot tell them
+    apart.
 
     Raises:
         ConfinementUnavailable: its listener could not be bound on host loopback: without
@@ -343,8 +353,9 @@ async def _session_gateway(ctx: BatchContext, gate: AttemptGate) -> AsyncIterato
     """
     async with contextlib.AsyncExitStack() as stack:
         try:
+            peers = frozenset({os.getuid()} | ({user.uid} if user is not None else set()))
             gateway = await stack.enter_async_context(ctx.open_gateway(
-                ctx.upstream, gate, max_connections=ctx.limits.connections))
+                ctx.upstream, gate, max_connections=ctx.limits.connections, peer_uids=peers))
         except OSError as exc:
             raise ConfinementUnavailable(
                 f"the session's provider gateway could not listen on host loopback "

@@ -47,6 +47,7 @@ from .._groups import single_unwrapped
 from ._forward import Relayed, masked, relay
 from ._login import LoginUnusable
 from ._paths import ALLOWED, allowed
+from ._peer import peer_uid
 from ._scan import BodyScan
 from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
 from ._types import MAX_TEXT, GatewayStats, KeyVariable, ProviderRequest, Refusal, SpendGate
@@ -56,7 +57,7 @@ from ._upstream import open_upstream as open_upstream
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator
 
-    from anyio.abc import ByteStream
+    from anyio.abc import SocketStream
 
     from ._login import Credential
 
@@ -66,6 +67,9 @@ MAX_REFUSED_NAMES: Final = 100
 """Distinct refusal names kept per session; further ones are counted under `OTHER_NAME`."""
 OTHER_NAME: Final = "(further refusals)"
 """The name that collects refusals past `MAX_REFUSED_NAMES` distinct names."""
+FOREIGN_NAME: Final = "connection of another user"
+"""The name that counts connections closed unread: their socket's owner is not one of the
+gateway's ``peer_uids`` (another session's user, with ``--network host``; `peer_uid`)."""
 PLACEHOLDER_PREFIX: Final = "headwater-placeholder-"
 """Begins every placeholder, so that one seen anywhere reads as what it is: no secret."""
 ACCEPT_RETRY_S: Final = 0.05
@@ -95,7 +99,8 @@ class Gateway:
     """The variable the placeholder goes in (`Upstream.key_variable`)."""
 
     def __init__(self, upstream: Upstream, gate: SpendGate, base_url: str, *,
-                 max_connections: int | None, max_body_bytes: int) -> None:
+                 max_connections: int | None, max_body_bytes: int,
+                 peer_uids: frozenset[int] | None = None) -> None:
         self.base_url = base_url
         self.placeholder = PLACEHOLDER_PREFIX + secrets.token_urlsafe(32)
         self.key_variable = upstream.key_variable
@@ -103,6 +108,7 @@ class Gateway:
         self._gate = gate
         self._max_connections = max_connections
         self._max_body = max_body_bytes
+        self._peer_uids = peer_uids
         self._forwarded = 0
         self._refused: Counter[str] = Counter()
         self._budget_refused = 0
@@ -137,9 +143,14 @@ class Gateway:
                     continue
                 tg.start_soon(self._handle, client)
 
-    async def _handle(self, stream: ByteStream) -> None:
+    async def _handle(self, stream: SocketStream) -> None:
         """Serve one connection to its end. The gate's own failure cancels the gateway (and
         the block of `open_gateway`, which raises it); a connection's never does."""
+        if self._peer_uids is not None and not await self._own_peer(stream):
+            self._count(FOREIGN_NAME)
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            return
         over_cap = self._max_connections is not None and self._open >= self._max_connections
         self._open += 1
         try:
@@ -157,6 +168,20 @@ class Gateway:
             logger.exception("gateway %s: a connection failed", self.base_url)
         finally:
             self._open -= 1
+
+    async def _own_peer(self, stream: SocketStream) -> bool:
+        """Whether the connecting socket's owner is one of ``peer_uids`` (`peer_uid`); a
+        connection whose owner cannot be read is not taken."""
+        local = stream.extra(SocketAttribute.local_address)
+        remote = stream.extra(SocketAttribute.remote_address)
+        if not isinstance(local, tuple) or not isinstance(remote, tuple):
+            return False
+        try:
+            uid = await anyio.to_thread.run_sync(peer_uid, (local[0], local[1]),
+                                                 (remote[0], remote[1]))  # fmt: skip
+        except OSError:
+            return False
+        return uid is not None and self._peer_uids is not None and uid in self._peer_uids
 
     async def _next(self, conn: ServerConnection, over_cap: bool) -> bool:
         """Read and answer the connection's next request; False once it has no more."""
@@ -287,13 +312,16 @@ class Gateway:
                       kind: str, message: str, *, close: bool = True) -> None:
         """Count the refusal, put it in the row, answer it (when a response may still begin)."""
         name = f"path {row.fields['method']} {row.fields['path']}" if refusal == "path" else refusal
+        self._count(name)
+        row.fields["refused"] = refusal
+        if conn.can_answer():
+            await conn.error(status, kind, message, close=close)
+
+    def _count(self, name: str) -> None:
         if name in self._refused or len(self._refused) < MAX_REFUSED_NAMES:
             self._refused[name] += 1
         else:
             self._refused[OTHER_NAME] += 1
-        row.fields["refused"] = refusal
-        if conn.can_answer():
-            await conn.error(status, kind, message, close=close)
 
     def _placeholder_ok(self, incoming: Incoming) -> bool:
         keys = incoming.values(b"x-api-key")
@@ -330,7 +358,8 @@ class _Row:
 @asynccontextmanager
 async def open_gateway(upstream: Upstream, gate: SpendGate, *,
                        max_connections: int | None = None,
-                       max_body_bytes: int = MAX_BODY_BYTES) -> AsyncIterator[Gateway]:
+                       max_body_bytes: int = MAX_BODY_BYTES,
+                       peer_uids: frozenset[int] | None = None) -> AsyncIterator[Gateway]:
     """One session's `Gateway` on host loopback (``127.0.0.1``, a port of the kernel's),
     listening until exit.
 
@@ -340,6 +369,9 @@ async def open_gateway(upstream: Upstream, gate: SpendGate, *,
         max_connections: Most connections the session may hold at once; one more has its
             request answered 503 (``over-cap``). None is no cap.
         max_body_bytes: The largest request body forwarded (`MAX_BODY_BYTES`).
+        peer_uids: The users whose sockets may connect (`sandbox.gateway._peer`): a
+            connection of any other is closed unread and counted under `FOREIGN_NAME`,
+            never toward the cap or a row. None takes every connection.
 
     **Cancellation:** on exit, however it comes, the listener and every connection are
     closed, an upstream response in flight is closed, and each request cut so still has
@@ -353,7 +385,8 @@ async def open_gateway(upstream: Upstream, gate: SpendGate, *,
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(SocketAttribute.local_port)
     gateway = Gateway(upstream, gate, f"http://127.0.0.1:{port}",
-                      max_connections=max_connections, max_body_bytes=max_body_bytes)
+                      max_connections=max_connections, max_body_bytes=max_body_bytes,
+                      peer_uids=peer_uids)  # fmt: skip
     with single_unwrapped():
         async with listener, anyio.create_task_group() as tg:
             gateway.scope = tg.cancel_scope

@@ -23,6 +23,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
+import pwd
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, cast
@@ -127,6 +129,15 @@ async def test_the_session_talks_to_its_gateway_and_the_rows_make_its_record(
     assert "ANTHROPIC_AUTH_TOKEN" not in seen["env"]
     assert seen["config"] == []  # no credentials file: the host's stays with the gateway
     assert gateways.max_connections == [ctx.limits.connections]
+    # It takes connections of the runner's user (the egress proxy) and the session's own.
+    (peers,) = gateways.peer_uids
+    assert peers is not None and os.getuid() in peers
+    others = peers - {os.getuid()}
+    if ctx.session_pool is not None:  # a root runner: the session ran as a session user
+        (other,) = others
+        assert pwd.getpwuid(other).pw_name.startswith("headwater-session")
+    else:
+        assert not others
     # The request record first, then the final record with the gateway's counts.
     assert [type(r).__name__ for r in records] == ["RequestRecord", "FinalRecord"]
     assert records[0].cost_usd == Decimal("0.002") and records[0].session == "s1"

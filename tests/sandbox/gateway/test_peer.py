@@ -1,0 +1,90 @@
+"""Who connected: the owner of the connecting socket, read from the kernel's TCP table, and a
+gateway that takes only its own users' connections (sandbox/gateway/_peer.py; RC-03)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+
+from sandbox._config import Credentials
+from sandbox.gateway import open_gateway, open_upstream
+from sandbox.gateway._gateway import FOREIGN_NAME
+from sandbox.gateway._peer import peer_uid
+
+from .conftest import Gate
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .provider import LoopbackProvider
+
+MESSAGES = "/v1/messages?beta=true"
+
+
+def _hex(address: str, port: int) -> str:
+    # proc(5): the IPv4 address as the host's 32-bit number, in hex; the port in hex
+    return f"{int.from_bytes(socket.inet_aton(address), sys.byteorder):08X}:{port:04X}"
+
+
+def table(tmp_path: Path, rows: list[tuple[str, str, int]]) -> Path:
+    lines = ["  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt"
+             "   uid  timeout inode"]
+    for n, (local, remote, uid) in enumerate(rows):
+        lines.append(f"{n:4}: {local} {remote} 01 00000000:00000000 00:00000000 00000000 "
+                     f"{uid:5}        0 {1000 + n} 1 0000000000000000 20 4 30 10 -1")
+    path = tmp_path / "tcp"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_owner_is_the_row_of_the_connecting_socket_not_the_accepted_one(
+        tmp_path: Path) -> None:
+    gateway, client = ("127.0.0.1", 41000), ("127.0.0.1", 52000)
+    path = table(tmp_path, [
+        (_hex(*gateway), _hex(*client), 0),        # the accepted socket: the runner's
+        (_hex(*client), _hex(*gateway), 1234),     # the connecting socket: its owner
+        (_hex("127.0.0.1", 52001), _hex(*gateway), 999)])  # another connection
+    assert peer_uid(gateway, client, table=path) == 1234
+    assert peer_uid(gateway, ("127.0.0.1", 52001), table=path) == 999
+    assert peer_uid(gateway, ("127.0.0.1", 52002), table=path) is None  # gone
+    assert peer_uid(("::1", 1), ("::1", 2), table=path) is None  # not IPv4
+
+
+def test_a_real_loopback_connection_is_owned_by_this_process_s_user() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server, \
+            socket.create_connection(server.getsockname()) as client:
+        accepted, remote = server.accept()
+        with accepted:
+            assert peer_uid(accepted.getsockname(), remote) == os.getuid()
+            assert remote == client.getsockname()
+
+
+@pytest.mark.anyio
+async def test_a_connection_of_another_user_is_closed_unread_and_counted(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    provider.mode = "json"
+    others = frozenset({os.getuid() + 4242})  # a user this process is not
+    async with open_upstream(provider.url, api_key) as upstream:
+        async with open_gateway(upstream, gate, peer_uids=others) as gateway, \
+                httpx.AsyncClient(base_url=gateway.base_url, trust_env=False,
+                                  timeout=10.0) as session:
+            with pytest.raises(httpx.TransportError):
+                await session.post(MESSAGES, json={"model": "m"},
+                                   headers={"x-api-key": gateway.placeholder})
+            closed = gateway.stats()
+        async with open_gateway(upstream, gate,
+                                peer_uids=frozenset({os.getuid()})) as own, \
+                httpx.AsyncClient(base_url=own.base_url, trust_env=False,
+                                  timeout=10.0) as session:
+            answered = await session.post(MESSAGES, json={"model": "m"},
+                                          headers={"x-api-key": own.placeholder})
+    assert closed.refused == {FOREIGN_NAME: 1}
+    assert closed.forwarded == 0
+    assert answered.status_code == 200
+    assert len(provider.requests) == 1  # only the own user's request reached the provider
+    assert [row.refused for row in gate.rows] == [None]  # no row for the closed ones
