@@ -114,10 +114,10 @@ def _unpriced(source: CostSource) -> str:
     models = [prose_value(m) for m in source.unpriced_models]
     if source.unpriced_more:
         models.append(f"{source.unpriced_more} more")
-    named = (f" (served models the price table lacks: {', '.join(models)})" if models
-             else " (their usage was not read)")
+    named = (f"; served models the price table lacks: {', '.join(models)}" if models else "")
     return (f"This is a lower bound: {_plural(source.unpriced_requests, 'request')} priced "
-            f"as unknown add nothing{named}.")
+            f"as unknown in whole or in part (no usage read, a model the table lacks, or a "
+            f"response cut before its final usage, whose known part is counted){named}.")
 
 
 def agreement_sentence(source: CostSource) -> str:

@@ -118,8 +118,8 @@ async def test_an_unpriced_model_and_an_interrupted_attempt_make_a_named_lower_b
         started(b), request(b, cost="0.004"), invocation(2)])
     assert cents == 2  # 0.01 + 0.004 = 0.014 -> 1.4 -> 2
     line = _paragraph(prose, "Cost source:")
-    assert ('This is a lower bound: 2 requests priced as unknown add nothing (served models '
-            'the price table lacks: "claude-\\u003cx\\u003e").') in line
+    assert "This is a lower bound: 2 requests priced as unknown in whole or in part" in line
+    assert '; served models the price table lacks: "claude-\\u003cx\\u003e".' in line
     assert "The requests of interrupted attempts priced before they were cut, $0.004" in line
     assert "HW-PRB-002/s1 attempt 1 (interrupted)" in line
 

@@ -60,15 +60,17 @@ def test_unpriced_models_make_a_lower_bound_that_names_them_escaped() -> None:
     source = CostSource(provider_attempts=1, prices=("2025-11-24",), unpriced_requests=3,
                         unpriced_models=("claude-<new>\n# heading",))
     line = cost_source_line(source, cents=1)
-    assert ("This is a lower bound: 3 requests priced as unknown add nothing (served models "
-            'the price table lacks: "claude-\\u003cnew\\u003e\\n# heading").') in line
+    assert ("This is a lower bound: 3 requests priced as unknown in whole or in part" in line)
+    assert ('; served models the price table lacks: "claude-\\u003cnew\\u003e\\n# heading".'
+            in line)
     assert "\n" not in line and "<" not in line
 
 
-def test_unpriced_requests_without_a_model_say_their_usage_was_not_read() -> None:
+def test_unpriced_requests_without_a_model_say_what_may_have_left_them_unknown() -> None:
     source = CostSource(provider_attempts=1, prices=("2025-11-24",), unpriced_requests=1)
-    assert ("1 request priced as unknown add nothing (their usage was not read)."
-            in cost_source_line(source, cents=1))
+    assert ("This is a lower bound: 1 request priced as unknown in whole or in part (no usage "
+            "read, a model the table lacks, or a response cut before its final usage, whose "
+            "known part is counted)." in cost_source_line(source, cents=1))
 
 
 def test_one_system_prompt_for_every_recorded_session_is_said_so() -> None:
