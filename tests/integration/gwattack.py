@@ -47,10 +47,13 @@ def connect(timeout=30.0):
 
 
 def head(target, *, method="POST", key=KEY, length=None, extra="", version="HTTP/1.1",
-         host=None, absolute=True):
-    """One request's head as bytes; ``target`` gets the proxy's absolute form when confined."""
+         host=None, absolute=True, close=True):
+    """One request's head as bytes; ``target`` gets the proxy's absolute form when confined;
+    ``close`` asks the gateway to close the connection once it has answered."""
     line_target = (PREFIX + target) if absolute and target.startswith("/") else target
     text = "%s %s %s\r\nHost: %s\r\n" % (method, line_target, version, host or GATEWAY)
+    if close:
+        text += "Connection: close\r\n"
     if key is not None:
         text += "X-Api-Key: %s\r\n" % key
     text += "Content-Type: application/json\r\n"

@@ -61,10 +61,10 @@ tricks = {
     "two_keys": request(OK, extra="Authorization: Bearer sk-ant-guess\r\n"),
 }
 hidden = models
-smuggle_te = (head(OK, length=len(b"0\r\n\r\n" + hidden),
+smuggle_te = (head(OK, length=len(b"0\r\n\r\n" + hidden), close=False,
                    extra="Transfer-Encoding: chunked\r\n") + b"0\r\n\r\n" + hidden)
-smuggle_cl = (head(OK, length=len(BODY), extra="Content-Length: %d\r\n" % (len(BODY) + 3))
-              + BODY + b"GET")
+smuggle_cl = (head(OK, length=len(BODY), close=False,
+                   extra="Content-Length: %d\r\n" % (len(BODY) + 3)) + BODY + b"GET")
 tricks["smuggle_te_cl"] = smuggle_te
 tricks["smuggle_two_lengths"] = smuggle_cl
 REPORT["tricks"] = {name: exchange(data) for name, data in tricks.items()}
@@ -72,7 +72,7 @@ REPORT["legit"] = {
     "plain": exchange(request(OK)),
     "host_game": exchange(request(OK, host="api.anthropic.com")),
     "http10": exchange(request(OK, version="HTTP/1.0")),
-    "pipelined": exchange(request(OK) + models),
+    "pipelined": exchange(request(OK, close=False) + models),
     "fragment": exchange(request("/v1/messages?beta=true#x")),
 }
 '''
