@@ -6,7 +6,8 @@ session leaving (the gateway's context exiting) still gets its row, with the sta
 was sent (None when none was). The checks, in order, each a refusal of the gateway's own
 (an Anthropic-shaped JSON error) counted in `GatewayStats.refused`:
 
-1. ``over-cap`` (503): the session already holds ``max_connections`` connections;
+1. ``over-cap`` (503): the session already holds ``max_connections`` connections; answered
+   as the connection opens, before any request (its row has no method or path);
 2. ``placeholder`` (401 ``authentication_error``): no key, or one that is not this
    session's placeholder (compared in constant time), in ``x-api-key`` or
    ``Authorization: Bearer``; every key the request carries must be it;
@@ -72,6 +73,8 @@ FOREIGN_NAME: Final = "connection of another user"
 gateway's ``peer_uids`` (another session's user, with ``--network host``; `peer_uid`)."""
 PLACEHOLDER_PREFIX: Final = "headwater-placeholder-"
 """Begins every placeholder, so that one seen anywhere reads as what it is: no secret."""
+OVER_CAP_LINGER_S: Final = 1.0
+"""Seconds a connection past the cap is drained after its 503, then closed."""
 ACCEPT_RETRY_S: Final = 0.05
 """Pause after an accept that failed for want of descriptors, so the loop does not spin."""
 logger = logging.getLogger(__name__)
@@ -156,7 +159,10 @@ class Gateway:
         try:
             async with stream:
                 conn = ServerConnection(stream)
-                while await self._next(conn, over_cap) and conn.next_cycle():
+                if over_cap:
+                    await self._over_cap(conn)
+                    return
+                while await self._next(conn) and conn.next_cycle():
                     pass
         except _GateFailed as exc:
             self.failure = self.failure or exc.error
@@ -183,7 +189,19 @@ class Gateway:
             return False
         return uid is not None and self._peer_uids is not None and uid in self._peer_uids
 
-    async def _next(self, conn: ServerConnection, over_cap: bool) -> bool:
+    async def _over_cap(self, conn: ServerConnection) -> None:
+        """Answer a connection past the cap 503 at once, before it sends anything: waiting for
+        its request would let a session hold any number of the runner's descriptors by
+        opening connections and sending nothing. Its input is drained for at most
+        `OVER_CAP_LINGER_S`, so a request already sent does not turn the answer into a reset."""
+        row = _Row(utc_now(), anyio.current_time(), "", "")
+        async with self._ending(conn, row):
+            await self._refuse(conn, row, "over-cap", 503, "overloaded_error",
+                               f"the session already holds {self._max_connections} connections "
+                               "to the gateway, its most at once")  # fmt: skip
+        await conn.linger(OVER_CAP_LINGER_S)
+
+    async def _next(self, conn: ServerConnection) -> bool:
         """Read and answer the connection's next request; False once it has no more."""
         try:
             incoming = await conn.next_request()
@@ -197,8 +215,8 @@ class Gateway:
             return False
         row = _Row(incoming.at, incoming.arrived, incoming.method, incoming.target)
         async with self._ending(conn, row):
-            await self._exchange(conn, incoming, row, over_cap)
-        return not over_cap
+            await self._exchange(conn, incoming, row)
+        return True
 
     @asynccontextmanager
     async def _ending(self, conn: ServerConnection, row: _Row) -> AsyncIterator[None]:
@@ -214,13 +232,7 @@ class Gateway:
                 except Exception as exc:
                     raise _GateFailed(exc) from exc
 
-    async def _exchange(self, conn: ServerConnection, incoming: Incoming, row: _Row,
-                        over_cap: bool) -> None:
-        if over_cap:
-            await self._refuse(conn, row, "over-cap", 503, "overloaded_error",
-                               f"the session already holds {self._max_connections} connections "
-                               "to the gateway, its most at once")  # fmt: skip
-            return
+    async def _exchange(self, conn: ServerConnection, incoming: Incoming, row: _Row) -> None:
         if not self._placeholder_ok(incoming):
             await self._refuse(conn, row, "placeholder", 401, "authentication_error",
                                "the gateway takes only this session's own placeholder key (in "

@@ -166,6 +166,18 @@ class ServerConnection:
         await self.send(body)
         await self.end()
 
+    async def linger(self, seconds: float) -> None:
+        """Close our side for writing, then discard what the client sends until it closes or
+        ``seconds`` pass (an answer given before a request is then read, not reset)."""
+        with anyio.move_on_after(seconds):
+            try:
+                await self._stream.send_eof()
+                while await self._stream.receive(RECEIVE_BYTES):
+                    pass
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                    OSError):  # fmt: skip
+                pass
+
     def next_cycle(self) -> bool:
         """Ready the connection for the client's next request; False when it must close."""
         self.responded = False

@@ -366,6 +366,26 @@ async def test_over_the_connection_cap_a_request_is_answered_503(
     assert [row.refused for row in gate.rows] == ["over-cap", None]
 
 
+async def test_a_connection_over_the_cap_is_answered_503_before_it_sends_anything(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate, max_connections=1) as gateway:
+        port = int(gateway.base_url.rsplit(":", 1)[1])
+        async with await anyio.connect_tcp("127.0.0.1", port), \
+                await anyio.connect_tcp("127.0.0.1", port) as over:  # sends nothing
+            answer = b""
+            with anyio.fail_after(3):  # not held until a request comes
+                try:
+                    while True:
+                        answer += await over.receive()
+                except anyio.EndOfStream:
+                    pass
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b'"overloaded_error"' in answer
+        assert gateway.stats().refused == {"over-cap": 1}
+    assert [(row.refused, row.method, row.path) for row in gate.rows] == [("over-cap", "", "")]
+
+
 async def test_bytes_that_are_not_http_are_refused_400(
         provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
     async with open_upstream(provider.url, api_key) as upstream, \
