@@ -41,23 +41,23 @@ pytestmark = [pytest.mark.bwrap, pytest.mark.timeout(300)]
 
 EVIL = "claude-\x1b]0;owned\x07\x1b[2J\x1b[31m<script>alert(1)</script>\u202e\r\n\x00x"
 """A model name no terminal, page or JSON reader may obey."""
-RAW: "re.Pattern[str]" = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+RAW: re.Pattern[str] = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """What no terminal output may hold raw (tab and newline are the outputs' own)."""
 
 ESCAPE_ATTACK = r'''
-EVIL = %r
+EVIL = @EVIL@
 for stream in (False, True):
     body = json.dumps({"model": EVIL, "max_tokens": 8, "stream": stream,
                        "messages": [{"role": "user", "content": "gateway attack"}]}).encode()
-    REPORT["evil_%%s" %% stream] = exchange(request("/v1/messages?beta=true", body))
+    REPORT["evil_%s" % stream] = exchange(request("/v1/messages?beta=true", body))
 REPORT["connection_named"] = exchange(request(
     "/v1/messages?beta=true", extra="Connection: x-api-key, authorization\r\n"))
 REPORT["both_keys"] = exchange(request(
-    "/v1/messages?beta=true", extra="Authorization: Bearer %%s\r\n" %% KEY))
+    "/v1/messages?beta=true", extra="Authorization: Bearer %s\r\n" % KEY))
 REPORT["expect"] = exchange(request("/v1/messages?beta=true", extra="Expect: 100-continue\r\n"))
 REPORT["key"] = KEY  # what the session holds goes into the batch, as a dump would
-REPORT["encoded_escape_path"] = exchange(request("/v1/%%1b]0;owned%%07%%1b[2J"))
-''' % (EVIL,)
+REPORT["encoded_escape_path"] = exchange(request("/v1/%1b]0;owned%07%1b[2J"))
+'''.replace("@EVIL@", repr(EVIL))
 
 
 def _views(batch: Path, html: Path) -> dict[str, str]:

@@ -6,8 +6,9 @@ said: other provider paths (``GET /v1/models``, ``POST /v1/messages/count_tokens
 ``GET``/``POST /v1/files``), path tricks on the one allowed target (``//v1/messages``, an
 extra query parameter, a dot segment, percent-encoding of the path and of the query, upper
 case, a lower-case method), absolute-form targets naming the provider and
-another host, ``OPTIONS *``, ``CONNECT`` then ``GET /v1/models`` in what it opens (with ``--network
-confined`` the egress proxy's tunnel to the gateway: its 200 is the proxy's), a ``Host`` naming the real provider, HTTP/1.0, two
+another host, ``OPTIONS *``, ``CONNECT`` then ``GET /v1/models`` in what it opens (with
+``--network confined`` the egress proxy's tunnel to the gateway: its 200 is the proxy's), a
+``Host`` naming the real provider, HTTP/1.0, two
 requests pipelined in one write (the allowed one, then ``GET /v1/models``), and two smuggling
 framings (``Content-Length`` beside ``Transfer-Encoding: chunked``, and two lengths), whose
 bodies hide a second request for ``GET /v1/models``; and a fragment after the allowed
