@@ -48,7 +48,7 @@ from .._groups import single_unwrapped
 from ._forward import Relayed, masked, relay
 from ._login import LoginUnusable
 from ._paths import ALLOWED, allowed
-from ._peer import peer_uid
+from ._peer import owner_of
 from ._scan import BodyScan
 from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
 from ._types import MAX_TEXT, GatewayStats, KeyVariable, ProviderRequest, Refusal, SpendGate
@@ -70,7 +70,7 @@ OTHER_NAME: Final = "(further refusals)"
 """The name that collects refusals past `MAX_REFUSED_NAMES` distinct names."""
 FOREIGN_NAME: Final = "connection of another user"
 """The name that counts connections closed unread: their socket's owner is not one of the
-gateway's ``peer_uids`` (another session's user, with ``--network host``; `peer_uid`)."""
+gateway's ``peer_uids`` (another session's user, with ``--network host``; `owner_of`)."""
 PLACEHOLDER_PREFIX: Final = "headwater-placeholder-"
 """Begins every placeholder, so that one seen anywhere reads as what it is: no secret."""
 OVER_CAP_LINGER_S: Final = 1.0
@@ -176,15 +176,14 @@ class Gateway:
             self._open -= 1
 
     async def _own_peer(self, stream: SocketStream) -> bool:
-        """Whether the connecting socket's owner is one of ``peer_uids`` (`peer_uid`); a
+        """Whether the connecting socket's owner is one of ``peer_uids`` (`owner_of`); a
         connection whose owner cannot be read is not taken."""
         local = stream.extra(SocketAttribute.local_address)
         remote = stream.extra(SocketAttribute.remote_address)
         if not isinstance(local, tuple) or not isinstance(remote, tuple):
             return False
         try:
-            uid = await anyio.to_thread.run_sync(peer_uid, (local[0], local[1]),
-                                                 (remote[0], remote[1]))  # fmt: skip
+            uid = await owner_of((local[0], local[1]), (remote[0], remote[1]))
         except OSError:
             return False
         return uid is not None and self._peer_uids is not None and uid in self._peer_uids

@@ -6,23 +6,48 @@ takes a connection only from the uids it is given (the session's own user, and t
 whose egress proxy connects for a confined session), so another session can neither use up
 this session's connection cap nor add to its refusals.
 
-The owner is read from the kernel's table of the runner's network namespace's TCP sockets
-(``/proc/net/tcp``, IPv4: the gateway listens on ``127.0.0.1`` only): the connecting socket
-is the row whose local address is the connection's remote one and whose remote address is
-the gateway's. Its ``uid`` is the user that created the socket, kept while the socket lives
-(a client that sent its request and closed is still in ``FIN_WAIT``, its uid kept).
+The connecting socket is the one whose own address is the accepted connection's remote
+address and whose peer is the gateway. Its owner is asked of the kernel of the runner's
+network namespace in one exact lookup (sock_diag(7): a ``SOCK_DIAG_BY_FAMILY`` request that
+names the socket's four-tuple), which costs the same however many sockets the host holds;
+where netlink is not there, the IPv4 TCP table (``/proc/net/tcp``, proc(5)) is read instead.
+The owner is the user that created the socket, kept while the socket lives (a client that
+sent its request and closed is in ``FIN_WAIT``, its uid kept). A socket in ``TIME_WAIT`` has
+no owner any more (the kernel reports uid 0 for it, which must not read as root's): it has
+none here either.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
+import struct
 import sys
 from pathlib import Path
 from typing import Final
 
-__all__ = ["TCP_TABLE", "peer_uid"]
+import anyio
+
+__all__ = ["TCP_TABLE", "diag_uid", "owner_of", "peer_uid"]
 
 TCP_TABLE: Final = Path("/proc/net/tcp")
 """The kernel's table of IPv4 TCP sockets of this network namespace (proc(5))."""
+
+_TIME_WAIT: Final = 6
+"""The kernel's number for the ``TIME_WAIT`` state (``TCP_TIME_WAIT``), as the table and
+sock_diag both give it."""
+
+_NETLINK_SOCK_DIAG: Final = 4
+_SOCK_DIAG_BY_FAMILY: Final = 20
+_NLM_F_REQUEST: Final = 1
+_NLMSG_ERROR: Final = 2
+_NO_COOKIE: Final = 0xFFFFFFFF
+_HEADER: Final = struct.Struct("=IHHII")  # nlmsghdr: length, type, flags, sequence, port id
+_REQUEST: Final = struct.Struct("=BBBBI")  # inet_diag_req_v2: family, protocol, ext, pad, states
+_SOCKID: Final = struct.Struct("!HH16s16s")  # ports, then addresses, network order
+_TAIL: Final = struct.Struct("=III")  # interface, cookie (two words)
+_STATE_AT: Final = _HEADER.size + 1  # inet_diag_msg: family, state, ...
+_UID_AT: Final = _HEADER.size + 4 + _SOCKID.size + _TAIL.size + 12  # after expires, queues
 
 
 def _hex(address: str, port: int) -> str:
@@ -32,9 +57,55 @@ def _hex(address: str, port: int) -> str:
     return f"{int.from_bytes(packed, sys.byteorder):08X}:{port:04X}"
 
 
+def diag_uid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
+    """The uid owning the socket that connected from ``remote`` to ``local``, asked of the
+    kernel by sock_diag(7) (one exact lookup, no table read), or None.
+
+    Args:
+        local: The accepted connection's own address, ``(IPv4 text, port)``.
+        remote: Its peer's address, the same form.
+
+    Returns:
+        The owner's uid; None when no socket is that one (it is gone, or in ``TIME_WAIT``,
+        or the address is not IPv4).
+
+    Raises:
+        OSError: netlink's sock_diag cannot be asked here (then read the table: `peer_uid`).
+    """
+    try:
+        source, target = socket.inet_aton(remote[0]), socket.inet_aton(local[0])
+    except OSError:
+        return None  # not an IPv4 address
+    request = (_REQUEST.pack(socket.AF_INET, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)
+               + _SOCKID.pack(remote[1], local[1], source.ljust(16, b"\0"),
+                              target.ljust(16, b"\0"))
+               + _TAIL.pack(0, _NO_COOKIE, _NO_COOKIE))
+    header = _HEADER.pack(_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST,
+                          1, 0)  # fmt: skip
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                       _NETLINK_SOCK_DIAG) as link:  # fmt: skip
+        link.send(header + request)
+        answer = link.recv(8192)
+    if len(answer) < _HEADER.size:
+        raise OSError(errno.EPROTO, "sock_diag answered nothing")
+    kind = _HEADER.unpack_from(answer)[1]
+    if kind == _NLMSG_ERROR:
+        (code,) = struct.unpack_from("=i", answer, _HEADER.size)
+        if -code == errno.ENOENT:
+            return None  # no such socket: it is gone
+        raise OSError(-code, "sock_diag refused the lookup")
+    if kind != _SOCK_DIAG_BY_FAMILY or len(answer) < _UID_AT + 4:
+        raise OSError(errno.EPROTO, "sock_diag answered something else")
+    if answer[_STATE_AT] == _TIME_WAIT:
+        return None
+    (uid,) = struct.unpack_from("=I", answer, _UID_AT)
+    return int(uid)
+
+
 def peer_uid(local: tuple[str, int], remote: tuple[str, int], *,
              table: Path = TCP_TABLE) -> int | None:
-    """The uid owning the socket that connected from ``remote`` to ``local``, or None.
+    """The uid owning the socket that connected from ``remote`` to ``local``, or None, read
+    from the kernel's TCP table (the fallback of `diag_uid`, which it answers the same).
 
     Args:
         local: The accepted connection's own address, ``(IPv4 text, port)``.
@@ -42,7 +113,8 @@ def peer_uid(local: tuple[str, int], remote: tuple[str, int], *,
         table: The socket table to read (`TCP_TABLE`; a test gives its own).
 
     Returns:
-        The owner's uid; None when no row is that socket (it is already gone, or not IPv4).
+        The owner's uid; None when no row is that socket (it is already gone, or in
+        ``TIME_WAIT``, or not IPv4).
 
     Raises:
         OSError: the table cannot be read (no ``/proc``).
@@ -59,6 +131,21 @@ def peer_uid(local: tuple[str, int], remote: tuple[str, int], *,
     fields = text[at:end if end >= 0 else len(text)].split()
     # local, remote, st, tx:rx, tr:when, retrnsmt, uid
     try:
+        if int(fields[2], 16) == _TIME_WAIT:
+            return None
         return int(fields[6])
     except (IndexError, ValueError):
         return None
+
+
+async def owner_of(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
+    """`diag_uid` at once (a lookup that does not block), or, where netlink is not there,
+    `peer_uid` in a worker thread (a table read that may be long).
+
+    Raises:
+        OSError: neither netlink nor the table can be read.
+    """
+    try:
+        return diag_uid(local, remote)
+    except OSError:
+        return await anyio.to_thread.run_sync(peer_uid, local, remote)

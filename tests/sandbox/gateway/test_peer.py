@@ -1,20 +1,23 @@
-"""Who connected: the owner of the connecting socket, read from the kernel's TCP table, and a
-gateway that takes only its own users' connections (sandbox/gateway/_peer.py; RC-03)."""
+"""Who connected: the owner of the connecting socket, asked of the kernel (sock_diag, or its
+TCP table), and a gateway that takes only its own users' connections
+(sandbox/gateway/_peer.py; RC-03)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
 from typing import TYPE_CHECKING
 
+import anyio
 import httpx
 import pytest
 
 from sandbox._config import Credentials
 from sandbox.gateway import open_gateway, open_upstream
 from sandbox.gateway._gateway import FOREIGN_NAME
-from sandbox.gateway._peer import peer_uid
+from sandbox.gateway._peer import diag_uid, peer_uid
 
 from .conftest import Gate
 
@@ -31,11 +34,11 @@ def _hex(address: str, port: int) -> str:
     return f"{int.from_bytes(socket.inet_aton(address), sys.byteorder):08X}:{port:04X}"
 
 
-def table(tmp_path: Path, rows: list[tuple[str, str, int]]) -> Path:
+def table(tmp_path: Path, rows: list[tuple[str, str, int]], state: str = "01") -> Path:
     lines = ["  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt"
              "   uid  timeout inode"]
     for n, (local, remote, uid) in enumerate(rows):
-        lines.append(f"{n:4}: {local} {remote} 01 00000000:00000000 00:00000000 00000000 "
+        lines.append(f"{n:4}: {local} {remote} {state} 00000000:00000000 00:00000000 00000000 "
                      f"{uid:5}        0 {1000 + n} 1 0000000000000000 20 4 30 10 -1")
     path = tmp_path / "tcp"
     path.write_text("\n".join(lines) + "\n")
@@ -55,13 +58,37 @@ def test_the_owner_is_the_row_of_the_connecting_socket_not_the_accepted_one(
     assert peer_uid(("::1", 1), ("::1", 2), table=path) is None  # not IPv4
 
 
+def test_a_socket_in_time_wait_has_no_owner_in_the_table(tmp_path: Path) -> None:
+    # proc(5)/tcp_states.h: state 06 is TIME_WAIT, whose uid column the kernel writes as 0
+    gateway, client = ("127.0.0.1", 41000), ("127.0.0.1", 52000)
+    path = table(tmp_path, [(_hex(*client), _hex(*gateway), 0)], state="06")
+    assert peer_uid(gateway, client, table=path) is None
+
+
 def test_a_real_loopback_connection_is_owned_by_this_process_s_user() -> None:
     with socket.create_server(("127.0.0.1", 0)) as server, \
             socket.create_connection(server.getsockname()) as client:
         accepted, remote = server.accept()
         with accepted:
             assert peer_uid(accepted.getsockname(), remote) == os.getuid()
+            assert diag_uid(accepted.getsockname(), remote) == os.getuid()
             assert remote == client.getsockname()
+            assert diag_uid(accepted.getsockname(), ("127.0.0.1", 1)) is None  # no such socket
+    assert diag_uid(("::1", 1), ("::1", 2)) is None  # not IPv4
+
+
+def test_a_closed_connection_in_time_wait_has_no_owner_not_root() -> None:
+    # the side that closes first keeps TIME_WAIT; the kernel reports its uid as 0, which a
+    # runner that is root would otherwise take for its own
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, remote = server.accept()
+        local = accepted.getsockname()
+        client.close()
+        accepted.recv(1)  # the client's FIN has arrived
+        accepted.close()
+        assert diag_uid(local, remote) is None
+        assert peer_uid(local, remote) is None
 
 
 @pytest.mark.anyio
@@ -70,12 +97,20 @@ async def test_a_connection_of_another_user_is_closed_unread_and_counted(
     provider.mode = "json"
     others = frozenset({os.getuid() + 4242})  # a user this process is not
     async with open_upstream(provider.url, api_key) as upstream:
-        async with open_gateway(upstream, gate, peer_uids=others) as gateway, \
-                httpx.AsyncClient(base_url=gateway.base_url, trust_env=False,
-                                  timeout=10.0) as session:
-            with pytest.raises(httpx.TransportError):
-                await session.post(MESSAGES, json={"model": "m"},
-                                   headers={"x-api-key": gateway.placeholder})
+        async with open_gateway(upstream, gate, peer_uids=others) as gateway:
+            host, port = gateway.base_url.removeprefix("http://").split(":")
+            async with await anyio.connect_tcp(host, int(port)) as raw:
+                body = b'{"model": "m"}'
+                with contextlib.suppress(anyio.BrokenResourceError):
+                    await raw.send(b"POST " + MESSAGES.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                                   b"x-api-key: " + gateway.placeholder.encode() + b"\r\n"
+                                   b"content-length: %d\r\n\r\n" % len(body) + body)
+                answer = b""
+                with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError,
+                                         ConnectionResetError):
+                    while True:
+                        answer += await raw.receive()
+            assert answer == b""  # closed without a word
             closed = gateway.stats()
         async with open_gateway(upstream, gate,
                                 peer_uids=frozenset({os.getuid()})) as own, \
