@@ -17,7 +17,7 @@ import pytest
 from sandbox._config import Credentials
 from sandbox.gateway import open_gateway, open_upstream
 from sandbox.gateway._gateway import FOREIGN_NAME
-from sandbox.gateway._peer import diag_uid, peer_uid
+from sandbox.gateway._peer import diag_uid, owner_of, peer_uid
 
 from .conftest import Gate
 
@@ -123,3 +123,17 @@ async def test_a_connection_of_another_user_is_closed_unread_and_counted(
     assert answered.status_code == 200
     assert len(provider.requests) == 1  # only the own user's request reached the provider
     assert [row.refused for row in gate.rows] == [None]  # no row for the closed ones
+
+
+@pytest.mark.anyio
+async def test_without_netlink_the_owner_is_read_from_the_table(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_netlink(*_: object) -> None:
+        raise OSError(93, "Protocol not supported")  # EPROTONOSUPPORT: no sock_diag here
+
+    monkeypatch.setattr("sandbox.gateway._peer.diag_uid", no_netlink)
+    with socket.create_server(("127.0.0.1", 0)) as server, \
+            socket.create_connection(server.getsockname()):
+        accepted, remote = server.accept()
+        with accepted:
+            assert await owner_of(accepted.getsockname(), remote) == os.getuid()
