@@ -20,6 +20,11 @@ was sent (None when none was). The checks, in order, each a refusal of the gatew
 6. ``login`` (401 ``authentication_error``, its message says how to log in again): the
    host's login is expired or unreadable; also `GatewayStats.login_failure`.
 
+Checks 5 and 6, and the forwarding after them, are done for at most
+`sandbox.gateway._upstream.MAX_IN_FLIGHT` of the session's requests at once; a further one
+waits, its body unread, until one of them has ended. A session that leaves its responses
+unread therefore holds at most that share of the batch's connections to the provider.
+
 A budget or login refusal is answered once the body is read and dropped, so the connection
 stays open for the next request. A request that passed is forwarded
 (`sandbox.gateway._forward`) with its body streamed upstream as it arrives, never held
@@ -52,6 +57,7 @@ from ._peer import owner_of
 from ._scan import BodyScan
 from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
 from ._types import MAX_TEXT, GatewayStats, KeyVariable, ProviderRequest, Refusal, SpendGate
+from ._upstream import MAX_IN_FLIGHT
 from ._upstream import Upstream as Upstream
 from ._upstream import open_upstream as open_upstream
 
@@ -112,6 +118,7 @@ class Gateway:
         self._max_connections = max_connections
         self._max_body = max_body_bytes
         self._peer_uids = peer_uids
+        self._in_flight = anyio.Semaphore(MAX_IN_FLIGHT)
         self._forwarded = 0
         self._refused: Counter[str] = Counter()
         self._budget_refused = 0
@@ -249,6 +256,15 @@ class Gateway:
             await self._refuse(conn, row, "too-large", 413, "request_too_large",
                                self._too_large())  # its body is never read
             return
+        waiting = anyio.current_time()
+        async with self._in_flight:  # one of the session's own must end first (the pool's share)
+            conn.extend_deadline(anyio.current_time() - waiting)
+            await self._admit(conn, incoming, declared, row)
+
+    async def _admit(self, conn: ServerConnection, incoming: Incoming, declared: int | None,
+                     row: _Row) -> None:
+        """Ask the budget and the login, then forward: one of the session's places at the
+        provider (`MAX_IN_FLIGHT`) is held while this runs."""
         why = self._gate.refusal()
         if why is not None:
             self._budget_refused += 1

@@ -100,6 +100,11 @@ class ServerConnection:
         return Incoming(event.method.decode("latin-1"), event.target.decode("latin-1"),
                         list(event.headers), anyio.current_time(), utc_now())  # fmt: skip
 
+    def extend_deadline(self, seconds: float) -> None:
+        """Give the current request ``seconds`` more to arrive in: the time the gateway made it
+        wait before reading its body does not count against the client."""
+        self._deadline += seconds
+
     def declared_length(self, incoming: Incoming) -> int | None:
         """The request's ``content-length``, when its body is framed by one (h11 has checked
         it); None when it is chunked (``transfer-encoding`` overrides a length, RFC 9112 6.3)

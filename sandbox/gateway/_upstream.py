@@ -35,6 +35,11 @@ POOL_TIMEOUT_S: Final = 60.0
 """Seconds a request waits for a connection of the pool before the session gets a 502."""
 MAX_CONNECTIONS: Final = 512
 """Connections to the provider at once, over the batch (64 sessions at most, a few each)."""
+MAX_IN_FLIGHT: Final = 8
+"""A session's requests at the provider at once: `MAX_CONNECTIONS` over the 64 sessions a
+batch runs at most (``sandbox.users.MAX_POOL_USERS``), so that no session, however many of
+its responses it leaves unread, holds a connection of the pool another session needs; a
+session's further requests wait for one of its own to end."""
 MAX_KEEPALIVE: Final = 64
 """Idle connections kept for reuse."""
 KEEPALIVE_S: Final = 30.0

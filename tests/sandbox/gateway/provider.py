@@ -4,7 +4,8 @@ A threaded `http.server` (so it serves the trio and the asyncio tests alike), re
 request it received whole (method, target, headers, body) and answering as its ``mode``
 says: a Messages stream with usage, a JSON message, a 529, a 401, an echo of the request's
 headers, the key it got as the row's fields or as a status line that is not HTTP,
-or a stream that waits for the test's word before its last events.
+a stream that waits for the test's word before its last events, or one that sends pings
+until nobody reads them.
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                        "stop_reason": "max_tokens", "content": [],
                        "usage": {**START_USAGE, "output_tokens": FINAL_OUTPUT_TOKENS}}
             self._whole(200, json.dumps(message).encode(), "application/json")
+        elif mode == "endless":  # pings until the reader stops taking them (or the word)
+            self._endless(provider)
         else:
             self._stream(provider, wait=mode == "wait")
 
@@ -204,6 +207,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._chunk(FIRST_EVENTS)
         if wait and not provider.release.wait(WAIT_S):
             provider.waited_out = True
+        self._chunk(LAST_EVENTS)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _endless(self, provider: LoopbackProvider) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self._chunk(FIRST_EVENTS)
+        ping = _event("ping", {"type": "ping"}) * 256
+        while not provider.release.is_set():
+            self._chunk(ping)  # blocks once nobody reads; raises once the reader has gone
         self._chunk(LAST_EVENTS)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
