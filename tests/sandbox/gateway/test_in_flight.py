@@ -23,6 +23,8 @@ from sandbox.gateway._upstream import MAX_CONNECTIONS, MAX_IN_FLIGHT
 from sandbox.users import MAX_POOL_USERS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sandbox._config import Credentials
 
     from .conftest import Gate
@@ -49,6 +51,15 @@ def _request(placeholder: str) -> bytes:
             b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
 
+async def _until(done: Callable[[], bool]) -> None:
+    """Poll the provider (a thread of its own) until ``done``, for at most 20 s."""
+    for _ in range(400):
+        if done():
+            return
+        await anyio.sleep(0.05)
+    raise AssertionError("the provider did not get there in 20 s")
+
+
 async def _read_all(stream: anyio.abc.SocketStream) -> None:
     with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
         while True:
@@ -60,7 +71,7 @@ async def test_unread_streams_past_the_share_wait_and_another_session_is_served(
         provider: LoopbackProvider, api_key: Credentials, gate: Gate,
         monkeypatch: pytest.MonkeyPatch) -> None:
     # a request has this long to arrive: the waiting ones wait longer, which must not count
-    monkeypatch.setattr("sandbox.gateway._server.REQUEST_TIMEOUT_S", 0.5)
+    monkeypatch.setattr("sandbox.gateway._server.REQUEST_TIMEOUT_S", 1.5)
     provider.mode = "endless"
     async with open_upstream(provider.url, api_key) as upstream, \
             open_gateway(upstream, gate) as hoarder, open_gateway(upstream, gate) as other:
@@ -70,10 +81,8 @@ async def test_unread_streams_past_the_share_wait_and_another_session_is_served(
             async with anyio.create_task_group() as senders:
                 for stream in streams:  # each asks for a stream and never reads a byte of it
                     senders.start_soon(stream.send, _request(hoarder.placeholder))
-            with anyio.fail_after(20):
-                while len(provider.requests) < MAX_IN_FLIGHT:
-                    await anyio.sleep(0.05)
-            await anyio.sleep(1.0)  # time for any further one to reach the provider
+            await _until(lambda: len(provider.requests) >= MAX_IN_FLIGHT)
+            await anyio.sleep(3.0)  # any further one would reach the provider; past 1.5 s
             reached = len(provider.requests)
             provider.mode = "json"
             async with httpx.AsyncClient(base_url=other.base_url, trust_env=False,
@@ -84,9 +93,7 @@ async def test_unread_streams_past_the_share_wait_and_another_session_is_served(
             async with anyio.create_task_group() as readers:
                 for stream in streams:
                     readers.start_soon(_read_all, stream)
-                with anyio.fail_after(20):
-                    while len(provider.requests) < OPENED + 1:
-                        await anyio.sleep(0.05)
+                await _until(lambda: len(provider.requests) >= OPENED + 1)
                 readers.cancel_scope.cancel()
         finally:
             provider.release.set()
