@@ -38,6 +38,8 @@ from sandbox.network._egress import (
 )
 from sandbox.network._egress_http import NotTLS, refusal, tls_server_name
 
+from .wire import read_to_the_end
+
 pytestmark = [pytest.mark.timeout(30)]
 
 
@@ -105,7 +107,7 @@ async def _ask(sock: Path, request: bytes, *, half_close: bool = False) -> bytes
             await stream.send(request)
             if half_close:
                 await stream.send_eof()
-            return await _to_the_end(stream)
+            return await read_to_the_end(stream)
 
 
 async def _ask_in_two(sock: Path, request: bytes, first_bytes: int) -> bytes:
@@ -116,17 +118,7 @@ async def _ask_in_two(sock: Path, request: bytes, first_bytes: int) -> bytes:
             await stream.send(request[:first_bytes])
             await anyio.sleep(0.2)  # the proxy has read the first piece alone
             await stream.send(request[first_bytes:])
-            return await _to_the_end(stream)
-
-
-async def _to_the_end(stream: anyio.abc.ByteStream) -> bytes:
-    """Everything the proxy answers, until it closes the connection."""
-    data = b""
-    while True:
-        try:
-            data += await stream.receive()
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            return data
+            return await read_to_the_end(stream)
 
 
 def _hello(server_hostname: str | None) -> bytes:

@@ -45,6 +45,8 @@ from sandbox.network._network import (
     network_preflight,
 )
 
+from .wire import read_to_the_end
+
 PY = "/usr/bin/python3"  # Debian's, under /usr: visible inside the sandbox (RC-02)
 MERGED_USR = HostLayout(symlinks=(("/bin", "usr/bin"), ("/lib", "usr/lib")), directories=())
 
@@ -221,12 +223,7 @@ async def _ask(sock: Path, request: bytes) -> bytes:
         stream = await connect_unix(sock)
         async with stream:
             await stream.send(request)
-            data = b""
-            while True:
-                try:
-                    data += await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    return data
+            return await read_to_the_end(stream)
 
 
 @pytest.mark.anyio
