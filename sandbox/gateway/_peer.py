@@ -10,7 +10,8 @@ The connecting socket is the one whose own address is the accepted connection's 
 address and whose peer is the gateway. Its owner is asked of the kernel of the runner's
 network namespace in one exact lookup (sock_diag(7): a ``SOCK_DIAG_BY_FAMILY`` request that
 names the socket's four-tuple), which costs the same however many sockets the host holds;
-where netlink is not there, the IPv4 TCP table (``/proc/net/tcp``, proc(5)) is read instead.
+where netlink does not answer for a connection of the runner's own (`diag_answers`), the
+IPv4 TCP table (``/proc/net/tcp``, proc(5)) is read instead.
 The owner is the user that created the socket, kept while the socket lives (a client that
 sent its request and closed is in ``FIN_WAIT``, its uid kept). A socket in ``TIME_WAIT`` has
 no owner any more (the kernel reports uid 0 for it, which must not read as root's): it has
@@ -20,6 +21,8 @@ none here either.
 from __future__ import annotations
 
 import errno
+import functools
+import os
 import socket
 import struct
 import sys
@@ -28,7 +31,7 @@ from typing import Final
 
 import anyio
 
-__all__ = ["TCP_TABLE", "diag_uid", "owner_of", "peer_uid"]
+__all__ = ["TCP_TABLE", "diag_answers", "diag_uid", "owner_of", "peer_uid"]
 
 TCP_TABLE: Final = Path("/proc/net/tcp")
 """The kernel's table of IPv4 TCP sockets of this network namespace (proc(5))."""
@@ -138,14 +141,33 @@ def peer_uid(local: tuple[str, int], remote: tuple[str, int], *,
         return None
 
 
+@functools.cache
+def diag_answers() -> bool:
+    """Whether `diag_uid` knows a connection of this process's own: a kernel without its TCP
+    diagnostics (``tcp_diag`` not loaded and not loadable) answers every lookup "no such
+    socket", which would read as every connection gone. Asked once per process, of a
+    loopback connection made for it.
+    """
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server, \
+                socket.create_connection(server.getsockname(), timeout=5.0):
+            accepted, remote = server.accept()
+            with accepted:
+                return diag_uid(accepted.getsockname(), remote) == os.geteuid()
+    except OSError:
+        return False
+
+
 async def owner_of(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
-    """`diag_uid` at once (a lookup that does not block), or, where netlink is not there,
-    `peer_uid` in a worker thread (a table read that may be long).
+    """`diag_uid` at once (a lookup that does not block), or, where sock_diag does not answer
+    (`diag_answers`), `peer_uid` in a worker thread (a table read that may be long).
 
     Raises:
         OSError: neither netlink nor the table can be read.
     """
-    try:
-        return diag_uid(local, remote)
-    except OSError:
-        return await anyio.to_thread.run_sync(peer_uid, local, remote)
+    if diag_answers():
+        try:
+            return diag_uid(local, remote)
+        except OSError:
+            pass
+    return await anyio.to_thread.run_sync(peer_uid, local, remote)

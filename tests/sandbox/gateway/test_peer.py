@@ -17,7 +17,7 @@ import pytest
 from sandbox._config import Credentials
 from sandbox.gateway import open_gateway, open_upstream
 from sandbox.gateway._gateway import FOREIGN_NAME
-from sandbox.gateway._peer import diag_uid, owner_of, peer_uid
+from sandbox.gateway._peer import diag_answers, diag_uid, owner_of, peer_uid
 
 from .conftest import Gate
 
@@ -132,8 +132,28 @@ async def test_without_netlink_the_owner_is_read_from_the_table(
         raise OSError(93, "Protocol not supported")  # EPROTONOSUPPORT: no sock_diag here
 
     monkeypatch.setattr("sandbox.gateway._peer.diag_uid", no_netlink)
+    assert not diag_answers.__wrapped__()
     with socket.create_server(("127.0.0.1", 0)) as server, \
             socket.create_connection(server.getsockname()):
         accepted, remote = server.accept()
         with accepted:
             assert await owner_of(accepted.getsockname(), remote) == os.getuid()
+
+
+@pytest.mark.anyio
+async def test_a_kernel_whose_diag_finds_nothing_is_not_believed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # no tcp_diag: every lookup answers "no such socket", which must not close every
+    # connection as gone; the table answers instead
+    monkeypatch.setattr("sandbox.gateway._peer.diag_uid", lambda *_: None)
+    assert not diag_answers.__wrapped__()
+    monkeypatch.setattr("sandbox.gateway._peer.diag_answers", lambda: False)
+    with socket.create_server(("127.0.0.1", 0)) as server, \
+            socket.create_connection(server.getsockname()):
+        accepted, remote = server.accept()
+        with accepted:
+            assert await owner_of(accepted.getsockname(), remote) == os.getuid()
+
+
+def test_this_kernel_s_diag_answers() -> None:
+    assert diag_answers.__wrapped__()  # where it does not, the table is used: say so here
