@@ -2,7 +2,9 @@
 
 One gateway on host loopback in front of a provider of the check's own (a thread on
 loopback that records what reaches it), with a key of the check's own: the host's real
-credential is never read, so nothing secret can be printed. Three requests: with the
+credential is never read, so nothing secret can be printed. The gateway takes connections
+only of this process's user, as a batch's takes only its own users' (so the check fails
+where the owner of a connection cannot be read). Three requests: with the
 gateway's placeholder (must reach the provider carrying the check's key and not the
 placeholder), with another key and to another path (each must be refused, counted, and
 never reach the provider).
@@ -11,6 +13,7 @@ never reach the provider).
 from __future__ import annotations
 
 import http.server
+import os
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from .._report import Check
 from .._sync import NestedEventLoop, run_sync
 from ._gateway import open_gateway
 from ._paths import ALLOWED
+from ._peer import diag_answers
 from ._types import GatewayStats, ProviderRequest
 from ._upstream import open_upstream
 
@@ -91,7 +95,8 @@ async def _observe(provider: _Provider, timeout_s: float) -> Observed:
     path = sorted(ALLOWED)[0][1]
     with anyio.fail_after(timeout_s):
         async with open_upstream(provider.url, credentials) as upstream, \
-                open_gateway(upstream, _Gate()) as gateway, \
+                open_gateway(upstream, _Gate(),
+                             peer_uids=frozenset({os.geteuid()})) as gateway, \
                 httpx.AsyncClient(base_url=gateway.base_url, trust_env=False) as session:
             own = await session.post(path, json={}, headers={"x-api-key": gateway.placeholder})
             other = await session.post(path, json={}, headers={"x-api-key": "sk-ant-other"})
@@ -134,7 +139,9 @@ def verdict(observed: Observed) -> Check:
                  "a gateway on host loopback forwarded its placeholder's request with the real "
                  "key in its place (the placeholder never reached the provider); another key "
                  f"(401) and {_OTHER_PATH} (404) were refused and counted; each request "
-                 "recorded (the check's own provider and key: no credential of the host read)")
+                 "recorded; each connection's owner read from the kernel "
+                 f"({'sock_diag' if diag_answers() else 'its TCP table, sock_diag not answering'})"
+                 " (the check's own provider and key: no credential of the host read)")
 
 
 class _Provider:

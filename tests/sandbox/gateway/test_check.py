@@ -15,6 +15,19 @@ def test_the_check_passes_on_this_host_and_prints_no_key() -> None:
     assert "sk-ant" not in check.detail and "placeholder" in check.detail
 
 
+# httpx's request body, cut off by the closed connection, is left to the collector
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_host_where_no_connection_s_owner_can_be_read_is_broken(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a batch's gateways would close every session's connections as another user's
+    async def nobody(*_: object) -> None:
+        return None
+
+    monkeypatch.setattr("sandbox.gateway._gateway.owner_of", nobody)
+    check = gateway_check()
+    assert (check.name, check.verdict) == ("gateway", "broken"), check
+
+
 def good() -> Observed:
     return Observed(statuses=(200, 401, 404), upstream_requests=1, upstream_had_key=True,
                     upstream_had_placeholder=False,
