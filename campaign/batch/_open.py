@@ -284,11 +284,15 @@ def host_skill_dirs() -> tuple[Path, ...]:
 
 
 def provider_note(options: BatchOptions, url: str) -> str:
-    """The sentence every transcript, config.yaml and the console say about the provider."""
+    """The sentences every transcript, config.yaml and the console say about the provider;
+    for the scripted provider, that no model ran and that nothing was billed (its usage is
+    priced all the same, so a reader of the cost figures must be told)."""
     if options.provider == "scripted":
         return ("Provider: scripted. The sessions ran against a loopback test double that "
                 f"plays fixed scripts ({options.scripts}); no model ran, so these events "
-                "measure the runner and the corpus's plumbing, not a model.")
+                "measure the runner and the corpus's plumbing, not a model. Nothing was "
+                "billed: the cost figures price the token usage the scripts report with the "
+                "shipped price table, as a real provider's usage would be priced.")
     return f"Provider: the Messages API at {url}."
 
 
