@@ -95,3 +95,21 @@ def test_the_same_two_system_prompts_in_every_session_are_the_same_prompts() -> 
 
 def test_no_digest_no_sentence() -> None:
     assert system_prompts_line({}, 0) is None
+
+
+def test_the_harness_sum_is_written_to_the_provider_figures_places_not_its_float_noise() -> None:
+    # The demo's arm: eight floats like 0.029699999999999997 sum to 0.222399999999999990;
+    # beside the provider's $0.222400 it reads $0.222400, rounded half up, and says so.
+    source = CostSource(provider_attempts=8, prices=("2025-11-24",), compared=8,
+                        compared_provider=Decimal("0.222400"),
+                        compared_harness=Decimal("0.222399999999999990"))
+    assert cost_source_line(source, cents=23).endswith(
+        "the provider's usage prices $0.222400 and the harness's own total_cost_usd sums to "
+        "$0.222400 (rounded): they agree within a cent.")
+    # A difference carries the harness's noise too: 0.050000000000000003 - 0.0168.
+    source = CostSource(provider_attempts=1, prices=("2025-11-24",), compared=1,
+                        compared_provider=Decimal("0.0168"),
+                        compared_harness=Decimal("0.050000000000000003"))
+    assert cost_source_line(source, cents=2).endswith(
+        "total_cost_usd sums to $0.0500 (rounded): the harness says $0.0332 (rounded) more "
+        "(197.6% of the provider's figure).")
