@@ -25,6 +25,13 @@ from ._literal import prose_value
 
 AGREE_USD: Final = Decimal("0.01")
 """Two figures that differ by less than this (one cent) agree."""
+PROMPT_COVERS: Final = (
+    " The digest covers the system prompt alone: the harness sends CLAUDE.md and its other "
+    "memory files in the conversation's first user message, not in the system prompt, so "
+    "arms that differ only in what they load meet the same system prompt."
+)
+"""Why two arms can show one digest (said after the digests: an arm that loads CLAUDE.md and
+one that does not met the same system prompt in the demo, observed with 2.1.332)."""
 HARNESS_PLACES: Final = 4
 """Decimal places, at least, of a harness figure beside the provider's (a hundredth of a cent)."""
 DIGESTS_LISTED: Final = 10
@@ -187,7 +194,8 @@ def system_prompts_line(digests: Mapping[str, int], sessions: int) -> str | None
         None when no recorded session has one (no gateway, or no system prompt); else one
         paragraph: ``every recorded session met the same system prompt`` when every one met
         the same digests, or the distinct digests with their counts (most first, the first
-        `DIGESTS_LISTED`).
+        `DIGESTS_LISTED`); then what a digest covers (`PROMPT_COVERS`), since arms that
+        differ in CLAUDE.md show the same one.
     """
     if not sessions or not digests:
         return None
@@ -197,13 +205,13 @@ def system_prompts_line(digests: Mapping[str, int], sessions: int) -> str | None
     if all(n == sessions for _, n in ranked):
         if len(ranked) == 1:
             return (f"{head}every recorded session ({sessions}) met the same system "
-                    f"prompt, {prose_value(ranked[0][0])}.")
+                    f"prompt, {prose_value(ranked[0][0])}.{PROMPT_COVERS}")
         listed = ", ".join(prose_value(d) for d, _ in ranked[:DIGESTS_LISTED])
         return (f"{head}every recorded session ({sessions}) met the same "
-                f"{len(ranked)} system prompts: {listed}.")
+                f"{len(ranked)} system prompts: {listed}.{PROMPT_COVERS}")
     listed = ", ".join(f"{prose_value(d)} ({_plural(n, 'session')})"
                        for d, n in ranked[:DIGESTS_LISTED])
     more = len(ranked) - DIGESTS_LISTED
     return (f"{head}the {sessions} recorded sessions did not all meet the same ones: "
             f"{len(ranked)} distinct digests, {listed}"
-            + (f" and {more} more" if more > 0 else "") + ".")
+            + (f" and {more} more" if more > 0 else "") + f".{PROMPT_COVERS}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from recorder.transcript import CostSource, cost_source_line, system_prompts_line
-from recorder.transcript._provider_prose import HARNESS_SOURCE
+from recorder.transcript._provider_prose import HARNESS_SOURCE, PROMPT_COVERS
 
 OLD = ("Cost source: the harness's own computed cost, total_cost_usd of the last result line "
        "of each attempt; not the provider's invoice. cost_cents = 2.")
@@ -77,20 +77,25 @@ def test_one_system_prompt_for_every_recorded_session_is_said_so() -> None:
     assert system_prompts_line({"sha256:ab": 4}, 4) == (
         "System prompts (the provider gateway's digest of each request's system prompt, its "
         'date line taken out): every recorded session (4) met the same system prompt, '
-        '"sha256:ab".')
+        '"sha256:ab". The digest covers the system prompt alone: the harness sends CLAUDE.md '
+        "and its other memory files in the conversation's first user message, not in the "
+        "system prompt, so arms that differ only in what they load meet the same system "
+        "prompt.")
 
 
 def test_different_system_prompts_are_listed_with_their_sessions() -> None:
     line = system_prompts_line({"sha256:ab": 3, "sha256:cd": 1}, 4)
     assert line is not None
     assert line.endswith('the 4 recorded sessions did not all meet the same ones: 2 distinct '
-                         'digests, "sha256:ab" (3 sessions), "sha256:cd" (1 session).')
+                         'digests, "sha256:ab" (3 sessions), "sha256:cd" (1 session).'
+                         + PROMPT_COVERS)
 
 
 def test_the_same_two_system_prompts_in_every_session_are_the_same_prompts() -> None:
     line = system_prompts_line({"sha256:ab": 2, "sha256:cd": 2}, 2)
     assert line is not None and line.endswith(
-        'every recorded session (2) met the same 2 system prompts: "sha256:ab", "sha256:cd".')
+        'every recorded session (2) met the same 2 system prompts: "sha256:ab", "sha256:cd".'
+        + PROMPT_COVERS)
 
 
 def test_no_digest_no_sentence() -> None:
