@@ -94,6 +94,12 @@ def usd_text(usd: Decimal) -> str:
     return f"${usd:f}"
 
 
+def _places(value: Decimal) -> int:
+    """The decimal places ``value`` is written with (0 for an integer, NaN or infinity)."""
+    exponent = value.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
 def harness_usd_text(usd: Decimal, *, like: Decimal) -> str:
     """A figure of the harness's (its ``total_cost_usd`` summed, or a difference from it), USD,
     to no more decimal places than ``like`` (the provider-priced figure it stands beside) has,
@@ -104,9 +110,8 @@ def harness_usd_text(usd: Decimal, *, like: Decimal) -> str:
     (RC-14), so their sum carries eighteen places of float noise the provider's figure does
     not; the agreement is decided on the exact values all the same.
     """
-    places = max(HARNESS_PLACES, -like.as_tuple().exponent if like.is_finite() else 0)
-    exponent = usd.as_tuple().exponent
-    if not isinstance(exponent, int) or -exponent <= places:
+    places = max(HARNESS_PLACES, _places(like))
+    if _places(usd) <= places:
         return usd_text(usd)
     with localcontext() as ctx:
         ctx.prec = SUM_PRECISION

@@ -24,9 +24,13 @@ def test_the_gateway_page_names_the_key_the_demo_forwards_with() -> None:
     assert "nothing is billed" in text
 
 
+def _options(**given: str) -> BatchOptions:
+    return BatchOptions(command="demo", corpus="/c", tier="campaign", seed=0,
+                        harness_path="/h", **given)
+
+
 def test_the_scripted_provider_gets_that_key_and_no_host_credential() -> None:
-    options = BatchOptions.model_construct(provider="scripted")
-    credentials = credentials_for(options)
+    credentials = credentials_for(_options(provider="scripted", scripts="/s"))
     assert credentials.api_key == SCRIPTED_API_KEY
     assert credentials.credentials_file is None and credentials.api_key_env is None
 
@@ -34,8 +38,7 @@ def test_the_scripted_provider_gets_that_key_and_no_host_credential() -> None:
 def test_the_scripted_provider_note_says_nothing_was_billed() -> None:
     # Every transcript's prose carries this note: its cost sentence prices the scripted
     # turns, and only the note tells a reader that no bill stands behind the figure.
-    scripted = provider_note(BatchOptions.model_construct(provider="scripted",
-                                                          scripts=Path("/s")), "http://x")
+    scripted = provider_note(_options(provider="scripted", scripts="/s"), "http://x")
     assert "Nothing was billed" in scripted
-    real = provider_note(BatchOptions.model_construct(provider="anthropic"), "https://a")
+    real = provider_note(_options(provider="anthropic"), "https://a")
     assert "billed" not in real
