@@ -103,7 +103,8 @@ def budget_args(p: argparse.ArgumentParser) -> None:
                         "provider: priced, not billed). No session starts once the spend plus "
                         "a projection for each session in flight could pass N, and once the "
                         "spend reaches N the gateways refuse further requests (the session "
-                        "ends budget-stopped); exit 3, resumable with a larger N")
+                        "ends budget-stopped); exit 3, resumable with a larger N. The last N "
+                        "given stays the batch's budget: a plain resume runs with it")
     p.add_argument("--est-session-cents", type=positive_int, metavar="N",
                    help="the projected cost of one session before any has a cost, in cents, "
                         "at least 1 (without it, nothing is projected until the first "
