@@ -83,9 +83,12 @@ if TYPE_CHECKING:
     from ._reader import BatchReading
 
 Mode = Literal["new", "resume", "record"]
-"""The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
+"""How a batch is opened: a new one (run, demo; its directory must be empty), an existing
+one whose outstanding sessions run again (resume), or one a session is added to (record)."""
 SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
-"""The key sessions get against the scripted provider, which accepts anything; not a secret."""
+"""The key the batch's provider gateway forwards with to the scripted provider, which accepts
+anything; not a secret. Sessions never get it: each gets its gateway's placeholder
+(docs/gateway.md names it, so a reader knows the demo billed nothing)."""
 
 RUN_SETTINGS: Final = ("model", "tier")
 """Plan members a continued batch keeps besides the measurement's (`Plan.COMPARABLE`): the
