@@ -68,4 +68,5 @@ from ._records import utc_now as utc_now
 from ._spend import AttemptCost as AttemptCost
 from ._spend import SpendSum as SpendSum
 from ._spend import attempt_cost as attempt_cost
+from ._spend import cents_text as cents_text
 from ._tree import read_tree as read_tree

@@ -83,9 +83,12 @@ if TYPE_CHECKING:
     from ._reader import BatchReading
 
 Mode = Literal["new", "resume", "record"]
-"""The provider when neither --provider-url nor ANTHROPIC_BASE_URL is given."""
+"""How a batch is opened: a new one (run, demo; its directory must be empty), an existing
+one whose outstanding sessions run again (resume), or one a session is added to (record)."""
 SCRIPTED_API_KEY: Final = "sk-headwater-scripted-provider"
-"""The key sessions get against the scripted provider, which accepts anything; not a secret."""
+"""The key the batch's provider gateway forwards with to the scripted provider, which accepts
+anything; not a secret. Sessions never get it: each gets its gateway's placeholder
+(docs/gateway.md names it, so a reader knows the demo billed nothing)."""
 
 RUN_SETTINGS: Final = ("model", "tier")
 """Plan members a continued batch keeps besides the measurement's (`Plan.COMPARABLE`): the
@@ -284,11 +287,15 @@ def host_skill_dirs() -> tuple[Path, ...]:
 
 
 def provider_note(options: BatchOptions, url: str) -> str:
-    """The sentence every transcript, config.yaml and the console say about the provider."""
+    """The sentences every transcript, config.yaml and the console say about the provider;
+    for the scripted provider, that no model ran and that nothing was billed (its usage is
+    priced all the same, so a reader of the cost figures must be told)."""
     if options.provider == "scripted":
         return ("Provider: scripted. The sessions ran against a loopback test double that "
                 f"plays fixed scripts ({options.scripts}); no model ran, so these events "
-                "measure the runner and the corpus's plumbing, not a model.")
+                "measure the runner and the corpus's plumbing, not a model. Nothing was "
+                "billed: the cost figures price the token usage the scripts report with the "
+                "shipped price table, as a real provider's usage would be priced.")
     return f"Provider: the Messages API at {url}."
 
 

@@ -26,7 +26,7 @@ transcripts' prose and identity (``cost_cents``) and the report's spend:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal, localcontext
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import TYPE_CHECKING, Final
 
 from recorder import NOTHING_SPENT, SUM_PRECISION, CostSum
@@ -37,6 +37,23 @@ if TYPE_CHECKING:
 
 UNPRICED_NAMED: Final = 20
 """Distinct unpriced models a sum keeps by name; further ones are counted, not named."""
+
+
+CENT_PLACES: Final = Decimal("0.01")
+"""The budget messages name cents to two places (hundredths of a cent)."""
+
+
+def cents_text(cents: Decimal) -> str:
+    """An amount of US cents as every budget message names it: two decimal places, rounded
+    half to even as `Decimal` formats by default (``Decimal("4.615")`` -> ``"4.62 cents"``,
+    ``Decimal("4.625")`` -> ``"4.62 cents"``), then the unit.
+
+    The gateway's refusal (`campaign.supervisor._spend.BatchSpend.refusal`), the console's
+    budget line (`campaign.supervisor._budget.BudgetVerdict.describe`) and the report's
+    budget-stop line all name their figures through this, so one spend reads the same in
+    each. Give the exact `Decimal` (a ``float`` has lost digits: pass ``Decimal(repr(x))``).
+    """
+    return f"{cents.quantize(CENT_PLACES, rounding=ROUND_HALF_EVEN):f} cents"
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,6 +255,9 @@ def _resume(args: ResumeArgs, batch: Path, reading: BatchReading) -> int:
     if config.options.command == "record":
         raise UsageError(f"batch {batch} was made by `record`, one session at a time; "
                          "record the next session with `record`")
+    # A flag is checked as a run checks it whether or not anything is left to run: a bad
+    # --provider-ca is bad input (exit 2) even on a finished batch.
+    provider_ca_file(args.provider_ca)
     if not fold.outstanding():
         print(f"nothing to resume: every session of {batch} is finished "
               f"(`headwater-campaign status {batch}`)")

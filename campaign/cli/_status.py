@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import json
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from campaign._json_text import json_safe
 from campaign._terminal_text import one_line
-from campaign.batch import BatchFold, BatchReading, BatchStatistics, SessionLog, batch_budget
-from recorder import COVERED_RELEASES, coverage
+from campaign.batch import (
+    BatchFold,
+    BatchReading,
+    BatchStatistics,
+    SessionLog,
+    batch_budget,
+    cents_text,
+)
+from recorder import CENTS_PER_USD, COVERED_RELEASES, coverage
 
 from ._args import StatusArgs
 from ._console import StdoutConsole
@@ -102,6 +110,22 @@ def uncovered_line(harness_versions: tuple[tuple[str, int], ...]) -> str | None:
             "those sessions printed (`make census CENSUS_VERSION=<release>` checks a release)")
 
 
+def finish_hint(batch: Path, *, spend_usd: Decimal, max_cost_cents: int | None) -> str:
+    """How to finish the outstanding sessions of a batch nobody holds, in words.
+
+    A plain ``resume`` runs with the batch's cost budget (the last one given): once the spend
+    (USD, every attempt with a final record) has reached it, that resume would start nothing
+    and stop again (exit 3), so the hint names ``--max-cost-cents`` above the cents spent.
+    """
+    command = f"headwater-campaign resume {batch}"
+    if max_cost_cents is None or spend_usd * CENTS_PER_USD < max_cost_cents:
+        return f"finish with: {command}"
+    spent = cents_text(spend_usd * CENTS_PER_USD)
+    return (f"finish with: {command} --max-cost-cents N, N above the {spent} spent: the "
+            f"batch's cost budget of {max_cost_cents} cent{'' if max_cost_cents == 1 else 's'} "
+            "is spent, so a resume without a larger one starts nothing")
+
+
 def _key(log: SessionLog) -> dict[str, Any]:
     return {"arm": log.key.arm, "probe": log.key.probe, "session": log.key.session,
             "attempt": log.attempts}
@@ -151,9 +175,10 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
             names = ", ".join(f"{k['arm']} {k['probe']} {k['session']}" for k in data[label])
             out.print(f"{label.replace('_', ' ')}: {one_line(names)}", markup=False,
                       soft_wrap=True)
+    hint = finish_hint(batch, spend_usd=stats.spend_usd, max_cost_cents=data["max_cost_cents"])
     out.print(one_line(f"outstanding: {data['outstanding']}"
-                       + (f" (finish with: headwater-campaign resume {batch})"
-                          if data["outstanding"] and not data["running"] else "")), markup=False)
+                       + (f" ({hint})" if data["outstanding"] and not data["running"] else "")),
+              markup=False)
     table = failures_table(stats.last_failures)
     if table is not None:
         out.print(table)

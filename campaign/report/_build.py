@@ -11,9 +11,10 @@ is ungraded.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
-from campaign.batch import session_order
+from campaign.batch import cents_text, session_order
 from campaign.plan import Plan
 from campaign.stats import Z
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from campaign.batch import SessionLog
+    from campaign.batch import BudgetStopRecord, SessionLog
     from campaign.grade import Grading
     from campaign.plan import Plan
 
@@ -105,10 +106,7 @@ def _standing(reading: ReportReading, group: int) -> BatchStanding:
         provider_note=facts.provider_note, running=reading.running, pid=reading.holder or None,
         invocations=fold.invocation.number if fold.invocation else 0,
         stopped=(stopped.reason, stopped.detail) if stopped else None,
-        budget_stop=(f"the {budget.budget} budget stopped the batch: {budget.used:g} used of "
-                     f"{budget.limit:g} ({'cents' if budget.budget == 'cost' else 'seconds'}), "
-                     f"{budget.projection:g} projected for one more session"
-                     if budget else None),
+        budget_stop=_budget_stop(budget) if budget else None,
         outstanding=tuple(Outstanding(arm=log.key.arm, probe=log.key.probe,
                                       session=log.key.session,
                                       why=_why(log, running=reading.running))
@@ -116,6 +114,18 @@ def _standing(reading: ReportReading, group: int) -> BatchStanding:
         first_at=rfc3339(reading.first_s) if reading.first_s is not None else None,
         last_at=rfc3339(reading.last_s) if reading.last_s is not None else None,
     )
+
+
+def _budget_stop(stop: BudgetStopRecord) -> str:
+    """The ledger's ``budget-stop`` record in words, each figure with its unit: cents as the
+    console and the gateway's refusal name them (`campaign.batch.cents_text`), or seconds."""
+    if stop.budget == "cost":
+        return (f"the cost budget of {stop.limit:g} cent{'' if stop.limit == 1 else 's'} "
+                f"stopped the batch: {cents_text(Decimal(repr(stop.used)))} spent, "
+                f"{cents_text(Decimal(repr(stop.projection)))} projected per session in "
+                "flight and for the next one")
+    return (f"the wall-clock budget stopped the batch: {stop.used:.0f} s elapsed of "
+            f"{stop.limit:g} s, {stop.projection:.0f} s projected for the next session")
 
 
 def _why(log: SessionLog, *, running: bool) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from campaign.batch import Budget
+from campaign.batch import Budget, cents_text
 from recorder import CENTS_PER_USD
 
 
@@ -38,18 +38,24 @@ class BudgetVerdict:
     """Cents spent, or seconds elapsed."""
     projection: float
     """Cents (or seconds) projected for one more session."""
+    exact_cents: tuple[Decimal, Decimal] | None = None
+    """``cost``: the exact cents spent and projected (``used`` and ``projection`` before
+    they became floats for the ledger), which the words name; None for ``wall``."""
 
     def describe(self) -> str:
-        """One sentence for the console and the ledger."""
+        """One sentence for the console and the ledger: cents as `campaign.batch.cents_text`
+        names them, so the spend reads as the gateway's refusal of the same spend reads."""
         if self.budget == "cost":
             limit = f"{self.limit:g} cent{'' if self.limit == 1 else 's'}"
+            used, projection = self.exact_cents or (Decimal(repr(self.used)),
+                                                    Decimal(repr(self.projection)))
             if self.used >= self.limit:
-                return (f"the cost budget of {limit} is spent: {self.used:.2f} cents spent "
+                return (f"the cost budget of {limit} is spent: {cents_text(used)} spent "
                         "over every attempt of the batch and the requests of the sessions "
                         "in flight")
-            return (f"the cost budget of {limit} could be passed: "
-                    f"{self.used:.2f} cents spent, {self.projection:g} projected per session "
-                    "in flight and for the next one")
+            return (f"the cost budget of {limit} could be passed: {cents_text(used)} spent, "
+                    f"{cents_text(projection)} projected per session in flight and for the "
+                    "next one")
         if self.used >= self.limit:
             return (f"the wall-clock budget of {self.limit:g} s is spent: {self.used:.0f} s "
                     "elapsed")
@@ -85,7 +91,8 @@ class Budgets:
             projection = max(largest, Decimal(self.est_session_cents or 0))
             if spent >= self.max_cost_cents or (
                     spent + projection * (in_flight + 1) > self.max_cost_cents):
-                return BudgetVerdict("cost", self.max_cost_cents, float(spent), float(projection))
+                return BudgetVerdict("cost", self.max_cost_cents, float(spent), float(projection),
+                                     exact_cents=(spent, projection))
         if self.max_wall_s is not None:
             projection_s = longest_session_s or 0.0
             if elapsed_s >= self.max_wall_s or elapsed_s + projection_s > self.max_wall_s:

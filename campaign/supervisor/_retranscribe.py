@@ -11,6 +11,8 @@ Each result is appended as a ``rederived`` record, and the transcripts show it
 in place of the attempt's own (their prose says which recorder derived them).
 An ``uncontained`` attempt stays ``uncontained`` (its end is the sandbox's fact,
 not the stream's; nothing of its workspace was kept): only its calls are derived again.
+So does a state the provider gateway decided (``budget-stopped``, a login it could not use:
+`gateway_decided`): the stream shows only the harness's side of those refusals.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
     state = obs.state
     if final.state == "uncontained":  # a fact of the sandbox's end, not of the stream
         state, reason = "uncontained", uncontained_reason(reason)
+    elif gateway_decided(final):  # a fact of the gateway's refusals, not of the stream
+        state, reason = final.state, final.reason
     event: Event | None = None
     calls: list[Call] | None = None
     if is_recorded(state):
@@ -109,6 +113,22 @@ def rederive(final: FinalRecord, *, batch: Path, plan: Plan, corpus: Corpus) -> 
                            invocation=final.invocation, runner=runner_version(), state=state,
                            reason=reason, outside_paths=len(obs.outside_paths),
                            served_model=obs.served_model, event=event, calls=calls)
+
+
+def gateway_decided(final: FinalRecord) -> bool:
+    """Whether the attempt's state is its provider gateway's verdict, not its stream's.
+
+    The gateway's refusals replace what the stream says (`AttemptGate.verdict`, docs/batch.md
+    "Session states"): a budget refusal ends the attempt ``budget-stopped``, and a login the
+    gateway could not use ends it ``harness-error``, whatever the harness printed (it saw a
+    400 or 401 and ended as its result line says). The stream alone cannot tell either, so a
+    re-derivation keeps the final record's state and reason; the refusals are in its
+    ``gateway`` counts (``refused["budget"]``, ``login_failure``).
+    """
+    gateway = final.gateway
+    if gateway is None:
+        return False
+    return gateway.login_failure is not None or gateway.refused.get("budget", 0) > 0
 
 
 def _manifest(path: Path) -> dict[str, str]:

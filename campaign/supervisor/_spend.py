@@ -22,6 +22,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from campaign.batch import cents_text
 from recorder import CENTS_PER_USD
 
 if TYPE_CHECKING:
@@ -71,5 +72,5 @@ class BatchSpend:
         if spent < self.max_cost_cents:
             return None
         limit = f"{self.max_cost_cents} cent{'' if self.max_cost_cents == 1 else 's'}"
-        return (f"the batch's cost budget of {limit} is reached: {spent:.2f} cents spent over "
-                "every attempt of the batch and the requests of the sessions running")
+        return (f"the batch's cost budget of {limit} is reached: {cents_text(spent)} spent "
+                "over every attempt of the batch and the requests of the sessions running")

@@ -25,6 +25,15 @@ from ._literal import prose_value
 
 AGREE_USD: Final = Decimal("0.01")
 """Two figures that differ by less than this (one cent) agree."""
+PROMPT_COVERS: Final = (
+    " The digest covers the system prompt alone: the harness sends CLAUDE.md and its other "
+    "memory files in the conversation's first user message, not in the system prompt, so "
+    "arms that differ only in what they load meet the same system prompt."
+)
+"""Why two arms can show one digest (said after the digests: an arm that loads CLAUDE.md and
+one that does not met the same system prompt in the demo, observed with 2.1.332)."""
+HARNESS_PLACES: Final = 4
+"""Decimal places, at least, of a harness figure beside the provider's (a hundredth of a cent)."""
 DIGESTS_LISTED: Final = 10
 """System-prompt digests the prose lists by name; further ones are counted."""
 
@@ -85,6 +94,31 @@ def usd_text(usd: Decimal) -> str:
     return f"${usd:f}"
 
 
+def _places(value: Decimal) -> int:
+    """The decimal places ``value`` is written with (0 for an integer, NaN or infinity)."""
+    exponent = value.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
+def harness_usd_text(usd: Decimal, *, like: Decimal) -> str:
+    """A figure of the harness's (its ``total_cost_usd`` summed, or a difference from it), USD,
+    to no more decimal places than ``like`` (the provider-priced figure it stands beside) has,
+    and at least `HARNESS_PLACES`: rounded half up, with ``(rounded)`` after it when that
+    dropped digits.
+
+    The harness prints binary floats (``0.029699999999999997``), read as their exact JSON text
+    (RC-14), so their sum carries eighteen places of float noise the provider's figure does
+    not; the agreement is decided on the exact values all the same.
+    """
+    places = max(HARNESS_PLACES, _places(like))
+    if _places(usd) <= places:
+        return usd_text(usd)
+    with localcontext() as ctx:
+        ctx.prec = SUM_PRECISION
+        rounded = usd.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return f"{usd_text(rounded)} (rounded)"
+
+
 def cost_source_line(source: CostSource | None, *, cents: int) -> str:
     """The prose's cost-source sentence (before any lower-bound sentence of unknown attempts).
 
@@ -124,7 +158,9 @@ def agreement_sentence(source: CostSource) -> str:
     """How far the harness's own figure stands from the provider-priced one (same attempts).
 
     ``agree`` when they differ by less than `AGREE_USD`; else the difference in USD and
-    relative to the provider's figure, in percent to one decimal (half up).
+    relative to the provider's figure, in percent to one decimal (half up). The harness's
+    figure and the difference are written to the provider figure's places
+    (`harness_usd_text`); both are decided on the exact sums.
     """
     if not source.compared:
         return ("The harness's own figure (total_cost_usd) was read for none of these "
@@ -135,7 +171,7 @@ def agreement_sentence(source: CostSource) -> str:
         gap = harness - provider
     over = (f"Over the {_plural(source.compared, 'attempt')} with both figures, the "
             f"provider's usage prices {usd_text(provider)} and the harness's own "
-            f"total_cost_usd sums to {usd_text(harness)}")
+            f"total_cost_usd sums to {harness_usd_text(harness, like=provider)}")
     if abs(gap) < AGREE_USD:
         return f"{over}: they agree within a cent."
     way = "more" if gap > 0 else "less"
@@ -147,7 +183,8 @@ def agreement_sentence(source: CostSource) -> str:
         relative = f" ({percent:f}% of the provider's figure)"
     else:
         relative = " (the provider's figure is zero, so no ratio)"
-    return f"{over}: the harness says {usd_text(abs(gap))} {way}{relative}."
+    return (f"{over}: the harness says {harness_usd_text(abs(gap), like=provider)} "
+            f"{way}{relative}.")
 
 
 def system_prompts_line(digests: Mapping[str, int], sessions: int) -> str | None:
@@ -162,7 +199,8 @@ def system_prompts_line(digests: Mapping[str, int], sessions: int) -> str | None
         None when no recorded session has one (no gateway, or no system prompt); else one
         paragraph: ``every recorded session met the same system prompt`` when every one met
         the same digests, or the distinct digests with their counts (most first, the first
-        `DIGESTS_LISTED`).
+        `DIGESTS_LISTED`); then what a digest covers (`PROMPT_COVERS`), since arms that
+        differ in CLAUDE.md show the same one.
     """
     if not sessions or not digests:
         return None
@@ -172,13 +210,13 @@ def system_prompts_line(digests: Mapping[str, int], sessions: int) -> str | None
     if all(n == sessions for _, n in ranked):
         if len(ranked) == 1:
             return (f"{head}every recorded session ({sessions}) met the same system "
-                    f"prompt, {prose_value(ranked[0][0])}.")
+                    f"prompt, {prose_value(ranked[0][0])}.{PROMPT_COVERS}")
         listed = ", ".join(prose_value(d) for d, _ in ranked[:DIGESTS_LISTED])
         return (f"{head}every recorded session ({sessions}) met the same "
-                f"{len(ranked)} system prompts: {listed}.")
+                f"{len(ranked)} system prompts: {listed}.{PROMPT_COVERS}")
     listed = ", ".join(f"{prose_value(d)} ({_plural(n, 'session')})"
                        for d, n in ranked[:DIGESTS_LISTED])
     more = len(ranked) - DIGESTS_LISTED
     return (f"{head}the {sessions} recorded sessions did not all meet the same ones: "
             f"{len(ranked)} distinct digests, {listed}"
-            + (f" and {more} more" if more > 0 else "") + ".")
+            + (f" and {more} more" if more > 0 else "") + f".{PROMPT_COVERS}")

@@ -8,10 +8,14 @@ wall: stop when elapsed >= D, or elapsed + the longest session so far > D.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import cast
 
 import pytest
 
+from campaign.batch import BatchFold, BudgetStopRecord
+from campaign.report._build import _budget_stop
 from campaign.supervisor._budget import Budgets
+from campaign.supervisor._spend import BatchSpend
 
 
 def check(budgets: Budgets, *, spent: str = "0", largest: str | None = None, in_flight: int = 0,
@@ -104,3 +108,48 @@ def test_the_batchs_budget_is_the_last_one_given_and_an_older_config_reads_witho
     recorded = BatchConfig.model_validate({**config.model_dump(mode="json"),
                                            "budget": given.model_dump(mode="json")})
     assert batch_budget(recorded, inv(3, "resume", 50)) == given
+
+
+class _Fold:
+    """The one figure `BatchSpend` reads of a fold: the spend of every attempt, USD."""
+
+    def __init__(self, spend_usd: str) -> None:
+        self.spend_usd = Decimal(spend_usd)
+
+
+@pytest.mark.parametrize(("spent_usd", "cents"), [("0.04015", "4.02"), ("0.04025", "4.02"),
+                                                  ("0.0463", "4.63"), ("0.05", "5.00")])
+def test_the_console_budget_line_names_the_cents_the_gateways_refusal_names(
+        spent_usd: str, cents: str) -> None:
+    # One spend, two messages: the gateway's refusal (what the session's reason quotes) and
+    # the console's budget line. 4.015 cents is 4.01499... as a float and 4.025 is 4.02500...1,
+    # so a line formatted from the float said 4.01 and 4.03 where the refusal said 4.02.
+    refusal = BatchSpend(cast(BatchFold, _Fold(spent_usd)), max_cost_cents=4).refusal()
+    verdict = Budgets(max_cost_cents=4).check(
+        spent_usd=Decimal(spent_usd), largest_attempt_usd=None, in_flight=0, elapsed_s=0,
+        longest_session_s=None)
+    assert refusal is not None and verdict is not None
+    assert f"is reached: {cents} cents spent" in refusal
+    assert f"is spent: {cents} cents spent" in verdict.describe()
+
+
+def test_the_projection_is_named_with_its_unit() -> None:
+    verdict = Budgets(max_cost_cents=10, est_session_cents=3).check(
+        spent_usd=Decimal("0.05"), largest_attempt_usd=Decimal("0.0195"), in_flight=1,
+        elapsed_s=0, longest_session_s=None)
+    assert verdict is not None
+    assert verdict.describe() == ("the cost budget of 10 cents could be passed: 5.00 cents "
+                                  "spent, 3.00 cents projected per session in flight and for "
+                                  "the next one")
+
+
+def test_the_reports_budget_stop_line_names_each_figure_with_its_unit() -> None:
+    cost = BudgetStopRecord(invocation=1, budget="cost", limit=4, used=4.015, projection=1.95,
+                            in_flight=3)
+    assert _budget_stop(cost) == ("the cost budget of 4 cents stopped the batch: 4.02 cents "
+                                  "spent, 1.95 cents projected per session in flight and for "
+                                  "the next one")
+    wall = BudgetStopRecord(invocation=1, budget="wall", limit=100, used=101.2, projection=30,
+                            in_flight=0)
+    assert _budget_stop(wall) == ("the wall-clock budget stopped the batch: 101 s elapsed of "
+                                  "100 s, 30 s projected for the next session")

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from campaign.batch._fold import BatchFold, SessionKey
 from campaign.cli._show import _cost_text
+from campaign.cli._status import finish_hint
 from campaign.cli._view import arms_table, budget_line
 from tests.campaign.gateway_ledger import PRICES, final, started
 
@@ -72,3 +73,20 @@ def test_status_json_counts_the_spend_by_its_source_and_the_unpriced_requests(
     assert (data["spend_usd"], data["unpriced_requests"]) == ("0.2633", 2)
     assert (data["arms"]["present"]["cost_usd"], data["arms"]["present"]["unpriced_requests"],
             data["arms"]["absent"]["unpriced_requests"]) == ("0.2623", 2, 0)
+
+
+def test_status_names_a_larger_budget_when_the_batchs_cost_budget_is_spent() -> None:
+    # docs/batch.md "Budgets": a plain resume runs with the last budget given, and no
+    # attempt starts once the spend has reached it; so once 4.62 cents are spent of a
+    # 4-cent budget, the hint must name --max-cost-cents, and before that a plain resume.
+    batch = Path("/b")
+    spent = finish_hint(batch, spend_usd=Decimal("0.0462"), max_cost_cents=4)
+    assert spent == ("finish with: headwater-campaign resume /b --max-cost-cents N, N above "
+                     "the 4.62 cents spent: the batch's cost budget of 4 cents is spent, so a "
+                     "resume without a larger one starts nothing")
+    assert finish_hint(batch, spend_usd=Decimal("0.04"), max_cost_cents=4).endswith(
+        "--max-cost-cents N, N above the 4.00 cents spent: the batch's cost budget of 4 "
+        "cents is spent, so a resume without a larger one starts nothing")  # reached: spent
+    plain = "finish with: headwater-campaign resume /b"
+    assert finish_hint(batch, spend_usd=Decimal("0.0399"), max_cost_cents=4) == plain
+    assert finish_hint(batch, spend_usd=Decimal("5"), max_cost_cents=None) == plain

@@ -101,3 +101,15 @@ def test_realized_spend_counts_the_running_attempts_priced_rows_once() -> None:
     fold.apply(request(B, cost="0.004"))
     fold.runner_gone()  # interrupted: its rows move into the spend, not twice
     assert (fold.spend_usd, fold.realized_usd) == (Decimal("0.020"), Decimal("0.020"))
+
+
+def test_a_budget_stopped_attempt_costs_its_gateway_sum_known_even_without_a_result() -> None:
+    # docs/batch.md "Session states": budget-stopped counts its cost. Its gateway priced the
+    # requests it forwarded before the budget was reached (0.0195); the harness's own figure
+    # may be missing (no result read): the cost is that sum, known, not a lower bound.
+    fold = fold_of(started(A), request(A, cost="0.0195"),
+                   final(A, "budget-stopped", provider="0.0195", harness=None, retryable=True))
+    stats = fold.statistics()
+    assert (stats.spend_usd, stats.cost_unknown, stats.lower_bound) == (
+        Decimal("0.0195"), 0, False)
+    assert fold.arms["present"].cost_usd == Decimal("0.0195")

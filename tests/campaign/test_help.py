@@ -48,3 +48,30 @@ def test_a_commands_module_is_loaded_only_when_it_runs() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def _option_help(command: str, option: str) -> str:
+    parser = _subcommands()[command]
+    for action in parser._actions:
+        if option in action.option_strings:
+            return " ".join((action.help or "").split())
+    raise AssertionError(f"{command} has no {option}")
+
+
+@pytest.mark.parametrize("command", ["run", "demo", "record"])
+def test_network_help_says_what_each_value_lets_a_session_reach(command: str) -> None:
+    # With the provider gateway, a confined session's one allowed target is its own
+    # gateway (never the provider), and a host-network session can reach the provider
+    # but holds no credential for it.
+    text = _option_help(command, "--network")
+    assert "provider gateway" in text
+    assert "confined:" in text and "host:" in text
+    assert "no credential" in text
+
+
+@pytest.mark.parametrize("command", ["run", "demo", "resume"])
+def test_max_cost_cents_help_says_where_the_spend_comes_from(command: str) -> None:
+    text = _option_help(command, "--max-cost-cents")
+    assert "US cents" in text
+    assert "provider's own token usage" in text and "price table" in text
+    assert "budget-stopped" in text

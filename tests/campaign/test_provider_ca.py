@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import trustme
 
 from campaign.cli._context import provider_ca_file
 from campaign.cli._errors import UsageError
+from tests.campaign.batch_fixture import cli, fixture_copy
 
 
 def test_a_readable_file_is_taken_resolved_and_none_means_the_systems(tmp_path: Path) -> None:
@@ -63,3 +65,25 @@ def test_the_commands_that_run_sessions_stop_with_exit_2_before_any_batch(
     assert proc.returncode == 2, proc.stderr
     assert f"--provider-ca {missing}: cannot be read" in proc.stderr
     assert "Traceback" not in proc.stderr and not batch.exists()
+
+
+
+@pytest.fixture
+def finished() -> Iterator[Path]:
+    """A copy of a finished batch (format 1: every session final), its corpus beside it."""
+    yield from fixture_copy("format1")
+
+
+def test_resume_of_a_finished_batch_checks_the_file_as_a_run_does(tmp_path: Path,
+                                                                   finished: Path) -> None:
+    # Nothing is left to run, but a bad --provider-ca is still bad input: exit 2, named,
+    # and the batch is not written (its ledger as it was).
+    batch, corpus, missing = finished / "batch", finished / "corpus", tmp_path / "nowhere.pem"
+    before = (batch / "ledger.jsonl").read_bytes()
+    run = cli("resume", str(batch), "--corpus", str(corpus), "--provider-ca", str(missing))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"--provider-ca {missing}: cannot be read" in run.stderr
+    assert "nothing to resume" not in run.stdout
+    assert (batch / "ledger.jsonl").read_bytes() == before
+    fine = cli("resume", str(batch), "--corpus", str(corpus))
+    assert fine.returncode == 0 and "nothing to resume" in fine.stdout

@@ -24,6 +24,7 @@ from campaign.batch._records import InvocationRecord
 from campaign.corpus._corpus import load_corpus
 from campaign.plan._plan import Plan, compose_plan
 from recorder.transcript import parse_transcript
+from recorder.transcript._provider_prose import PROMPT_COVERS
 from tests.campaign.corpora import probe_yml, write_files
 from tests.campaign.gateway_ledger import final, request, started
 
@@ -144,7 +145,7 @@ async def test_the_prose_says_every_recorded_session_met_the_same_system_prompt(
         final(d, attempt=2, invocation=2),
     ])
     assert _paragraph(prose, "System prompts").endswith(
-        'every recorded session (3) met the same system prompt, "sha256:aa".')
+        'every recorded session (3) met the same system prompt, "sha256:aa".' + PROMPT_COVERS)
 
 
 @pytest.mark.anyio
@@ -157,7 +158,7 @@ async def test_recorded_sessions_that_met_different_system_prompts_are_listed(
         started(b), request(b, digest="sha256:bb"), final(b)])
     assert _paragraph(prose, "System prompts").endswith(
         'did not all meet the same ones: 2 distinct digests, "sha256:aa" (1 session), '
-        '"sha256:bb" (1 session).')
+        '"sha256:bb" (1 session).' + PROMPT_COVERS)
 
 
 @pytest.mark.parametrize("fmt", ["format1", "format2"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from recorder.transcript import CostSource, cost_source_line, system_prompts_line
-from recorder.transcript._provider_prose import HARNESS_SOURCE
+from recorder.transcript._provider_prose import HARNESS_SOURCE, PROMPT_COVERS
 
 OLD = ("Cost source: the harness's own computed cost, total_cost_usd of the last result line "
        "of each attempt; not the provider's invoice. cost_cents = 2.")
@@ -77,21 +77,44 @@ def test_one_system_prompt_for_every_recorded_session_is_said_so() -> None:
     assert system_prompts_line({"sha256:ab": 4}, 4) == (
         "System prompts (the provider gateway's digest of each request's system prompt, its "
         'date line taken out): every recorded session (4) met the same system prompt, '
-        '"sha256:ab".')
+        '"sha256:ab". The digest covers the system prompt alone: the harness sends CLAUDE.md '
+        "and its other memory files in the conversation's first user message, not in the "
+        "system prompt, so arms that differ only in what they load meet the same system "
+        "prompt.")
 
 
 def test_different_system_prompts_are_listed_with_their_sessions() -> None:
     line = system_prompts_line({"sha256:ab": 3, "sha256:cd": 1}, 4)
     assert line is not None
     assert line.endswith('the 4 recorded sessions did not all meet the same ones: 2 distinct '
-                         'digests, "sha256:ab" (3 sessions), "sha256:cd" (1 session).')
+                         'digests, "sha256:ab" (3 sessions), "sha256:cd" (1 session).'
+                         + PROMPT_COVERS)
 
 
 def test_the_same_two_system_prompts_in_every_session_are_the_same_prompts() -> None:
     line = system_prompts_line({"sha256:ab": 2, "sha256:cd": 2}, 2)
     assert line is not None and line.endswith(
-        'every recorded session (2) met the same 2 system prompts: "sha256:ab", "sha256:cd".')
+        'every recorded session (2) met the same 2 system prompts: "sha256:ab", "sha256:cd".'
+        + PROMPT_COVERS)
 
 
 def test_no_digest_no_sentence() -> None:
     assert system_prompts_line({}, 0) is None
+
+
+def test_the_harness_sum_is_written_to_the_provider_figures_places_not_its_float_noise() -> None:
+    # The demo's arm: eight floats like 0.029699999999999997 sum to 0.222399999999999990;
+    # beside the provider's $0.222400 it reads $0.222400, rounded half up, and says so.
+    source = CostSource(provider_attempts=8, prices=("2025-11-24",), compared=8,
+                        compared_provider=Decimal("0.222400"),
+                        compared_harness=Decimal("0.222399999999999990"))
+    assert cost_source_line(source, cents=23).endswith(
+        "the provider's usage prices $0.222400 and the harness's own total_cost_usd sums to "
+        "$0.222400 (rounded): they agree within a cent.")
+    # A difference carries the harness's noise too: 0.050000000000000003 - 0.0168.
+    source = CostSource(provider_attempts=1, prices=("2025-11-24",), compared=1,
+                        compared_provider=Decimal("0.0168"),
+                        compared_harness=Decimal("0.050000000000000003"))
+    assert cost_source_line(source, cents=2).endswith(
+        "total_cost_usd sums to $0.0500 (rounded): the harness says $0.0332 (rounded) more "
+        "(197.6% of the provider's figure).")

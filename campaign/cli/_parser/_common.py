@@ -53,9 +53,13 @@ def network_args(p: argparse.ArgumentParser) -> None:
     """``--network``: how sessions reach the provider (docs/network.md)."""
     p.add_argument("--network", choices=("confined", "host"),
                    help="confined: each session in its own network namespace whose only way "
-                        "out is an egress proxy that allows the provider's host:port and "
-                        "nothing else (default where the host supports it; docs/network.md); "
-                        "host: the host's network, open (the transcripts say so)")
+                        "out is an egress proxy that allows its own provider gateway's "
+                        "loopback host:port and nothing else; the gateway, outside the "
+                        "sandbox, alone reaches the provider (default where the host "
+                        "supports it; docs/network.md); host: the host's network, open: a "
+                        "session may reach anything, the provider too, but holds no "
+                        "credential, only a placeholder its own gateway takes (the "
+                        "transcripts say the channel was open)")
 
 
 def provider_ca_arg(p: argparse.ArgumentParser) -> None:
@@ -92,9 +96,15 @@ def budget_args(p: argparse.ArgumentParser) -> None:
                    help=f"at most N further attempts per session in this invocation, for "
                         f"states worth another attempt (default {RETRIES})")
     p.add_argument("--max-cost-cents", type=positive_int, metavar="N",
-                   help="the batch's budget in cents, over every attempt of every invocation; "
-                        "no session starts once the spend plus a projection for each session "
-                        "in flight could pass it (exit 3, resumable)")
+                   help="the batch's budget in US cents, over every attempt of every "
+                        "invocation. The spend is the provider's own token usage of each "
+                        "request, read by the session's provider gateway and priced with the "
+                        "price table that ships with the product (against the scripted "
+                        "provider: priced, not billed). No session starts once the spend plus "
+                        "a projection for each session in flight could pass N, and once the "
+                        "spend reaches N the gateways refuse further requests (the session "
+                        "ends budget-stopped); exit 3, resumable with a larger N. The last N "
+                        "given stays the batch's budget: a plain resume runs with it")
     p.add_argument("--est-session-cents", type=positive_int, metavar="N",
                    help="the projected cost of one session before any has a cost, in cents, "
                         "at least 1 (without it, nothing is projected until the first "
