@@ -49,6 +49,7 @@ from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
+from anyio import TypedAttributeLookupError
 from anyio.abc import SocketAttribute, SocketListener
 
 from .._groups import single_unwrapped
@@ -186,9 +187,13 @@ class Gateway:
 
     async def _own_peer(self, stream: SocketStream) -> bool:
         """Whether the connecting socket's owner is one of ``peer_uids`` (`owner_of`); a
-        connection whose owner cannot be read is not taken."""
-        local = stream.extra(SocketAttribute.local_address)
-        remote = stream.extra(SocketAttribute.remote_address)
+        connection whose owner cannot be read is not taken; nor is one already gone (reset
+        before it was accepted: its peer's address cannot be asked, ``ENOTCONN``)."""
+        try:
+            local = stream.extra(SocketAttribute.local_address)
+            remote = stream.extra(SocketAttribute.remote_address)
+        except (TypedAttributeLookupError, OSError):
+            return False
         if not isinstance(local, tuple) or not isinstance(remote, tuple):
             return False
         try:
