@@ -147,17 +147,17 @@ async def test_a_connection_reset_before_its_owner_is_asked_is_not_taken_and_end
     # who connected, the accepted socket has no peer (getpeername: ENOTCONN); any process of
     # the host's network can do this to any gateway, so it must end only that connection
     provider.mode = "json"
-    async with open_upstream(provider.url, api_key) as upstream:
-        async with open_gateway(upstream, gate, peer_uids=frozenset({os.getuid()})) as gateway:
-            host, port = gateway.base_url.removeprefix("http://").split(":")
-            for _ in range(RESETS):
-                with socket.create_connection((host, int(port))) as raw:
-                    raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_ZERO)
-            await anyio.sleep(0.5)  # the gateway has accepted each by now
-            async with httpx.AsyncClient(base_url=gateway.base_url, trust_env=False,
-                                         timeout=10.0) as session:
-                answered = await session.post(MESSAGES, json={"model": "m"},
-                                              headers={"x-api-key": gateway.placeholder})
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate, peer_uids=frozenset({os.getuid()})) as gateway:
+        host, port = gateway.base_url.removeprefix("http://").split(":")
+        for _ in range(RESETS):
+            with socket.create_connection((host, int(port))) as raw:
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_ZERO)
+        await anyio.sleep(0.5)  # the gateway has accepted each by now
+        async with httpx.AsyncClient(base_url=gateway.base_url, trust_env=False,
+                                     timeout=10.0) as session:
+            answered = await session.post(MESSAGES, json={"model": "m"},
+                                          headers={"x-api-key": gateway.placeholder})
     assert answered.status_code == 200
     assert gateway.stats().forwarded == 1
     assert [row.refused for row in gate.rows] == [None]  # no row for the reset ones
