@@ -3,8 +3,10 @@
 Each request ends in exactly one `ProviderRequest` handed to the attempt's `SpendGate`
 (``observed``) once its response has ended, forwarded or refused; a request cut by the
 session leaving (the gateway's context exiting) still gets its row, with the status that
-was sent (None when none was). The checks, in order, each a refusal of the gateway's own
-(an Anthropic-shaped JSON error) counted in `GatewayStats.refused`:
+was sent (None when none was), but for one cut while it waited for its place at the
+provider (below): that one was neither forwarded nor answered, and has none. The checks,
+in order, each a refusal of the gateway's own (an Anthropic-shaped JSON error) counted in
+`GatewayStats.refused`:
 
 1. ``over-cap`` (503): the session already holds ``max_connections`` connections; answered
    as the connection opens, before any request (its row has no method or path);
@@ -47,6 +49,7 @@ from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
+from anyio import TypedAttributeLookupError
 from anyio.abc import SocketAttribute, SocketListener
 
 from .._groups import single_unwrapped
@@ -184,9 +187,13 @@ class Gateway:
 
     async def _own_peer(self, stream: SocketStream) -> bool:
         """Whether the connecting socket's owner is one of ``peer_uids`` (`owner_of`); a
-        connection whose owner cannot be read is not taken."""
-        local = stream.extra(SocketAttribute.local_address)
-        remote = stream.extra(SocketAttribute.remote_address)
+        connection whose owner cannot be read is not taken; nor is one already gone (reset
+        before it was accepted: its peer's address cannot be asked, ``ENOTCONN``)."""
+        try:
+            local = stream.extra(SocketAttribute.local_address)
+            remote = stream.extra(SocketAttribute.remote_address)
+        except (TypedAttributeLookupError, OSError):
+            return False
         if not isinstance(local, tuple) or not isinstance(remote, tuple):
             return False
         try:
@@ -232,11 +239,12 @@ class Gateway:
         finally:
             row.fields["status"] = conn.status
             row.fields["duration_s"] = anyio.current_time() - row.arrived
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._gate.observed(row.build())
-                except Exception as exc:
-                    raise _GateFailed(exc) from exc
+            if not row.waiting:  # one cut while it waited was neither forwarded nor answered
+                with anyio.CancelScope(shield=True):
+                    try:
+                        await self._gate.observed(row.build())
+                    except Exception as exc:
+                        raise _GateFailed(exc) from exc
 
     async def _exchange(self, conn: ServerConnection, incoming: Incoming, row: _Row) -> None:
         if not self._placeholder_ok(incoming):
@@ -257,7 +265,9 @@ class Gateway:
                                self._too_large())  # its body is never read
             return
         waiting = anyio.current_time()
+        row.waiting = True
         async with self._in_flight:  # one of the session's own must end first (the pool's share)
+            row.waiting = False
             conn.extend_deadline(anyio.current_time() - waiting)
             await self._admit(conn, incoming, declared, row)
 
@@ -326,21 +336,32 @@ class Gateway:
                            status: int, kind: str, message: str) -> None:
         """`_refuse` once the request's body is read and dropped, so that the connection
         stays open for the client's next request (the harness re-sends on it); a body that
-        passes the bound or breaks off closes it."""
+        passes the bound or breaks off closes it. The refusal is counted and in the row before
+        the body is read: a session that leaves meanwhile was refused all the same."""
+        self._refused_as(row, refusal)
         try:
             async for _ in conn.body(self._max_body):
                 pass
         except (BodyTooLarge, Malformed):
-            await self._refuse(conn, row, refusal, status, kind, message)
+            await self._answer(conn, status, kind, message)
             return
-        await self._refuse(conn, row, refusal, status, kind, message, close=False)
+        await self._answer(conn, status, kind, message, close=False)
 
     async def _refuse(self, conn: ServerConnection, row: _Row, refusal: Refusal, status: int,
                       kind: str, message: str, *, close: bool = True) -> None:
         """Count the refusal, put it in the row, answer it (when a response may still begin)."""
+        self._refused_as(row, refusal)
+        await self._answer(conn, status, kind, message, close=close)
+
+    def _refused_as(self, row: _Row, refusal: Refusal) -> None:
+        """Count the refusal and put it in the row."""
         name = f"path {row.fields['method']} {row.fields['path']}" if refusal == "path" else refusal
         self._count(name)
         row.fields["refused"] = refusal
+
+    async def _answer(self, conn: ServerConnection, status: int, kind: str, message: str, *,
+                      close: bool = True) -> None:
+        """The gateway's own error, when a response may still begin."""
         if conn.can_answer():
             await conn.error(status, kind, message, close=close)
 
@@ -364,6 +385,9 @@ class _Row:
 
     def __init__(self, at: str, arrived: float, method: str, target: str) -> None:
         self.arrived = arrived
+        self.waiting = False
+        """Whether the request waits for one of the session's places at the provider: cut
+        then (its session left), it was neither forwarded nor answered and has no row."""
         self.fields: dict[str, Any] = {"at": at, "method": method[:MAX_TEXT],
                                        "path": target[:MAX_TEXT], "status": None}
 

@@ -12,10 +12,11 @@ network namespace in one exact lookup (sock_diag(7): a ``SOCK_DIAG_BY_FAMILY`` r
 names the socket's four-tuple), which costs the same however many sockets the host holds;
 where netlink does not answer for a connection of the runner's own (`diag_answers`), the
 IPv4 TCP table (``/proc/net/tcp``, proc(5)) is read instead.
-The owner is the user that created the socket, kept while the socket lives (a client that
-sent its request and closed is in ``FIN_WAIT``, its uid kept). A socket in ``TIME_WAIT`` has
-no owner any more (the kernel reports uid 0 for it, which must not read as root's): it has
-none here either.
+The owner is the user that created the socket, kept while a process holds it. A socket no
+process holds any more has no owner: one in ``TIME_WAIT``, and one its client closed before
+the gateway asked (orphaned, in ``FIN_WAIT``: a request sent, then ``close``). The kernel
+reports uid 0 for either, which must not read as root's (a root runner's own): such a socket
+is known by its inode 0 (no socket file), and has no owner here either.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ _SOCKID: Final = struct.Struct("!HH16s16s")  # ports, then addresses, network or
 _TAIL: Final = struct.Struct("=III")  # interface, cookie (two words)
 _STATE_AT: Final = _HEADER.size + 1  # inet_diag_msg: family, state, ...
 _UID_AT: Final = _HEADER.size + 4 + _SOCKID.size + _TAIL.size + 12  # after expires, queues
+_INODE_AT: Final = _UID_AT + 4
 
 
 def _hex(address: str, port: int) -> str:
@@ -69,8 +71,8 @@ def diag_uid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
         remote: Its peer's address, the same form.
 
     Returns:
-        The owner's uid; None when no socket is that one (it is gone, or in ``TIME_WAIT``,
-        or the address is not IPv4).
+        The owner's uid; None when no socket is that one (it is gone, or the address is not
+        IPv4) or no process holds it (``TIME_WAIT``, or closed by its client: inode 0).
 
     Raises:
         OSError: netlink's sock_diag cannot be asked here (then read the table: `peer_uid`).
@@ -97,11 +99,11 @@ def diag_uid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
         if -code == errno.ENOENT:
             return None  # no such socket: it is gone
         raise OSError(-code, "sock_diag refused the lookup")
-    if kind != _SOCK_DIAG_BY_FAMILY or len(answer) < _UID_AT + 4:
+    if kind != _SOCK_DIAG_BY_FAMILY or len(answer) < _INODE_AT + 4:
         raise OSError(errno.EPROTO, "sock_diag answered something else")
-    if answer[_STATE_AT] == _TIME_WAIT:
-        return None
-    (uid,) = struct.unpack_from("=I", answer, _UID_AT)
+    uid, inode = struct.unpack_from("=II", answer, _UID_AT)
+    if answer[_STATE_AT] == _TIME_WAIT or inode == 0:
+        return None  # no process holds it: the kernel's uid 0 is nobody's
     return int(uid)
 
 
@@ -116,8 +118,8 @@ def peer_uid(local: tuple[str, int], remote: tuple[str, int], *,
         table: The socket table to read (`TCP_TABLE`; a test gives its own).
 
     Returns:
-        The owner's uid; None when no row is that socket (it is already gone, or in
-        ``TIME_WAIT``, or not IPv4).
+        The owner's uid; None when no row is that socket (it is already gone, or not
+        IPv4) or no process holds it (``TIME_WAIT``, or closed by its client: inode 0).
 
     Raises:
         OSError: the table cannot be read (no ``/proc``).
@@ -132,10 +134,10 @@ def peer_uid(local: tuple[str, int], remote: tuple[str, int], *,
         return None
     end = text.find("\n", at)
     fields = text[at:end if end >= 0 else len(text)].split()
-    # local, remote, st, tx:rx, tr:when, retrnsmt, uid
+    # local, remote, st, tx:rx, tr:when, retrnsmt, uid, timeout, inode
     try:
-        if int(fields[2], 16) == _TIME_WAIT:
-            return None
+        if int(fields[2], 16) == _TIME_WAIT or int(fields[8]) == 0:
+            return None  # no process holds it: the table's uid 0 is nobody's
         return int(fields[6])
     except (IndexError, ValueError):
         return None

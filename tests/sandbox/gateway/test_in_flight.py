@@ -103,3 +103,51 @@ async def test_unread_streams_past_the_share_wait_and_another_session_is_served(
     assert reached == MAX_IN_FLIGHT
     assert answered.status_code == 200
     assert [row.refused for row in gate.rows].count(None) == OPENED + 1  # none refused
+
+
+@pytest.mark.anyio
+async def test_a_request_still_waiting_when_the_session_leaves_is_not_a_forwarded_row(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    # the session leaves (its gateway closes) while its share is at the provider and more of
+    # its requests wait: those were never forwarded nor answered, so no row may read as a
+    # forwarded request (the attempt would count each in ``unpriced_requests``, a spend it
+    # cannot know, and the ledger would show requests the provider never had)
+    provider.mode = "endless"
+    async with open_upstream(provider.url, api_key) as upstream:
+        async with open_gateway(upstream, gate) as gateway:
+            host, port = gateway.base_url.removeprefix("http://").split(":")
+            streams = [await anyio.connect_tcp(host, int(port)) for _ in range(OPENED)]
+            for stream in streams:
+                await stream.send(_request(gateway.placeholder))
+            await _until(lambda: len(provider.requests) >= MAX_IN_FLIGHT)
+            await anyio.sleep(0.5)  # the rest are waiting for a place
+        for stream in streams:
+            with contextlib.suppress(OSError, anyio.BrokenResourceError):
+                await stream.aclose()
+    stats = gateway.stats()
+    assert stats.forwarded == MAX_IN_FLIGHT
+    assert stats.refused == {}
+    assert [row.refused for row in gate.rows].count(None) == stats.forwarded
+
+
+@pytest.mark.anyio
+async def test_a_budget_refusal_whose_body_is_cut_by_the_session_leaving_is_still_refused(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    # a budget refusal reads the body before it answers; the session leaves meanwhile: the
+    # request was refused all the same, in its row and in the counts (``budget_refused`` is
+    # part of ``refused``), and nothing reached the provider
+    gate.refuse = "the batch's cost budget is reached"
+    async with open_upstream(provider.url, api_key) as upstream:
+        async with open_gateway(upstream, gate) as gateway:
+            host, port = gateway.base_url.removeprefix("http://").split(":")
+            stream = await anyio.connect_tcp(host, int(port))
+            whole = _request(gateway.placeholder)
+            await stream.send(whole[:len(whole) // 2])  # the rest never comes
+            await _until(lambda: gateway.stats().budget_refused == 1)
+        with contextlib.suppress(OSError, anyio.BrokenResourceError):
+            await stream.aclose()
+    stats = gateway.stats()
+    assert stats.forwarded == 0
+    assert stats.refused == {"budget": 1}
+    assert [row.refused for row in gate.rows] == ["budget"]
+    assert provider.requests == []

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import struct
 import sys
+import time
 from typing import TYPE_CHECKING
 
 import anyio
@@ -91,6 +93,22 @@ def test_a_closed_connection_in_time_wait_has_no_owner_not_root() -> None:
         assert peer_uid(local, remote) is None
 
 
+
+def test_a_client_that_sent_and_closed_before_the_accept_has_no_owner_not_root() -> None:
+    # a client that sends its request and closes its socket before the gateway asks: the
+    # socket is orphaned (FIN_WAIT2, no process holds it, inode 0) and the kernel reports its
+    # uid as 0 in both sock_diag and the table; with --network host another session's
+    # connection made so read as a root runner's own, and was taken
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        client.sendall(b"POST / HTTP/1.1\r\n\r\n")
+        client.close()
+        accepted, remote = server.accept()
+        with accepted:
+            local = accepted.getsockname()
+            assert diag_uid(local, remote) is None
+            assert peer_uid(local, remote) is None
+
 @pytest.mark.anyio
 async def test_a_connection_of_another_user_is_closed_unread_and_counted(
         provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
@@ -157,3 +175,80 @@ async def test_a_kernel_whose_diag_finds_nothing_is_not_believed(
 
 def test_this_kernel_s_diag_answers() -> None:
     assert diag_answers.__wrapped__()  # where it does not, the table is used: say so here
+
+
+@pytest.mark.anyio
+async def test_a_connection_reset_before_its_owner_is_asked_is_not_taken_and_ends_nothing(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    # a client that connects and resets at once (SO_LINGER 0): by the time the gateway asks
+    # who connected, the accepted socket has no peer (getpeername: ENOTCONN); any process of
+    # the host's network can do this to any gateway, so it must end only that connection
+    provider.mode = "json"
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate, peer_uids=frozenset({os.getuid()})) as gateway:
+        host, port = gateway.base_url.removeprefix("http://").split(":")
+        for _ in range(RESETS):
+            with socket.create_connection((host, int(port))) as raw:
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER_ZERO)
+        await anyio.sleep(0.5)  # the gateway has accepted each by now
+        async with httpx.AsyncClient(base_url=gateway.base_url, trust_env=False,
+                                     timeout=10.0) as session:
+            answered = await session.post(MESSAGES, json={"model": "m"},
+                                          headers={"x-api-key": gateway.placeholder})
+    assert answered.status_code == 200
+    assert gateway.stats().forwarded == 1
+    assert [row.refused for row in gate.rows] == [None]  # no row for the reset ones
+
+
+RESETS = 20
+LINGER_ZERO = struct.pack("ii", 1, 0)
+"""``SO_LINGER`` on, 0 s: ``close`` resets the connection."""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a runner that is root: its own uid is 0")
+@pytest.mark.anyio
+async def test_another_user_s_request_sent_and_closed_before_the_accept_is_not_taken(
+        provider: LoopbackProvider, api_key: Credentials, gate: Gate) -> None:
+    # with --network host another session (another user) connects, sends a request and
+    # closes before the gateway asks who it is: its orphaned socket's uid reads 0, a root
+    # runner's own; it must be closed unread, not counted or rowed as this session's
+    provider.mode = "json"
+    async with open_upstream(provider.url, api_key) as upstream, \
+            open_gateway(upstream, gate, peer_uids=frozenset({0, OTHER_UID + 1})) as gateway:
+        host, port = gateway.base_url.removeprefix("http://").split(":")
+        child = _orphan_of_another_user(host, int(port))
+        await anyio.sleep(0.5)  # the gateway has accepted it by now
+        stats = gateway.stats()
+        _reap(child)
+    assert stats.refused == {FOREIGN_NAME: 1}
+    assert gate.rows == []
+
+
+OTHER_UID = 54321
+"""A user no process of the test is."""
+ORPHAN_S = 1.0
+"""Seconds the other user's process lives on after it closed its socket."""
+
+
+def _orphan_of_another_user(host: str, port: int) -> int:
+    """Fork a process of `OTHER_UID` that connects to ``host:port``, sends a request with a
+    guessed key and closes; return once it has closed (this process, and its event loop,
+    held meanwhile: nothing is accepted before), its pid."""
+    host.encode("idna")  # the codec, loaded while this process may still read it
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            with socket.create_connection((host, port)) as raw:
+                raw.sendall(b"POST " + MESSAGES.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+                            b"x-api-key: guess\r\ncontent-length: 0\r\n\r\n")
+            time.sleep(ORPHAN_S)  # closed, not exited: the socket goes on to FIN_WAIT2
+        finally:
+            os._exit(0)
+    time.sleep(ORPHAN_S / 2)
+    return child
+
+
+def _reap(child: int) -> None:
+    os.waitpid(child, 0)
