@@ -78,8 +78,14 @@ MAX_REFUSED_NAMES: Final = 100
 OTHER_NAME: Final = "(further refusals)"
 """The name that collects refusals past `MAX_REFUSED_NAMES` distinct names."""
 FOREIGN_NAME: Final = "connection of another user"
-"""The name that counts connections closed unread: their socket's owner is not one of the
-gateway's ``peer_uids`` (another session's user, with ``--network host``; `owner_of`)."""
+"""The name that counts connections closed unread because their socket's owner is known and
+is not one of the gateway's ``peer_uids`` (another session's user, with ``--network host``;
+`owner_of`)."""
+UNKNOWN_OWNER_NAME: Final = "connection whose owner is unknown"
+"""The name that counts connections closed unread because their socket's owner cannot be
+read: reset before the gateway asked, closed by its client (orphaned), or in ``TIME_WAIT``
+(`owner_of` answers None). A session's own connections that it resets land here, so they
+are not told as another user's."""
 PLACEHOLDER_PREFIX: Final = "headwater-placeholder-"
 """Begins every placeholder, so that one seen anywhere reads as what it is: no secret."""
 OVER_CAP_LINGER_S: Final = 1.0
@@ -159,8 +165,8 @@ class Gateway:
     async def _handle(self, stream: SocketStream) -> None:
         """Serve one connection to its end. The gate's own failure cancels the gateway (and
         the block of `open_gateway`, which raises it); a connection's never does."""
-        if self._peer_uids is not None and not await self._own_peer(stream):
-            self._count(FOREIGN_NAME)
+        if self._peer_uids is not None and (refusal := await self._not_own(stream)):
+            self._count(refusal)
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
             return
@@ -185,22 +191,28 @@ class Gateway:
         finally:
             self._open -= 1
 
-    async def _own_peer(self, stream: SocketStream) -> bool:
-        """Whether the connecting socket's owner is one of ``peer_uids`` (`owner_of`); a
-        connection whose owner cannot be read is not taken; nor is one already gone (reset
-        before it was accepted: its peer's address cannot be asked, ``ENOTCONN``)."""
+    async def _not_own(self, stream: SocketStream) -> str | None:
+        """None when the connecting socket's owner is one of ``peer_uids`` (`owner_of`);
+        otherwise the name its refusal is counted under: `FOREIGN_NAME` for an owner that
+        is known and another, `UNKNOWN_OWNER_NAME` for one that cannot be read (the
+        connection already gone, reset before it was accepted: its peer's address cannot be
+        asked, ``ENOTCONN``; or a socket no process holds)."""
         try:
             local = stream.extra(SocketAttribute.local_address)
             remote = stream.extra(SocketAttribute.remote_address)
         except (TypedAttributeLookupError, OSError):
-            return False
+            return UNKNOWN_OWNER_NAME
         if not isinstance(local, tuple) or not isinstance(remote, tuple):
-            return False
+            return UNKNOWN_OWNER_NAME
         try:
             uid = await owner_of((local[0], local[1]), (remote[0], remote[1]))
         except OSError:
-            return False
-        return uid is not None and self._peer_uids is not None and uid in self._peer_uids
+            return UNKNOWN_OWNER_NAME
+        if uid is None:
+            return UNKNOWN_OWNER_NAME
+        if self._peer_uids is not None and uid in self._peer_uids:
+            return None
+        return FOREIGN_NAME
 
     async def _over_cap(self, conn: ServerConnection) -> None:
         """Answer a connection past the cap 503 at once, before it sends anything: waiting for
@@ -421,8 +433,9 @@ async def open_gateway(upstream: Upstream, gate: SpendGate, *,
             request answered 503 (``over-cap``). None is no cap.
         max_body_bytes: The largest request body forwarded (`MAX_BODY_BYTES`).
         peer_uids: The users whose sockets may connect (`sandbox.gateway._peer`): a
-            connection of any other is closed unread and counted under `FOREIGN_NAME`,
-            never toward the cap or a row. None takes every connection.
+            connection of any other is closed unread and counted under `FOREIGN_NAME`
+            (or `UNKNOWN_OWNER_NAME` when its owner cannot be read), never toward the cap
+            or a row. None takes every connection.
 
     **Cancellation:** on exit, however it comes, the listener and every connection are
     closed, an upstream response in flight is closed, and each request cut so still has

@@ -8,12 +8,15 @@ request the harness would send.
 Rule (docs/gateway.md): one connection's failure never ends the gateway (or the batch). A
 reset connection may be accepted by the gateway after it is gone: asking its peer's address
 then fails (``ENOTCONN``); it is not taken, and the session's request after is forwarded,
-the session recorded. With ``--network host`` any process of the host's network reaches
-every gateway of the batch this way, before the check of who connected can refuse it.
+the session recorded; where it is counted, it is counted as a connection whose owner is
+unknown, not as another user's (the session made it). With ``--network host`` any process
+of the host's network reaches every gateway of the batch this way, before the check of who
+connected can refuse it.
 
 Seen red: before the fix, with ``--network host`` the first reset connection's failed
 address lookup raised out of the gateway's accept loop and ended the session's gateway;
-the request after went unanswered and the batch stopped on the gateway's error.
+the request after went unanswered and the batch stopped on the gateway's error; and
+with ``--network host`` the 50 resets were counted as ``connection of another user``.
 """
 
 from __future__ import annotations
@@ -54,4 +57,6 @@ def test_reset_connections_end_nothing_but_themselves(bwrap: str, network: str) 
         final = gk.final_of(root / "batch", "RST-1", 1)
         assert final["state"] == "recorded", final.get("reason")
         assert final["gateway"]["forwarded"] == 1
+        # its own resets, where the gateway saw them, are not told as another user's
+        assert "connection of another user" not in final["gateway"]["refused"], final
         assert [r["path"] for r in ga.provider_saw(root)] == [ga.ALLOWED_TARGET]
