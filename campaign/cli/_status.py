@@ -153,9 +153,9 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
         out.print(one_line(f"batch {batch}: not running"), markup=False)
     out.print(arms_table(stats.arms, title="sessions per arm"))
     setter = data["budget_set_by"]
-    out.print(budget_line(stats, data["max_cost_cents"])
-              + (f" (set by {setter['command']}, invocation {setter['invocation']})"
-                 if data["max_cost_cents"] is not None else ""), markup=False)
+    out.print(budget_line(stats, data["max_cost_cents"],
+                          set_by=f"set by {setter['command']}, invocation {setter['invocation']}"),
+              markup=False)
     if scripted:
         out.print("(the provider was scripted: the spend prices the scripted turns, by the "
                   "gateway's price table or the harness's own; nothing was billed)",

@@ -79,12 +79,16 @@ def arms_table(arms: dict[str, ArmCounts], *, title: str | None = None) -> Table
     return table
 
 
-def budget_line(stats: BatchStatistics, max_cost_cents: int | None) -> str:
-    """The batch's spend, and its budget when it has one."""
+def budget_line(stats: BatchStatistics, max_cost_cents: int | None, *,
+                set_by: str | None = None) -> str:
+    """The batch's spend (USD), and its budget when it has one: in USD beside the option
+    that set it in cents (``--max-cost-cents N``), so the figure a user typed is on the
+    line; ``set_by`` (e.g. ``set by resume, invocation 2``) follows it."""
     spend = usd(stats.spend_usd, lower_bound=stats.lower_bound)
     if max_cost_cents is None:
         return f"spend {spend} (no cost budget)"
-    return f"spend {spend} of a ${Decimal(max_cost_cents) / 100:.2f} budget"
+    given = f"--max-cost-cents {max_cost_cents}" + (f"; {set_by}" if set_by else "")
+    return f"spend {spend} of a ${Decimal(max_cost_cents) / 100:.2f} budget ({given})"
 
 
 def failures_table(failures: tuple[Failure, ...]) -> Table | None:

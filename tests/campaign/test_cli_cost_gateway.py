@@ -47,6 +47,8 @@ def test_the_live_view_and_status_mark_an_unpriced_spend_a_lower_bound() -> None
     stats = fold.statistics()
     assert stats.spend_usd == Decimal("0.0123") and stats.cost_unknown == 0
     assert budget_line(stats, None) == "spend >= $0.0123 (no cost budget)"
+    # the budget in dollars beside the cents the user gave it in
+    assert budget_line(stats, 250) == "spend >= $0.0123 of a $2.50 budget (--max-cost-cents 250)"
     out = io.StringIO()
     Console(file=out, width=200).print(arms_table(stats.arms))
     row = next(line for line in out.getvalue().splitlines() if "present" in line)

@@ -172,7 +172,8 @@ def test_status_of_a_format_2_batch_counts_every_arm_and_what_is_outstanding(
         total += arm_cost(batch, arm)
     budget = config["budget"]
     assert (f"spend ${total:.4f} of a ${Decimal(budget['max_cost_cents']) / 100:.2f} budget "
-            f"(set by {budget['command']}, invocation {budget['invocation']})") in run.stdout
+            f"(--max-cost-cents {budget['max_cost_cents']}; set by {budget['command']}, "
+            f"invocation {budget['invocation']})") in run.stdout
     stopped = _one(batch, "stopped")
     assert (f"last invocation ({stopped['invocation']}) ended: {stopped['reason']}: "
             f"{stopped['detail']}") in run.stdout

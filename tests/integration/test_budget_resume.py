@@ -70,7 +70,7 @@ def test_a_plain_resume_keeps_the_last_budget_given_and_status_shows_it(bwrap: s
         assert status["max_cost_cents"] == 2
         assert status["budget_set_by"]["invocation"] == 2
         shown = kit.cli("status", str(batch), env=env).stdout
-        assert "of a $0.02 budget (set by resume, invocation 2)" in shown, shown
+        assert "of a $0.02 budget (--max-cost-cents 2; set by resume, invocation 2)" in shown, shown
 
 
 def test_a_batch_whose_config_records_no_budget_resumes_with_its_last_invocations(
