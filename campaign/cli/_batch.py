@@ -258,6 +258,8 @@ def _resume(args: ResumeArgs, batch: Path, reading: BatchReading) -> int:
     # A flag is checked as a run checks it whether or not anything is left to run: a bad
     # --provider-ca is bad input (exit 2) even on a finished batch.
     provider_ca_file(args.provider_ca)
+    overrides = resume_overrides(args)
+    _check_wall(overrides.apply(config.options))
     if not fold.outstanding():
         print(f"nothing to resume: every session of {batch} is finished "
               f"(`headwater-campaign status {batch}`)")
@@ -265,7 +267,6 @@ def _resume(args: ResumeArgs, batch: Path, reading: BatchReading) -> int:
         return EXIT_OK
     # The last budget given stays the batch's until another is given (docs/batch.md).
     budget = batch_budget(config, fold.last_run).max_cost_cents
-    overrides = resume_overrides(args)
     options = overrides.apply(config.options.model_copy(update={"max_cost_cents": budget}))
     corpus = load_corpus_or_usage(Path(options.corpus))
     try:
@@ -283,10 +284,7 @@ def execute(inv: _Invocation) -> int:
     """Open the batch, run its outstanding sessions under the view, report; the exit status."""
     err = StderrConsole()
     options = inv.options
-    if options.hard_wall and options.max_wall_s is None:
-        raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
-                         "running when that wall-clock budget is reached (docs/batch.md, "
-                         "\"Budgets\")")
+    _check_wall(options)
     provider_ca = provider_ca_file(inv.provider_ca)  # before the batch is opened: exit 2
     order = tuple(session_order(inv.plan))  # the batch order, once: planned, counted, run
     request = BatchRequest(
@@ -308,6 +306,18 @@ def execute(inv: _Invocation) -> int:
                                         provider_ca=provider_ca), backend="trio")
         print_ending(opened, outcome, err)
     return batch_exit_status(outcome)
+
+
+def _check_wall(options: BatchOptions) -> None:
+    """Refuse ``--hard-wall`` with no wall-clock budget to be hard at (given or recorded).
+
+    Raises:
+        UsageError: ``hard_wall`` without ``max_wall_s``.
+    """
+    if options.hard_wall and options.max_wall_s is None:
+        raise UsageError("--hard-wall needs --max-wall D: it cancels the sessions still "
+                         "running when that wall-clock budget is reached (docs/batch.md, "
+                         "\"Budgets\")")
 
 
 def _outstanding(opened: OpenBatch, order: Sequence[SessionSpec]) -> list[SessionSpec]:

@@ -8,7 +8,9 @@ running is written ``killed`` with ``counts: false`` (as a signal's are), its re
 the wall; the ledger has a ``budget-stop`` record of the wall and a ``stopped`` record with
 reason ``budget``; the exit status is 3; the closing table and ``status`` count the two
 sessions interrupted, none running or queued; and ``resume`` reruns them (attempt 2).
-Without ``--max-wall``, ``--hard-wall`` is refused (exit 2) before anything runs.
+Without ``--max-wall``, ``--hard-wall`` is refused (exit 2) before anything runs; by
+``resume`` too, on a batch whose run had no wall, even when nothing is left to run (seen
+red: that resume exited 0, the flag unread).
 """
 
 from __future__ import annotations
@@ -94,3 +96,19 @@ def test_hard_wall_without_max_wall_is_refused_before_anything(bwrap: str) -> No
         assert run.returncode == 2, run.stderr
         assert "--hard-wall needs --max-wall" in run.stderr
         assert not (root / "batch").exists()
+
+
+def test_resume_with_hard_wall_but_no_wall_is_refused_and_changes_nothing(bwrap: str) -> None:
+    # the batch was run without --max-wall, so resume has no recorded wall either: its
+    # --hard-wall would cancel at nothing, and must be refused as run's is
+    with kit.host_dir("hw-hardwall-") as root:
+        corpus = kit.write_corpus(root / "corpus", TASKS, tools=["Bash"])
+        harness = kit.write_harness(root / "claude", SLOW.replace("time.sleep(SLEEP_S)", "pass"))
+        batch = root / "batch"
+        run = kit.run_scripted(root, corpus, harness)
+        assert run.returncode == 0, run.stderr
+        ledger = (batch / "ledger.jsonl").read_bytes()
+        resumed = kit.cli("resume", str(batch), "--hard-wall", env=kit.base_env())
+        assert resumed.returncode == 2, resumed.stderr
+        assert "--hard-wall needs --max-wall" in resumed.stderr
+        assert (batch / "ledger.jsonl").read_bytes() == ledger
