@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sys
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,12 @@ from campaign.batch import (
     BatchFold,
     BatchReading,
     BatchStatistics,
+    ResumeAdvice,
     SessionLog,
     batch_budget,
-    cents_text,
+    resume_advice,
 )
-from recorder import CENTS_PER_USD, COVERED_RELEASES, coverage
+from recorder import COVERED_RELEASES, coverage
 
 from ._args import StatusArgs
 from ._console import StdoutConsole
@@ -110,22 +110,6 @@ def uncovered_line(harness_versions: tuple[tuple[str, int], ...]) -> str | None:
             "those sessions printed (`make census CENSUS_VERSION=<release>` checks a release)")
 
 
-def finish_hint(batch: Path, *, spend_usd: Decimal, max_cost_cents: int | None) -> str:
-    """How to finish the outstanding sessions of a batch nobody holds, in words.
-
-    A plain ``resume`` runs with the batch's cost budget (the last one given): once the spend
-    (USD, every attempt with a final record) has reached it, that resume would start nothing
-    and stop again (exit 3), so the hint names ``--max-cost-cents`` above the cents spent.
-    """
-    command = f"headwater-campaign resume {batch}"
-    if max_cost_cents is None or spend_usd * CENTS_PER_USD < max_cost_cents:
-        return f"finish with: {command}"
-    spent = cents_text(spend_usd * CENTS_PER_USD)
-    return (f"finish with: {command} --max-cost-cents N, N above the {spent} spent: the "
-            f"batch's cost budget of {max_cost_cents} cent{'' if max_cost_cents == 1 else 's'} "
-            "is spent, so a resume without a larger one starts nothing")
-
-
 def _key(log: SessionLog) -> dict[str, Any]:
     return {"arm": log.key.arm, "probe": log.key.probe, "session": log.key.session,
             "attempt": log.attempts}
@@ -140,11 +124,13 @@ def cmd_status(args: StatusArgs) -> int:
         sys.stdout.write(json.dumps(json_safe(data), indent=1, sort_keys=True) + "\n")
         return EXIT_OK
     _print(batch, data, reading.fold.statistics(),
-           scripted=reading.config.options.provider == "scripted")
+           scripted=reading.config.options.provider == "scripted",
+           advice=resume_advice(batch, reading.fold, reading.config))
     return EXIT_OK
 
 
-def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripted: bool) -> None:
+def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripted: bool,
+           advice: ResumeAdvice) -> None:
     out = StdoutConsole(file=sys.stdout, highlight=False, soft_wrap=True)
     if data["running"]:
         who = f"process {data['pid']}" if data["pid"] else "another process"
@@ -175,7 +161,7 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
             names = ", ".join(f"{k['arm']} {k['probe']} {k['session']}" for k in data[label])
             out.print(f"{label.replace('_', ' ')}: {one_line(names)}", markup=False,
                       soft_wrap=True)
-    hint = finish_hint(batch, spend_usd=stats.spend_usd, max_cost_cents=data["max_cost_cents"])
+    hint = f"finish with: {advice.text()}"
     out.print(one_line(f"outstanding: {data['outstanding']}"
                        + (f" ({hint})" if data["outstanding"] and not data["running"] else "")),
               markup=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
-from campaign.batch import cents_text, session_order
+from campaign.batch import cents_text, resume_advice, session_order
 from campaign.plan import Plan
 from campaign.stats import Z
 
@@ -111,6 +111,7 @@ def _standing(reading: ReportReading, group: int) -> BatchStanding:
                                       session=log.key.session,
                                       why=_why(log, running=reading.running))
                           for log in outstanding),
+        resume=resume_advice(reading.path, fold, reading.config).text(),
         first_at=rfc3339(reading.first_s) if reading.first_s is not None else None,
         last_at=rfc3339(reading.last_s) if reading.last_s is not None else None,
     )

@@ -365,6 +365,9 @@ class BatchStanding:
     budget_stop: str | None
     """The last invocation's budget stop in words, or None."""
     outstanding: tuple[Outstanding, ...]
+    resume: str
+    """How to finish the outstanding sessions, in words (`campaign.batch.resume_advice`):
+    a plain ``resume``, or one with the least ``--max-cost-cents`` that starts a session."""
     first_at: str | None
     last_at: str | None
 

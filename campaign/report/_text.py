@@ -384,7 +384,7 @@ def standing_lines(batch: BatchStanding) -> list[str]:
         lines.append(f"outstanding: {len(batch.outstanding)} session(s): {named}"
                      + (f" and {more} more" if more > 0 else ""))
         if not batch.running:
-            lines.append(f"finish them with: headwater-campaign resume {batch.path}")
+            lines.append(f"finish them with: {batch.resume}")
     else:
         lines.append("every planned session is finished")
     lines.append(batch.provider_note)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from campaign.batch import Budget, cents_text
+from campaign.batch import Budget, cents_text, may_start, projection_cents
 from recorder import CENTS_PER_USD
 
 
@@ -87,10 +87,9 @@ class Budgets:
         """
         if self.max_cost_cents is not None:
             spent = spent_usd * CENTS_PER_USD
-            largest = (largest_attempt_usd or Decimal(0)) * CENTS_PER_USD
-            projection = max(largest, Decimal(self.est_session_cents or 0))
-            if spent >= self.max_cost_cents or (
-                    spent + projection * (in_flight + 1) > self.max_cost_cents):
+            projection = projection_cents(largest_attempt_usd, self.est_session_cents)
+            if not may_start(self.max_cost_cents, spent_cents=spent, projection=projection,
+                             in_flight=in_flight):
                 return BudgetVerdict("cost", self.max_cost_cents, float(spent), float(projection),
                                      exact_cents=(spent, projection))
         if self.max_wall_s is not None:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from campaign.batch import advice_for
 from campaign.batch._fold import BatchFold, SessionKey
 from campaign.cli._show import _cost_text
-from campaign.cli._status import finish_hint
 from campaign.cli._view import arms_table, budget_line
 from tests.campaign.gateway_ledger import PRICES, final, started
 
@@ -77,18 +77,44 @@ def test_status_json_counts_the_spend_by_its_source_and_the_unpriced_requests(
             data["arms"]["absent"]["unpriced_requests"]) == ("0.2623", 2, 0)
 
 
-def test_status_names_a_larger_budget_when_the_batchs_cost_budget_is_spent() -> None:
+def test_the_hint_names_a_larger_budget_when_the_batchs_cost_budget_is_spent() -> None:
     # docs/batch.md "Budgets": a plain resume runs with the last budget given, and no
     # attempt starts once the spend has reached it; so once 4.62 cents are spent of a
-    # 4-cent budget, the hint must name --max-cost-cents, and before that a plain resume.
+    # 4-cent budget, the hint must name --max-cost-cents (5: more than 4.62), and before
+    # that a plain resume.
     batch = Path("/b")
-    spent = finish_hint(batch, spend_usd=Decimal("0.0462"), max_cost_cents=4)
-    assert spent == ("finish with: headwater-campaign resume /b --max-cost-cents N, N above "
-                     "the 4.62 cents spent: the batch's cost budget of 4 cents is spent, so a "
-                     "resume without a larger one starts nothing")
-    assert finish_hint(batch, spend_usd=Decimal("0.04"), max_cost_cents=4).endswith(
-        "--max-cost-cents N, N above the 4.00 cents spent: the batch's cost budget of 4 "
-        "cents is spent, so a resume without a larger one starts nothing")  # reached: spent
-    plain = "finish with: headwater-campaign resume /b"
-    assert finish_hint(batch, spend_usd=Decimal("0.0399"), max_cost_cents=4) == plain
-    assert finish_hint(batch, spend_usd=Decimal("5"), max_cost_cents=None) == plain
+    spent = advice_for(batch, spent_usd=Decimal("0.0462"), largest_attempt_usd=None,
+                       max_cost_cents=4, est_session_cents=None)
+    assert spent.text() == ("headwater-campaign resume /b --max-cost-cents 5 (or more): the "
+                            "batch's cost budget of 4 cents is spent (4.62 cents), so a resume "
+                            "without a larger budget starts nothing")
+    reached = advice_for(batch, spent_usd=Decimal("0.04"), largest_attempt_usd=None,
+                         max_cost_cents=4, est_session_cents=None)
+    assert reached.command.endswith("--max-cost-cents 5 (or more)")  # reached is spent
+    plain = "headwater-campaign resume /b"
+    assert advice_for(batch, spent_usd=Decimal("0.0399"), largest_attempt_usd=None,
+                      max_cost_cents=4, est_session_cents=None).text() == plain
+    assert advice_for(batch, spent_usd=Decimal("5"), largest_attempt_usd=Decimal("1"),
+                      max_cost_cents=None, est_session_cents=None).text() == plain
+
+
+def test_the_hint_names_a_larger_budget_when_the_projection_would_stop_a_plain_resume() -> None:
+    # A resume starts a session only if spent + one projection (the largest attempt so
+    # far, or --est-session-cents while larger) stays within the budget: 15.30 cents spent
+    # and a 3.44-cent attempt pass a 17-cent budget (18.74 > 17), so a plain resume
+    # starts nothing and the hint must say so, naming 19 (the least whole budget >= 18.74).
+    batch = Path("/b")
+    stopped = advice_for(batch, spent_usd=Decimal("0.1530"),
+                         largest_attempt_usd=Decimal("0.0344"), max_cost_cents=17,
+                         est_session_cents=None)
+    assert stopped.command == "headwater-campaign resume /b --max-cost-cents 19 (or more)"
+    assert stopped.why == ("15.30 cents spent and 3.44 cents projected for the next session "
+                           "would pass the batch's cost budget of 17 cents, so a resume "
+                           "without a larger budget starts nothing")
+    # exactly at the budget a session may start (<=): 15.30 + 3.70 = 19.00
+    assert advice_for(batch, spent_usd=Decimal("0.1530"), largest_attempt_usd=Decimal("0.0370"),
+                      max_cost_cents=19, est_session_cents=None).why is None
+    # --est-session-cents counts while it is larger than the largest attempt
+    assert advice_for(batch, spent_usd=Decimal("0.1530"), largest_attempt_usd=Decimal("0.0344"),
+                      max_cost_cents=19, est_session_cents=4).command.endswith(
+        "--max-cost-cents 20 (or more)")

@@ -50,12 +50,14 @@ class HandBatch:
         name: The batch directory's name under ``root``.
         model: The model passed (``--model``); None: probe.yml's.
         tasks: probe id -> its ``## Task`` text (default: ``Do the task.``).
+        max_cost_cents: The run's ``--max-cost-cents`` (the batch's budget); None: none.
     """
 
     def __init__(self, root: Path, probes: dict[str, tuple[list[str], list[str]]], *,
                  arms: tuple[str, ...] = ("present", "absent"), repetitions: int = 2,
                  seed: int = 0, name: str = "batch", model: str | None = None,
-                 tasks: dict[str, str] | None = None) -> None:
+                 tasks: dict[str, str] | None = None,
+                 max_cost_cents: int | None = None) -> None:
         files: dict[str, str | bytes] = {
             ".headwater/probe.yml": probe_yml(tiers={"campaign": {
                 "arms": list(arms), "repetitions": repetitions}})}
@@ -72,7 +74,8 @@ class HandBatch:
         self.path = root / name
         self.path.mkdir()
         options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign",
-                               seed=seed, harness_path="/opt/claude")
+                               seed=seed, harness_path="/opt/claude",
+                               max_cost_cents=max_cost_cents)
         write_config(self.path, BatchConfig(options=options, facts=BatchFacts(
             runner="headwater-campaign test", harness_version="2.1.197 (Claude Code)",
             network="confined", network_note="verified", provider_note="Provider: a test.",
@@ -80,7 +83,7 @@ class HandBatch:
         write_plan(self.path, self.plan)
         self.ledger = Ledger(self.path / "ledger.jsonl")
         self.ledger.append(InvocationRecord(number=1, command="run", pid=1, runner="test",
-                                            retries=2, max_cost_cents=None,
+                                            retries=2, max_cost_cents=max_cost_cents,
                                             est_session_cents=None, max_wall_s=None))
 
     def started(self, arm: str, probe: str, rep: int, *, attempt: int = 1,

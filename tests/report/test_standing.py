@@ -8,6 +8,7 @@ from pathlib import Path
 from campaign.batch import read_batch
 from campaign.batch._lock import BatchLock
 from campaign.report import build_report
+from campaign.report._text import standing_lines
 from tests.report.batches import HandBatch
 
 P = "HW-PRB-0001"
@@ -80,3 +81,22 @@ def test_an_attempt_interrupted_after_an_earlier_final_leaves_the_session_where_
     assert (summary.failed, summary.running, summary.not_started) == (1, 0, 0)
     counts = read_batch(path).fold.statistics().arms["absent"]
     assert (counts.failed, counts.running, counts.interrupted) == (1, 0, 0)
+
+
+def test_the_resume_it_names_has_a_budget_that_lets_a_session_start(tmp_path: Path) -> None:
+    # docs/batch.md "Budgets": a resume starts a session only while spent + one projection
+    # (the largest attempt so far) stays within the budget. 2.25 cents spent, the largest
+    # attempt 1.25: a plain resume under the run's 3 cents starts nothing (3.50 > 3), so the
+    # command named must carry the least whole budget that does, 4.
+    b = HandBatch(tmp_path, PROBES, repetitions=3, max_cost_cents=3)
+    b.attempt("present", P, 1, answer="yes", calls=[], cost="0.0125")
+    b.attempt("absent", P, 1, answer="yes", calls=[], cost="0.01")
+    b.stop(reason="budget", detail="the cost budget could be passed", outstanding=4)
+    (batch,) = build_report([b.close()]).batches
+    assert (f"finish them with: headwater-campaign resume {b.path} --max-cost-cents 4 (or "
+            "more): 2.25 cents spent and 1.25 cents projected for the next session would "
+            "pass the batch's cost budget of 3 cents, so a resume without a larger budget "
+            "starts nothing") in standing_lines(batch)
+    # and without a budget, the plain command
+    (plain,) = build_report([_batch(tmp_path / "other").close()]).batches
+    assert f"finish them with: headwater-campaign resume {plain.path}" in standing_lines(plain)
