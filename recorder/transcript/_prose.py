@@ -58,8 +58,9 @@ _NETWORK_PROSE: Final = {
     "(the channel was open)",
     "confined": "each session ran in its own network namespace (bwrap --unshare-net, loopback "
     "only, no resolver) whose only way out was an egress proxy outside the sandbox, reached over "
-    "a Unix socket, that allowed one host and port (the provider's, or since the provider "
-    "gateway the session's own gateway, which alone reaches the provider) and nothing else",
+    "a Unix socket, that allowed one host and port and nothing else: the session's own "
+    "provider gateway, which alone reaches the provider (in a batch written before the "
+    "gateway, the provider itself)",
     "mixed": "the sessions ran under different network modes, listed below",
 }
 _CONTRACT: Final = (

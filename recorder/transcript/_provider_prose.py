@@ -45,8 +45,8 @@ HARNESS_SOURCE: Final = (
 _PROVIDER_SOURCE: Final = (
     "Cost source: the provider's own token usage of each request (message_start and "
     "message_delta, read by the provider gateway outside the sandbox), priced with the price "
-    "table of {dates} that ships with headwater-campaign and summed exactly{older}; not the "
-    "provider's invoice. cost_cents = {cents}."
+    "table of {dates} that ships with headwater-campaign and summed exactly{older}, then "
+    "rounded up once to whole cents; not the provider's invoice. cost_cents = {cents}."
 )
 _OLDER: Final = (
     ", and, for {n} written before the gateway, the harness's own computed cost "

@@ -29,6 +29,8 @@ def test_the_provider_source_names_the_price_tables_date_and_agreement_within_a_
     assert line.startswith("Cost source: the provider's own token usage of each request")
     assert "priced with the price table of 2025-11-24 that ships with headwater-campaign" in line
     assert "written before the gateway" not in line
+    # RC-14: the exact sum, then one ceiling; the prose says so (0.0168 USD is 1.68 cents: 2)
+    assert "summed exactly, then rounded up once to whole cents" in line
     assert "cost_cents = 2." in line
     assert line.endswith("Over the 2 attempts with both figures, the provider's usage prices "
                          "$0.0168 and the harness's own total_cost_usd sums to $0.0170: they "
