@@ -56,6 +56,13 @@ class BatchFold:
         self.cost_unknown = 0
         self.unpriced_requests = 0
         """Provider requests priced as unknown, over every final attempt."""
+        self.provider_priced = 0
+        """Final attempts priced from the provider's usage (their record has ``gateway``)."""
+        self.harness_priced = 0
+        """Final attempts of known cost priced by the harness's figure (written before the
+        gateway)."""
+        self.price_dates: dict[str, None] = {}
+        """The price tables' dates (``YYYY-MM-DD``) the provider-priced attempts name."""
         self.in_flight_usd = Decimal(0)
         """The priced ``request`` rows of the attempts still running (not in `spend_usd`
         until their final record, or their interruption, settles them)."""
@@ -216,6 +223,12 @@ class BatchFold:
         cost = attempt_cost(record)
         self.unpriced_requests += cost.unpriced_requests
         counts.unpriced_requests += cost.unpriced_requests
+        if cost.provider:
+            self.provider_priced += 1
+            if cost.prices:
+                self.price_dates[cost.prices] = None
+        elif cost.usd is not None:
+            self.harness_priced += 1
         if not record.counts:  # the runner stopped it: not an outcome of the session
             self._stopped_by_runner(log, record, counts)
             return
@@ -313,4 +326,6 @@ class BatchFold:
             stopped=self.stopped, budget_stop=self.budget_stop,
             harness_versions=tuple(sorted(self.harness_versions.items())),
             unpriced_requests=self.unpriced_requests,
+            provider_priced=self.provider_priced, harness_priced=self.harness_priced,
+            price_dates=tuple(sorted(self.price_dates)),
         )

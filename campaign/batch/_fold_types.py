@@ -151,6 +151,13 @@ class BatchStatistics:
     """(``claude_code_version``, attempts whose init line named it), sorted by version."""
     unpriced_requests: int = 0
     """Provider requests of the batch priced as unknown (the spend is then a lower bound)."""
+    provider_priced: int = 0
+    """Final attempts priced from the provider's usage by the shipped price table (RC-14)."""
+    harness_priced: int = 0
+    """Final attempts of known cost priced by the harness's ``total_cost_usd`` (written before
+    the gateway)."""
+    price_dates: tuple[str, ...] = ()
+    """The price tables' dates the provider-priced attempts name, sorted."""
 
     @property
     def lower_bound(self) -> bool:

@@ -69,6 +69,9 @@ def status_data(batch: Path, reading: BatchReading | None = None) -> dict[str, A
         "spend_usd": str(stats.spend_usd),
         "cost_unknown_attempts": stats.cost_unknown,
         "unpriced_requests": stats.unpriced_requests,
+        "cost_source": {"provider_priced": stats.provider_priced,
+                        "harness_priced": stats.harness_priced,
+                        "prices": list(stats.price_dates)},
         "max_cost_cents": budget.max_cost_cents,
         "budget_set_by": {"invocation": budget.invocation, "command": budget.command,
                           "at": budget.at},
@@ -110,6 +113,34 @@ def uncovered_line(harness_versions: tuple[tuple[str, int], ...]) -> str | None:
             "those sessions printed (`make census CENSUS_VERSION=<release>` checks a release)")
 
 
+def cost_source_line(stats: BatchStatistics) -> str | None:
+    """Where the spend's figure came from, in words (RC-14's sources; docs/batch.md).
+
+    Args:
+        stats: The fold's snapshot: its attempts priced from the provider's usage (with the
+            price tables' dates) and by the harness's own figure.
+
+    Returns:
+        One line naming each source with its attempts, the provider's usage first; None
+        when no attempt has a known cost yet.
+    """
+    parts = []
+    if stats.provider_priced:
+        dates = " and ".join(stats.price_dates) or "an unnamed date"
+        parts.append(f"the provider's own usage, read by the gateway and priced by the price "
+                     f"table of {dates}, for {_attempts(stats.provider_priced)}")
+    if stats.harness_priced:
+        parts.append("the harness's own total_cost_usd, for "
+                     f"{_attempts(stats.harness_priced)} written before the gateway")
+    if not parts:
+        return None
+    return f"cost source: {'; '.join(parts)} (not the provider's invoice)"
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt{'' if n == 1 else 's'}"
+
+
 def _key(log: SessionLog) -> dict[str, Any]:
     return {"arm": log.key.arm, "probe": log.key.probe, "session": log.key.session,
             "attempt": log.attempts}
@@ -142,10 +173,12 @@ def _print(batch: Path, data: dict[str, Any], stats: BatchStatistics, *, scripte
     out.print(budget_line(stats, data["max_cost_cents"],
                           set_by=f"set by {setter['command']}, invocation {setter['invocation']}"),
               markup=False)
+    source = cost_source_line(stats)
+    if source is not None:
+        out.print(source, markup=False, soft_wrap=True)
     if scripted:
-        out.print("(the provider was scripted: the spend prices the scripted turns, by the "
-                  "gateway's price table or the harness's own; nothing was billed)",
-                  markup=False)
+        out.print("(the provider was scripted: the spend prices the usage its scripts "
+                  "report; nothing was billed)", markup=False)
     uncovered = uncovered_line(stats.harness_versions)
     if uncovered is not None:
         out.print(one_line(uncovered), markup=False, soft_wrap=True)

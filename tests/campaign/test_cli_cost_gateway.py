@@ -17,10 +17,13 @@ from rich.console import Console
 from campaign.batch import advice_for
 from campaign.batch._fold import BatchFold, SessionKey
 from campaign.cli._show import _cost_text
+from campaign.cli._status import cost_source_line
 from campaign.cli._view import arms_table, budget_line
 from tests.campaign.gateway_ledger import PRICES, final, started
 
 A = SessionKey("present", "P-1", "s1")
+B = SessionKey("present", "P-1", "s2")
+C = SessionKey("absent", "P-1", "s1")
 
 
 def test_show_prints_the_provider_priced_cost_with_its_table_and_the_harnesss_figure() -> None:
@@ -75,6 +78,25 @@ def test_status_json_counts_the_spend_by_its_source_and_the_unpriced_requests(
     assert (data["spend_usd"], data["unpriced_requests"]) == ("0.2633", 2)
     assert (data["arms"]["present"]["cost_usd"], data["arms"]["present"]["unpriced_requests"],
             data["arms"]["absent"]["unpriced_requests"]) == ("0.2623", 2, 0)
+    # two attempts through the gateway (one table), one written before it
+    assert data["cost_source"] == {"provider_priced": 2, "harness_priced": 1,
+                                   "prices": [PRICES]}
+
+
+def test_status_names_each_cost_source_with_its_attempts() -> None:
+    fold = BatchFold([(A, 1), (B, 1), (C, 1)])
+    assert cost_source_line(fold.statistics()) is None  # nothing priced yet: no line
+    for record in (started(A), final(A, harness="0.5", provider="0.0123"),
+                   started(B), final(B, harness="0.25", provider=None)):
+        fold.apply(record)
+    assert cost_source_line(fold.statistics()) == (
+        f"cost source: the provider's own usage, read by the gateway and priced by the price "
+        f"table of {PRICES}, for 1 attempt; the harness's own total_cost_usd, for 1 attempt "
+        "written before the gateway (not the provider's invoice)")
+    # a harness figure that was never read prices nothing: not counted as a source
+    fold.apply(started(C))
+    fold.apply(final(C, harness=None, provider=None, state="no-result", retryable=True))
+    assert fold.statistics().harness_priced == 1
 
 
 def test_the_hint_names_a_larger_budget_when_the_batchs_cost_budget_is_spent() -> None:
