@@ -21,7 +21,9 @@ def incomplete_line(outstanding: int, planned: int) -> str:
     """The prose sentence of a transcript whose batch has sessions outstanding."""
     return (f"This batch is incomplete: {outstanding} of the {planned} planned sessions of this "
             "arm are not final yet (never started, interrupted, or ended in a state worth "
-            "another attempt); `headwater-campaign resume` on this batch runs them.")
+            "another attempt); `headwater-campaign resume` on this batch runs them "
+            "(`headwater-campaign status` names the larger --max-cost-cents it needs when "
+            "the batch's cost budget would stop it).")
 
 
 def arm_tools_and_identity(plan: Plan, arm: str) -> tuple[tuple[str, ...], str | None]:
