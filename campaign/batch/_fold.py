@@ -150,16 +150,19 @@ class BatchFold:
         return gone
 
     def _interrupt(self, log: SessionLog, *, rows: bool = True) -> None:
-        """The running attempt of ``log`` ended with no final record of its own: its cost
-        is unknown, its priced ``request`` rows (``rows``) realized spend."""
+        """The running attempt of ``log`` ended with no final record of its own, or one
+        with no cost known (``rows``): its cost is unknown, its priced ``request`` rows
+        realized spend. With ``rows`` False its final record's cost is known (`_stopped_by_runner`
+        adds it): neither unknown nor its rows are counted."""
         counts = self.arms[log.key.arm]
         counts.running -= 1
         log.running = False
         log.interrupted = True
         self._count(log, counts)
         counts.interrupted += log.state is None
-        counts.cost_unknown += 1
-        self.cost_unknown += 1
+        if rows:
+            counts.cost_unknown += 1
+            self.cost_unknown += 1
         spent = self._take_rows(log)
         if rows and spent:
             counts.cost_usd += spent
@@ -264,8 +267,9 @@ class BatchFold:
     def _stopped_by_runner(self, log: SessionLog, record: FinalRecord,
                            counts: ArmCounts) -> None:
         """A ``killed`` attempt the runner ended (``counts: false``): like an interrupted one
-        (`_interrupt`), with its cost added when it is known (RC-14's source for it:
-        its gateway's sum replaces its rows')."""
+        (`_interrupt`), except that a cost its final record knows (RC-14's source for it: its
+        gateway's sum, which replaces its rows') is added and is not unknown, as the
+        transcripts and the report count it."""
         log.attempts = max(log.attempts, record.attempt)
         known = attempt_cost(record).usd
         if log.running:
@@ -273,8 +277,9 @@ class BatchFold:
         else:  # a final without a started record in view (a hand-made ledger)
             counts.interrupted += log.state is None and not log.interrupted
             log.interrupted = True
-            counts.cost_unknown += 1
-            self.cost_unknown += 1
+            if known is None:
+                counts.cost_unknown += 1
+                self.cost_unknown += 1
         self._take_rows(log)
         if known is not None:
             counts.cost_usd += known

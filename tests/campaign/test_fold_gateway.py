@@ -80,6 +80,17 @@ def test_a_runner_stopped_attempt_with_a_gateway_counts_its_gateway_sum_once() -
                          retryable=True))
     assert fold.spend_usd == Decimal("0.004")
     assert fold.sessions[A].interrupted
+    # RC-14: an attempt whose record has ``gateway`` costs its gateway's sum, known (the
+    # transcripts and the report count it so): status must not call the spend a lower bound
+    assert fold.cost_unknown == 0 and fold.arms["present"].cost_unknown == 0
+    assert not fold.statistics().lower_bound
+
+
+def test_a_runner_stopped_attempt_without_a_known_cost_is_still_unknown() -> None:
+    # killed with counts false, written before the gateway and no result line: unknown
+    fold = fold_of(started(A), final(A, "killed", provider=None, harness=None, counts=False,
+                                     retryable=True))
+    assert fold.cost_unknown == 1 and fold.statistics().lower_bound
 
 
 def test_rows_of_an_attempt_that_is_not_the_running_one_are_not_counted() -> None:
