@@ -265,6 +265,11 @@ class ScriptedProvider:
         the task), or None: its requests would be answered ``no script for this request``."""
         return next((s.name for s in self._scripts if s.match in task), None)
 
+    def scripts_for(self, task: str) -> tuple[str, ...]:
+        """The names of every script whose ``match`` is a phrase of ``task``, in the order a
+        request is matched against them: the first is the one played (`script_for`)."""
+        return tuple(s.name for s in self._scripts if s.match in task)
+
     @property
     def refused_credentials(self) -> int:
         """Requests answered 401 because they lacked `credential` (none without one)."""

@@ -34,6 +34,10 @@ class ScriptedDouble(Protocol):
         """The script whose ``match`` is a phrase of ``task``, or None."""
         ...
 
+    def scripts_for(self, task: str) -> tuple[str, ...]:
+        """Every script whose ``match`` is a phrase of ``task``, the one played first."""
+        ...
+
 
 ProviderStart: TypeAlias = Callable[
     ["BatchOptions", Callable[[str], None]],

@@ -56,7 +56,7 @@ from ._console import StderrConsole
 from ._context import provider_ca_file, supervise
 from ._ending import print_ending, print_header
 from ._errors import EXIT_OK, PreflightStop, UsageError, batch_exit_status
-from ._provider import start_provider
+from ._provider import loaded_scripts, start_provider
 from ._reading import batch_reading
 from ._view import LiveView
 
@@ -286,6 +286,8 @@ def execute(inv: _Invocation) -> int:
     options = inv.options
     _check_wall(options)
     provider_ca = provider_ca_file(inv.provider_ca)  # before the batch is opened: exit 2
+    if options.provider == "scripted":
+        loaded_scripts(options)  # a script that does not load leaves no batch directory
     order = tuple(session_order(inv.plan))  # the batch order, once: planned, counted, run
     request = BatchRequest(
         provider=start_provider,

@@ -25,9 +25,12 @@ from ._status import uncovered_line
 from ._view import arms_table
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
-    from campaign.batch import OpenBatch
+    from campaign.batch import OpenBatch, ScriptedDouble
+    from campaign.plan import PlanProbe
     from campaign.supervisor import BatchOutcome
 
 
@@ -52,12 +55,43 @@ def print_header(err: Console, opened: OpenBatch, outstanding: int, mode: str) -
                   f"invocation's start (--max-wall): no session starts once it could be "
                   f"passed{hard}", markup=False, soft_wrap=True)
     if opened.scripted is not None:  # said before anything runs, by probe
-        for probe in plan.probes:
-            if opened.scripted.script_for(probe.task) is None:
-                err.print(f"warning: no script of the scripted provider matches probe "
-                          f"{probe.id}'s task (no script's `match` is a phrase of it): its "
-                          "sessions will be answered 'no script for this request' and end "
-                          "without an answer (docs/provider.md)", markup=False, soft_wrap=True)
+        for line in script_warnings(opened.scripted, plan.probes):
+            err.print(line, markup=False, soft_wrap=True)
+
+
+def script_warnings(scripted: ScriptedDouble, probes: Sequence[PlanProbe]) -> list[str]:
+    """What is wrong between the scripted provider's scripts and the plan's probes, one
+    warning each (docs/provider.md, "Script files": a script's ``match`` is a phrase of
+    exactly one task).
+
+    A probe no script matches gets ``no script for this request``; a probe several scripts
+    match gets only the first of them (the others never play for it); a script that matches
+    several probes plays the same turns to all of them. Each would make a dry run measure
+    something other than its scripts, so each is said before anything runs.
+    """
+    lines = []
+    matched: dict[str, list[str]] = {}
+    for probe in probes:
+        names = scripted.scripts_for(probe.task)
+        for name in names:
+            matched.setdefault(name, []).append(probe.id)
+        if not names:
+            lines.append(f"warning: no script of the scripted provider matches probe "
+                         f"{probe.id}'s task (no script's `match` is a phrase of it): its "
+                         "sessions will be answered 'no script for this request' and end "
+                         "without an answer (docs/provider.md)")
+        elif len(names) > 1:
+            lines.append(f"warning: {len(names)} scripts of the scripted provider match probe "
+                         f"{probe.id}'s task ({', '.join(names)}): only the first, "
+                         f"{names[0]}, plays to its sessions; a script's `match` must be a "
+                         "phrase of exactly one task (docs/provider.md)")
+    for name, ids in matched.items():
+        if len(ids) > 1:
+            lines.append(f"warning: script {name} of the scripted provider matches the tasks "
+                         f"of {len(ids)} probes ({', '.join(ids)}): it plays the same turns to "
+                         "the sessions of each; a script's `match` must be a phrase of exactly "
+                         "one task (docs/provider.md)")
+    return lines
 
 
 def print_verdict(path: Path) -> None:

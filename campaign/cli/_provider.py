@@ -18,9 +18,31 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from campaign.batch import BatchOptions, ScriptedDouble
+    from demo import Script
 
 PUBLIC_API_URL: Final = "https://api.anthropic.com"
 """Where sessions go without ``--provider-url``: the Anthropic Messages API."""
+
+
+def loaded_scripts(options: BatchOptions) -> list[Script]:
+    """The scripted provider's scripts ``--scripts DIR`` names, loaded and checked.
+
+    ``run``, ``demo`` and ``resume`` call this before the batch directory is made, so a
+    script that does not load refuses the command with nothing left behind; `start_provider`
+    loads them again for the double it starts.
+
+    Raises:
+        BatchRefused: no ``--scripts`` was given, or a script file does not load (its
+            message names the file and the rule; exit 2).
+    """
+    from demo import load_scripts
+
+    if not options.scripts:
+        raise BatchRefused("--provider scripted needs --scripts DIR (the provider's scripts)")
+    try:
+        return load_scripts(Path(options.scripts))
+    except (OSError, ValueError) as exc:
+        raise BatchRefused(f"--scripts {options.scripts}: {exc}") from exc
 
 
 @contextlib.contextmanager
@@ -45,14 +67,9 @@ def start_provider(options: BatchOptions, notify: Callable[[str], None]
             notify(f"warning: {REQUEST_LOG_ENV} is ignored: the provider is not scripted")
         yield options.provider_url or PUBLIC_API_URL, None
         return
-    from demo import ScriptedProvider, load_scripts
+    from demo import ScriptedProvider
 
-    if not options.scripts:
-        raise BatchRefused("--provider scripted needs --scripts DIR (the provider's scripts)")
-    try:
-        scripts = load_scripts(Path(options.scripts))
-    except (OSError, ValueError) as exc:
-        raise BatchRefused(f"--scripts {options.scripts}: {exc}") from exc
+    scripts = loaded_scripts(options)
     log = Path(request_log).absolute() if request_log else None
     with ScriptedProvider(scripts, request_log=log) as provider:
         yield provider.url, provider

@@ -184,3 +184,24 @@ def test_a_dry_run_names_the_probes_no_script_answered(tmp_path: Path, harness: 
         early = proc.stderr.find("no script of the scripted provider matches probe DRY-2's task")
         assert 0 <= early < proc.stderr.find("DRY-1"), proc.stderr  # before any session ended
         assert "matches probe DRY-1" not in proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_script_that_does_not_load_refuses_the_run_and_leaves_no_batch_directory(
+        tmp_path: Path) -> None:
+    # Bad input loses nothing and makes nothing: the scripts are read before the batch
+    # directory is made, so the run that is refused leaves no directory (with a .lock) behind.
+    from tests.integration import kit
+
+    with kit.host_dir("hw-badscript-") as root:
+        tasks = {"BAD-1": "bad script probe: answer"}
+        corpus = kit.write_corpus(root / "corpus", tasks)
+        kit.write_script(root / "scripts", "BAD-1", tasks["BAD-1"])
+        script = root / "scripts" / "BAD-1.json"
+        script.write_text(script.read_text().replace('"match"', '"extra": 1, "match"'))
+        proc = kit.cli("run", str(corpus), "--tier", "regression", "--batch-dir",
+                       str(root / "batch"), "--provider", "scripted",
+                       "--scripts", str(root / "scripts"), env=kit.base_env())
+        assert proc.returncode == 2, proc.stderr
+        assert "BAD-1.json" in proc.stderr and "extra" in proc.stderr, proc.stderr
+        assert not (root / "batch").exists()
