@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from campaign.corpus import SHELF
 from campaign.expect import Expectations, expectation_lines
 
+from ._sizing import plural
+
 if TYPE_CHECKING:
     from ._plan import Plan
 
@@ -16,9 +18,10 @@ def plan_text(plan: Plan, expectations: Mapping[str, Expectations]) -> str:
     """``plan`` in words: its identity, arms, each probe (with its ``expectations``, probe id
     -> ``expect:``), the read set and the untyped files."""
     lines = [
-        f"plan: tier {plan.tier}, {len(plan.probes)} probes, arms {', '.join(plan.arms)}",
-        f"sessions: {len(plan.probes)} probes x {len(plan.arms)} arms x {plan.repetitions} "
-        f"repetitions = {plan.session_count}",
+        f"plan: tier {plan.tier}, {plural(len(plan.probes), 'probe')}, arms "
+        f"{', '.join(plan.arms)}",
+        f"sessions: {plural(len(plan.probes), 'probe')} x {plural(len(plan.arms), 'arm')} x "
+        f"{plural(plan.repetitions, 'repetition')} = {plan.session_count}",
         "",
         "identity:",
         f"  tree       {plan.tree}",

@@ -37,7 +37,8 @@ MARK: Final = "*"
 """Follows a difference whose 95% interval excludes 0."""
 MARK_NOTE: Final = f"{MARK} the 95% interval of the difference excludes 0"
 SHARES_NOTE: Final = (
-    "In the tables per probe: shares are a count of the answered sessions, the percent and "
+    "In the tables per probe: the share of an answer is a count of the recorded sessions (those "
+    "whose answer is null among them), the percent and "
     "[the 95% Wilson interval]; differences are in percentage points against the reference "
     "column, [95% Newcombe interval]; verdicts count the recorded sessions")
 """Said once, above the tables per probe (it held for every one of them)."""
