@@ -104,7 +104,8 @@ def batch_figures(path: Path) -> BatchFigures:
             raise UsageError(str(exc)) from exc
     return BatchFigures(path=str(batch), recorded=sum(a.recorded for a in stats.arms.values()),
                         spend_usd=stats.spend_usd, cost_unknown=stats.cost_unknown,
-                        attempt_s=attempt_s)
+                        attempt_s=attempt_s,
+                        scripted=reading.config.options.provider == "scripted")
 
 
 def cmd_seal(args: SealArgs) -> int:

@@ -80,6 +80,8 @@ class BatchFigures:
     """Attempts whose cost is unknown: the spend is then a lower bound."""
     attempt_s: float
     """The summed wall time of every attempt with a duration (retries included), seconds."""
+    scripted: bool = False
+    """The batch ran against the scripted provider: its usage and times are the scripts'."""
 
 
 def plural(n: int, word: str) -> str:
@@ -93,6 +95,12 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+SCRIPTED_NOTE: Final = (
+    "  that batch ran against the scripted provider: its cost prices the usage its scripts "
+    "report and its times hold no model's latency, so neither projects a real batch")
+"""Said under a projection from a scripted batch (``plan --from``)."""
 
 
 def projection_lines(sessions: int, figures: BatchFigures, *, concurrency: int) -> list[str]:
@@ -123,4 +131,5 @@ def projection_lines(sessions: int, figures: BatchFigures, *, concurrency: int) 
         f"{least}{cents:.2f} cents per recorded session{unknown}",
         f"  wall time: about {_duration(wall)} = {sessions} sessions x {per_s:.1f} s per "
         f"recorded session / concurrency {concurrency} (--concurrency N)",
+        *([SCRIPTED_NOTE] if figures.scripted else []),
     ]

@@ -111,6 +111,19 @@ def test_from_batch_projects_cost_and_wall(tmp_path: Path,
     per_s = seconds / recorded
     assert f"= 16 sessions x {per_s:.1f} s per recorded session / concurrency 4" in out
     assert f"wall time: about {16 * per_s / 4:.0f} s" in out
+    # the fixture ran against the scripted provider: its figures project no real batch
+    assert "that batch ran against the scripted provider" in out
+
+
+def test_from_a_batch_of_a_real_provider_has_no_scripted_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    batch = tmp_path / "b"
+    shutil.copytree(FORMAT2, batch)
+    config = batch / "config.yaml"
+    config.write_text(config.read_text().replace("  provider: scripted\n",
+                                                 "  provider: anthropic\n"))
+    out, _ = _plan(capsys, str(EXAMPLE), "--from", str(batch))
+    assert "cost: " in out and "scripted provider" not in out
 
 
 def test_from_batch_with_an_unknown_cost_says_at_least(tmp_path: Path,
