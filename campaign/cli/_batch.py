@@ -173,7 +173,9 @@ def check_sealed_paths(corpus: Corpus, plan: Plan) -> None:
                 raise UsageError(
                     f"corpus {corpus.root}: {corpus.probes[probe_id].path}: expect: {key}: "
                     f"{decision.path!r} is never in a session's workspace (the seal removes "
-                    f"it: {reason}), so no session can open it")
+                    f"it: {reason}), so no session can open it; `headwater-campaign seal "
+                    f"{corpus.root} --probe {probe_id} --out DIR --explain` lists each removal "
+                    "and why (docs/sealing.md)")
     except CampaignError as exc:
         raise UsageError(str(exc)) from exc
 

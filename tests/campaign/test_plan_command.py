@@ -179,6 +179,8 @@ def test_a_path_the_seal_removes_for_naming_the_probe_is_refused(tmp_path: Path)
     message = str(caught.value)
     assert "docs/probes/client-retries.md: expect: not_opened: 'docs/guide/other-probe.md' " \
            "is never in a session's workspace (the seal removes it:" in message
+    # and how to see which line made the seal remove it
+    assert f"`headwater-campaign seal {root} --probe HW-PRB-002 --out DIR --explain`" in message
     with pytest.raises(UsageError, match="the seal removes it"):
         parse_command(["run", str(root), "--batch-dir", str(tmp_path / "b")]).run()
     assert not (tmp_path / "b").exists()
