@@ -288,8 +288,8 @@ def execute(inv: _Invocation) -> int:
     options = inv.options
     _check_wall(options)
     provider_ca = provider_ca_file(inv.provider_ca)  # before the batch is opened: exit 2
-    if options.provider == "scripted":
-        loaded_scripts(options)  # a script that does not load leaves no batch directory
+    if options.provider == "scripted" and inv.mode == "new":
+        loaded_scripts(options)  # a script that does not load leaves no batch directory made
     order = tuple(session_order(inv.plan))  # the batch order, once: planned, counted, run
     request = BatchRequest(
         provider=start_provider,

@@ -27,9 +27,10 @@ PUBLIC_API_URL: Final = "https://api.anthropic.com"
 def loaded_scripts(options: BatchOptions) -> list[Script]:
     """The scripted provider's scripts ``--scripts DIR`` names, loaded and checked.
 
-    ``run``, ``demo`` and ``resume`` call this before the batch directory is made, so a
-    script that does not load refuses the command with nothing left behind; `start_provider`
-    loads them again for the double it starts.
+    ``run`` and ``demo`` call this before a new batch's directory is made, so a script that
+    does not load refuses the command with nothing left behind (``resume``'s batch exists
+    already, and what is wrong with it is said first); `start_provider` loads them again for
+    the double it starts.
 
     Raises:
         BatchRefused: no ``--scripts`` was given, or a script file does not load (its
