@@ -8,12 +8,9 @@ from ._config import BatchConfig as BatchConfig
 from ._config import BatchFileError as BatchFileError
 from ._config import batch_budget as batch_budget
 from ._config import workspace_note as workspace_note
-from ._cost_budget import ResumeAdvice as ResumeAdvice
-from ._cost_budget import advice_for as advice_for
 from ._cost_budget import least_budget_cents as least_budget_cents
 from ._cost_budget import may_start as may_start
 from ._cost_budget import projection_cents as projection_cents
-from ._cost_budget import resume_advice as resume_advice
 from ._dir import SessionPaths as SessionPaths
 from ._dir import default_root as default_root
 from ._dir import is_under_home as is_under_home
@@ -71,6 +68,9 @@ from ._records import StartedRecord as StartedRecord
 from ._records import StoppedRecord as StoppedRecord
 from ._records import StopReason as StopReason
 from ._records import utc_now as utc_now
+from ._resume_advice import ResumeAdvice as ResumeAdvice
+from ._resume_advice import advice_for as advice_for
+from ._resume_advice import resume_advice as resume_advice
 from ._spend import AttemptCost as AttemptCost
 from ._spend import SpendSum as SpendSum
 from ._spend import attempt_cost as attempt_cost

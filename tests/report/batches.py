@@ -51,13 +51,16 @@ class HandBatch:
         model: The model passed (``--model``); None: probe.yml's.
         tasks: probe id -> its ``## Task`` text (default: ``Do the task.``).
         max_cost_cents: The run's ``--max-cost-cents`` (the batch's budget); None: none.
+        hard_wall_s: The run's ``--max-wall`` with ``--hard-wall``, seconds; None: neither.
+        command: The command that made the batch (config.yaml's ``options.command``).
     """
 
     def __init__(self, root: Path, probes: dict[str, tuple[list[str], list[str]]], *,
                  arms: tuple[str, ...] = ("present", "absent"), repetitions: int = 2,
                  seed: int = 0, name: str = "batch", model: str | None = None,
                  tasks: dict[str, str] | None = None,
-                 max_cost_cents: int | None = None) -> None:
+                 max_cost_cents: int | None = None, hard_wall_s: float | None = None,
+                 command: str = "run") -> None:
         files: dict[str, str | bytes] = {
             ".headwater/probe.yml": probe_yml(tiers={"campaign": {
                 "arms": list(arms), "repetitions": repetitions}})}
@@ -73,9 +76,10 @@ class HandBatch:
             self.plan = self.plan.model_copy(update={"model": model})
         self.path = root / name
         self.path.mkdir()
-        options = BatchOptions(command="run", corpus=str(corpus.root), tier="campaign",
+        options = BatchOptions(command=command, corpus=str(corpus.root), tier="campaign",
                                seed=seed, harness_path="/opt/claude",
-                               max_cost_cents=max_cost_cents)
+                               max_cost_cents=max_cost_cents, max_wall_s=hard_wall_s,
+                               hard_wall=hard_wall_s is not None)
         write_config(self.path, BatchConfig(options=options, facts=BatchFacts(
             runner="headwater-campaign test", harness_version="2.1.197 (Claude Code)",
             network="confined", network_note="verified", provider_note="Provider: a test.",

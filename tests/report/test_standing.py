@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from campaign.batch import read_batch
+from campaign.batch import BudgetStopRecord, read_batch
 from campaign.batch._lock import BatchLock
 from campaign.report import build_report
 from campaign.report._text import standing_lines
@@ -100,3 +100,28 @@ def test_the_resume_it_names_has_a_budget_that_lets_a_session_start(tmp_path: Pa
     # and without a budget, the plain command
     (plain,) = build_report([_batch(tmp_path / "other").close()]).batches
     assert f"finish them with: headwater-campaign resume {plain.path}" in standing_lines(plain)
+
+
+def test_after_a_hard_wall_stop_the_resume_it_names_changes_the_wall(tmp_path: Path) -> None:
+    # docs/batch.md "Budgets": --max-wall and --hard-wall are recorded, so a plain resume runs
+    # with the same wall and cancels again whatever runs past it; the command named must
+    # change the wall (or drop the hard wall), not repeat it.
+    b = HandBatch(tmp_path, PROBES, repetitions=3, hard_wall_s=0.6)
+    b.attempt("present", P, 1, state="killed", retryable=True, cost=None, known=False)
+    b.ledger.append(BudgetStopRecord(invocation=1, budget="wall", limit=0.6, used=0.6,
+                                     projection=0.0, in_flight=1))
+    b.stop(reason="budget", detail="the wall-clock budget is spent", outstanding=6)
+    (batch,) = build_report([b.close()]).batches
+    assert (f"finish them with: headwater-campaign resume {b.path} --max-wall D (longer than a "
+            "session takes) or --no-hard-wall: the recorded wall-clock budget of 0.6 s with "
+            "--hard-wall cancelled the sessions still running, and a plain resume runs with "
+            "the same wall") in standing_lines(batch)
+
+
+def test_a_batch_made_by_record_is_finished_with_record_not_resume(tmp_path: Path) -> None:
+    b = HandBatch(tmp_path, PROBES, repetitions=3, command="record")
+    b.attempt("present", P, 1, state="timed-out", retryable=True, cost=None, known=False)
+    (batch,) = build_report([b.close()]).batches
+    assert (f"finish them with: headwater-campaign record --batch-dir {b.path} --probe ID "
+            "--arm ARM: a batch made by `record` takes one session at a time, and `resume` "
+            "refuses it") in standing_lines(batch)
