@@ -284,6 +284,8 @@ class BatchFold:
         if known is not None:
             counts.cost_usd += known
             self.spend_usd += known
+            if self.largest_attempt_usd is None or known > self.largest_attempt_usd:
+                self.largest_attempt_usd = known  # a known cost of one attempt: it projects
 
     @staticmethod
     def _count(log: SessionLog, counts: ArmCounts) -> None:

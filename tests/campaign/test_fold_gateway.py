@@ -84,6 +84,9 @@ def test_a_runner_stopped_attempt_with_a_gateway_counts_its_gateway_sum_once() -
     # transcripts and the report count it so): status must not call the spend a lower bound
     assert fold.cost_unknown == 0 and fold.arms["present"].cost_unknown == 0
     assert not fold.statistics().lower_bound
+    # docs/batch.md "Budgets": the projection is the largest cost of one attempt so far,
+    # and this one's is known: a rerun of it projects at least that
+    assert fold.largest_attempt_usd == Decimal("0.004")
 
 
 def test_a_runner_stopped_attempt_without_a_known_cost_is_still_unknown() -> None:
