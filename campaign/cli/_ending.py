@@ -65,16 +65,16 @@ def script_warnings(scripted: ScriptedDouble, probes: Sequence[PlanProbe]) -> li
     exactly one task).
 
     A probe no script matches gets ``no script for this request``; a probe several scripts
-    match gets only the first of them (the others never play for it); a script that matches
-    several probes plays the same turns to all of them. Each would make a dry run measure
-    something other than its scripts, so each is said before anything runs.
+    match gets only the first of them (the others never play for it); a script that is the
+    first match of several probes plays the same turns to all of them. Each would make a dry
+    run measure something other than its scripts, so each is said before anything runs.
     """
     lines = []
     matched: dict[str, list[str]] = {}
     for probe in probes:
         names = scripted.scripts_for(probe.task)
-        for name in names:
-            matched.setdefault(name, []).append(probe.id)
+        if names:  # the one that plays to its sessions
+            matched.setdefault(names[0], []).append(probe.id)
         if not names:
             lines.append(f"warning: no script of the scripted provider matches probe "
                          f"{probe.id}'s task (no script's `match` is a phrase of it): its "

@@ -61,3 +61,13 @@ def test_a_match_in_two_tasks_is_named_by_probe_and_by_script() -> None:
 def test_a_task_no_script_matches_is_still_named() -> None:
     lines = _warnings(_Double(("a.json", "boil")), _probes(K1="boil it", K2="descale it"))
     assert len(lines) == 1 and "no script of the scripted provider matches probe K2" in lines[0]
+
+
+def test_a_script_that_plays_to_one_probe_only_is_not_said_to_play_to_two() -> None:
+    # b.json's "beta" is a phrase of both tasks, but for K1 a.json comes first and plays:
+    # b.json plays to K2 alone, so only K1's double match is said
+    double = _Double(("a.json", "alpha"), ("b.json", "beta"))
+    assert _warnings(double, _probes(K1="alpha beta?", K2="beta?")) == [
+        "warning: 2 scripts of the scripted provider match probe K1's task (a.json, b.json): "
+        "only the first, a.json, plays to its sessions; a script's `match` must be a phrase "
+        "of exactly one task (docs/provider.md)"]
