@@ -92,14 +92,20 @@ def test_the_resume_it_names_has_a_budget_that_lets_a_session_start(tmp_path: Pa
     b.attempt("present", P, 1, answer="yes", calls=[], cost="0.0125")
     b.attempt("absent", P, 1, answer="yes", calls=[], cost="0.01")
     b.stop(reason="budget", detail="the cost budget could be passed", outstanding=4)
-    (batch,) = build_report([b.close()]).batches
-    assert (f"finish them with: headwater-campaign resume {b.path} --max-cost-cents 4 (or "
-            "more): 2.25 cents spent and 1.25 cents projected for the next session would "
-            "pass the batch's cost budget of 3 cents, so a resume without a larger budget "
-            "starts nothing") in standing_lines(batch)
+    assert _finish(b) == (f"headwater-campaign resume {b.path} --max-cost-cents 4 (or more): "
+                          "2.25 cents spent and 1.25 cents projected for the next session "
+                          "would pass the batch's cost budget of 3 cents, so a resume without "
+                          "a larger budget starts nothing")
     # and without a budget, the plain command
-    (plain,) = build_report([_batch(tmp_path / "other").close()]).batches
-    assert f"finish them with: headwater-campaign resume {plain.path}" in standing_lines(plain)
+    plain = _batch(tmp_path / "other")
+    assert _finish(plain) == f"headwater-campaign resume {plain.path}"
+
+
+def _finish(b: HandBatch) -> str:
+    """What the report's standing says to run to finish ``b`` (closed here)."""
+    (batch,) = build_report([b.close()]).batches
+    (line,) = [x for x in standing_lines(batch) if x.startswith("finish them with: ")]
+    return line.removeprefix("finish them with: ")
 
 
 def test_after_a_hard_wall_stop_the_resume_it_names_changes_the_wall(tmp_path: Path) -> None:
@@ -111,17 +117,15 @@ def test_after_a_hard_wall_stop_the_resume_it_names_changes_the_wall(tmp_path: P
     b.ledger.append(BudgetStopRecord(invocation=1, budget="wall", limit=0.6, used=0.6,
                                      projection=0.0, in_flight=1))
     b.stop(reason="budget", detail="the wall-clock budget is spent", outstanding=6)
-    (batch,) = build_report([b.close()]).batches
-    assert (f"finish them with: headwater-campaign resume {b.path} --max-wall D (longer than a "
-            "session takes) or --no-hard-wall: the recorded wall-clock budget of 0.6 s with "
-            "--hard-wall cancelled the sessions still running, and a plain resume runs with "
-            "the same wall") in standing_lines(batch)
+    assert _finish(b) == (f"headwater-campaign resume {b.path} --max-wall D (longer than a "
+                          "session takes) or --no-hard-wall: the recorded wall-clock budget "
+                          "of 0.6 s with --hard-wall cancelled the sessions still running, "
+                          "and a plain resume runs with the same wall")
 
 
 def test_a_batch_made_by_record_is_finished_with_record_not_resume(tmp_path: Path) -> None:
     b = HandBatch(tmp_path, PROBES, repetitions=3, command="record")
     b.attempt("present", P, 1, state="timed-out", retryable=True, cost=None, known=False)
-    (batch,) = build_report([b.close()]).batches
-    assert (f"finish them with: headwater-campaign record --batch-dir {b.path} --probe ID "
-            "--arm ARM: a batch made by `record` takes one session at a time, and `resume` "
-            "refuses it") in standing_lines(batch)
+    assert _finish(b) == (f"headwater-campaign record --batch-dir {b.path} --probe ID --arm "
+                          "ARM: a batch made by `record` takes one session at a time, and "
+                          "`resume` refuses it")
