@@ -49,14 +49,13 @@ from contextlib import aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
-from anyio import TypedAttributeLookupError
 from anyio.abc import SocketAttribute, SocketListener
 
 from .._groups import single_unwrapped
 from ._forward import Relayed, masked, relay
 from ._login import LoginUnusable
 from ._paths import ALLOWED, allowed
-from ._peer import owner_of
+from ._peer import not_own
 from ._scan import BodyScan
 from ._server import BodyTooLarge, Incoming, Malformed, ServerConnection, utc_now
 from ._types import MAX_TEXT, GatewayStats, KeyVariable, ProviderRequest, Refusal, SpendGate
@@ -77,15 +76,6 @@ MAX_REFUSED_NAMES: Final = 100
 """Distinct refusal names kept per session; further ones are counted under `OTHER_NAME`."""
 OTHER_NAME: Final = "(further refusals)"
 """The name that collects refusals past `MAX_REFUSED_NAMES` distinct names."""
-FOREIGN_NAME: Final = "connection of another user"
-"""The name that counts connections closed unread because their socket's owner is known and
-is not one of the gateway's ``peer_uids`` (another session's user, with ``--network host``;
-`owner_of`)."""
-UNKNOWN_OWNER_NAME: Final = "connection whose owner is unknown"
-"""The name that counts connections closed unread because their socket's owner cannot be
-read: reset before the gateway asked, closed by its client (orphaned), or in ``TIME_WAIT``
-(`owner_of` answers None). A session's own connections that it resets land here, so they
-are not told as another user's."""
 PLACEHOLDER_PREFIX: Final = "headwater-placeholder-"
 """Begins every placeholder, so that one seen anywhere reads as what it is: no secret."""
 OVER_CAP_LINGER_S: Final = 1.0
@@ -165,7 +155,7 @@ class Gateway:
     async def _handle(self, stream: SocketStream) -> None:
         """Serve one connection to its end. The gate's own failure cancels the gateway (and
         the block of `open_gateway`, which raises it); a connection's never does."""
-        if self._peer_uids is not None and (refusal := await self._not_own(stream)):
+        if self._peer_uids is not None and (refusal := await not_own(stream, self._peer_uids)):
             self._count(refusal)
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
@@ -190,29 +180,6 @@ class Gateway:
             logger.exception("gateway %s: a connection failed", self.base_url)
         finally:
             self._open -= 1
-
-    async def _not_own(self, stream: SocketStream) -> str | None:
-        """None when the connecting socket's owner is one of ``peer_uids`` (`owner_of`);
-        otherwise the name its refusal is counted under: `FOREIGN_NAME` for an owner that
-        is known and another, `UNKNOWN_OWNER_NAME` for one that cannot be read (the
-        connection already gone, reset before it was accepted: its peer's address cannot be
-        asked, ``ENOTCONN``; or a socket no process holds)."""
-        try:
-            local = stream.extra(SocketAttribute.local_address)
-            remote = stream.extra(SocketAttribute.remote_address)
-        except (TypedAttributeLookupError, OSError):
-            return UNKNOWN_OWNER_NAME
-        if not isinstance(local, tuple) or not isinstance(remote, tuple):
-            return UNKNOWN_OWNER_NAME
-        try:
-            uid = await owner_of((local[0], local[1]), (remote[0], remote[1]))
-        except OSError:
-            return UNKNOWN_OWNER_NAME
-        if uid is None:
-            return UNKNOWN_OWNER_NAME
-        if self._peer_uids is not None and uid in self._peer_uids:
-            return None
-        return FOREIGN_NAME
 
     async def _over_cap(self, conn: ServerConnection) -> None:
         """Answer a connection past the cap 503 at once, before it sends anything: waiting for
@@ -432,10 +399,10 @@ async def open_gateway(upstream: Upstream, gate: SpendGate, *,
         max_connections: Most connections the session may hold at once; one more has its
             request answered 503 (``over-cap``). None is no cap.
         max_body_bytes: The largest request body forwarded (`MAX_BODY_BYTES`).
-        peer_uids: The users whose sockets may connect (`sandbox.gateway._peer`): a
-            connection of any other is closed unread and counted under `FOREIGN_NAME`
-            (or `UNKNOWN_OWNER_NAME` when its owner cannot be read), never toward the cap
-            or a row. None takes every connection.
+        peer_uids: The users whose sockets may connect (`sandbox.gateway._peer.not_own`): a
+            connection of any other is closed unread and counted under the name ``not_own``
+            gives (another user's, or an owner unknown), never toward the cap or a row. None
+            takes every connection.
 
     **Cancellation:** on exit, however it comes, the listener and every connection are
     closed, an upstream response in flight is closed, and each request cut so still has

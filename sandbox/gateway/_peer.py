@@ -28,12 +28,27 @@ import socket
 import struct
 import sys
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
+from anyio import TypedAttributeLookupError
+from anyio.abc import SocketAttribute
 
-__all__ = ["TCP_TABLE", "diag_answers", "diag_uid", "owner_of", "peer_uid"]
+if TYPE_CHECKING:
+    from anyio.abc import SocketStream
 
+__all__ = ["FOREIGN_NAME", "TCP_TABLE", "UNKNOWN_OWNER_NAME", "diag_answers", "diag_uid",
+           "not_own", "owner_of", "peer_uid"]
+
+FOREIGN_NAME: Final = "connection of another user"
+"""The name that counts connections closed unread because their socket's owner is known and
+is not one of the gateway's ``peer_uids`` (another session's user, with ``--network host``;
+`owner_of`)."""
+UNKNOWN_OWNER_NAME: Final = "connection whose owner is unknown"
+"""The name that counts connections closed unread because their socket's owner cannot be
+read: reset before the gateway asked, closed by its client (orphaned), or in ``TIME_WAIT``
+(`owner_of` answers None). A session's own connections that it resets land here, so they
+are not told as another user's."""
 TCP_TABLE: Final = Path("/proc/net/tcp")
 """The kernel's table of IPv4 TCP sockets of this network namespace (proc(5))."""
 
@@ -173,3 +188,25 @@ async def owner_of(local: tuple[str, int], remote: tuple[str, int]) -> int | Non
         except OSError:
             pass
     return await anyio.to_thread.run_sync(peer_uid, local, remote)
+
+
+async def not_own(stream: SocketStream, peer_uids: frozenset[int]) -> str | None:
+    """None when the socket that connected ``stream`` is owned by one of ``peer_uids``
+    (`owner_of`); otherwise the name its refusal is counted under: `FOREIGN_NAME` for an
+    owner that is known and another, `UNKNOWN_OWNER_NAME` for one that cannot be read (the
+    connection already gone, reset before it was accepted: its peer's address cannot be
+    asked, ``ENOTCONN``; or a socket no process holds)."""
+    try:
+        local = stream.extra(SocketAttribute.local_address)
+        remote = stream.extra(SocketAttribute.remote_address)
+    except (TypedAttributeLookupError, OSError):
+        return UNKNOWN_OWNER_NAME
+    if not isinstance(local, tuple) or not isinstance(remote, tuple):
+        return UNKNOWN_OWNER_NAME
+    try:
+        uid = await owner_of((local[0], local[1]), (remote[0], remote[1]))
+    except OSError:
+        return UNKNOWN_OWNER_NAME
+    if uid is None:
+        return UNKNOWN_OWNER_NAME
+    return None if uid in peer_uids else FOREIGN_NAME

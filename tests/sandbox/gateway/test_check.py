@@ -23,7 +23,7 @@ def test_a_host_where_no_connection_s_owner_can_be_read_is_broken(
     async def nobody(*_: object) -> None:
         return None
 
-    monkeypatch.setattr("sandbox.gateway._gateway.owner_of", nobody)
+    monkeypatch.setattr("sandbox.gateway._peer.owner_of", nobody)
     check = gateway_check()
     assert (check.name, check.verdict) == ("gateway", "broken"), check
 

@@ -18,8 +18,14 @@ import pytest
 
 from sandbox._config import Credentials
 from sandbox.gateway import open_gateway, open_upstream
-from sandbox.gateway._gateway import FOREIGN_NAME, UNKNOWN_OWNER_NAME
-from sandbox.gateway._peer import diag_answers, diag_uid, owner_of, peer_uid
+from sandbox.gateway._peer import (
+    FOREIGN_NAME,
+    UNKNOWN_OWNER_NAME,
+    diag_answers,
+    diag_uid,
+    owner_of,
+    peer_uid,
+)
 
 from .conftest import Gate
 
