@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias
 
@@ -310,6 +310,12 @@ def _substitute(value: Any, home: str) -> Any:
     if isinstance(value, dict):
         return {key: _substitute(item, home) for key, item in value.items()}
     return value
+
+
+def matching(scripts: Sequence[Script], text: str) -> Iterator[Script]:
+    """The scripts whose ``match`` is a phrase of ``text``, in the order a request is matched
+    against them (`load_scripts`'s, by file name): the first is the one that plays."""
+    return (script for script in scripts if script.match in text)
 
 
 def load_scripts(directory: Path | str, *, home: str | None = None) -> list[Script]:

@@ -78,7 +78,7 @@ from ._credential import carries
 from ._held import BoundedCounts, BoundedMap, ToolResults, cut_key, tool_results_of
 from ._reply import Reply
 from ._reqlog import RequestLog
-from ._scripts import Playbook, Route, Script, TextBlock, Turn, repeated
+from ._scripts import Playbook, Route, Script, TextBlock, Turn, matching, repeated
 from ._wire import first_user_text, request_text, task_begins, turn_index
 
 if TYPE_CHECKING:
@@ -263,12 +263,12 @@ class ScriptedProvider:
     def script_for(self, task: str) -> str | None:
         """The name of the script a session of ``task`` would get (its ``match`` is a phrase of
         the task), or None: its requests would be answered ``no script for this request``."""
-        return next((s.name for s in self._scripts if s.match in task), None)
+        return next((s.name for s in matching(self._scripts, task)), None)
 
     def scripts_for(self, task: str) -> tuple[str, ...]:
-        """The names of every script whose ``match`` is a phrase of ``task``, in the order a
-        request is matched against them: the first is the one played (`script_for`)."""
-        return tuple(s.name for s in self._scripts if s.match in task)
+        """The names of every script whose ``match`` is a phrase of ``task``, the one played
+        (`script_for`) first (`demo._scripts.matching`)."""
+        return tuple(s.name for s in matching(self._scripts, task))
 
     @property
     def refused_credentials(self) -> int:
@@ -422,7 +422,7 @@ class ScriptedProvider:
         index = turn_index(body)
         requested = body.get("model")
         fallback = requested if isinstance(requested, str) and requested else FALLBACK_MODEL
-        script = next((s for s in self._scripts if s.match in text), None)
+        script = next(matching(self._scripts, text), None)
         route = script.route(request_text(body)) if script is not None and script.branches else ()
         with self._lock:
             if script is not None:
